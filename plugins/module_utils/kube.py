@@ -1,0 +1,226 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one place the collection talks to the Kubernetes API.
+
+Modules get their client from ``kubernetes.core`` (same connection options,
+same kubeconfig handling, server-side dry run in check mode) and go through
+``Cluster`` for every read and write, so that reconciles list once per kind
+with a label selector, write with server-side apply under one field manager,
+and count their round trips.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .names import FIELD_MANAGER
+
+try:
+    from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
+
+    HAS_KUBERNETES_CORE = True
+except ImportError:  # pragma: no cover - only when kubernetes.core is absent
+    AUTH_ARG_SPEC = {}
+    HAS_KUBERNETES_CORE = False
+
+try:
+    from kubernetes.dynamic.exceptions import ApiException, NotFoundError
+except ImportError:  # pragma: no cover - the module reports the missing library
+    ApiException = NotFoundError = Exception
+
+# Fields the API server owns: a diff or a "changed" verdict never looks at them.
+_SERVER_FIELDS = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
+
+
+def argument_spec(**options: Any) -> dict[str, Any]:
+    """The module's own options plus kubernetes.core's connection options."""
+    spec = copy.deepcopy(AUTH_ARG_SPEC)
+    spec.update(options)
+    return spec
+
+
+def platform_module(**kwargs: Any):
+    """An AnsibleK8SModule: checks that kubernetes and PyYAML are importable."""
+    return AnsibleK8SModule(**kwargs)
+
+
+class Cluster:
+    """A thin, counting wrapper around kubernetes.core's K8SClient."""
+
+    def __init__(self, client: Any):
+        self._client = client
+        self.requests = 0
+        self._resources: dict[tuple[str, str], Any] = {}
+
+    @classmethod
+    def from_module(cls, module: Any) -> Cluster:
+        try:
+            return cls(get_api_client(module=module))
+        except CoreException as exc:
+            module.fail_json(msg=str(exc))
+            raise  # unreachable; fail_json exits
+
+    @property
+    def dry_run(self) -> bool:
+        return bool(getattr(self._client, "dry_run", False))
+
+    def resource(self, api_version: str, kind: str) -> Any:
+        key = (api_version, kind)
+        if key not in self._resources:
+            self._resources[key] = self._client.resource(kind, api_version)
+        return self._resources[key]
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every object of a kind in one request (the API pages only on request)."""
+        params: dict[str, Any] = {}
+        if namespace:
+            params["namespace"] = namespace
+        if label_selector:
+            params["label_selector"] = label_selector
+        if field_selector:
+            params["field_selector"] = field_selector
+        self.requests += 1
+        result = self._client.get(self.resource(api_version, kind), **params).to_dict()
+        return result.get("items") or []
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        self.requests += 1
+        try:
+            obj = self._client.get(self.resource(api_version, kind), name=name, namespace=namespace)
+        except NotFoundError:
+            return None
+        return obj.to_dict()
+
+    def apply(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """Server-side apply under the platform's field manager (dry run in check mode)."""
+        self.requests += 1
+        meta = manifest["metadata"]
+        result = self._client.apply(
+            self.resource(manifest["apiVersion"], manifest["kind"]),
+            dict(manifest),
+            namespace=meta.get("namespace"),
+            field_manager=FIELD_MANAGER,
+            force_conflicts=True,
+        )
+        return result.to_dict()
+
+    def create(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        self.requests += 1
+        meta = manifest["metadata"]
+        result = self._client.create(
+            self.resource(manifest["apiVersion"], manifest["kind"]),
+            dict(manifest),
+            namespace=meta.get("namespace"),
+            field_manager=FIELD_MANAGER,
+        )
+        return result.to_dict()
+
+    def delete(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        propagation: str = "Foreground",
+    ) -> bool:
+        """Delete one object; False when it was already gone."""
+        self.requests += 1
+        try:
+            self._client.delete(
+                self.resource(api_version, kind),
+                name=name,
+                namespace=namespace,
+                body={"propagationPolicy": propagation},
+            )
+        except NotFoundError:
+            return False
+        return True
+
+
+def strip_server_fields(obj: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A copy of ``obj`` without status and server-owned metadata, for diffs."""
+    if obj is None:
+        return None
+    out = copy.deepcopy(dict(obj))
+    out.pop("status", None)
+    meta = out.get("metadata") or {}
+    for key in _SERVER_FIELDS:
+        meta.pop(key, None)
+    annotations = meta.get("annotations") or {}
+    annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    if not annotations:
+        meta.pop("annotations", None)
+    return out
+
+
+def differs(desired: Any, live: Any) -> bool:
+    """True when ``live`` lacks or contradicts anything ``desired`` says.
+
+    Fields present only in ``live`` (defaults the API server or a controller
+    filled in) do not count: server-side apply leaves them alone too. Numbers
+    are compared as quantities where both sides are quantity-like strings.
+    """
+    if isinstance(desired, Mapping):
+        if not isinstance(live, Mapping):
+            return True
+        return any(differs(v, live.get(k)) for k, v in desired.items())
+    if isinstance(desired, list):
+        if not isinstance(live, list) or len(desired) != len(live):
+            return True
+        return any(differs(d, x) for d, x in zip(desired, live, strict=True))
+    return not _same_scalar(desired, live)
+
+
+def _same_scalar(a: Any, b: Any) -> bool:
+    if a == b:
+        return True
+    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
+        return False
+    try:
+        from kubernetes.utils.quantity import parse_quantity
+
+        return parse_quantity(a) == parse_quantity(b)
+    except (ImportError, ValueError, TypeError):
+        return str(a) == str(b)
+
+
+def index_by_name(objects: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {o["metadata"]["name"]: dict(o) for o in objects}
+
+
+def api_error_message(exc: Exception) -> str:
+    """The API server's own message (it names the field and the rule)."""
+    body = getattr(exc, "body", None)
+    if body:
+        try:
+            import json
+
+            data = json.loads(body)
+            return data.get("message") or str(body)
+        except (ValueError, TypeError):
+            return str(body)
+    return str(exc)
+
+
+__all__ = [
+    "HAS_KUBERNETES_CORE",
+    "ApiException",
+    "Cluster",
+    "argument_spec",
+    "differs",
+    "index_by_name",
+    "platform_module",
+    "strip_server_fields",
+]
