@@ -1,0 +1,27 @@
+"""Pinned upstream versions of the local cluster, in one place."""
+
+KUBERNETES = "v1.35.3"
+# k8s.io staging modules are published as v0.<minor>.<patch> of the same release.
+KUBERNETES_STAGING = "v0." + KUBERNETES.split(".", 1)[1]
+VOLCANO = "v1.15.1"
+# The newest volcano.sh/apis the Go module registry serves; see docs/localcluster.md.
+VOLCANO_APIS_BASE = "v1.14.0"
+ETCD = "v3.6.5"
+KWOK = "v0.7.0"
+HELM = "v3.21.4"
+
+# Built from the generated module in gomod/: output name -> main package.
+MODULE_BINARIES = {
+    "etcd": "./cmd/etcd",
+    "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
+    "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
+    "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler",
+    "vc-scheduler": "volcano.sh/volcano/cmd/scheduler",
+    "vc-controller-manager": "volcano.sh/volcano/cmd/controller-manager",
+    "vc-webhook-manager": "volcano.sh/volcano/cmd/webhook-manager",
+}
+# Installed with `go install module/cmd@version` (their modules have no replaces).
+INSTALLED_BINARIES = {
+    "kwok": f"sigs.k8s.io/kwok/cmd/kwok@{KWOK}",
+    "helm": f"helm.sh/helm/v3/cmd/helm@{HELM}",
+}
