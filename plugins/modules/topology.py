@@ -1,0 +1,267 @@
+#!/usr/bin/python
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: topology
+short_description: Make the cluster's HyperNodes equal the network topology tree
+description:
+  - Computes the Volcano HyperNode tree (C(topology.volcano.sh/v1alpha1)) from node labels or from a
+    description of the switches in inventory, checks every topology rule, and then creates and updates
+    HyperNodes so the cluster holds exactly that tree, in one run.
+  - With O(prune=true) it also deletes the HyperNodes it manages (label C(platform.io/managed-by=gpucloud-platform))
+    that the tree no longer needs. HyperNodes without that label, for example those Volcano's own discovery
+    labels C(volcano.sh/network-topology-source), are never changed or deleted; a tree that needs one of their
+    names fails before anything is written.
+  - Reads the cluster with one list call for Nodes and one for HyperNodes, and writes only what changed,
+    with server-side apply under the field manager C(gpucloud-platform).
+  - Every input is checked before the first write; a refused input names the switch or node and the rule.
+version_added: 0.1.0
+author:
+  - gpucloud platform team (@gpucloud)
+requirements:
+  - kubernetes >= 24.2.0
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+options:
+  source:
+    description:
+      - Where the tree comes from.
+      - V(labels) reads one node label per tier (O(tier_labels)).
+      - V(inventory) takes the switches described in O(switches).
+    type: str
+    choices: [labels, inventory]
+    default: labels
+  tier_labels:
+    description:
+      - With O(source=labels), the node label keys that name a node's switch at each tier, lowest tier first
+        (tier 1 is the switch the node hangs off). Any number of tiers.
+    type: list
+    elements: str
+    default: [topology.volcano.sh/tor, topology.volcano.sh/spine]
+  name_template:
+    description:
+      - With O(source=labels), how a label value becomes a HyperNode name. Must contain C({value}); may contain C({tier}).
+    type: str
+    default: "{value}"
+  switches:
+    description:
+      - With O(source=inventory), the switches. Each has C(name), C(tier) (1 or more), optionally C(tier_name),
+        and either C(nodes) (node names), C(node_pattern) (a regular expression, leaf only),
+        C(node_labels) (a label map, leaf only), or C(switches) (names of member switches).
+    type: list
+    elements: dict
+  node_selector:
+    description:
+      - A label selector limiting the Nodes the run considers (for example only GPU nodes).
+    type: str
+  prune:
+    description:
+      - Delete managed HyperNodes the tree no longer needs. When false they are kept and returned in RV(stale).
+    type: bool
+    default: false
+notes:
+  - Supports check mode (writes are sent as server-side dry runs) and diff mode.
+seealso:
+  - module: gpucloud.platform.hypernode
+  - module: gpucloud.platform.topology_info
+"""
+
+EXAMPLES = r"""
+- name: HyperNodes from the ToR and spine labels of the nodes
+  gpucloud.platform.topology:
+    tier_labels: [topology.volcano.sh/tor, topology.volcano.sh/spine]
+    prune: true
+
+- name: A three-tier fabric described in inventory
+  gpucloud.platform.topology:
+    source: inventory
+    switches:
+      - {name: core, tier: 3, switches: [spine-a, spine-b]}
+      - {name: spine-a, tier: 2, switches: [tor-1]}
+      - {name: spine-b, tier: 2, switches: [tor-2]}
+      - {name: tor-1, tier: 1, nodes: [gpu-0, gpu-1]}
+      - {name: tor-2, tier: 1, node_pattern: "^gpu-rack2-"}
+    prune: true
+  register: topo
+
+- name: Show the tree
+  ansible.builtin.debug:
+    msg: "{{ topo.tree }}"
+"""
+
+RETURN = r"""
+created:
+  description: HyperNodes created (in check mode, that would be created).
+  returned: always
+  type: list
+  elements: str
+  sample: [tor-0, spine-0]
+updated:
+  description: HyperNodes whose spec or labels were changed.
+  returned: always
+  type: list
+  elements: str
+deleted:
+  description: Managed HyperNodes deleted because the tree no longer needs them (only with O(prune=true)).
+  returned: always
+  type: list
+  elements: str
+unchanged:
+  description: HyperNodes already equal to the tree.
+  returned: always
+  type: list
+  elements: str
+stale:
+  description: Managed HyperNodes the tree no longer needs, kept because O(prune=false).
+  returned: always
+  type: list
+  elements: str
+unplaced_nodes:
+  description: Nodes that no leaf HyperNode holds.
+  returned: always
+  type: list
+  elements: str
+moved_nodes:
+  description: Nodes whose leaf HyperNode changes, with the leaves before and after.
+  returned: always
+  type: dict
+  sample: {gpu-3: {from: [tor-1], to: [tor-2]}}
+tree:
+  description: The tree as indented text.
+  returned: always
+  type: str
+  sample: "spine-0 (tier 2)\n└── tor-0 (tier 1)\n    ├── gpu-0\n    └── gpu-1\n"
+requests:
+  description: API requests the run made.
+  returned: always
+  type: int
+  sample: 2
+diff:
+  description: The HyperNodes before and after, by name (diff mode only).
+  returned: when diff mode is on
+  type: dict
+"""
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (  # noqa: E402
+    PlatformValidationError,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.hypernode_manifest import (  # noqa: E402
+    tree_manifests,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube import (  # noqa: E402
+    ApiException,
+    Cluster,
+    api_error_message,
+    argument_spec,
+    platform_module,
+    strip_server_fields,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology import (  # noqa: E402
+    API_VERSION,
+    DEFAULT_TIER_LABELS,
+    KIND,
+    tree_errors,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology_discovery import (  # noqa: E402
+    DEFAULT_NAME_TEMPLATE,
+    SOURCES,
+    tier_label_errors,
+    tree_from_source,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology_plan import plan_sync  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology_render import text_tree  # noqa: E402
+
+
+def main() -> None:
+    module = platform_module(
+        argument_spec=argument_spec(
+            source=dict(type="str", choices=list(SOURCES), default="labels"),
+            tier_labels=dict(type="list", elements="str", default=list(DEFAULT_TIER_LABELS)),
+            name_template=dict(type="str", default=DEFAULT_NAME_TEMPLATE),
+            switches=dict(type="list", elements="dict"),
+            node_selector=dict(type="str"),
+            prune=dict(type="bool", default=False),
+        ),
+        required_if=[("source", "inventory", ["switches"])],
+        supports_check_mode=True,
+    )
+    p = module.params
+    if p["source"] == "labels":
+        early = tier_label_errors(p["tier_labels"], p["name_template"])
+        if early:
+            module.fail_json(
+                msg=str(PlatformValidationError(early)), errors=[str(e) for e in early]
+            )
+
+    cluster = Cluster.from_module(module)
+    try:
+        nodes = cluster.list("v1", "Node", label_selector=p["node_selector"])
+        live = cluster.list(API_VERSION, KIND)
+    except ApiException as exc:
+        module.fail_json(msg=f"reading Nodes and HyperNodes failed: {api_error_message(exc)}")
+
+    try:
+        found = tree_from_source(
+            p["source"], nodes, p["tier_labels"], p["name_template"], p["switches"]
+        )
+    except PlatformValidationError as exc:
+        module.fail_json(msg=str(exc), errors=exc.messages)
+    errors = tree_errors(found.tree, nodes)
+    if errors:
+        err = PlatformValidationError(errors)
+        module.fail_json(msg=str(err), errors=err.messages)
+
+    plan = plan_sync(tree_manifests(found.tree), live, prune=p["prune"])
+    if plan.conflicts:
+        err = PlatformValidationError(plan.conflicts)
+        module.fail_json(msg=str(err), errors=err.messages)
+
+    result = dict(
+        changed=plan.changed,
+        unplaced_nodes=found.unplaced_nodes,
+        moved_nodes=plan.moved_nodes,
+        tree=text_tree(found.tree, unplaced=found.unplaced_nodes),
+        **plan.summary(),
+    )
+    done: list[str] = []
+    try:
+        for manifest in plan.create:
+            cluster.apply(manifest)
+            done.append("created " + manifest["metadata"]["name"])
+        for desired, _live in plan.update:
+            cluster.apply(desired)
+            done.append("updated " + desired["metadata"]["name"])
+        for obj in plan.delete:
+            cluster.delete(API_VERSION, KIND, obj["metadata"]["name"])
+            done.append("deleted " + obj["metadata"]["name"])
+    except ApiException as exc:
+        module.fail_json(
+            msg=f"writing HyperNodes failed after {len(done)} change(s): {api_error_message(exc)}",
+            done=done,
+            requests=cluster.requests,
+            **{k: v for k, v in result.items() if k != "changed"},
+        )
+
+    result["requests"] = cluster.requests
+    if module._diff:
+        result["diff"] = dict(
+            before={
+                **{
+                    d["metadata"]["name"]: strip_server_fields(live_obj)
+                    for d, live_obj in plan.update
+                },
+                **{o["metadata"]["name"]: strip_server_fields(o) for o in plan.delete},
+            },
+            after={
+                **{m["metadata"]["name"]: m for m in plan.create},
+                **{d["metadata"]["name"]: d for d, _ in plan.update},
+            },
+        )
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
