@@ -12,7 +12,8 @@ and count their round trips.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .names import FIELD_MANAGER
@@ -29,9 +30,9 @@ except ImportError:  # pragma: no cover - only when kubernetes.core is absent
     HAS_KUBERNETES_CORE = False
 
 try:
-    from kubernetes.dynamic.exceptions import ApiException, NotFoundError
+    from kubernetes.dynamic.exceptions import ApiException, ConflictError, NotFoundError
 except ImportError:  # pragma: no cover - the module reports the missing library
-    ApiException = NotFoundError = Exception
+    ApiException = ConflictError = NotFoundError = Exception
 
 # Fields the API server owns: a diff or a "changed" verdict never looks at them.
 _SERVER_FIELDS = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
@@ -103,16 +104,38 @@ class Cluster:
             return None
         return obj.to_dict()
 
-    def apply(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
-        """Server-side apply under the platform's field manager (dry run in check mode)."""
+    def apply(self, manifest: Mapping[str, Any], field_manager: str = FIELD_MANAGER) -> dict[str, Any]:
+        """Server-side apply under the platform's field manager (dry run in check mode).
+
+        A manifest that carries only some fields of an object (for example just
+        a queue's capability) must use its own ``field_manager``: applying it
+        under a manager that applied more fields before would remove those.
+        """
         self.requests += 1
         meta = manifest["metadata"]
         result = self._client.apply(
             self.resource(manifest["apiVersion"], manifest["kind"]),
             dict(manifest),
             namespace=meta.get("namespace"),
-            field_manager=FIELD_MANAGER,
+            field_manager=field_manager,
             force_conflicts=True,
+            # Without server_side, kubernetes.core's apply is a client-side
+            # apply (last-applied annotation and a merge patch), which the API
+            # server refuses together with force=true.
+            server_side=True,
+        )
+        return result.to_dict()
+
+    def replace(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """Replace an object; with ``metadata.resourceVersion`` set this fails
+        with ConflictError when someone else changed it in between."""
+        self.requests += 1
+        meta = manifest["metadata"]
+        result = self._client.replace(
+            self.resource(manifest["apiVersion"], manifest["kind"]),
+            dict(manifest),
+            namespace=meta.get("namespace"),
+            field_manager=FIELD_MANAGER,
         )
         return result.to_dict()
 
@@ -134,15 +157,21 @@ class Cluster:
         name: str,
         namespace: str | None = None,
         propagation: str = "Foreground",
+        preconditions: Mapping[str, str] | None = None,
     ) -> bool:
-        """Delete one object; False when it was already gone."""
+        """Delete one object; False when it was already gone. ``preconditions``
+        (uid, resourceVersion) make the API server refuse with ConflictError
+        when the object changed since it was read."""
         self.requests += 1
+        body: dict[str, Any] = {"propagationPolicy": propagation}
+        if preconditions:
+            body["preconditions"] = dict(preconditions)
         try:
             self._client.delete(
                 self.resource(api_version, kind),
                 name=name,
                 namespace=namespace,
-                body={"propagationPolicy": propagation},
+                body=body,
             )
         except NotFoundError:
             return False
@@ -196,6 +225,31 @@ def _same_scalar(a: Any, b: Any) -> bool:
         return str(a) == str(b)
 
 
+def retry_while_denied(
+    call: Callable[[], Any],
+    timeout: float = 30.0,
+    interval: float = 0.5,
+    sleep: Callable[[float], Any] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> Any:
+    """Run ``call``; while an admission webhook denies it, wait and try again
+    until ``timeout`` seconds have passed, then raise the last denial.
+
+    Volcano's queue webhook judges a write against its informer cache, which
+    trails the API server by a moment: a team queue written right after its
+    new subscription queue, or a subscription deleted right after its last
+    team, is refused until the cache catches up."""
+    deadline = clock() + timeout
+    while True:
+        try:
+            return call()
+        except ApiException as exc:
+            if "denied the request" not in api_error_message(exc) or clock() >= deadline:
+                raise
+        sleep(interval)
+        interval = min(interval * 2, 4.0)
+
+
 def index_by_name(objects: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     return {o["metadata"]["name"]: dict(o) for o in objects}
 
@@ -218,9 +272,11 @@ __all__ = [
     "HAS_KUBERNETES_CORE",
     "ApiException",
     "Cluster",
+    "ConflictError",
     "argument_spec",
     "differs",
     "index_by_name",
+    "retry_while_denied",
     "platform_module",
     "strip_server_fields",
 ]

@@ -24,6 +24,15 @@ MANAGED_BY = "gpucloud-platform"
 FIELD_MANAGER = "gpucloud-platform"
 MANAGED_SELECTOR = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
 
+# Spot queues' and PAYG queues' capability/deserved are written by the
+# capacity modules with a partial apply, so under a manager of their own (a
+# partial apply under FIELD_MANAGER would drop the labels and parent that the
+# tenant's full apply set).
+CAPACITY_FIELD_MANAGER = "gpucloud-platform-capacity"
+SPOT_RECLAIM_LEASE = "spot-reclaim"
+SPOT_RECLAIM_HISTORY = "spot-reclaim-history"
+EVENT_REASON_SPOT_RECLAIMED = "SpotReclaimed"
+
 PLATFORM_NAMESPACE = "platform-system"
 VOLCANO_NAMESPACE = "volcano-system"
 ROOT_QUEUE = "root"

@@ -1,0 +1,171 @@
+#!/usr/bin/python
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: spot_capacity
+short_description: Recompute every tenant's spot queue capability from the idle GPU pool
+description:
+  - Reads the pool (allocatable C(nvidia.com/gpu), C(cpu) and C(memory) of the Ready, schedulable Nodes matching
+    O(node_selector)) and the managed Volcano Queues, then sets every spot queue's capability to its tenant's
+    share of the idle pool, with deserved 0.
+  - "Idle = pool - sum of subscription queues' deserved - sum of pay-as-you-go queues' granted capacity, never below 0.
+    A tenant's share is its subscribed GPUs / all subscribed GPUs. GPUs are apportioned in whole GPUs by the
+    largest-remainder method so the capabilities add up to exactly the idle GPUs (ties: larger subscription, then
+    tenant name); cpu and memory by the same shares, in whole millicores and MiB. A tenant without a subscription gets 0."
+  - One list call for Nodes and one for Queues (label selector C(platform.io/managed-by=gpucloud-platform)); a
+    server-side apply of just C(spec.capability) and C(spec.deserved), under the field manager
+    C(gpucloud-platform-capacity), only for the spot queues whose value changes.
+  - Safe to run every minute.
+version_added: 0.1.0
+author:
+  - gpucloud platform team (@gpucloud)
+requirements:
+  - kubernetes >= 24.2.0
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+options:
+  node_selector:
+    description:
+      - Node labels (name to value) a node must carry to count in the pool, for example to leave out cloud-burst or
+        maintenance nodes. Empty means every Ready, schedulable node.
+    type: dict
+    default: {}
+notes:
+  - Supports check mode (writes are sent as server-side dry runs) and diff mode.
+seealso:
+  - module: gpucloud.platform.spot_reclaim
+  - module: gpucloud.platform.payg_capacity
+"""
+
+EXAMPLES = r"""
+- name: Recompute spot capabilities over the whole cluster
+  gpucloud.platform.spot_capacity:
+  register: spot
+
+- name: Only nodes of the main pool count
+  gpucloud.platform.spot_capacity:
+    node_selector:
+      platform.io/pool: main
+
+- name: Show the table
+  ansible.builtin.debug:
+    msg: "{{ spot.tenants | map(attribute='tenant') | zip(spot.tenants | map(attribute='new')) }}"
+"""
+
+RETURN = r"""
+pool:
+  description: The pool (allocatable GPUs, cpu and memory of the pool nodes).
+  returned: always
+  type: dict
+  sample: {nvidia.com/gpu: 64, cpu: "512", memory: 2Ti}
+idle:
+  description: What is left for spot after subscriptions and pay-as-you-go grants.
+  returned: always
+  type: dict
+  sample: {nvidia.com/gpu: 24, cpu: "192", memory: 768Gi}
+tenants:
+  description:
+    - One row per tenant with a managed queue. C(old) is the live spot capability (null without a spot queue),
+      C(new) the computed one, C(share) the tenant's fraction of the idle pool.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {tenant: alpha, queue: tenant-alpha-spot, subscription: 40, share: 0.666667,
+       old: {nvidia.com/gpu: 20}, new: {nvidia.com/gpu: 16, cpu: "128", memory: 512Gi}, changed: true}
+updated:
+  description: Spot queues whose capability was changed (in check mode, would be).
+  returned: always
+  type: list
+  elements: str
+requests:
+  description: API requests the run made.
+  returned: always
+  type: int
+  sample: 3
+diff:
+  description: The changed spot queues' capability and deserved before and after, by queue name.
+  returned: when diff mode is on
+  type: dict
+"""
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (  # noqa: E402
+    PlatformValidationError,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube import (  # noqa: E402
+    ApiException,
+    Cluster,
+    api_error_message,
+    argument_spec,
+    platform_module,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.names import (  # noqa: E402
+    CAPACITY_FIELD_MANAGER,
+    MANAGED_SELECTOR,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.quantity import render  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot_capacity_plan import (  # noqa: E402
+    QUEUE_API,
+    plan_spot_capacity,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot_pool import (  # noqa: E402
+    label_selector,
+    selector_errors,
+)
+
+
+def main() -> None:
+    module = platform_module(
+        argument_spec=argument_spec(node_selector=dict(type="dict", default={})),
+        supports_check_mode=True,
+    )
+    selector = module.params["node_selector"] or {}
+    early = selector_errors(selector)
+    if early:
+        err = PlatformValidationError(early)
+        module.fail_json(msg=str(err), errors=err.messages)
+
+    cluster = Cluster.from_module(module)
+    try:
+        nodes = cluster.list("v1", "Node", label_selector=label_selector(selector))
+        queues = cluster.list(QUEUE_API, "Queue", label_selector=MANAGED_SELECTOR)
+    except ApiException as exc:
+        module.fail_json(msg=f"reading Nodes and Queues failed: {api_error_message(exc)}")
+
+    try:
+        plan = plan_spot_capacity(nodes, queues, selector)
+    except PlatformValidationError as exc:
+        module.fail_json(msg=str(exc), errors=exc.messages)
+
+    for warning in plan.warnings:
+        module.warn(warning)
+    result = dict(
+        changed=bool(plan.changes),
+        pool=render(plan.pool),
+        idle=render(plan.idle),
+        tenants=plan.rows,
+        updated=[m["metadata"]["name"] for m in plan.changes],
+    )
+    done: list[str] = []
+    try:
+        for manifest in plan.changes:
+            cluster.apply(manifest, field_manager=CAPACITY_FIELD_MANAGER)
+            done.append(manifest["metadata"]["name"])
+    except ApiException as exc:
+        module.fail_json(
+            msg=f"updating spot queues failed after {len(done)} change(s): {api_error_message(exc)}",
+            done=done,
+            requests=cluster.requests,
+            **{k: v for k, v in result.items() if k != "changed"},
+        )
+    result["requests"] = cluster.requests
+    if module._diff:
+        result["diff"] = dict(before=plan.before, after=plan.after)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

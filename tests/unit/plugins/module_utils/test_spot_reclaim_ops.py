@@ -1,0 +1,154 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+import json
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot_reclaim_ops import (
+    ReclaimError,
+    ReclaimRequest,
+    acquire_lease,
+    lease_blocker,
+    lease_manifest,
+    push_history,
+    reclaim,
+    release_lease,
+    wait_until_free,
+)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from spot_fixtures import NOW, spot_cluster
+
+
+def test_nothing_to_do_when_enough_is_free():
+    cluster = spot_cluster()
+    result = reclaim(cluster, ReclaimRequest(demand=4, holder="me"), check_mode=False, now=NOW)
+    assert result["changed"] is False and result["shortfall"] == 0 and result["victims"] == []
+    assert (result["pool"], result["allocated"], result["free"]) == (64, 60, 4)
+    assert not [w for w in cluster.writes if w[0] == "delete" and w[1] == "Job"]
+
+
+def test_design_example_deletes_a_then_b_records_events_and_history():
+    cluster = spot_cluster()
+    result = reclaim(
+        cluster, ReclaimRequest(demand=16, reason="order 7", holder="me"), check_mode=False, now=NOW
+    )
+    assert result["shortfall"] == 12  # 4 free, 16 asked
+    assert [v["name"] for v in result["victims"]] == ["spot-a", "spot-b"]
+    assert result["freed"] == 12 and result["changed"] is True
+    deletes = [w[2] for w in cluster.writes if w[:2] == ("delete", "Job")]
+    assert deletes == ["spot-a", "spot-b"]
+    events = cluster.objects("Event")
+    assert sorted(e["involvedObject"]["name"] for e in events) == ["spot-a", "spot-b"]
+    event_b = next(e for e in events if e["involvedObject"]["name"] == "spot-b")
+    assert (
+        event_b["reason"] == "SpotReclaimed" and event_b["metadata"]["namespace"] == "tenant-alpha"
+    )
+    assert (
+        "price 0.1, 8 GPUs" in event_b["message"]
+        and "order 7: demand 16 GPUs" in event_b["message"]
+    )
+    assert event_b["involvedObject"]["uid"] == "uid-spot-b"
+    history = json.loads(cluster.objects("ConfigMap")[0]["data"]["history.json"])
+    assert history == result["history"] and history[0]["victims"][0]["name"] == "spot-a"
+    assert cluster.objects("Lease") == []  # released
+
+
+def test_check_mode_only_reports():
+    cluster = spot_cluster()
+    result = reclaim(cluster, ReclaimRequest(demand=16, holder="me"), check_mode=True, now=NOW)
+    assert [v["name"] for v in result["victims"]] == ["spot-a", "spot-b"] and result[
+        "changed"
+    ] is True
+    assert cluster.writes == []
+
+
+def test_too_little_spot_fails_before_deleting():
+    cluster = spot_cluster()
+    with pytest.raises(
+        ReclaimError,
+        match=r"demand 40 GPUs: 4 of the pool's 64 GPUs are free, 36 must be reclaimed",
+    ):
+        reclaim(cluster, ReclaimRequest(demand=40, holder="me"), check_mode=False, now=NOW)
+    assert not [w for w in cluster.writes if w[0] == "delete" and w[1] == "Job"]
+    assert cluster.objects("Lease") == []
+
+
+def test_a_held_lease_blocks_and_names_the_holder():
+    cluster = spot_cluster(
+        [lease_manifest("other-run", 60, NOW - timedelta(seconds=10)) | {"kind": "Lease"}]
+    )
+    with pytest.raises(ReclaimError, match=r"held by 'other-run' until 2026-01-01T12:00:50Z"):
+        reclaim(cluster, ReclaimRequest(demand=16, holder="me"), check_mode=False, now=NOW)
+    assert not [w for w in cluster.writes if w[0] == "delete"]
+    assert cluster.objects("Lease")[0]["spec"]["holderIdentity"] == "other-run"
+
+
+def test_an_expired_lease_is_taken_over():
+    cluster = spot_cluster([lease_manifest("dead-run", 60, NOW - timedelta(seconds=61))])
+    lease = acquire_lease(cluster, "me", 60, NOW)
+    assert lease["spec"]["holderIdentity"] == "me" and lease["spec"]["leaseTransitions"] == 1
+    assert ("replace", "Lease", "spot-reclaim") in cluster.writes
+    assert release_lease(cluster, lease) is True
+
+
+def test_release_leaves_a_lease_someone_else_took():
+    cluster = spot_cluster()
+    mine = acquire_lease(cluster, "me", 60, NOW)
+    cluster.store[("Lease", "platform-system", "spot-reclaim")]["metadata"]["resourceVersion"] = (
+        "changed"
+    )
+    assert release_lease(cluster, mine) is False
+    assert cluster.objects("Lease")
+
+
+def test_lease_blocker_rule():
+    assert lease_blocker(None, "me", NOW) is None
+    assert lease_blocker(lease_manifest("me", 60, NOW), "me", NOW) is None
+    assert lease_blocker(lease_manifest("x", 60, NOW - timedelta(seconds=60)), "me", NOW) is None
+    assert "held by 'x'" in lease_blocker(
+        lease_manifest("x", 60, NOW - timedelta(seconds=59)), "me", NOW
+    )
+
+
+def test_history_is_newest_first_and_bounded():
+    entries = []
+    for i in range(5):
+        entries = push_history(entries, {"n": i}, 3)
+    assert entries == [{"n": 4}, {"n": 3}, {"n": 2}]
+
+
+def test_a_second_reclaim_counts_pods_on_their_way_out_as_free():
+    cluster = spot_cluster()
+    for name in ("spot-a-0", "spot-b-0", "spot-b-1"):
+        cluster.store[("Pod", "tenant-x", name)]["metadata"]["deletionTimestamp"] = (
+            "2026-01-01T12:00:00Z"
+        )
+    result = reclaim(cluster, ReclaimRequest(demand=16, holder="me"), check_mode=False, now=NOW)
+    assert result["free"] == 16 and result["victims"] == []
+
+
+def test_wait_until_free_polls_until_pods_are_gone():
+    cluster = spot_cluster()
+    ticks = iter(range(100))
+    pauses = []
+
+    def pause(_):
+        pauses.append(1)
+        if len(pauses) == 2:
+            for name in ("spot-a-0", "spot-b-0", "spot-b-1"):
+                del cluster.store[("Pod", "tenant-x", name)]
+
+    reached, free = wait_until_free(
+        cluster, {}, 16, timeout=50, clock=lambda: next(ticks), pause=pause
+    )
+    assert reached is True and free == 16 and len(pauses) == 2
+    reached, free = wait_until_free(
+        cluster, {}, 64, timeout=3, clock=lambda: next(ticks), pause=lambda _: None
+    )
+    assert reached is False and free == 16
