@@ -1,0 +1,294 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The tenant modules against the local cluster, run through ansible-playbook
+exactly as AWX runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+GPU = "nvidia.com/gpu"
+A, B = "ita", "itb"
+TEAMS = [
+    {"name": "algo", "deserved": {GPU: 8}, "capability": {GPU: 16}},
+    {"name": "eng", "deserved": {GPU: 4}},
+    {"name": "data", "deserved": {GPU: 4}, "guarantee": {GPU: 2}},
+]
+
+
+def run_module(
+    tmp_path: Path, kubeconfig, module: str, args: dict, check: bool = False, diff: bool = False
+) -> dict:
+    """Run one gpucloud.platform module in a one-task playbook; its result as a dict."""
+    out = tmp_path / f"result-{time.monotonic_ns()}.json"
+    task_args = {"kubeconfig": str(kubeconfig), **args}
+    playbook = tmp_path / "run.yml"
+    playbook.write_text(
+        "- hosts: localhost\n"
+        "  connection: local\n"
+        "  gather_facts: false\n"
+        "  tasks:\n"
+        f"    - gpucloud.platform.{module}: {json.dumps(task_args)}\n"
+        "      register: result\n"
+        "      ignore_errors: true\n"
+        "    - ansible.builtin.copy:\n"
+        "        content: '{{ result | to_json }}'\n"
+        f"        dest: {out}\n"
+        "      check_mode: false\n"
+        "      diff: false\n"
+    )
+    cmd = [
+        str(Path(sys.executable).parent / "ansible-playbook"),
+        "-i",
+        "localhost,",
+        "-e",
+        f"ansible_python_interpreter={sys.executable}",
+        str(playbook),
+    ]
+    if check:
+        cmd.append("--check")
+    if diff:
+        cmd.append("--diff")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert out.exists(), proc.stdout + proc.stderr
+    return json.loads(out.read_text())
+
+
+def tenant_args(name, gpus=32, teams=None, **extra):
+    args = {
+        "name": name,
+        "subscription": {GPU: gpus, "cpu": 128, "memory": "512Gi"},
+        "subscription_guarantee": {GPU: 2},
+    }
+    if teams is not None:
+        args["teams"] = teams
+    args.update(extra)
+    return args
+
+
+def custom(api_client):
+    from kubernetes import client
+
+    return client.CustomObjectsApi(api_client)
+
+
+def queues_of(api_client, tenant):
+    items = custom(api_client).list_cluster_custom_object(
+        "scheduling.volcano.sh", "v1beta1", "queues", label_selector=f"platform.io/tenant={tenant}"
+    )["items"]
+    return {q["metadata"]["name"]: q for q in items}
+
+
+def wait_for(predicate, timeout=120, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def job_body(name, namespace, queue):
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {
+                "platform.io/billing-type": "subscription",
+                "platform.io/job-class": "normal",
+            },
+        },
+        "spec": {
+            "schedulerName": "volcano",
+            "queue": queue,
+            "minAvailable": 1,
+            "tasks": [
+                {
+                    "name": "main",
+                    "replicas": 1,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [
+                                {
+                                    "name": "main",
+                                    "image": "busybox",
+                                    "command": ["sleep", "3600"],
+                                    "resources": {
+                                        "requests": {"cpu": "1", GPU: 1},
+                                        "limits": {"cpu": "1", GPU: 1},
+                                    },
+                                }
+                            ],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def tenants(kubeconfig, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("tenant")
+    for name in (A, B):
+        run_module(
+            tmp,
+            kubeconfig,
+            "tenant",
+            {"name": name, "state": "absent", "force": True, "wait": True},
+        )
+    yield tmp
+    for name in (A, B):
+        run_module(
+            tmp,
+            kubeconfig,
+            "tenant",
+            {"name": name, "state": "absent", "force": True, "wait": True},
+        )
+
+
+def test_create_tenant_with_three_teams(tenants, kubeconfig, api_client):
+    result = run_module(tenants, kubeconfig, "tenant", tenant_args(A, teams=TEAMS))
+    assert not result.get("failed"), result.get("msg")
+    assert result["changed"] is True
+    queues = queues_of(api_client, A)
+    expected = {f"tenant-{A}-{s}" for s in ("subscription", "payg", "spot", "algo", "eng", "data")}
+    assert set(queues) == expected
+    # The webhook accepted every queue, and the queue controller opened them.
+    wait_for(
+        lambda: all(q["status"].get("state") == "Open" for q in queues_of(api_client, A).values()),
+        what="queues Open",
+    )
+    sub = queues[f"tenant-{A}-subscription"]["spec"]
+    assert sub["parent"] == "root"
+    assert str(sub["deserved"][GPU]) == str(sub["capability"][GPU]) == "32"
+    assert queues[f"tenant-{A}-algo"]["spec"]["parent"] == f"tenant-{A}-subscription"
+    assert queues[f"tenant-{A}-data"]["spec"]["guarantee"]["resource"][GPU] in (2, "2")
+    assert str(queues[f"tenant-{A}-spot"]["spec"]["capability"][GPU]) == "0"
+    second = run_module(tenants, kubeconfig, "tenant", tenant_args(B, gpus=8))
+    assert not second.get("failed"), second.get("msg")
+
+
+def test_second_run_reports_no_change(tenants, kubeconfig):
+    result = run_module(tenants, kubeconfig, "tenant", tenant_args(A, teams=TEAMS))
+    assert not result.get("failed"), result.get("msg")
+    assert result["changed"] is False
+    assert result["objects"] == []
+
+
+def test_check_mode_reports_without_writing(tenants, kubeconfig, api_client):
+    result = run_module(
+        tenants, kubeconfig, "tenant", tenant_args(A, gpus=40, teams=TEAMS), check=True, diff=True
+    )
+    assert not result.get("failed"), result.get("msg")
+    assert result["changed"] is True
+    assert {"kind": "Queue", "name": f"tenant-{A}-subscription", "action": "update"} in result[
+        "objects"
+    ]
+    key = f"Queue/tenant-{A}-subscription"
+    assert str(result["diff"]["before"][key]["spec"]["deserved"][GPU]) == "32"
+    assert str(result["diff"]["after"][key]["spec"]["deserved"][GPU]) == "40"
+    live = queues_of(api_client, A)[f"tenant-{A}-subscription"]
+    assert str(live["spec"]["deserved"][GPU]) == "32"
+
+
+def test_bad_input_fails_before_any_write(tenants, kubeconfig, api_client):
+    before = queues_of(api_client, A)
+    bad = tenant_args(
+        A, teams=[{"name": "algo", "deserved": {GPU: 40}}], egress_cidrs=["10.244.1.0/24"]
+    )
+    result = run_module(tenants, kubeconfig, "tenant", bad)
+    assert result.get("failed")
+    assert any(e.startswith(f"teams[0].deserved.{GPU}") for e in result["errors"])
+    assert any(e.startswith("egress_cidrs[0]") for e in result["errors"])
+    after = queues_of(api_client, A)
+    assert {n: q["metadata"]["resourceVersion"] for n, q in before.items()} == {
+        n: q["metadata"]["resourceVersion"] for n, q in after.items()
+    }
+
+
+def test_tenant_group_can_use_its_namespace_only(tenants, kubeconfig):
+    from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
+
+    impersonated = config.new_client_from_config(config_file=str(kubeconfig))
+    impersonated.set_default_header("Impersonate-User", "alice")
+    impersonated.set_default_header("Impersonate-Group", f"tenant:{A}")
+    api = client.CustomObjectsApi(impersonated)
+    created = api.create_namespaced_custom_object(
+        "batch.volcano.sh",
+        "v1alpha1",
+        f"tenant-{A}",
+        "jobs",
+        job_body("probe", f"tenant-{A}", f"tenant-{A}-algo"),
+    )
+    assert created["metadata"]["name"] == "probe"
+    with pytest.raises(ApiException) as exc:
+        api.create_namespaced_custom_object(
+            "batch.volcano.sh",
+            "v1alpha1",
+            f"tenant-{B}",
+            "jobs",
+            job_body("probe", f"tenant-{B}", f"tenant-{B}-subscription"),
+        )
+    assert exc.value.status == 403
+    with pytest.raises(ApiException) as exc:
+        api.list_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues")
+    assert exc.value.status == 403
+
+
+def test_team_queue_module_adds_and_removes(tenants, kubeconfig, api_client):
+    added = run_module(
+        tenants, kubeconfig, "team_queue", {"tenant": A, "name": "extra", "deserved": {GPU: 4}}
+    )
+    assert not added.get("failed"), added.get("msg")
+    assert f"tenant-{A}-extra" in queues_of(api_client, A)
+    removed = run_module(
+        tenants, kubeconfig, "team_queue", {"tenant": A, "name": "extra", "state": "absent"}
+    )
+    assert not removed.get("failed"), removed.get("msg")
+    wait_for(lambda: f"tenant-{A}-extra" not in queues_of(api_client, A), what="team queue gone")
+
+
+def test_tenant_info_reports_queues_and_jobs(tenants, kubeconfig):
+    info = run_module(tenants, kubeconfig, "tenant_info", {"name": A})
+    assert not info.get("failed"), info.get("msg")
+    [entry] = info["tenants"]
+    assert entry["active_jobs"] >= 1
+    queues = {q["name"]: q for q in entry["queues"]}
+    assert queues[f"tenant-{A}-algo"]["active_jobs"] >= 1
+    assert queues[f"tenant-{A}-subscription"]["deserved"][GPU] == 32
+    assert entry["queues"][-1]["parent"] == f"tenant-{A}-subscription"
+
+
+def test_delete_refused_while_jobs_run_then_forced(tenants, kubeconfig, api_client):
+    from kubernetes import client
+
+    refused = run_module(tenants, kubeconfig, "tenant", {"name": A, "state": "absent"})
+    assert refused.get("failed")
+    assert "active Volcano Job" in refused["msg"]
+    assert f"tenant-{A}-subscription" in queues_of(api_client, A)
+
+    forced = run_module(
+        tenants, kubeconfig, "tenant", {"name": A, "state": "absent", "force": True, "wait": True}
+    )
+    assert not forced.get("failed"), forced.get("msg")
+    assert forced["changed"] is True
+    assert queues_of(api_client, A) == {}
+    core = client.CoreV1Api(api_client)
+    assert core.list_namespace(label_selector=f"platform.io/tenant={A}").items == []

@@ -1,0 +1,152 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (
+    PlatformValidationError,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.queue_model import (
+    Queue,
+    allocated,
+    same_capacity,
+    same_spec,
+)
+
+GPU = "nvidia.com/gpu"
+
+
+def test_manifest_always_names_parent_root_included():
+    m = Queue(name="q").to_manifest()
+    assert m["spec"]["parent"] == "root"
+    assert m["apiVersion"] == "scheduling.volcano.sh/v1beta1"
+    assert m["kind"] == "Queue"
+
+
+def test_manifest_carries_queue_labels():
+    q = Queue(
+        name="tenant-a-ml", parent="tenant-a-subscription", queue_type="team", tenant="a", team="ml"
+    )
+    labels = q.to_manifest()["metadata"]["labels"]
+    assert labels == {
+        "platform.io/tenant": "a",
+        "platform.io/queue-type": "team",
+        "platform.io/team": "ml",
+        "platform.io/managed-by": "gpucloud-platform",
+    }
+
+
+def test_manifest_renders_quantities_and_guarantee():
+    q = Queue(
+        name="q",
+        deserved={GPU: Decimal(4), "memory": Decimal(64 * 2**30)},
+        guarantee={GPU: Decimal(2)},
+        capability={"cpu": Decimal("0.5")},
+    )
+    spec = q.to_manifest()["spec"]
+    assert spec["deserved"] == {GPU: 4, "memory": "64Gi"}
+    assert spec["guarantee"] == {"resource": {GPU: 2}}
+    assert spec["capability"] == {"cpu": "500m"}
+
+
+def test_capacity_fields_are_left_out_and_written_apart():
+    q = Queue(
+        name="s",
+        deserved={GPU: Decimal(0)},
+        capability={GPU: Decimal(0)},
+        capacity_fields=("capability",),
+    )
+    assert "capability" not in q.to_manifest()["spec"]
+    assert q.to_manifest()["spec"]["deserved"] == {GPU: 0}
+    part = q.capacity_manifest()
+    assert part["spec"] == {"capability": {GPU: 0}}
+    assert "labels" not in part["metadata"]
+
+
+def test_empty_capacity_field_is_written_empty_not_left_out():
+    q = Queue(name="p", capacity_fields=("deserved", "capability"))
+    assert q.capacity_manifest()["spec"] == {"deserved": {}, "capability": {}}
+
+
+def test_from_manifest_collects_every_bad_field():
+    with pytest.raises(PlatformValidationError) as exc:
+        Queue.from_manifest(
+            {
+                "metadata": {"name": "q"},
+                "spec": {"deserved": {"cpu": "-1"}, "capability": {GPU: "x"}, "weight": 0},
+            }
+        )
+    fields = [e.field for e in exc.value.errors]
+    assert "q.spec.deserved.cpu" in fields
+    assert f"q.spec.capability.{GPU}" in fields
+    assert "q.spec.weight" in fields
+
+
+def test_from_manifest_reads_missing_parent_as_empty():
+    q = Queue.from_manifest({"metadata": {"name": "q"}, "spec": {}})
+    assert q.parent == ""
+
+
+def test_same_spec_sees_a_dropped_resource():
+    desired = Queue(name="q", deserved={GPU: Decimal(4)})
+    live = Queue(name="q", deserved={GPU: Decimal(4), "cpu": Decimal(8)}).to_manifest()
+    assert not same_spec(desired, live)
+    assert same_spec(desired, desired.to_manifest())
+
+
+def test_same_spec_compares_quantities_not_spelling():
+    desired = Queue(name="q", deserved={"memory": Decimal(2**30)})
+    live = desired.to_manifest()
+    live["spec"]["deserved"]["memory"] = "1024Mi"
+    assert same_spec(desired, live)
+
+
+def test_same_spec_ignores_capacity_fields_same_capacity_does_not():
+    desired = Queue(name="s", capability={GPU: Decimal(0)}, capacity_fields=("capability",))
+    live = Queue(name="s", capability={GPU: Decimal(12)}).to_manifest()
+    assert same_spec(desired, live)
+    assert not same_capacity(desired, live)
+
+
+def test_allocated_reads_status():
+    m = {"metadata": {"name": "q"}, "status": {"allocated": {GPU: "3", "pods": "2"}}}
+    assert allocated(m) == {GPU: Decimal(3), "pods": Decimal(2)}
+    assert allocated({"metadata": {"name": "q"}}) == {}
+
+
+resources = st.dictionaries(
+    st.sampled_from([GPU, "cpu", "memory", "pods"]),
+    st.integers(min_value=0, max_value=10**6).map(Decimal),
+)
+
+
+@given(deserved=resources, capability=resources, guarantee=resources, weight=st.integers(1, 100))
+def test_manifest_round_trip(deserved, capability, guarantee, weight):
+    q = Queue(
+        name="tenant-a-x",
+        parent="tenant-a-subscription",
+        queue_type="team",
+        tenant="a",
+        team="x",
+        deserved=deserved,
+        capability=capability,
+        guarantee=guarantee,
+        weight=weight,
+    )
+    back = Queue.from_manifest(q.to_manifest())
+    assert back.deserved == deserved
+    assert back.capability == capability
+    assert back.guarantee == guarantee
+    assert (back.parent, back.tenant, back.team, back.queue_type, back.weight) == (
+        q.parent,
+        "a",
+        "x",
+        "team",
+        weight,
+    )
+    assert same_spec(q, q.to_manifest())

@@ -1,0 +1,65 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ansible_collections.gpucloud.platform.plugins.modules import tenant, tenant_info
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fake_cluster import FakeCluster
+
+GPU = "nvidia.com/gpu"
+
+
+def two_tenants():
+    cluster = FakeCluster()
+    for name, gpus in (("a", 40), ("b", 8)):
+        tenant.run(
+            {
+                "name": name,
+                "subscription": {GPU: gpus, "cpu": 16, "memory": "64Gi"},
+                "teams": [{"name": "ml", "deserved": {GPU: gpus // 2}}],
+            },
+            cluster,
+        )
+    cluster.store[("Queue", "", "tenant-a-ml")]["status"] = {
+        "allocated": {GPU: "4", "pods": "1"},
+        "state": "Open",
+    }
+    for phase, name in (("Running", "j1"), ("Completed", "j2"), ("Pending", "j3")):
+        cluster.put(
+            {
+                "kind": "Job",
+                "metadata": {"name": name, "namespace": "tenant-a"},
+                "spec": {"queue": "tenant-a-ml"},
+                "status": {"state": {"phase": phase}},
+            }
+        )
+    cluster.lists.clear()
+    cluster.requests = 0
+    return cluster
+
+
+def test_all_tenants_with_one_list_per_kind():
+    cluster = two_tenants()
+    result = tenant_info.run({}, cluster)
+    assert [t["name"] for t in result["tenants"]] == ["a", "b"]
+    assert cluster.lists == ["Namespace", "Queue", "Job"]
+    a = result["tenants"][0]
+    assert a["namespace"] == "tenant-a"
+    assert a["active_jobs"] == 2
+    queues = {q["name"]: q for q in a["queues"]}
+    assert queues["tenant-a-ml"]["allocated"] == {GPU: 4, "pods": 1}
+    assert queues["tenant-a-ml"]["active_jobs"] == 2
+    assert queues["tenant-a-subscription"]["deserved"][GPU] == 40
+    assert a["queues"][-1]["parent"] == "tenant-a-subscription"
+
+
+def test_one_tenant():
+    cluster = two_tenants()
+    result = tenant_info.run({"name": "b"}, cluster)
+    assert [t["name"] for t in result["tenants"]] == ["b"]
+    assert result["tenants"][0]["active_jobs"] == 0
+    assert cluster.requests == 3
