@@ -1,0 +1,59 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""scheduling_policy_manifests: the scheduling policy's Kubernetes objects, and the scheduler conf text."""
+
+from __future__ import annotations
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.admission_policies import (
+    admission_manifests,
+    parent_queues_configmap,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.priority_classes import (
+    priority_class_manifests,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.scheduler_conf import (
+    DEFAULT_ACTIONS,
+    DEFAULT_TIERS,
+    render_scheduler_conf,
+    scheduler_configmap,
+)
+
+PARTS = ("priority_classes", "scheduler_configmap", "admission_policies", "parent_queues_configmap")
+
+
+def scheduler_conf_text(tiers=None, actions=None, configurations=None):
+    """The YAML text of volcano-scheduler.conf from structured variables."""
+    return render_scheduler_conf(
+        actions=list(actions) if actions is not None else DEFAULT_ACTIONS,
+        tiers=list(tiers) if tiers is not None else DEFAULT_TIERS,
+        configurations=configurations or None,
+    )
+
+
+def scheduling_policy_manifests(conf_text, parts=PARTS, admission=None):
+    """The manifests to apply: PriorityClasses, the scheduler ConfigMap holding conf_text,
+    the admission policies with their bindings, and the parent-queues parameter ConfigMap."""
+    admission = dict(admission or {})
+    out = []
+    if "priority_classes" in parts:
+        out += priority_class_manifests()
+    if "scheduler_configmap" in parts:
+        out.append(scheduler_configmap(conf_text))
+    if "admission_policies" in parts:
+        out += admission_manifests(
+            queue_tenant=bool(admission.get("queue_tenant", True)),
+            queue_leaf=bool(admission.get("queue_leaf", True)),
+            queue_priority=bool(admission.get("queue_priority", True)),
+            large_job_throttle=bool(admission.get("large_job_throttle", True)),
+        )
+    if "parent_queues_configmap" in parts:
+        out.append(parent_queues_configmap())
+    return out
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "scheduling_policy_manifests": scheduling_policy_manifests,
+            "scheduler_conf_text": scheduler_conf_text,
+        }

@@ -1,0 +1,53 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+from ansible_collections.gpucloud.platform.plugins.filter import scheduler_conf_errors as f_errors
+from ansible_collections.gpucloud.platform.plugins.filter import (
+    scheduling_policy_manifests as f_manifests,
+)
+
+
+def test_filters_are_registered():
+    assert set(f_errors.FilterModule().filters()) == {"scheduler_conf_errors"}
+    assert set(f_manifests.FilterModule().filters()) == {
+        "scheduling_policy_manifests",
+        "scheduler_conf_text",
+    }
+
+
+def test_errors_filter_takes_text_or_mapping_and_returns_strings():
+    text = f_manifests.scheduler_conf_text()
+    assert f_errors.scheduler_conf_errors(text) == []
+    bad = {"actions": "allocate, shuffel", "tiers": [{"plugins": [{"name": "gang"}]}]}
+    errors = f_errors.scheduler_conf_errors(bad, platform_policy=False)
+    assert errors == [
+        "actions[1]: 'shuffel' is not an action of Volcano 1.15.1; did you mean 'shuffle'? (known: enqueue, "
+        "allocate, preempt, reclaim, backfill, gangpreempt, gangreclaim, shuffle); Volcano rejects the whole configuration"
+    ]
+    assert all(isinstance(e, str) for e in f_errors.scheduler_conf_errors("actions: [", True))
+
+
+def test_manifests_filter_returns_everything_in_apply_order():
+    text = f_manifests.scheduler_conf_text()
+    manifests = f_manifests.scheduling_policy_manifests(text)
+    kinds = [m["kind"] for m in manifests]
+    assert kinds[:5] == ["PriorityClass"] * 5
+    assert kinds[5] == "ConfigMap" and manifests[5]["data"]["volcano-scheduler.conf"] == text
+    assert (
+        kinds.count("ValidatingAdmissionPolicy") == 4
+        and kinds.count("ValidatingAdmissionPolicyBinding") == 4
+    )
+    assert manifests[-1]["metadata"]["name"] == "platform-parent-queues"
+
+
+def test_manifests_filter_parts_and_toggles():
+    manifests = f_manifests.scheduling_policy_manifests(
+        "x",
+        parts=["admission_policies"],
+        admission={"queue_tenant": False, "large_job_throttle": False},
+    )
+    assert {m["metadata"]["name"] for m in manifests} == {
+        "gpucloud-queue-leaf",
+        "gpucloud-queue-priority",
+    }
