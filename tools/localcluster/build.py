@@ -47,12 +47,20 @@ def go_env() -> dict[str, str]:
 
 
 def go_version() -> str:
-    return subprocess.run(["go", "env", "GOVERSION"], check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["go", "env", "GOVERSION"], check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def cache_key() -> str:
     digest = hashlib.sha256()
-    for path in [GOMOD / "go.mod", GOMOD / "go.sum", GOMOD / "cmd/etcd/main.go", HERE / "pins.py", Path(__file__)]:
+    for path in [
+        GOMOD / "go.mod",
+        GOMOD / "go.sum",
+        GOMOD / "cmd/etcd/main.go",
+        HERE / "pins.py",
+        Path(__file__),
+    ]:
         digest.update(path.read_bytes())
     for path in sorted(COMPAT.glob("*")):
         digest.update(path.name.encode() + path.read_bytes())
@@ -89,7 +97,10 @@ def assemble_volcano_apis() -> Path:
     """
     out = subprocess.run(
         ["go", "mod", "download", "-json", f"volcano.sh/apis@{pins.VOLCANO_APIS_BASE}"],
-        check=True, capture_output=True, text=True, cwd="/",
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd="/",
     )
     src = Path(json.loads(out.stdout)["Dir"])
     dest = GOMOD / "_volcano_apis"
@@ -111,11 +122,19 @@ class Budget:
         return None if self.deadline is None else self.deadline - time.monotonic()
 
 
-def run_with_progress(cmd: list[str], label: str, budget: Budget, cwd: Path, env: dict[str, str]) -> None:
+def run_with_progress(
+    cmd: list[str], label: str, budget: Budget, cwd: Path, env: dict[str, str]
+) -> None:
     """Run a go command with -v, printing a progress line every 25 packages."""
     start = time.monotonic()
     proc = subprocess.Popen(
-        cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        cmd,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
     count = 0
     tail: list[str] = []
@@ -125,7 +144,9 @@ def run_with_progress(cmd: list[str], label: str, budget: Budget, cwd: Path, env
         if left is not None and left <= 0:
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait()
-            print(f"build: {label}: out of budget after {count} packages; compiled packages stay in Go's cache")
+            print(
+                f"build: {label}: out of budget after {count} packages; compiled packages stay in Go's cache"
+            )
             sys.exit(EXIT_BUDGET)
         line = line.rstrip()
         if line.startswith(("go: downloading", "go: finding")):
@@ -133,7 +154,10 @@ def run_with_progress(cmd: list[str], label: str, budget: Budget, cwd: Path, env
         tail = (tail + [line])[-40:]
         count += 1
         if count % 25 == 0:
-            print(f"build: {label}: {count} packages compiled, {time.monotonic() - start:.0f}s", flush=True)
+            print(
+                f"build: {label}: {count} packages compiled, {time.monotonic() - start:.0f}s",
+                flush=True,
+            )
     if proc.wait() != 0:
         print("\n".join(tail), file=sys.stderr)
         raise SystemExit(f"build: {label} failed (exit {proc.returncode})")
@@ -154,8 +178,21 @@ def build(budget: Budget) -> Path:
     try:
         packages = list(pins.MODULE_BINARIES.values())
         run_with_progress(
-            ["go", "build", "-v", "-trimpath", "-ldflags", ldflags(), "-o", str(staging) + "/", *packages],
-            "control plane and Volcano", budget, GOMOD, env,
+            [
+                "go",
+                "build",
+                "-v",
+                "-trimpath",
+                "-ldflags",
+                ldflags(),
+                "-o",
+                str(staging) + "/",
+                *packages,
+            ],
+            "control plane and Volcano",
+            budget,
+            GOMOD,
+            env,
         )
         for name, package in pins.MODULE_BINARIES.items():
             built = staging / package.rstrip("/").rsplit("/", 1)[-1]
@@ -164,7 +201,13 @@ def build(budget: Budget) -> Path:
             (staging / (name + ".tmp")).rename(staging / name)
         install_env = dict(env, GOBIN=str(staging), GOFLAGS="-buildvcs=false")
         for name, ref in pins.INSTALLED_BINARIES.items():
-            run_with_progress(["go", "install", "-v", "-trimpath", "-ldflags=-s -w", ref], name, budget, Path("/"), install_env)
+            run_with_progress(
+                ["go", "install", "-v", "-trimpath", "-ldflags=-s -w", ref],
+                name,
+                budget,
+                Path("/"),
+                install_env,
+            )
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
@@ -176,9 +219,15 @@ def build(budget: Budget) -> Path:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--budget", type=float, help="give up (exit 75) after this many seconds")
-    parser.add_argument("--print-dir", action="store_true", help="print the binary directory for this checkout and exit")
+    parser.add_argument(
+        "--print-dir",
+        action="store_true",
+        help="print the binary directory for this checkout and exit",
+    )
     args = parser.parse_args()
     if args.print_dir:
         print(bin_dir())

@@ -27,7 +27,10 @@ GOMOD = HERE / "gomod"
 def upstream_gomod(module: str, version: str) -> str:
     out = subprocess.run(
         ["go", "mod", "download", "-json", f"{module}@{version}"],
-        check=True, capture_output=True, text=True, cwd="/",
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd="/",
     )
     return Path(json.loads(out.stdout)["GoMod"]).read_text()
 
@@ -78,7 +81,9 @@ def generate() -> str:
     out += [f"\t{mod} => {mod} {pins.KUBERNETES_STAGING}" for mod in staging]
     out.append("\t// copied from volcano.sh/volcano's go.mod")
     out += [f"\t{left} => {right}" for left, right in copied]
-    out.append("\t// assembled by build.py from volcano.sh/apis " + pins.VOLCANO_APIS_BASE + " + compat/")
+    out.append(
+        "\t// assembled by build.py from volcano.sh/apis " + pins.VOLCANO_APIS_BASE + " + compat/"
+    )
     out.append("\tvolcano.sh/apis => ./_volcano_apis")
     out.append(")")
     return "\n".join(out) + "\n"
@@ -92,8 +97,13 @@ def main() -> int:
     env = dict(os.environ, GOFLAGS="-mod=mod -buildvcs=false")
     # Resolving only what the binaries import (not `go mod tidy`, which walks
     # every test dependency of every module) keeps this to minutes.
-    subprocess.run(["go", "list", "-deps", *pins.MODULE_BINARIES.values()], cwd=GOMOD, env=env,
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["go", "list", "-deps", *pins.MODULE_BINARIES.values()],
+        cwd=GOMOD,
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     print("go.mod and go.sum regenerated in", GOMOD)
     return 0
 

@@ -1,0 +1,111 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Fixtures for tests against the local cluster (tools/localcluster).
+
+The session starts the cluster with ``cluster.py up`` (a no-op when it is
+already running) and hands tests its admin kubeconfig. Set
+``GPUCLOUD_KUBECONFIG`` to test against another cluster instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sys as _sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_sys.path.insert(0, str(Path(__file__).resolve().parent))
+from localcluster_helpers import CLUSTER, ROOT, wait_until
+
+
+@pytest.fixture(scope="session")
+def localcluster() -> str:
+    """Start (or reuse) the local cluster; returns its admin kubeconfig path."""
+    override = os.environ.get("GPUCLOUD_KUBECONFIG")
+    if override:
+        return override
+    proc = subprocess.run(
+        [sys.executable, str(CLUSTER), "up"], capture_output=True, text=True, timeout=900
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"the local cluster did not start:\n{proc.stdout}\n{proc.stderr}")
+    return proc.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(localcluster: str) -> str:
+    return localcluster
+
+
+@pytest.fixture(scope="session")
+def api_client(kubeconfig: str):
+    from kubernetes import config
+
+    return config.new_client_from_config(config_file=kubeconfig)
+
+
+@pytest.fixture
+def namespace(api_client) -> Iterator[str]:
+    """A fresh namespace, deleted after the test."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api_client)
+    name = f"it-{uuid.uuid4().hex[:8]}"
+    core.create_namespace({"metadata": {"name": name}})
+    wait_until(lambda: _has_default_sa(core, name), 60, 0.5, f"default ServiceAccount in {name}")
+    yield name
+    core.delete_namespace(name, propagation_policy="Background")
+
+
+def _has_default_sa(core, ns: str) -> bool:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        core.read_namespaced_service_account("default", ns)
+        return True
+    except ApiException:
+        return False
+
+
+@pytest.fixture(scope="session")
+def ansible_env(kubeconfig: str) -> dict[str, str]:
+    """Environment for ansible-playbook / ansible runs against the local cluster."""
+    env = dict(os.environ)
+    env.update(
+        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+        K8S_AUTH_KUBECONFIG=kubeconfig,
+        ANSIBLE_STDOUT_CALLBACK="json",
+        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+        ANSIBLE_NOCOLOR="1",
+        PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '')}",
+    )
+    return env
+
+
+@pytest.fixture(scope="session")
+def run_module(ansible_env: dict[str, str]) -> Callable[..., dict[str, Any]]:
+    """Run one module of the collection on localhost; returns its result."""
+
+    def run(
+        module: str, args: dict[str, Any], check: bool = False, diff: bool = False
+    ) -> dict[str, Any]:
+        cmd = ["ansible", "localhost", "-m", module, "-a", json.dumps(args)]
+        cmd += ["--check"] if check else []
+        cmd += ["--diff"] if diff else []
+        proc = subprocess.run(
+            cmd, env=ansible_env, capture_output=True, text=True, cwd=ROOT, timeout=600
+        )
+        try:
+            data = json.loads(proc.stdout)
+            return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
+        except (ValueError, KeyError, IndexError):
+            pytest.fail(f"ansible {module} gave no result:\n{proc.stdout}\n{proc.stderr}")
+
+    return run

@@ -1,0 +1,880 @@
+#!/usr/bin/env python3
+"""The local GPU cluster: real kube-apiserver, etcd, controllers and Volcano
+1.15.1 as processes on 127.0.0.1, with GPU nodes simulated by kwok.
+
+    cluster.py up [--topology FILE] [--name NAME]   start (idempotent); prints the kubeconfig path
+    cluster.py down [--wipe]                         stop what `up` started; --wipe removes all state
+    cluster.py status                                one line per component
+    cluster.py kubeconfig [--user U --group G ...]   admin kubeconfig, or one for a given identity
+    cluster.py logs COMPONENT [-n LINES]             tail a component's log
+
+State (certificates, etcd data, logs, pids) lives in
+``$XDG_STATE_HOME/gpucloud-localcluster/<name>`` (default ``~/.local/state``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import build  # noqa: E402
+import pins  # noqa: E402
+import pki  # noqa: E402
+import topology  # noqa: E402
+import yaml  # noqa: E402
+
+HOST = "127.0.0.1"
+PORTS = {
+    "etcd": 23790,
+    "etcd-peer": 23800,
+    "kube-apiserver": 26443,
+    "kube-controller-manager": 20257,
+    "kube-scheduler": 20259,
+    "kwok": 20270,
+    "vc-webhook-manager": 28443,
+    "vc-webhook-manager-healthz": 28444,
+    "vc-controller-manager": 28081,
+    "vc-controller-manager-healthz": 28082,
+    "vc-scheduler": 28083,
+    "vc-scheduler-healthz": 28084,
+}
+APISERVER = f"https://{HOST}:{PORTS['kube-apiserver']}"
+SERVICE_CIDR = "10.96.0.0/12"
+VOLCANO_NS = "volcano-system"
+SCHEDULER_CONFIGMAP = "volcano-scheduler-configmap"
+SCHEDULER_CONF_KEY = "volcano-scheduler.conf"
+# The admissions Volcano's chart enables by default; the webhook server and
+# the webhook configurations must agree on this list.
+ENABLED_ADMISSIONS = "/jobs/mutate,/jobs/validate,/podgroups/validate,/queues/mutate,/queues/validate,/hypernodes/validate,/cronjobs/validate"
+FIELD_MANAGER = "gpucloud-localcluster"
+ORDER = [
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "vc-webhook-manager",
+    "vc-controller-manager",
+    "vc-scheduler",
+    "scheduler-conf-sync",
+]
+
+
+def log(msg: str) -> None:
+    print(f"localcluster: {msg}", flush=True)
+
+
+def state_dir(name: str) -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "gpucloud-localcluster" / name
+
+
+# --- a tiny client (admin certificate) -------------------------------------------------
+
+
+class Api:
+    def __init__(self, state: Path):
+        p = state / "pki"
+        self.ctx = ssl.create_default_context(cafile=str(p / "ca.crt"))
+        # Health endpoints of the components are checked without a client
+        # certificate: vc-webhook-manager's health server refuses ours.
+        self.anonymous_ctx = ssl.create_default_context(cafile=str(p / "ca.crt"))
+        self.ctx.load_cert_chain(str(p / "admin.crt"), str(p / "admin.key"))
+
+    def request(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(APISERVER + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", content_type)
+        with urllib.request.urlopen(req, context=self.ctx, timeout=30) as resp:
+            raw = resp.read()
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw.decode()
+
+    def get(self, path: str) -> Any:
+        try:
+            return self.request("GET", path)
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise
+
+    def apply(self, obj: dict[str, Any]) -> Any:
+        """Server-side apply (CRDs are too large for client-side apply)."""
+        path = resource_path(obj)
+        query = f"?fieldManager={FIELD_MANAGER}&force=true"
+        try:
+            return self.request("PATCH", path + query, obj, "application/apply-patch+yaml")
+        except urllib.error.HTTPError as exc:
+            raise SystemExit(
+                f"localcluster: applying {obj['kind']} {obj['metadata']['name']}: {exc.read().decode()}"
+            ) from None
+
+
+PLURALS = {
+    "CustomResourceDefinition": (
+        "/apis/apiextensions.k8s.io/v1",
+        "customresourcedefinitions",
+        False,
+    ),
+    "Namespace": ("/api/v1", "namespaces", False),
+    "Node": ("/api/v1", "nodes", False),
+    "ConfigMap": ("/api/v1", "configmaps", True),
+    "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
+    "MutatingWebhookConfiguration": (
+        "/apis/admissionregistration.k8s.io/v1",
+        "mutatingwebhookconfigurations",
+        False,
+    ),
+    "ValidatingWebhookConfiguration": (
+        "/apis/admissionregistration.k8s.io/v1",
+        "validatingwebhookconfigurations",
+        False,
+    ),
+    "ValidatingAdmissionPolicy": (
+        "/apis/admissionregistration.k8s.io/v1",
+        "validatingadmissionpolicies",
+        False,
+    ),
+    "ValidatingAdmissionPolicyBinding": (
+        "/apis/admissionregistration.k8s.io/v1",
+        "validatingadmissionpolicybindings",
+        False,
+    ),
+}
+
+
+def resource_path(obj: dict[str, Any]) -> str:
+    prefix, plural, namespaced = PLURALS[obj["kind"]]
+    meta = obj["metadata"]
+    ns = f"/namespaces/{meta['namespace']}" if namespaced else ""
+    return f"{prefix}{ns}/{plural}/{meta['name']}"
+
+
+# --- processes -----------------------------------------------------------------------
+
+
+@dataclass
+class Component:
+    name: str
+    argv: list[str]
+    health: str | None  # https URL checked with the admin certificate, or None
+
+
+def kubeconfig_for(state: Path, user: str) -> Path:
+    path = state / f"{user}.kubeconfig"
+    if not path.exists():
+        p = state / "pki"
+        cfg = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "local",
+                    "cluster": {"server": APISERVER, "certificate-authority": str(p / "ca.crt")},
+                }
+            ],
+            "users": [
+                {
+                    "name": user,
+                    "user": {
+                        "client-certificate": str(p / f"{user}.crt"),
+                        "client-key": str(p / f"{user}.key"),
+                    },
+                }
+            ],
+            "contexts": [{"name": "local", "context": {"cluster": "local", "user": user}}],
+            "current-context": "local",
+        }
+        path.write_text(yaml.safe_dump(cfg))
+        path.chmod(0o600)
+    return path
+
+
+def ensure_pki(state: Path) -> None:
+    p = state / "pki"
+    pki.ensure_ca(p)
+    pki.ensure_service_account_keys(p)
+    pki.ensure_cert(
+        p,
+        "apiserver",
+        "kube-apiserver",
+        server_names=(
+            HOST,
+            "localhost",
+            "kubernetes",
+            "kubernetes.default",
+            "kubernetes.default.svc",
+            "10.96.0.1",
+        ),
+        client=False,
+    )
+    pki.ensure_cert(
+        p,
+        "webhook",
+        "volcano-admission-service",
+        server_names=(HOST, "localhost", "volcano-admission-service.volcano-system.svc"),
+        client=False,
+    )
+    pki.ensure_cert(p, "admin", "admin", ("system:masters",))
+    # The components run with cluster-admin rights: they are stand-ins for
+    # in-cluster deployments whose RBAC is not what these tests examine.
+    for user in ("kube-controller-manager", "kube-scheduler", "kwok", "volcano"):
+        pki.ensure_cert(
+            p, user, f"system:{user}" if user.startswith("kube-") else user, ("system:masters",)
+        )
+    for user in ("admin", "kube-controller-manager", "kube-scheduler", "kwok", "volcano"):
+        kubeconfig_for(state, user)
+
+
+def kwok_stages(state: Path) -> Path:
+    """kwok's own stages, minus pod-complete: pods stay Running until deleted."""
+    module = module_dir("sigs.k8s.io/kwok", pins.KWOK)
+    parts = [
+        module / "kustomize/stage/node/fast/node-initialize.yaml",
+        module / "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+        module / "kustomize/stage/pod/fast/pod-ready.yaml",
+        module / "kustomize/stage/pod/fast/pod-delete.yaml",
+    ]
+    out = state / "kwok-stages.yaml"
+    out.write_text("\n---\n".join(part.read_text().strip() for part in parts) + "\n")
+    return out
+
+
+def module_dir(module: str, version: str) -> Path:
+    out = subprocess.run(
+        ["go", "mod", "download", "-json", f"{module}@{version}"],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd="/",
+    )
+    return Path(json.loads(out.stdout)["Dir"])
+
+
+def volcano_chart() -> Path:
+    return module_dir("volcano.sh/volcano", pins.VOLCANO) / "installer/helm/chart/volcano"
+
+
+def components(state: Path, bins: Path) -> list[Component]:
+    p = state / "pki"
+    k = {
+        u: str(kubeconfig_for(state, u))
+        for u in ("kube-controller-manager", "kube-scheduler", "kwok", "volcano")
+    }
+    h = HOST
+    # kcm and kube-scheduler serve /healthz with a certificate of our CA, and
+    # skip the front-proxy lookup (there is no aggregation layer here).
+    serving = [
+        f"--tls-cert-file={p / 'apiserver.crt'}",
+        f"--tls-private-key-file={p / 'apiserver.key'}",
+        "--authentication-skip-lookup=true",
+    ]
+    return [
+        Component(
+            "etcd",
+            [
+                str(bins / "etcd"),
+                "--name=local",
+                f"--data-dir={state / 'etcd'}",
+                f"--listen-client-urls=http://{h}:{PORTS['etcd']}",
+                f"--advertise-client-urls=http://{h}:{PORTS['etcd']}",
+                f"--listen-peer-urls=http://{h}:{PORTS['etcd-peer']}",
+                f"--initial-advertise-peer-urls=http://{h}:{PORTS['etcd-peer']}",
+                f"--initial-cluster=local=http://{h}:{PORTS['etcd-peer']}",
+                "--quota-backend-bytes=4294967296",
+                "--unsafe-no-fsync",
+            ],
+            f"http://{h}:{PORTS['etcd']}/health",
+        ),
+        Component(
+            "kube-apiserver",
+            [
+                str(bins / "kube-apiserver"),
+                f"--etcd-servers=http://{h}:{PORTS['etcd']}",
+                f"--bind-address={h}",
+                f"--advertise-address={h}",
+                f"--secure-port={PORTS['kube-apiserver']}",
+                "--authorization-mode=RBAC",
+                f"--client-ca-file={p / 'ca.crt'}",
+                f"--tls-cert-file={p / 'apiserver.crt'}",
+                f"--tls-private-key-file={p / 'apiserver.key'}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={p / 'sa.pub'}",
+                f"--service-account-signing-key-file={p / 'sa.key'}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--allow-privileged=true",
+                "--enable-admission-plugins=NamespaceLifecycle,ServiceAccount,DefaultStorageClass,ResourceQuota,"
+                "Priority,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ValidatingAdmissionPolicy",
+                "--profiling=false",
+                "--event-ttl=1h",
+            ],
+            f"{APISERVER}/readyz",
+        ),
+        Component(
+            "kube-controller-manager",
+            [
+                str(bins / "kube-controller-manager"),
+                f"--kubeconfig={k['kube-controller-manager']}",
+                f"--authentication-kubeconfig={k['kube-controller-manager']}",
+                f"--authorization-kubeconfig={k['kube-controller-manager']}",
+                f"--bind-address={h}",
+                f"--secure-port={PORTS['kube-controller-manager']}",
+                *serving,
+                "--leader-elect=false",
+                f"--service-account-private-key-file={p / 'sa.key'}",
+                f"--root-ca-file={p / 'ca.crt'}",
+                "--use-service-account-credentials=false",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--concurrent-gc-syncs=5",
+                "--node-monitor-grace-period=60s",
+            ],
+            f"https://{h}:{PORTS['kube-controller-manager']}/healthz",
+        ),
+        Component(
+            "kube-scheduler",
+            [
+                str(bins / "kube-scheduler"),
+                f"--kubeconfig={k['kube-scheduler']}",
+                f"--authentication-kubeconfig={k['kube-scheduler']}",
+                f"--authorization-kubeconfig={k['kube-scheduler']}",
+                f"--bind-address={h}",
+                f"--secure-port={PORTS['kube-scheduler']}",
+                "--leader-elect=false",
+                *serving,
+            ],
+            f"https://{h}:{PORTS['kube-scheduler']}/healthz",
+        ),
+        Component(
+            "kwok",
+            [
+                str(bins / "kwok"),
+                f"--kubeconfig={k['kwok']}",
+                f"--config={kwok_stages(state)}",
+                "--manage-all-nodes=false",
+                f"--manage-nodes-with-annotation-selector={topology.KWOK_ANNOTATION}=fake",
+                "--cidr=10.128.0.1/12",
+                f"--node-ip={h}",
+                f"--server-address={h}:{PORTS['kwok']}",
+                "--node-lease-duration-seconds=40",
+            ],
+            None,
+        ),
+        Component(
+            "vc-webhook-manager",
+            [
+                str(bins / "vc-webhook-manager"),
+                f"--kubeconfig={k['volcano']}",
+                f"--enabled-admission={ENABLED_ADMISSIONS}",
+                f"--tls-cert-file={p / 'webhook.crt'}",
+                f"--tls-private-key-file={p / 'webhook.key'}",
+                f"--ca-cert-file={p / 'ca.crt'}",
+                f"--listen-address={h}",
+                f"--port={PORTS['vc-webhook-manager']}",
+                f"--webhook-namespace={VOLCANO_NS}",
+                "--webhook-service-name=volcano-admission-service",
+                "--enable-healthz=true",
+                f"--healthz-address={h}:{PORTS['vc-webhook-manager-healthz']}",
+                "--logtostderr",
+                "-v=2",
+            ],
+            f"https://{h}:{PORTS['vc-webhook-manager-healthz']}/healthz",
+        ),
+        Component(
+            "vc-controller-manager",
+            [
+                str(bins / "vc-controller-manager"),
+                f"--kubeconfig={k['volcano']}",
+                "--leader-elect=false",
+                f"--listen-address={h}:{PORTS['vc-controller-manager']}",
+                "--enable-healthz=true",
+                f"--healthz-address={h}:{PORTS['vc-controller-manager-healthz']}",
+                "--logtostderr",
+                "-v=2",
+            ],
+            f"http://{h}:{PORTS['vc-controller-manager-healthz']}/healthz",
+        ),
+        Component(
+            "vc-scheduler",
+            [
+                str(bins / "vc-scheduler"),
+                f"--kubeconfig={k['volcano']}",
+                "--leader-elect=false",
+                f"--scheduler-conf={state / 'volcano-scheduler.conf'}",
+                "--schedule-period=1s",
+                f"--listen-address={h}:{PORTS['vc-scheduler']}",
+                "--enable-healthz=true",
+                "--enable-metrics=true",
+                f"--healthz-address={h}:{PORTS['vc-scheduler-healthz']}",
+                "--logtostderr",
+                "-v=3",
+            ],
+            f"http://{h}:{PORTS['vc-scheduler-healthz']}/healthz",
+        ),
+        Component(
+            "scheduler-conf-sync",
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "sync-scheduler-conf",
+                "--name",
+                state.name,
+            ],
+            None,
+        ),
+    ]
+
+
+def read_pids(state: Path) -> dict[str, int]:
+    try:
+        return json.loads((state / "pids.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def write_pids(state: Path, pids: dict[str, int]) -> None:
+    (state / "pids.json").write_text(json.dumps(pids, indent=2, sort_keys=True))
+
+
+def alive(pid: int, argv0: str | None = None) -> bool:
+    """True when pid runs and, if given, runs the expected program (pids are reused)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        status = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except OSError:
+        return False
+    if status == "Z":
+        return False
+    return argv0 is None or any(argv0.encode() in part for part in cmdline[:3])
+
+
+def healthy(api: Api | None, comp: Component) -> bool:
+    if comp.health is None:
+        return True
+    try:
+        if comp.health.startswith("https"):
+            assert api is not None
+            ctx = api.ctx if comp.health.startswith(APISERVER) else api.anonymous_ctx
+            with urllib.request.urlopen(comp.health, context=ctx, timeout=5) as resp:
+                return resp.status == 200
+        with urllib.request.urlopen(comp.health, timeout=5) as resp:
+            return resp.status == 200
+    except (OSError, urllib.error.URLError, ssl.SSLError, AssertionError):
+        return False
+
+
+def start(state: Path, comp: Component) -> int:
+    logs = state / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    out = open(logs / f"{comp.name}.log", "ab")  # noqa: SIM115 - handed to the child
+    proc = subprocess.Popen(
+        comp.argv,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        cwd=state,
+    )
+    out.close()
+    return proc.pid
+
+
+def wait_for(
+    what: str, check, timeout: float, state: Path | None = None, component: str | None = None
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.5)
+    hint = f"; see {state / 'logs' / (component + '.log')}" if state and component else ""
+    raise SystemExit(f"localcluster: timed out after {timeout:.0f}s waiting for {what}{hint}")
+
+
+# --- cluster objects ---------------------------------------------------------------------
+
+
+def apply_crds(api: Api) -> None:
+    chart = volcano_chart()
+    # Volcano's own CRDs and its jobflow sub-chart's: vc-controller-manager
+    # waits for every controller's informers, the jobflow ones included.
+    paths = sorted(chart.glob("crd/bases/*.yaml")) + sorted(
+        chart.glob("charts/jobflow/crd/bases/*.yaml")
+    )
+    names = []
+    for path in paths:
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc:
+                api.apply(doc)
+                names.append(doc["metadata"]["name"])
+
+    def established() -> bool:
+        for name in names:
+            crd = api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+            conds = {
+                c["type"]: c["status"] for c in (crd or {}).get("status", {}).get("conditions", [])
+            }
+            if conds.get("Established") != "True":
+                return False
+        return True
+
+    wait_for("Volcano CRDs to be established", established, 60)
+
+
+def render_volcano_admission(state: Path, bins: Path) -> list[dict[str, Any]]:
+    """Volcano's own webhook configurations and admission policies, from its chart,
+    pointed at the webhook server's loopback address instead of a Service."""
+    env = dict(
+        os.environ,
+        HELM_CACHE_HOME=str(state / "helm/cache"),
+        HELM_CONFIG_HOME=str(state / "helm/config"),
+        HELM_DATA_HOME=str(state / "helm/data"),
+    )
+    values = state / "volcano-values.yaml"
+    values.write_text(yaml.safe_dump({"custom": {"enabled_admissions": ENABLED_ADMISSIONS}}))
+    out = subprocess.run(
+        [
+            str(bins / "helm"),
+            "template",
+            "volcano",
+            str(volcano_chart()),
+            "--namespace",
+            VOLCANO_NS,
+            "--kube-version",
+            pins.KUBERNETES,
+            "--values",
+            str(values),
+            "--show-only",
+            "templates/webhooks.yaml",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    if out.returncode != 0:
+        raise SystemExit(
+            f"localcluster: helm template of Volcano's chart failed: {out.stderr.strip()}"
+        )
+    ca = (state / "pki" / "ca.crt").read_bytes()
+    import base64
+
+    bundle = base64.b64encode(ca).decode()
+    docs = [d for d in yaml.safe_load_all(out.stdout) if d]
+    for doc in docs:
+        for hook in doc.get("webhooks") or []:
+            svc = hook["clientConfig"].pop("service")
+            hook["clientConfig"]["url"] = (
+                f"https://{HOST}:{PORTS['vc-webhook-manager']}{svc.get('path', '/')}"
+            )
+            hook["clientConfig"]["caBundle"] = bundle
+    return docs
+
+
+def sync_nodes(api: Api, nodes: list[topology.FakeNode]) -> None:
+    wanted = {n.name for n in nodes}
+    existing = api.get(f"/api/v1/nodes?labelSelector={topology.LABEL_LOCAL}%3Dtrue") or {
+        "items": []
+    }
+    for item in existing["items"]:
+        if item["metadata"]["name"] not in wanted:
+            log(f"removing node {item['metadata']['name']} (not in the topology file)")
+            api.request("DELETE", f"/api/v1/nodes/{item['metadata']['name']}")
+    for node in nodes:
+        manifest = node.manifest()
+        status = manifest.pop("status")
+        api.apply(manifest)
+        # Capacity lives in status, which apply to the main resource ignores.
+        api.request(
+            "PATCH",
+            f"/api/v1/nodes/{node.name}/status?fieldManager={FIELD_MANAGER}&force=true",
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node.name}, "status": status},
+            "application/apply-patch+yaml",
+        )
+
+
+def nodes_ready(api: Api, names: set[str]) -> bool:
+    items = (api.get(f"/api/v1/nodes?labelSelector={topology.LABEL_LOCAL}%3Dtrue") or {}).get(
+        "items", []
+    )
+    ready = {
+        i["metadata"]["name"]
+        for i in items
+        if any(
+            c["type"] == "Ready" and c["status"] == "True"
+            for c in i.get("status", {}).get("conditions", [])
+        )
+    }
+    return names <= ready
+
+
+def root_queue_open(api: Api) -> bool:
+    """The queue controller opens queues only once all its informers synced."""
+    root = api.get("/apis/scheduling.volcano.sh/v1beta1/queues/root") or {}
+    return (root.get("status") or {}).get("state") == "Open"
+
+
+def default_scheduler_conf() -> str:
+    return (volcano_chart() / "config/volcano-scheduler.conf").read_text()
+
+
+def ensure_base_objects(api: Api) -> None:
+    for ns in (VOLCANO_NS, "platform-system"):
+        api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    if api.get(f"/api/v1/namespaces/{VOLCANO_NS}/configmaps/{SCHEDULER_CONFIGMAP}") is None:
+        api.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": SCHEDULER_CONFIGMAP, "namespace": VOLCANO_NS},
+                "data": {SCHEDULER_CONF_KEY: default_scheduler_conf()},
+            }
+        )
+
+
+# --- commands ----------------------------------------------------------------------------
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    state = state_dir(args.name)
+    topo_path = Path(args.topology) if args.topology else HERE / "topologies" / "default.yaml"
+    try:
+        nodes = topology.load(topo_path)
+    except topology.TopologyError as exc:
+        print(f"localcluster: {exc}", file=sys.stderr)
+        return 2
+    bins = build.bin_dir()
+    missing = [
+        b for b in [*pins.MODULE_BINARIES, *pins.INSTALLED_BINARIES] if not (bins / b).exists()
+    ]
+    if missing:
+        log(f"binaries missing ({', '.join(missing)}); building them first")
+        build.build(build.Budget(None))
+    state.mkdir(parents=True, exist_ok=True)
+    ensure_pki(state)
+    conf = state / "volcano-scheduler.conf"
+    if not conf.exists():
+        conf.write_text(default_scheduler_conf())
+    comps = {c.name: c for c in components(state, bins)}
+    pids = read_pids(state)
+    api = Api(state)
+    started: list[str] = []
+    for name in ORDER:
+        comp = comps[name]
+        pid = pids.get(name)
+        program = Path(comp.argv[0]).name if name != "scheduler-conf-sync" else "cluster.py"
+        running = bool(pid and alive(pid, program))
+        # Objects the next components need are applied on every `up`
+        # (server-side apply: a no-op when nothing changed).
+        if name == "kwok":
+            ensure_base_objects(api)
+        if name == "vc-webhook-manager":
+            apply_crds(api)
+            # The webhook server only serves once its configurations exist.
+            for doc in render_volcano_admission(state, bins):
+                api.apply(doc)
+        if running:
+            continue
+        log(f"starting {name}")
+        pids[name] = start(state, comp)
+        write_pids(state, pids)
+        started.append(name)
+        wait_for(
+            f"{name} to become healthy",
+            lambda c=comp: healthy(api, c) and alive(pids[c.name]),
+            120,
+            state,
+            name,
+        )
+    sync_nodes(api, nodes)
+    wait_for(
+        f"{len(nodes)} kwok nodes to be Ready",
+        lambda: nodes_ready(api, {n.name for n in nodes}),
+        120,
+        state,
+        "kwok",
+    )
+    wait_for(
+        "Volcano's root queue to be Open",
+        lambda: root_queue_open(api),
+        120,
+        state,
+        "vc-controller-manager",
+    )
+    log(
+        "up: "
+        + (f"started {', '.join(started)}" if started else "already running, nothing to start")
+    )
+    log(f"{len(nodes)} nodes, {sum(n.gpus for n in nodes)} nvidia.com/gpu")
+    print(state / "admin.kubeconfig")
+    return 0
+
+
+def stop_pid(pid: int, timeout: float = 15) -> None:
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and alive(pid):
+        time.sleep(0.2)
+    if alive(pid):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    state = state_dir(args.name)
+    pids = read_pids(state)
+    for name in reversed(ORDER):
+        pid = pids.pop(name, None)
+        if pid and alive(pid):
+            log(f"stopping {name} (pid {pid})")
+            stop_pid(pid)
+    if state.exists():
+        write_pids(state, pids)
+    if args.wipe and state.exists():
+        import shutil
+
+        shutil.rmtree(state)
+        log(f"removed {state}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    state = state_dir(args.name)
+    pids = read_pids(state)
+    if not pids:
+        print("not running")
+        return 3
+    comps = {c.name: c for c in components(state, build.bin_dir())}
+    api = Api(state)
+    ok = True
+    for name in ORDER:
+        pid = pids.get(name)
+        up = bool(pid and alive(pid))
+        good = up and healthy(api, comps[name])
+        ok &= good
+        print(
+            f"{name:26} {'running' if up else 'stopped':8} pid={pid or '-':<8} {'healthy' if good else 'UNHEALTHY'}"
+        )
+    return 0 if ok else 1
+
+
+def cmd_kubeconfig(args: argparse.Namespace) -> int:
+    state = state_dir(args.name)
+    if not (state / "pki" / "ca.crt").exists():
+        print("localcluster: not set up; run `cluster.py up` first", file=sys.stderr)
+        return 1
+    if not args.user:
+        print(state / "admin.kubeconfig")
+        return 0
+    ident = "user-" + "-".join([args.user, *args.group]).replace(":", "_").replace("/", "_")
+    pki.ensure_cert(state / "pki", ident, args.user, tuple(args.group))
+    print(kubeconfig_for(state, ident))
+    return 0
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    path = state_dir(args.name) / "logs" / f"{args.component}.log"
+    if not path.exists():
+        print(
+            f"localcluster: no log for {args.component}; components: {', '.join(ORDER)}",
+            file=sys.stderr,
+        )
+        return 1
+    lines = path.read_text(errors="replace").splitlines()[-args.lines :]
+    print("\n".join(lines))
+    return 0
+
+
+def cmd_sync_scheduler_conf(args: argparse.Namespace) -> int:
+    """Keep vc-scheduler's --scheduler-conf file equal to the ConfigMap (Volcano hot-reloads it)."""
+    state = state_dir(args.name)
+    api = Api(state)
+    target = state / "volcano-scheduler.conf"
+    path = f"/api/v1/namespaces/{VOLCANO_NS}/configmaps/{SCHEDULER_CONFIGMAP}"
+    while True:
+        try:
+            cm = api.get(path)
+            text = ((cm or {}).get("data") or {}).get(SCHEDULER_CONF_KEY)
+            if text and (not target.exists() or target.read_text() != text):
+                tmp = target.with_suffix(".tmp")
+                tmp.write_text(text)
+                tmp.replace(target)
+                print(
+                    f"{time.strftime('%H:%M:%S')} wrote {target} from {SCHEDULER_CONFIGMAP}",
+                    flush=True,
+                )
+        except (OSError, urllib.error.URLError, ValueError) as exc:
+            print(f"{time.strftime('%H:%M:%S')} sync failed: {exc}", flush=True)
+        time.sleep(1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--name",
+        default=os.environ.get("GPUCLOUD_LOCALCLUSTER", "default"),
+        help="cluster name (state directory)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start the cluster (idempotent)")
+    up.add_argument("--topology", help="topology file (default: topologies/default.yaml)")
+    down = sub.add_parser("down", help="stop the processes `up` started")
+    down.add_argument(
+        "--wipe", action="store_true", help="also remove certificates, etcd data and logs"
+    )
+    sub.add_parser("status", help="show each component")
+    kc = sub.add_parser("kubeconfig", help="print a kubeconfig path")
+    kc.add_argument(
+        "--user", help="user name for a client certificate (default: the admin kubeconfig)"
+    )
+    kc.add_argument("--group", action="append", default=[], help="group of that user (repeatable)")
+    lg = sub.add_parser("logs", help="tail a component's log")
+    lg.add_argument("component", choices=ORDER)
+    lg.add_argument("-n", "--lines", type=int, default=50)
+    sync = sub.add_parser("sync-scheduler-conf", help=argparse.SUPPRESS)
+    # Accept --name after the subcommand too.
+    for p in (up, down, kc, lg, sync):
+        p.add_argument("--name", dest="name", default=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    handler = {
+        "up": cmd_up,
+        "down": cmd_down,
+        "status": cmd_status,
+        "kubeconfig": cmd_kubeconfig,
+        "logs": cmd_logs,
+        "sync-scheduler-conf": cmd_sync_scheduler_conf,
+    }[args.command]
+    return handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
