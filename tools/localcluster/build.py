@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import pins  # noqa: E402
+import pins
 
 HERE = Path(__file__).resolve().parent
 GOMOD = HERE / "gomod"
@@ -151,7 +151,7 @@ def run_with_progress(
         line = line.rstrip()
         if line.startswith(("go: downloading", "go: finding")):
             continue
-        tail = (tail + [line])[-40:]
+        tail = ([*tail, line])[-40:]
         count += 1
         if count % 25 == 0:
             print(

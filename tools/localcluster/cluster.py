@@ -15,6 +15,7 @@ State (certificates, etcd data, logs, pids) lives in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -741,10 +742,8 @@ def stop_pid(pid: int, timeout: float = 15) -> None:
     while time.monotonic() < deadline and alive(pid):
         time.sleep(0.2)
     if alive(pid):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def cmd_down(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import pins  # noqa: E402
+import pins
 
 HERE = Path(__file__).resolve().parent
 GOMOD = HERE / "gomod"

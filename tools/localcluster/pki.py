@@ -37,7 +37,7 @@ def ensure_ca(pki: Path) -> None:
     pki.mkdir(parents=True, exist_ok=True)
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "gpucloud-localcluster-ca")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -72,7 +72,7 @@ def ensure_cert(
     key = ec.generate_private_key(ec.SECP256R1())
     attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, org) for org in organizations]
     attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     usages = [ExtendedKeyUsageOID.CLIENT_AUTH] if client else []
     builder = (
         x509.CertificateBuilder()

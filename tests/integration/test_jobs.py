@@ -1,0 +1,498 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Job submission and the large-job throttle against the local cluster (real
+kube-apiserver admission, Volcano webhooks, vc-controller-manager and
+vc-scheduler; kwok nodes, so pods run without containers).
+
+* each kind's manifest is accepted by Volcano's webhooks and its pods are
+  Running on a kwok node;
+* the design's race (6.4.2): with the queue full of normal-job and debug-job
+  jobs, a 32-GPU large-job waits; vcjob engages the throttle; the admission
+  policy denies a normal-job to that queue but not to another queue; a held
+  submission goes in once the large job runs (the debug jobs are deleted, as
+  preemption would); a large job that can never fit lifts the throttle after
+  the timeout.
+
+Needs the whole cluster's GPUs (8 nodes x 8) to be free of other jobs for the
+race. Creates the platform PriorityClasses and the throttle admission policy
+when they are missing and removes what it created.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gpucloud.platform.plugins.module_utils import admission_policies as ap
+from ansible_collections.gpucloud.platform.plugins.module_utils.job_builders import KINDS
+from ansible_collections.gpucloud.platform.plugins.module_utils.priority_classes import (
+    priority_class_manifests,
+)
+from ansible_collections.gpucloud.platform.plugins.modules import (
+    large_job_throttle as throttle_module,
+)
+from ansible_collections.gpucloud.platform.plugins.modules import vcjob as vcjob_module
+
+pytestmark = pytest.mark.integration
+
+VCJOBS = ("batch.volcano.sh/v1alpha1", "Job")
+QUEUES = ("scheduling.volcano.sh/v1beta1", "Queue")
+
+
+def wait_for(predicate, timeout=90, interval=1.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def run(module, kubeconfig, capsys, **args):
+    args = {"kubeconfig": str(kubeconfig), **args}
+    with patch_module_args(args), pytest.raises(SystemExit):
+        module.main()
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture(scope="module")
+def dyn(api_client):
+    from kubernetes import dynamic
+
+    return dynamic.DynamicClient(api_client)
+
+
+def _ensure(dyn, manifests) -> list[dict]:
+    """Create what is missing; return what was created (to delete afterwards)."""
+    from kubernetes.dynamic.exceptions import NotFoundError
+
+    created = []
+    for m in manifests:
+        res = dyn.resources.get(api_version=m["apiVersion"], kind=m["kind"])
+        ns = m["metadata"].get("namespace")
+        try:
+            res.get(name=m["metadata"]["name"], namespace=ns)
+        except NotFoundError:
+            res.create(body=m, namespace=ns)
+            created.append(m)
+    return created
+
+
+@pytest.fixture(scope="module")
+def platform_objects(dyn) -> Iterator[None]:
+    throttle = list(ap.admission_manifests(False, False, False, True))
+    # The leaf policy (when the scheduling policy is installed) denies without its parameter.
+    created = _ensure(dyn, [*priority_class_manifests(), *throttle, ap.parent_queues_configmap()])
+    time.sleep(5 if created else 0)  # the API server's policy and parameter informers
+    yield
+    for m in reversed(created):
+        dyn.resources.get(api_version=m["apiVersion"], kind=m["kind"]).delete(
+            name=m["metadata"]["name"], namespace=m["metadata"].get("namespace")
+        )
+
+
+@pytest.fixture
+def tenant(dyn, platform_objects) -> Iterator[str]:
+    """A tenant namespace and three leaf queues: <ns>-algo (team), <ns>-payg, <ns>-spot."""
+    name = f"jt{uuid.uuid4().hex[:6]}"
+    ns = f"tenant-{name}"
+    dyn.resources.get(api_version="v1", kind="Namespace").create(
+        body={"metadata": {"name": ns, "labels": {"platform.io/tenant": name}}}
+    )
+    queues = dyn.resources.get(api_version=QUEUES[0], kind=QUEUES[1])
+    for suffix, qtype in (("algo", "team"), ("payg", "payg"), ("spot", "spot")):
+        queues.create(
+            body={
+                "apiVersion": QUEUES[0],
+                "kind": "Queue",
+                "metadata": {
+                    "name": f"{ns}-{suffix}",
+                    "labels": {
+                        "platform.io/tenant": name,
+                        "platform.io/queue-type": qtype,
+                        "platform.io/managed-by": "gpucloud-platform",
+                    },
+                },
+                "spec": {"parent": "root", "weight": 1, "reclaimable": False},
+            }
+        )
+    wait_for(lambda: _default_sa(dyn, ns), 60, 0.5, f"default ServiceAccount in {ns}")
+    yield name
+    jobs = dyn.resources.get(api_version=VCJOBS[0], kind=VCJOBS[1])
+    for job in jobs.get(namespace=ns).items:
+        jobs.delete(name=job.metadata.name, namespace=ns)
+    wait_for(lambda: not jobs.get(namespace=ns).items, 120, 1, f"jobs in {ns} gone")
+    dyn.resources.get(api_version="v1", kind="Namespace").delete(name=ns)
+    for suffix in ("algo", "payg", "spot"):
+        wait_for(
+            lambda s=suffix: _delete_queue(queues, f"{ns}-{s}"),
+            60,
+            1,
+            f"queue {ns}-{suffix} deleted",
+        )
+
+
+def _default_sa(dyn, ns):
+    from kubernetes.dynamic.exceptions import NotFoundError
+
+    try:
+        dyn.resources.get(api_version="v1", kind="ServiceAccount").get(name="default", namespace=ns)
+        return True
+    except NotFoundError:
+        return False
+
+
+def _delete_queue(queues, name):
+    from kubernetes.dynamic.exceptions import ApiException, NotFoundError
+
+    try:
+        queues.delete(name=name)
+    except NotFoundError:
+        return True
+    except ApiException:
+        return False  # still has PodGroups; Volcano refuses until they are gone
+    return True
+
+
+def _pods(dyn, ns, job):
+    pods = dyn.resources.get(api_version="v1", kind="Pod").get(
+        namespace=ns, label_selector=f"volcano.sh/job-name={job}"
+    )
+    return pods.items
+
+
+def _running_on_nodes(dyn, ns, job, count):
+    pods = _pods(dyn, ns, job)
+    ok = [
+        p
+        for p in pods
+        if p.status.phase == "Running" and (p.spec.nodeName or "").startswith("gpu-node-")
+    ]
+    return len(ok) == count and ok
+
+
+KIND_ARGS = {
+    "pytorch_ddp": {"command": ["train.py"], "replicas": 2},
+    "ps_worker": {"command": ["python", "train.py"], "replicas": 2, "ps_replicas": 1},
+    "mpi": {"command": ["python", "train.py"], "replicas": 2},
+    "spark": {"command": ["spark-submit", "app.py"], "replicas": 2},
+    "ray": {"replicas": 2},
+    "single": {"command": ["python", "train.py"], "replicas": 1},
+}
+PODS = {"pytorch_ddp": 2, "ps_worker": 3, "mpi": 3, "spark": 3, "ray": 3, "single": 1}
+SMALL = {"cpu": "1", "memory": "1Gi", "head_cpu": "1", "head_memory": "1Gi"}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_kind_is_accepted_and_runs(kind, tenant, dyn, kubeconfig, capsys):
+    ns = f"tenant-{tenant}"
+    name = f"k-{kind.replace('_', '-')}"
+    out = run(
+        vcjob_module,
+        kubeconfig,
+        capsys,
+        tenant=tenant,
+        name=name,
+        queue=f"{ns}-algo",
+        kind=kind,
+        image="registry.example.com/train:v1",
+        gpus_per_pod=1,
+        shm_size="1Gi",
+        wait=True,
+        wait_timeout=90,
+        poll_interval=1,
+        **SMALL,
+        **KIND_ARGS[kind],
+    )
+    assert out.get("failed") is not True, out.get("msg")
+    assert out["changed"] is True and out["phase"] == "Running"
+    assert wait_for(
+        lambda: _running_on_nodes(dyn, ns, name, PODS[kind]), 60, 1, f"{name} pods Running"
+    )
+    live = dyn.resources.get(api_version=VCJOBS[0], kind=VCJOBS[1]).get(name=name, namespace=ns)
+    assert live.metadata.labels["platform.io/job-class"] == "normal"
+    assert live.spec.priorityClassName == "normal-job"
+    again = run(
+        vcjob_module,
+        kubeconfig,
+        capsys,
+        tenant=tenant,
+        name=name,
+        queue=f"{ns}-algo",
+        kind=kind,
+        image="registry.example.com/train:v1",
+        gpus_per_pod=1,
+        shm_size="1Gi",
+        **SMALL,
+        **KIND_ARGS[kind],
+    )
+    assert again["changed"] is False
+
+
+def test_spot_job_with_price_and_checkpoint_runs(tenant, dyn, kubeconfig, capsys):
+    ns = f"tenant-{tenant}"
+    out = run(
+        vcjob_module,
+        kubeconfig,
+        capsys,
+        tenant=tenant,
+        name="spot-1",
+        queue=f"{ns}-spot",
+        kind="single",
+        job_class="spot",
+        spot_price="0.3",
+        image="i",
+        command=["python", "ft.py"],
+        gpus_per_pod=1,
+        checkpoint_command=["/bin/sh", "-c", "python /scripts/checkpoint_save.py"],
+        wait=True,
+        wait_timeout=90,
+        poll_interval=1,
+        **SMALL,
+    )
+    assert out.get("failed") is not True, out.get("msg")
+    pod = wait_for(lambda: _running_on_nodes(dyn, ns, "spot-1", 1), 60, 1, "spot pod")[0]
+    assert (
+        pod.spec.terminationGracePeriodSeconds == 300 and pod.spec.priorityClassName == "spot-job"
+    )
+
+
+def test_check_mode_is_a_server_dry_run(tenant, dyn, kubeconfig, capsys):
+    ns = f"tenant-{tenant}"
+    out = run(
+        vcjob_module,
+        kubeconfig,
+        capsys,
+        tenant=tenant,
+        name="dry",
+        queue=f"{ns}-algo",
+        kind="single",
+        image="i",
+        command=["x"],
+        gpus_per_pod=1,
+        _ansible_check_mode=True,
+        **SMALL,
+    )
+    assert out["changed"] is True
+    assert not dyn.resources.get(api_version=VCJOBS[0], kind=VCJOBS[1]).get(namespace=ns).items
+
+
+def _free_gpu_nodes(dyn) -> int:
+    """Nodes none of whose GPUs an unfinished pod holds."""
+    used: dict[str, int] = {}
+    for pod in dyn.resources.get(api_version="v1", kind="Pod").get().items:
+        if pod.status.phase in ("Succeeded", "Failed") or not pod.spec.nodeName:
+            continue
+        for c in pod.spec.containers:
+            req = (c.resources.requests if c.resources and c.resources.requests else {}) or {}
+            gpus = int(req.get("nvidia.com/gpu", 0) or 0)
+            used[pod.spec.nodeName] = used.get(pod.spec.nodeName, 0) + gpus
+    free = 0
+    for node in dyn.resources.get(api_version="v1", kind="Node").get().items:
+        gpus = int((node.status.allocatable or {}).get("nvidia.com/gpu", 0) or 0)
+        if gpus >= 8 and used.get(node.metadata.name, 0) == 0:
+            free += 1
+    return free
+
+
+def _throttle_cm(dyn, ns):
+    from kubernetes.dynamic.exceptions import NotFoundError
+
+    try:
+        return dyn.resources.get(api_version="v1", kind="ConfigMap").get(
+            name="platform-throttle", namespace=ns
+        )
+    except NotFoundError:
+        return None
+
+
+def _filler(kubeconfig, capsys, tenant, name, job_class, gpus=8):
+    out = run(
+        vcjob_module,
+        kubeconfig,
+        capsys,
+        tenant=tenant,
+        name=name,
+        queue=f"tenant-{tenant}-algo",
+        kind="single",
+        job_class=job_class,
+        image="i",
+        command=["sleep", "inf"],
+        gpus_per_pod=gpus,
+        wait=True,
+        wait_timeout=90,
+        poll_interval=1,
+        **SMALL,
+    )
+    assert out.get("failed") is not True and out["phase"] == "Running", out.get("msg")
+
+
+def test_large_job_throttle_race(tenant, dyn, kubeconfig, capsys):
+    ns = f"tenant-{tenant}"
+    jobs = dyn.resources.get(api_version=VCJOBS[0], kind=VCJOBS[1])
+    free_nodes = _free_gpu_nodes(dyn)
+    if free_nodes < 5:
+        pytest.skip(f"needs 5 nodes with 8 free GPUs; {free_nodes} are free (other jobs run)")
+    # A queue full of P100 and P50 jobs: one 8-GPU job per free node, 4 of them debug-job.
+    for i in range(free_nodes - 4):
+        _filler(kubeconfig, capsys, tenant, f"normal-{i}", "normal")
+    for i in range(4):
+        _filler(kubeconfig, capsys, tenant, f"debug-{i}", "debug")
+    big = run(
+        vcjob_module,
+        kubeconfig,
+        capsys,
+        tenant=tenant,
+        name="big",
+        queue=f"{ns}-algo",
+        kind="pytorch_ddp",
+        job_class="large",
+        image="i",
+        command=["train.py"],
+        replicas=4,
+        gpus_per_pod=8,
+        throttle_grace=5,
+        poll_interval=1,
+        **SMALL,
+    )
+    assert big.get("failed") is not True, big.get("msg")
+    assert big["phase"] != "Running" and big["throttle_engaged"] is True
+    cm = _throttle_cm(dyn, ns)
+    assert cm.data["queues"] == f"{ns}-algo" and "large job" in cm.data["reason"]
+
+    # During the window: a P100 job to the throttled queue is denied by the admission policy ...
+    denied = run(
+        vcjob_module,
+        kubeconfig,
+        capsys,
+        tenant=tenant,
+        name="late",
+        queue=f"{ns}-algo",
+        kind="single",
+        image="i",
+        command=["x"],
+        gpus_per_pod=1,
+        **SMALL,
+    )
+    assert denied["failed"] and "accepts no jobs below large-job" in denied["msg"]
+    from kubernetes.dynamic.exceptions import ApiException
+
+    body = vcjob_module.build_job(
+        {
+            "name": "late-raw",
+            "tenant": tenant,
+            "queue": f"{ns}-algo",
+            "kind": "single",
+            "image": "i",
+            "command": ["x"],
+            "gpus_per_pod": 1,
+            **SMALL,
+        }
+    )
+    with pytest.raises(ApiException) as info:
+        jobs.create(body=body)
+    assert info.value.status in (403, 422) and ap.POLICY_LARGE_JOB_THROTTLE in str(info.value.body)
+    # ... and one to another queue of the tenant is not.
+    other = run(
+        vcjob_module,
+        kubeconfig,
+        capsys,
+        tenant=tenant,
+        name="other",
+        queue=f"{ns}-payg",
+        kind="single",
+        image="i",
+        command=["x"],
+        gpus_per_pod=1,
+        **SMALL,
+    )
+    assert other["changed"] is True
+    jobs.delete(name="other", namespace=ns)
+
+    # Preemption frees the GPUs (here: the debug jobs are deleted); the held job goes in once big runs.
+    def preempt():
+        time.sleep(4)
+        for i in range(4):
+            jobs.delete(name=f"debug-{i}", namespace=ns)
+
+    threading.Thread(target=preempt, daemon=True).start()
+    held = run(
+        vcjob_module,
+        kubeconfig,
+        capsys,
+        tenant=tenant,
+        name="late",
+        queue=f"{ns}-algo",
+        kind="single",
+        image="i",
+        command=["x"],
+        gpus_per_pod=1,
+        hold_when_throttled=True,
+        hold_timeout=180,
+        poll_interval=2,
+        **SMALL,
+    )
+    assert held.get("failed") is not True, held.get("msg")
+    assert held["changed"] is True and held["held_seconds"] >= 2
+    big_now = jobs.get(name="big", namespace=ns)
+    assert big_now.status.state.phase == "Running"
+    assert _throttle_cm(dyn, ns) is None
+    assert wait_for(lambda: _running_on_nodes(dyn, ns, "big", 4), 60, 1, "big pods Running")
+
+
+def test_throttle_lifts_after_timeout_for_a_job_that_never_fits(tenant, dyn, kubeconfig, capsys):
+    ns = f"tenant-{tenant}"
+    never = run(
+        vcjob_module,
+        kubeconfig,
+        capsys,
+        tenant=tenant,
+        name="never",
+        queue=f"{ns}-algo",
+        kind="pytorch_ddp",
+        job_class="large",
+        image="i",
+        command=["train.py"],
+        replicas=4,
+        gpus_per_pod=8,
+        cpu="10000",
+        memory="1Gi",
+        throttle_grace=3,
+        throttle_timeout=15,
+        poll_interval=1,
+    )
+    assert never["throttle_engaged"] is True
+    first = run(throttle_module, kubeconfig, capsys, namespaces=[ns], timeout=15)
+    assert first["throttles"][ns]["queues"] == [f"{ns}-algo"] and first["changed"] is False
+    time.sleep(16)
+    late = run(throttle_module, kubeconfig, capsys, namespaces=[ns], timeout=15)
+    assert late["expired"] == [f"{ns}/never"] and late["throttles"] == {
+        ns: {"queues": [], "until": "", "reason": ""}
+    }
+    again = run(throttle_module, kubeconfig, capsys, namespaces=[ns], timeout=15)
+    assert again["changed"] is False and again["engaged"] == []
+    small = run(
+        vcjob_module,
+        kubeconfig,
+        capsys,
+        tenant=tenant,
+        name="small",
+        queue=f"{ns}-algo",
+        kind="single",
+        image="i",
+        command=["x"],
+        gpus_per_pod=1,
+        wait=True,
+        wait_timeout=60,
+        poll_interval=1,
+        **SMALL,
+    )
+    assert small.get("failed") is not True and small["phase"] == "Running", small.get("msg")
