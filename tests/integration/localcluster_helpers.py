@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "tools" / "localcluster" / "cluster.py"
 
 
-def state_dir(name: str = "default") -> Path:
+def state_dir(name: str | None = None) -> Path:
+    name = name or os.environ.get("GPUCLOUD_LOCALCLUSTER", "default")
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "gpucloud-localcluster" / name
 

@@ -39,7 +39,7 @@ import topology  # noqa: E402
 import yaml  # noqa: E402
 
 HOST = "127.0.0.1"
-PORTS = {
+_BASE_PORTS = {
     "etcd": 23790,
     "etcd-peer": 23800,
     "kube-apiserver": 26443,
@@ -53,6 +53,10 @@ PORTS = {
     "vc-scheduler": 28083,
     "vc-scheduler-healthz": 28084,
 }
+# A second cluster beside the default one (its own --name) needs its own
+# ports: GPUCLOUD_LOCALCLUSTER_PORT_OFFSET shifts every port by that much.
+PORT_OFFSET = int(os.environ.get("GPUCLOUD_LOCALCLUSTER_PORT_OFFSET", "0"))
+PORTS = {name: port + PORT_OFFSET for name, port in _BASE_PORTS.items()}
 APISERVER = f"https://{HOST}:{PORTS['kube-apiserver']}"
 SERVICE_CIDR = "10.96.0.0/12"
 VOLCANO_NS = "volcano-system"
