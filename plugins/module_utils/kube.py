@@ -22,7 +22,9 @@ try:
     from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import (
+        CoreException,
+    )
 
     HAS_KUBERNETES_CORE = True
 except ImportError:  # pragma: no cover - only when kubernetes.core is absent
@@ -35,7 +37,14 @@ except ImportError:  # pragma: no cover - the module reports the missing library
     ApiException = ConflictError = NotFoundError = Exception
 
 # Fields the API server owns: a diff or a "changed" verdict never looks at them.
-_SERVER_FIELDS = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
+_SERVER_FIELDS = (
+    "managedFields",
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "selfLink",
+)
 
 
 def argument_spec(**options: Any) -> dict[str, Any]:
@@ -96,7 +105,9 @@ class Cluster:
         result = self._client.get(self.resource(api_version, kind), **params).to_dict()
         return result.get("items") or []
 
-    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+    def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None:
         self.requests += 1
         try:
             obj = self._client.get(self.resource(api_version, kind), name=name, namespace=namespace)
@@ -104,7 +115,9 @@ class Cluster:
             return None
         return obj.to_dict()
 
-    def apply(self, manifest: Mapping[str, Any], field_manager: str = FIELD_MANAGER) -> dict[str, Any]:
+    def apply(
+        self, manifest: Mapping[str, Any], field_manager: str = FIELD_MANAGER
+    ) -> dict[str, Any]:
         """Server-side apply under the platform's field manager (dry run in check mode).
 
         A manifest that carries only some fields of an object (for example just
@@ -123,6 +136,10 @@ class Cluster:
             # apply (last-applied annotation and a merge patch), which the API
             # server refuses together with force=true.
             server_side=True,
+            # kubernetes.core's k8s_apply forwards serialize=None when it is not
+            # given, and the kubernetes client (35.x) then returns the raw
+            # HTTPResponse instead of a ResourceInstance.
+            serialize=True,
         )
         return result.to_dict()
 
@@ -276,7 +293,7 @@ __all__ = [
     "argument_spec",
     "differs",
     "index_by_name",
-    "retry_while_denied",
     "platform_module",
+    "retry_while_denied",
     "strip_server_fields",
 ]

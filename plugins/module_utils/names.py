@@ -43,7 +43,11 @@ QUEUE_TYPE_PAYG = "payg"
 QUEUE_TYPE_SPOT = "spot"
 QUEUE_TYPES = (QUEUE_TYPE_SUBSCRIPTION, QUEUE_TYPE_TEAM, QUEUE_TYPE_PAYG, QUEUE_TYPE_SPOT)
 # The suffix each tenant-level queue type gets in its queue name.
-QUEUE_SUFFIX = {QUEUE_TYPE_SUBSCRIPTION: "subscription", QUEUE_TYPE_PAYG: "payg", QUEUE_TYPE_SPOT: "spot"}
+QUEUE_SUFFIX = {
+    QUEUE_TYPE_SUBSCRIPTION: "subscription",
+    QUEUE_TYPE_PAYG: "payg",
+    QUEUE_TYPE_SPOT: "spot",
+}
 
 BILLING_TYPES = ("subscription", "payg", "spot")
 JOB_CLASSES = ("critical", "large", "normal", "debug", "spot")
@@ -103,7 +107,11 @@ def dns_label_errors(field: str, value: object, max_len: int = DNS_LABEL_MAX) ->
             )
         )
     if len(value) > max_len:
-        errors.append(FieldError(field, f"{value!r} is {len(value)} characters; at most {max_len} are allowed"))
+        errors.append(
+            FieldError(
+                field, f"{value!r} is {len(value)} characters; at most {max_len} are allowed"
+            )
+        )
     return errors
 
 

@@ -35,9 +35,13 @@ Resources = dict[str, Decimal]
 def parse(value: object, field: str) -> Decimal:
     """Rule quantity: a non-negative Kubernetes quantity."""
     if _parse_quantity is None:
-        raise PlatformValidationError([FieldError(field, "the Python 'kubernetes' package is required to parse quantities")])
+        raise PlatformValidationError(
+            [FieldError(field, "the Python 'kubernetes' package is required to parse quantities")]
+        )
     if isinstance(value, bool) or value is None or (isinstance(value, str) and not value.strip()):
-        raise PlatformValidationError([FieldError(field, f"{value!r} is not a quantity (for example 8, '500m', '64Gi')")])
+        raise PlatformValidationError(
+            [FieldError(field, f"{value!r} is not a quantity (for example 8, '500m', '64Gi')")]
+        )
     try:
         number = _parse_quantity(value)
     except (ValueError, TypeError):
@@ -45,7 +49,9 @@ def parse(value: object, field: str) -> Decimal:
             [FieldError(field, f"{value!r} is not a quantity (for example 8, '500m', '64Gi')")]
         ) from None
     if number < 0:
-        raise PlatformValidationError([FieldError(field, f"{value!r} is negative; quantities must be 0 or more")])
+        raise PlatformValidationError(
+            [FieldError(field, f"{value!r} is negative; quantities must be 0 or more")]
+        )
     return number
 
 
@@ -56,14 +62,20 @@ def parse_resources(
     if value is None:
         value = {}
     if not isinstance(value, Mapping):
-        raise PlatformValidationError([FieldError(field, f"{value!r} must be a mapping of resource name to quantity")])
+        raise PlatformValidationError(
+            [FieldError(field, f"{value!r} must be a mapping of resource name to quantity")]
+        )
     known = set(KNOWN_RESOURCES) | set(extra_resources)
     errors: list[FieldError] = []
     parsed: Resources = {}
     for name, raw in value.items():
         sub = f"{field}.{name}"
         if name not in known:
-            errors.append(FieldError(sub, f"unknown resource name {name!r}; known: {', '.join(sorted(known))}"))
+            errors.append(
+                FieldError(
+                    sub, f"unknown resource name {name!r}; known: {', '.join(sorted(known))}"
+                )
+            )
             continue
         try:
             number = parse(raw, sub)
@@ -71,7 +83,9 @@ def parse_resources(
             errors.extend(exc.errors)
             continue
         if name in WHOLE_RESOURCES and number != number.to_integral_value():
-            errors.append(FieldError(sub, f"{raw!r} is not a whole number; {name} is counted in whole units"))
+            errors.append(
+                FieldError(sub, f"{raw!r} is not a whole number; {name} is counted in whole units")
+            )
             continue
         parsed[name] = number
     if not parsed and not allow_empty and not errors:
@@ -87,7 +101,12 @@ def fmt(value: Decimal, resource: str = "") -> int | str:
     if value == value.to_integral_value():
         whole = int(value)
         if resource in (MEMORY, "ephemeral-storage") and whole:
-            for suffix, size in (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+            for suffix, size in (
+                ("Ti", 1 << 40),
+                ("Gi", 1 << 30),
+                ("Mi", 1 << 20),
+                ("Ki", 1 << 10),
+            ):
                 if whole % size == 0:
                     return f"{whole // size}{suffix}"
             return str(whole)
@@ -107,7 +126,11 @@ def _as_manifest_value(value: Decimal, name: str) -> int | str:
     rendered = fmt(value, name)
     # Manifests carry quantities as strings except for plain whole numbers of
     # countable things, which is how Volcano's own examples write GPUs.
-    return rendered if isinstance(rendered, str) else (rendered if name in WHOLE_RESOURCES else str(rendered))
+    return (
+        rendered
+        if isinstance(rendered, str)
+        else (rendered if name in WHOLE_RESOURCES else str(rendered))
+    )
 
 
 def add(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> Resources:
