@@ -782,7 +782,8 @@ def complete_manifest(
     name, class_errors = _class_of_manifest(out, job_class, table)
     errors += class_errors
     raise_if(errors)
-    assert name is not None
+    if not (name is not None):  # narrows the type; cannot happen
+        raise AssertionError("name is not None")
     jc = table[name]
     pc = spec.get("priorityClassName")
     if pc not in (None, jc.priority_class):

@@ -127,7 +127,8 @@ def team_name_errors(tenant: str, team: object, field: str) -> list[FieldError]:
     errors = dns_label_errors(field, team, max(room, 1))
     if errors:
         return errors
-    assert isinstance(team, str)
+    if not (isinstance(team, str)):  # narrows the type; cannot happen
+        raise AssertionError("isinstance(team, str)")
     for suffix in QUEUE_SUFFIX.values():
         if team == suffix or team.endswith("-" + suffix):
             errors.append(

@@ -120,7 +120,8 @@ def node_infos(nodes: Iterable[Mapping[str, object] | str | NodeInfo]) -> list[N
             out.append(NodeInfo(node))
         else:
             meta = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else node
-            assert isinstance(meta, Mapping)
+            if not (isinstance(meta, Mapping)):  # narrows the type; cannot happen
+                raise AssertionError("isinstance(meta, Mapping)")
             out.append(NodeInfo(str(meta.get("name")), dict(meta.get("labels") or {})))
     return out
 
