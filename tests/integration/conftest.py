@@ -32,7 +32,11 @@ def localcluster() -> str:
     if override:
         return override
     proc = subprocess.run(
-        [sys.executable, str(CLUSTER), "up"], capture_output=True, text=True, timeout=900
+        [sys.executable, str(CLUSTER), "up"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
     if proc.returncode != 0:
         pytest.fail(f"the local cluster did not start:\n{proc.stdout}\n{proc.stderr}")
@@ -100,7 +104,7 @@ def run_module(ansible_env: dict[str, str]) -> Callable[..., dict[str, Any]]:
         cmd += ["--check"] if check else []
         cmd += ["--diff"] if diff else []
         proc = subprocess.run(
-            cmd, env=ansible_env, capture_output=True, text=True, cwd=ROOT, timeout=600
+            cmd, env=ansible_env, capture_output=True, text=True, cwd=ROOT, timeout=600, check=False
         )
         try:
             data = json.loads(proc.stdout)
