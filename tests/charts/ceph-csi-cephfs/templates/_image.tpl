@@ -1,0 +1,3 @@
+{{- define "standin.image" -}}
+{{ .Values.nodeplugin.plugin.image.repository }}:v{{ .Chart.AppVersion }}
+{{- end -}}

@@ -1,0 +1,3 @@
+{{- define "standin.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag }}
+{{- end -}}

@@ -1,0 +1,3 @@
+{{- define "standin.image" -}}
+upstream.invalid/kserve/none:{{ .Chart.AppVersion }}
+{{- end -}}

@@ -1,0 +1,3 @@
+{{- define "standin.image" -}}
+{{ .Values.kserve.controller.image }}:{{ .Chart.AppVersion }}
+{{- end -}}

@@ -1,0 +1,3 @@
+{{- define "standin.image" -}}
+{{ .Values.global.imageRegistry | default "upstream.invalid" }}/prometheus-operator/prometheus-operator:{{ .Chart.AppVersion }}
+{{- end -}}
