@@ -164,7 +164,7 @@ def standin_values(api_client, namespace: str, release: str) -> dict[str, Any]:
     return {
         "chart": cm.data["chart"],
         "image": cm.data["image"],
-        "values": json.loads(cm.data["values.json"]),
+        "values": json.loads(base64.b64decode(cm.data["values.b64"])),
     }
 
 
