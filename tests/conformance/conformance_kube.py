@@ -5,23 +5,28 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 from kubernetes.dynamic import DynamicClient
+from localcluster_helpers import state_dir
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.scheduler_conf import (
     scheduler_configmap,
 )
 
 GPU = "nvidia.com/gpu"
+GPUCLOUD_KUBECONFIG = os.environ.get("GPUCLOUD_KUBECONFIG")
 NODE_LABEL = "platform.io/conformance"
 FIELD_MANAGER = "gpucloud-platform-conformance"
-RELOAD_SECONDS = float(os.environ.get("CONFORMANCE_RELOAD_SECONDS", "20"))
+RELOAD_SECONDS = float(os.environ.get("CONFORMANCE_RELOAD_SECONDS", "20"))  # other clusters
 TIMEOUT = float(os.environ.get("CONFORMANCE_TIMEOUT_SECONDS", "240"))
 
 
@@ -36,6 +41,28 @@ def wait_for(
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+def _conf_file_text() -> str | None:
+    if GPUCLOUD_KUBECONFIG:
+        return None
+    path = state_dir() / "volcano-scheduler.conf"
+    return path.read_text() if path.exists() else None
+
+
+def _read_from(path: Path, offset: int) -> str:
+    with path.open("rb") as f:
+        f.seek(offset)
+        return f.read().decode(errors="replace")
+
+
+def _loaded_line(text: str) -> str:
+    """What vc-scheduler logs after loading ``text`` (scheduler.go: "Finished loading scheduler
+    config. Final state: actions=[...], plugins=[...]")."""
+    conf = yaml.safe_load(text)
+    actions = " ".join(a.strip() for a in conf["actions"].split(","))
+    plugins = " ".join(p["name"] for tier in conf["tiers"] for p in tier["plugins"])
+    return f"Final state: actions=[{actions}], plugins=[{plugins}]"
 
 
 class Kube:
@@ -79,11 +106,31 @@ class Kube:
 
     def load_scheduler_conf(self, text: str) -> None:
         """Write the ConfigMap; the local cluster syncs it into vc-scheduler's --scheduler-conf
-        file, which the scheduler reloads. Wait for the reload."""
-        if self.scheduler_conf() == text:
+        file, which the scheduler reloads. Wait for the file to match and for vc-scheduler to log
+        the reload with the configuration's actions and plugins."""
+        if self.scheduler_conf() == text and _conf_file_text() in (None, text):
             return
+        log = state_dir() / "logs" / "vc-scheduler.log"
+        offset = log.stat().st_size if log.exists() else 0
         self.apply(scheduler_configmap(text))
-        time.sleep(RELOAD_SECONDS)
+        conf_file = state_dir() / "volcano-scheduler.conf"
+        if GPUCLOUD_KUBECONFIG:  # another cluster: no file or log to watch
+            time.sleep(RELOAD_SECONDS)
+            return
+        wait_for(
+            "the scheduler conf file to follow the ConfigMap",
+            lambda: conf_file.exists() and conf_file.read_text() == text,
+            timeout=30,
+            interval=0.5,
+        )
+        expected = _loaded_line(text)
+        wait_for(
+            f"vc-scheduler to log {expected!r}",
+            lambda: log.exists() and expected in _read_from(log, offset),
+            timeout=30,
+            interval=0.5,
+        )
+        time.sleep(2)  # one schedule period (1 s) under the new configuration
 
     # -- nodes ----------------------------------------------------------------
     def free_gpu_nodes(self, count: int, gpus: int = 8) -> list[str]:
@@ -152,6 +199,26 @@ class Kube:
             }
         )
 
+    def queue_state(self, name: str) -> str | None:
+        try:
+            q = self.custom.get_cluster_custom_object(
+                "scheduling.volcano.sh", "v1beta1", "queues", name
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return (q.get("status") or {}).get("state")
+
+    def wait_queue_open(self, name: str) -> None:
+        """Volcano's job webhook refuses jobs in a queue whose status.state is not Open yet."""
+        wait_for(
+            f"queue {name} to be Open",
+            lambda: self.queue_state(name) == "Open",
+            timeout=60,
+            interval=0.5,
+        )
+
     def delete_queue(self, name: str) -> None:
         self.delete("scheduling.volcano.sh/v1beta1", "Queue", name)
 
@@ -205,6 +272,17 @@ class Kube:
         self.custom.create_namespaced_custom_object(
             "batch.volcano.sh", "v1alpha1", manifest["metadata"]["namespace"], "jobs", manifest
         )
+
+    def pod_group_phase(self, namespace: str, job: str) -> str | None:
+        """The phase of the PodGroup Volcano's job controller made for ``job``."""
+        groups = self.custom.list_namespaced_custom_object(
+            "scheduling.volcano.sh", "v1beta1", namespace, "podgroups"
+        )["items"]
+        for pg in groups:
+            owners = pg["metadata"].get("ownerReferences") or []
+            if any(o.get("kind") == "Job" and o.get("name") == job for o in owners):
+                return (pg.get("status") or {}).get("phase")
+        return None
 
     def pods_of(self, namespace: str, job: str) -> list[client.V1Pod]:
         return self.core.list_namespaced_pod(
@@ -270,3 +348,37 @@ class PodDeletions:
         self._stop.set()
         for t in self._threads:
             t.join(timeout=10)
+
+
+class SchedulerLog:
+    """The vc-scheduler log written while the block runs (local cluster only): the pods it
+    evicted, in the order its eviction calls were made ("Evicting pod <ns>/<pod>, because of
+    <action>", pkg/scheduler/cache/cache.go)."""
+
+    def __init__(self) -> None:
+        self.path = state_dir() / "logs" / "vc-scheduler.log"
+        self.available = not GPUCLOUD_KUBECONFIG and self.path.exists()
+        self.offset = 0
+
+    def __enter__(self) -> SchedulerLog:
+        if self.available:
+            self.offset = self.path.stat().st_size
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def text(self) -> str:
+        return _read_from(self.path, self.offset) if self.available else ""
+
+    def evictions(self, namespace: str) -> list[tuple[str, str]]:
+        """(pod name, action) for every eviction in ``namespace`` so far."""
+        out = []
+        for line in self.text().splitlines():
+            match = _EVICTING.search(line)
+            if match and match.group(1) == namespace:
+                out.append((match.group(2), match.group(3)))
+        return out
+
+
+_EVICTING = re.compile(r"Evicting pod ([^/\s]+)/(\S+), because of (\S+)")
