@@ -237,10 +237,21 @@ def release_lease(cluster: Cluster, lease: Mapping[str, Any]) -> bool:
 
 
 def event_manifest(
-    job: SpotJob, uid: str | None, demand: int, shortfall: int, reason: str, now: datetime
+    job: SpotJob,
+    uid: str | None,
+    demand: int,
+    shortfall: int,
+    reason: str,
+    now: datetime,
+    order: int = 1,
 ) -> dict[str, Any]:
-    """The ``SpotReclaimed`` Event recorded on a deleted spot job."""
-    stamp = int(now.timestamp() * 1_000_000_000)
+    """The ``SpotReclaimed`` Event recorded on a deleted spot job.
+
+    ``order`` is the job's place in the kill order (1 first). It is recorded
+    in the annotation ``platform.io/reclaim-order`` and added (in nanoseconds)
+    to the run's time in the Event's name suffix, so that the Events of one
+    reclaim, which share a timestamp, still sort in kill order by name."""
+    stamp = int(now.timestamp() * 1_000_000_000) + order
     involved = {
         "apiVersion": VCJOB_API,
         "kind": "Job",
@@ -260,6 +271,7 @@ def event_manifest(
                 "platform.io/spot-price": str(job.price),
                 "platform.io/reclaimed-gpus": str(job.gpus),
                 "platform.io/reclaim-demand": str(demand),
+                "platform.io/reclaim-order": str(order),
             },
         },
         "involvedObject": involved,
@@ -381,7 +393,7 @@ def delete_victims(
 ) -> list[dict[str, Any]]:
     """Delete each victim in kill order, then record an Event on it."""
     deleted = []
-    for victim in victims:
+    for order, victim in enumerate(victims, start=1):
         live = cluster.get(VCJOB_API, "Job", victim.name, victim.namespace)
         if live is None:
             continue
@@ -397,7 +409,9 @@ def delete_victims(
         deleted.append(victim.as_dict())
         try:
             cluster.create(
-                event_manifest(victim, uid, result["demand"], result["shortfall"], reason, now)
+                event_manifest(
+                    victim, uid, result["demand"], result["shortfall"], reason, now, order
+                )
             )
         except ApiException as exc:
             result["warnings"].append(

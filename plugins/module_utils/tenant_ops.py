@@ -15,7 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import kube
-from .names import CAPACITY_FIELD_MANAGER, LABEL_TENANT, ROOT_QUEUE, namespace_name
+from .admission_policies import PARAM_KEY_QUEUES, PARENT_QUEUES_CONFIGMAP, parent_queues_configmap
+from .names import (
+    CAPACITY_FIELD_MANAGER,
+    LABEL_TENANT,
+    PLATFORM_NAMESPACE,
+    ROOT_QUEUE,
+    namespace_name,
+)
+from .parent_queues import updated_queue_list
 from .queue_model import API_VERSION as QUEUE_API
 from .queue_model import Queue, allocated
 from .queue_plan import CAPACITY, CREATE, DELETE, QueueStep
@@ -27,6 +35,12 @@ FINISHED_JOB_PHASES = ("Completed", "Failed", "Terminated", "Aborted")
 ACTIVE_POD_PHASES = ("Pending", "Running")
 # How long a queue write waits for Volcano's webhook cache to catch up.
 QUEUE_WRITE_TIMEOUT = 30.0
+# The ``queues`` key of the parent-queues ConfigMap is applied under its own
+# field manager: the scheduling_policy role applies the ConfigMap without the
+# key under FIELD_MANAGER, which would otherwise remove it.
+PARENT_QUEUES_FIELD_MANAGER = "gpucloud-platform-parent-queues"
+# Attempts when another run changes the ConfigMap between read and write.
+PARENT_QUEUES_ATTEMPTS = 5
 
 # Kinds a tenant owns besides its queues, in write order.
 TENANT_KINDS = (
@@ -102,13 +116,20 @@ def busy_queues(
     podgroups: Iterable[Mapping[str, Any]], queues: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, int]:
     """Per queue: unfinished pod groups naming it, or pods it has allocated,
-    whichever is larger."""
+    whichever is larger.
+
+    Volcano reports a parent queue's ``status.allocated`` as the sum of its
+    children's, so only leaf queues are judged by their allocation: a parent
+    is busy only through pod groups that name it."""
     busy: dict[str, int] = {}
     for pg in podgroups:
         queue = (pg.get("spec") or {}).get("queue")
         if queue and (pg.get("status") or {}).get("phase") != "Completed":
             busy[queue] = busy.get(queue, 0) + 1
+    parents = {(m.get("spec") or {}).get("parent") for m in queues.values()}
     for name, manifest in queues.items():
+        if name in parents:
+            continue
         pods = int(allocated(manifest).get("pods", 0))
         if pods > busy.get(name, 0):
             busy[name] = pods
@@ -214,7 +235,8 @@ def write_queue_step(cluster: kube.Cluster, step: QueueStep, timeout: float) -> 
             lambda: cluster.delete(QUEUE_API, "Queue", step.name), timeout=timeout
         )
         return
-    assert step.queue is not None
+    if not (step.queue is not None):  # narrows the type; cannot happen
+        raise AssertionError("step.queue is not None")
     queue: Queue = step.queue
     if step.action == CAPACITY:
         manifest = queue.capacity_manifest()
@@ -229,7 +251,8 @@ def write_queue_step(cluster: kube.Cluster, step: QueueStep, timeout: float) -> 
 def step_manifest(step: QueueStep, live_queues: Mapping[str, Any]) -> dict[str, Any]:
     if step.action == DELETE:
         return {"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": step.name}}
-    assert step.queue is not None
+    if not (step.queue is not None):  # narrows the type; cannot happen
+        raise AssertionError("step.queue is not None")
     return step.queue.capacity_manifest() if step.action == CAPACITY else step.queue.to_manifest()
 
 
@@ -255,3 +278,61 @@ def run_queue_steps(
                 write_queue_step(cluster, step, timeout=0)
             continue
         write_queue_step(cluster, step, timeout=QUEUE_WRITE_TIMEOUT)
+
+
+def read_parent_queues(cluster: kube.Cluster) -> dict[str, Any] | None:
+    """The parent-queues ConfigMap (None when it does not exist yet)."""
+    return cluster.get("v1", "ConfigMap", PARENT_QUEUES_CONFIGMAP, PLATFORM_NAMESPACE)
+
+
+def sync_parent_queues(
+    cluster: kube.Cluster,
+    live: Mapping[str, Any] | None,
+    parents: Iterable[str],
+    owned: Iterable[str],
+    changes: Changes,
+    check_mode: bool,
+) -> Mapping[str, Any] | None:
+    """List ``parents`` and unlist the rest of ``owned`` in the parent-queues
+    ConfigMap (rule parent-queues-list); write only when the value changes.
+    Returns the ConfigMap as it is afterwards (in check mode: would be).
+
+    The write carries the resourceVersion that was read, so a concurrent run
+    makes it fail with a conflict; then the ConfigMap is read again."""
+    parents, owned = sorted(set(parents)), sorted(set(owned))
+    for attempt in range(PARENT_QUEUES_ATTEMPTS):
+        if attempt:
+            live = read_parent_queues(cluster)
+        data = (live or {}).get("data") or {}
+        value = updated_queue_list(data.get(PARAM_KEY_QUEUES), parents, owned)
+        if value is None:
+            return live
+        manifest = parent_queues_configmap()
+        manifest["data"] = {PARAM_KEY_QUEUES: value}
+        changes.record(manifest, CREATE if live is None else "update", live)
+        if check_mode and not cluster.dry_run:
+            return {**(live or manifest), "data": {**data, PARAM_KEY_QUEUES: value}}
+        try:
+            if live is None:
+                written = cluster.create(manifest)
+            else:
+                # Only the key, with the resourceVersion read: a stale read conflicts.
+                partial = {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {
+                        "name": PARENT_QUEUES_CONFIGMAP,
+                        "namespace": PLATFORM_NAMESPACE,
+                        "resourceVersion": live["metadata"]["resourceVersion"],
+                    },
+                    "data": {PARAM_KEY_QUEUES: value},
+                }
+                written = cluster.apply(partial, field_manager=PARENT_QUEUES_FIELD_MANAGER)
+        except kube.ConflictError:
+            if attempt == PARENT_QUEUES_ATTEMPTS - 1:
+                raise
+            continue
+        if check_mode:  # a server-side dry run: the live object is unchanged
+            return {**(live or manifest), "data": {**data, PARAM_KEY_QUEUES: value}}
+        return written
+    return live

@@ -223,6 +223,8 @@ def parse_tenant_spec(params: Mapping[str, Any]) -> TenantSpec:
         params.get("service_cidr", DEFAULT_SERVICE_CIDR),
     )
     errors += egress_errors
+    if tenant and subscription and teams and not tenant_name_errors(name, "name"):
+        errors += input_tree_errors(tenant, subscription, guarantee, teams)
     raise_if(errors)
     return TenantSpec(
         name=tenant,
@@ -233,6 +235,23 @@ def parse_tenant_spec(params: Mapping[str, Any]) -> TenantSpec:
         subjects=[dict(s) for s in subjects],
         egress=egress,
     )
+
+
+def input_tree_errors(
+    tenant: str,
+    subscription: quantity.Resources,
+    guarantee: quantity.Resources,
+    teams: Sequence[TeamSpec],
+) -> list[FieldError]:
+    """The queue-tree rules that the input alone decides (the subscription
+    queue and its teams), so that one failed run reports them together with
+    every other bad field instead of after a first fix; live state (busy
+    queues, allocations) is checked later by plan_tenant."""
+    known = {team.name for team in teams}
+    if len(known) != len(teams):
+        return []
+    sub = subscription_queue(tenant, subscription, guarantee)
+    return tree_errors([sub, *(team_queue(tenant, t) for t in teams)])
 
 
 # --------------------------------------------------------------------------

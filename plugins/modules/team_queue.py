@@ -18,6 +18,9 @@ description:
   - Refuses to give a subscription queue its first team while jobs or pod groups run in it (Volcano runs jobs only
     in leaf queues), to put a capability below what the queue has allocated right now, and to remove a team queue
     that runs jobs; O(force=true) overrides the last two.
+  - Keeps the subscription queue listed in the key C(queues) of ConfigMap C(platform-system/platform-parent-queues)
+    while it has teams (added before its first team is created, removed after its last team is gone), so that the
+    admission policy C(gpucloud-queue-leaf) refuses jobs in it; the ConfigMap is written only when the list changes.
   - Every input is checked before the first write; nothing is half-applied.
 options:
   tenant:
@@ -110,6 +113,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.names import (  
     queue_name,
     tenant_name_errors,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.parent_queues import (  # noqa: E402
+    parent_queue_names,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.queue_model import (  # noqa: E402
     API_VERSION as QUEUE_API,
 )
@@ -118,7 +124,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_ops impor
     PODGROUP_API,
     Changes,
     busy_queues,
+    read_parent_queues,
     run_queue_steps,
+    sync_parent_queues,
     tenant_selector,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_spec import (  # noqa: E402
@@ -165,7 +173,15 @@ def run(params: dict[str, Any], cluster: kube.Cluster, check_mode: bool = False)
     queues = plan_team_change(tenant, team, remove, live, busy, force=params.get("force", False))
     deletes = [queue_name(tenant, "team", remove)] if remove else []
     changes = Changes()
+    # The subscription queue is listed as a parent before its first team is
+    # created and unlisted after its last team is removed.
+    parents = parent_queue_names(queues)
+    owned = set(live) | {q.name for q in queues}
+    parent_list = sync_parent_queues(
+        cluster, read_parent_queues(cluster), parents, parents, changes, check_mode
+    )
     run_queue_steps(cluster, queue_steps(queues, live, deletes), live, changes, check_mode)
+    sync_parent_queues(cluster, parent_list, parents, owned, changes, check_mode)
     return {"changed": changes.changed, "objects": changes.objects, "diff": changes.diff()}
 
 

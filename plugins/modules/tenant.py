@@ -23,6 +23,10 @@ description:
     one C(tenant-<name>-<team>) per entry of O(teams) under the subscription queue,
     C(tenant-<name>-payg) (deserved = capability; 0 at creation unless O(payg) is given),
     C(tenant-<name>-spot) (deserved 0; capability 0 GPUs at creation, afterwards left to the spot recompute).
+  - Keeps C(tenant-<name>-subscription) listed in the key C(queues) (comma-separated) of ConfigMap
+    C(platform-system/platform-parent-queues) while it has team queues, and unlisted otherwise, so that the admission
+    policy C(gpucloud-queue-leaf) refuses jobs in it. The ConfigMap is read once and written only when the list
+    changes; other tenants' names are left as they are.
   - Every input is checked before the first write; a bad input fails with every problem found, each naming
     its field (for example C(teams[1].deserved.nvidia.com/gpu)), and nothing is written.
   - A change that puts a queue's capability below what it has allocated right now is refused with the numbers
@@ -211,6 +215,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.names import (  
     namespace_name,
     tenant_name_errors,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.parent_queues import (  # noqa: E402
+    parent_queue_names,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.queue_model import (  # noqa: E402
     API_VERSION as QUEUE_API,
 )
@@ -223,8 +230,10 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_ops impor
     active_pods,
     busy_queues,
     object_changes,
+    read_parent_queues,
     read_tenant,
     run_queue_steps,
+    sync_parent_queues,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_spec import (  # noqa: E402
     parse_tenant_spec,
@@ -273,6 +282,12 @@ def ensure_present(
     busy = busy_queues(live.podgroups, live.queues)
     plan = plan_tenant(spec, live.queues, busy, force=params.get("force", False))
     changes = Changes()
+    # A subscription queue is listed as a parent before it gets its first team
+    # and unlisted only after its last team is gone.
+    parents = parent_queue_names(plan.queues)
+    owned = {q.name for q in plan.queues} | set(live.queues) | set(plan.queue_deletes)
+    parent_list = read_parent_queues(cluster)
+    parent_list = sync_parent_queues(cluster, parent_list, parents, parents, changes, check_mode)
     namespace_new = not live.namespace_exists
     for manifest, action, current in object_changes(plan.objects, live):
         changes.record(manifest, action, current)
@@ -282,6 +297,7 @@ def ensure_present(
         cluster.apply(manifest)
     steps = queue_steps(plan.queues, live.queues, plan.queue_deletes)
     run_queue_steps(cluster, steps, live.queues, changes, check_mode)
+    sync_parent_queues(cluster, parent_list, parents, owned, changes, check_mode)
     return {"changed": changes.changed, "objects": changes.objects, "diff": changes.diff()}
 
 
@@ -321,6 +337,9 @@ def ensure_absent(
             kube.retry_while_denied(
                 lambda n=queue_name: cluster.delete(QUEUE_API, "Queue", n), timeout=60
             )
+    sync_parent_queues(
+        cluster, read_parent_queues(cluster), [], list(live.queues), changes, check_mode
+    )
     for api_version, kind in reversed(TENANT_KINDS):
         for obj in live.objects.get(kind, {}).values():
             changes.record(obj, "delete", obj)

@@ -93,7 +93,13 @@ def platform_objects(dyn) -> Iterator[None]:
     created = _ensure(dyn, [*priority_class_manifests(), *throttle, ap.parent_queues_configmap()])
     time.sleep(5 if created else 0)  # the API server's policy and parameter informers
     yield
-    for m in reversed(created):
+    # The throttle policy and its binding stay installed. Kubernetes 1.35 stops
+    # the API server's ConfigMap parameter informer for good once no binding
+    # with a ConfigMap paramKind is left, and a policy created later then never
+    # finds its parameter (kubernetes/kubernetes#130887, #133827) until the API
+    # server restarts. Left alone they only act where a platform-throttle
+    # ConfigMap lists a queue.
+    for m in reversed([m for m in created if m["apiVersion"] != ap.API_VERSION]):
         dyn.resources.get(api_version=m["apiVersion"], kind=m["kind"]).delete(
             name=m["metadata"]["name"], namespace=m["metadata"].get("namespace")
         )

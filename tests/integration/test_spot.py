@@ -1,25 +1,29 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Spot reclaim and spot capacity against the local cluster (kwok nodes, real
-vc-scheduler and vc-controller-manager).
+vc-scheduler and vc-controller-manager), through the purchase flow
+``playbooks/tenant_create.yml`` exactly as AWX runs it.
 
-Two tenants run four spot jobs, the design's worked example (prices 0.1/0.1/
-0.3/0.5; 4 GPUs single, 8 GPUs on 2 pods, 4 single, 8 on 2 pods). A demand of
-(free GPUs + 12) must delete exactly A then B, record SpotReclaimed Events on
-both, add them to the history, leave C and D running; a new tenant's 12-GPU
-job in its new subscription queue then runs; spot capabilities are recomputed
-to the tenants' shares of the idle pool.
+Two tenants run the design's worked example as spot jobs (prices 0.1/0.1/
+0.3/0.5; 4 GPUs single, 8 GPUs on 2 pods, 4 single, 8 on 2 pods) and a
+0.9-priced spot job fills the rest of the cluster, so no GPU is free. A new
+tenant buys 12 GPUs: the playbook reclaims exactly A then B (SpotReclaimed
+Events on both, the reclaim in the history), leaves C, D and the filler
+running, creates the tenant, and recomputes the spot capabilities to the
+tenants' shares of the idle pool; the new tenant's 12-GPU job then runs.
 
-Assumes no other running spot jobs in managed spot queues (they would take
-part in the victim order).
+Needs the cluster's GPUs free of other jobs (it skips otherwise).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
@@ -28,6 +32,8 @@ from ansible_collections.gpucloud.platform.plugins.modules import spot_capacity 
 from ansible_collections.gpucloud.platform.plugins.modules import spot_reclaim as reclaim_module
 
 pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
 
 GPU = "nvidia.com/gpu"
 VOLCANO = ("scheduling.volcano.sh", "v1beta1", "queues")
@@ -150,108 +156,177 @@ def tenants(api_client):
             custom.create_cluster_custom_object(*VOLCANO, body)
             created.append(body["metadata"]["name"])
     yield names, created
+    # Jobs first (Volcano keeps a queue that still has pod groups), then the queues.
+    for job in custom.list_cluster_custom_object(*VCJOBS)["items"]:
+        if job["spec"].get("queue") in created:
+            meta = job["metadata"]
+            with contextlib.suppress(ApiException):
+                custom.delete_namespaced_custom_object(
+                    *VCJOBS[:2], meta["namespace"], VCJOBS[2], meta["name"]
+                )
     for name in reversed(created):
-        with contextlib.suppress(ApiException):
-            custom.delete_cluster_custom_object(*VOLCANO, name)
+        wait_for(lambda name=name: _queue_deleted(custom, name), 90, f"queue {name} deleted")
 
 
-def test_reclaim_deletes_the_expected_jobs_in_order(
-    kubeconfig, api_client, namespace, tenants, capsys
+def _queue_deleted(custom, name):
+    from kubernetes.client.rest import ApiException
+
+    try:
+        custom.delete_cluster_custom_object(*VOLCANO, name)
+    except ApiException as exc:
+        return exc.status == 404
+    return False
+
+
+def run_playbook(ansible_env, playbook, extra_vars):
+    """Run a playbook of the collection; its task results keyed by task name."""
+    cmd = [
+        str(Path(sys.executable).parent / "ansible-playbook"),
+        "-i",
+        "localhost,",
+        "-e",
+        f"ansible_python_interpreter={sys.executable}",
+        "-e",
+        json.dumps(extra_vars),
+        str(ROOT / "playbooks" / playbook),
+    ]
+    proc = subprocess.run(
+        cmd, cwd=ROOT, env=ansible_env, capture_output=True, text=True, timeout=600
+    )
+    try:
+        data = json.loads(proc.stdout)
+    except ValueError:
+        pytest.fail(f"{playbook} gave no JSON result:\n{proc.stdout}\n{proc.stderr}")
+    tasks = {t["task"]["name"]: t["hosts"].get("localhost", {}) for t in data["plays"][0]["tasks"]}
+    assert proc.returncode == 0, json.dumps(
+        {n: r.get("msg") for n, r in tasks.items() if r.get("failed")}, indent=1
+    )
+    return tasks
+
+
+def test_purchase_reclaims_spot_jobs_in_order_and_recomputes_capacity(
+    kubeconfig, api_client, namespace, tenants, capsys, ansible_env
 ):
     from kubernetes import client
 
-    names, created = tenants
+    names, _ = tenants
     custom = client.CustomObjectsApi(api_client)
     core = client.CoreV1Api(api_client)
     spot_a, spot_b = f"tenant-{names['a']}-spot", f"tenant-{names['b']}-spot"
+    buyer = names["buyer"]
+
+    idle = run_module(reclaim_module, kubeconfig, capsys, need=0, _ansible_check_mode=True)
+    if idle["free"] != idle["pool"] or idle["pool"] % 8 or idle["pool"] < 32:
+        pytest.skip(f"needs an idle cluster of 8-GPU nodes; {idle['free']} of {idle['pool']} free")
+    filler_pods = (idle["pool"] - 24) // 8
+    # The filler first, on whole nodes; the design's four jobs then pair up on
+    # the three nodes left, so that no GPU is free.
     jobs = {
-        "spot-a": job_body("spot-a", namespace, spot_a, 4, 1, "0.1"),
+        "spot-fill": job_body("spot-fill", namespace, spot_b, 8, filler_pods, "0.9"),
         "spot-b": job_body("spot-b", namespace, spot_a, 4, 2, "0.1"),
-        "spot-c": job_body("spot-c", namespace, spot_b, 4, 1, "0.3"),
         "spot-d": job_body("spot-d", namespace, spot_b, 4, 2, "0.5"),
+        "spot-c": job_body("spot-c", namespace, spot_b, 4, 1, "0.3"),
+        "spot-a": job_body("spot-a", namespace, spot_a, 4, 1, "0.1"),
     }
-    # B and D started earlier than A and C (the design's "2 h" and "1 h").
-    for name in ("spot-b", "spot-d", "spot-c", "spot-a"):
-        custom.create_namespaced_custom_object(*VCJOBS[:2], namespace, VCJOBS[2], jobs[name])
+    # B and D start earlier than A and C (the design's "2 h" and "1 h").
+    for name, body in jobs.items():
+        custom.create_namespaced_custom_object(*VCJOBS[:2], namespace, VCJOBS[2], body)
         wait_for(
             lambda name=name: job_phase(custom, namespace, name) == "Running",
             what=f"{name} Running",
         )
         time.sleep(1.1)  # distinct start times (seconds resolution)
 
-    preview = run_module(reclaim_module, kubeconfig, capsys, need=0, _ansible_check_mode=True)
-    free = preview["free"]
-    need = free + 12
+    preview = run_module(reclaim_module, kubeconfig, capsys, need=12, _ansible_check_mode=True)
+    assert preview["free"] == 0 and preview["shortfall"] == 12
+    assert [v["name"] for v in preview["victims"]] == ["spot-a", "spot-b"]
+    assert all(job_phase(custom, namespace, n) == "Running" for n in jobs)  # nothing deleted
 
-    check = run_module(reclaim_module, kubeconfig, capsys, need=need, _ansible_check_mode=True)
-    assert [v["name"] for v in check["victims"]] == ["spot-a", "spot-b"]
-    assert all(
-        job_phase(custom, namespace, n) == "Running" for n in jobs
-    )  # check mode deleted nothing
+    reason = f"subscription order 4711 of tenant {buyer}"
+    try:
+        tasks = run_playbook(
+            ansible_env,
+            "tenant_create.yml",
+            {
+                "tenant_name": buyer,
+                "tenant_gpus": 12,
+                "tenant_cpu": "48",
+                "tenant_memory": "192Gi",
+                "tenant_demand_reason": reason,
+            },
+        )
+        reclaim = tasks["Reclaim spot GPUs first when the cluster is short of the added GPUs"]
+        assert reclaim["demand"] == 12 and reclaim["shortfall"] == 12 and reclaim["freed"] == 12
+        assert [v["name"] for v in reclaim["victims"]] == ["spot-a", "spot-b"]
+        assert reclaim["free_after"] >= 12
+        assert job_phase(custom, namespace, "spot-a") is None
+        assert job_phase(custom, namespace, "spot-b") is None
+        for name in ("spot-c", "spot-d", "spot-fill"):
+            assert job_phase(custom, namespace, name) == "Running"
 
-    reason = f"subscription of tenant {names['buyer']}"
-    done = run_module(
-        reclaim_module,
-        kubeconfig,
-        capsys,
-        need=need,
-        demand_reason=reason,
-        wait=True,
-        wait_timeout=180,
-    )
-    assert done["shortfall"] == 12 and done["freed"] == 12
-    assert [v["name"] for v in done["victims"]] == ["spot-a", "spot-b"]
-    assert done["free_after"] >= need
-    wait_for(lambda: job_phase(custom, namespace, "spot-a") is None, what="spot-a gone")
-    wait_for(lambda: job_phase(custom, namespace, "spot-b") is None, what="spot-b gone")
-    assert job_phase(custom, namespace, "spot-c") == "Running"
-    assert job_phase(custom, namespace, "spot-d") == "Running"
+        events = core.list_namespaced_event(namespace, field_selector="reason=SpotReclaimed").items
+        by_job = {e.involved_object.name: e for e in events}
+        assert set(by_job) == {"spot-a", "spot-b"}
+        assert "price 0.1, 8 GPUs" in by_job["spot-b"].message
+        assert reason in by_job["spot-b"].message
+        # Both Events carry the run's time; the kill order is recorded and orders their names.
+        assert by_job["spot-a"].metadata.annotations["platform.io/reclaim-order"] == "1"
+        assert by_job["spot-b"].metadata.annotations["platform.io/reclaim-order"] == "2"
+        suffix = [by_job[j].metadata.name.rsplit(".", 1)[1] for j in ("spot-a", "spot-b")]
+        assert int(suffix[0], 16) < int(suffix[1], 16)
 
-    events = core.list_namespaced_event(namespace, field_selector="reason=SpotReclaimed").items
-    by_job = {e.involved_object.name: e for e in events}
-    assert set(by_job) == {"spot-a", "spot-b"}
-    assert "price 0.1, 8 GPUs" in by_job["spot-b"].message and reason in by_job["spot-b"].message
-    assert (
-        by_job["spot-a"].metadata.name.split(".")[-1]
-        < by_job["spot-b"].metadata.name.split(".")[-1]
-    )
+        history = json.loads(
+            core.read_namespaced_config_map("spot-reclaim-history", "platform-system").data[
+                "history.json"
+            ]
+        )
+        assert [v["name"] for v in history[0]["victims"]] == ["spot-a", "spot-b"]
+        assert history[0]["reason"] == reason
 
-    history = json.loads(
-        core.read_namespaced_config_map("spot-reclaim-history", "platform-system").data[
-            "history.json"
-        ]
-    )
-    assert [v["name"] for v in history[0]["victims"]] == ["spot-a", "spot-b"] and history[0][
-        "reason"
-    ] == reason
+        # The buyer's queues exist; its 12-GPU job runs under the real scheduler.
+        sub = custom.get_cluster_custom_object(*VOLCANO, f"tenant-{buyer}-subscription")
+        assert int(sub["spec"]["deserved"][GPU]) == 12
+        wait_for(
+            lambda: (
+                custom.get_cluster_custom_object(*VOLCANO, f"tenant-{buyer}-subscription")
+                .get("status", {})
+                .get("state")
+                == "Open"
+            ),
+            what="the buyer's queue Open",
+        )
+        buyer_ns = f"tenant-{buyer}"
+        custom.create_namespaced_custom_object(
+            *VCJOBS[:2],
+            buyer_ns,
+            VCJOBS[2],
+            job_body("bought", buyer_ns, sub["metadata"]["name"], 4, 3, billing="subscription"),
+        )
+        wait_for(
+            lambda: job_phase(custom, buyer_ns, "bought") == "Running",
+            what="the buyer's job Running",
+        )
 
-    # The buyer's subscription fits now; its job runs under the real scheduler.
-    buyer = queue_body(names["buyer"], "subscription", 12, 12)
-    custom.create_cluster_custom_object(*VOLCANO, buyer)
-    created.append(buyer["metadata"]["name"])
-    custom.create_namespaced_custom_object(
-        *VCJOBS[:2],
-        namespace,
-        VCJOBS[2],
-        job_body("bought", namespace, buyer["metadata"]["name"], 4, 3, billing="subscription"),
-    )
-    wait_for(
-        lambda: job_phase(custom, namespace, "bought") == "Running", what="the buyer's job Running"
-    )
-
-    capacity = run_module(capacity_module, kubeconfig, capsys)
-    rows = {r["tenant"]: r for r in capacity["tenants"]}
-    spot_rows = [r for r in capacity["tenants"] if r["queue"]]
-    assert sum(r["new"][GPU] for r in spot_rows) <= capacity["idle"][GPU]
-    for key in ("a", "b"):
-        live = custom.get_cluster_custom_object(*VOLCANO, f"tenant-{names[key]}-spot")
-        assert int(live["spec"]["capability"][GPU]) == rows[names[key]]["new"][GPU]
-        assert int(live["spec"]["deserved"][GPU]) == 0
-        assert (
-            live["metadata"]["labels"]["platform.io/queue-type"] == "spot"
-        )  # the partial apply kept them
-        assert live["spec"]["parent"] == "root"
-    # Equal subscriptions: equal shares, at most one GPU apart.
-    assert abs(rows[names["a"]]["new"][GPU] - rows[names["b"]]["new"][GPU]) <= 1
-    again = run_module(capacity_module, kubeconfig, capsys)
-    assert again["changed"] is False
+        # Spot capabilities were recomputed: idle = pool - subscriptions (2 + 2 + 12),
+        # apportioned by subscription.
+        capacity = tasks["Recompute spot capacity"]
+        rows = {r["tenant"]: r for r in capacity["tenants"]}
+        idle_gpus = idle["pool"] - 16
+        assert capacity["idle"][GPU] == idle_gpus
+        expected = {names["a"]: idle_gpus // 8, names["b"]: idle_gpus // 8}
+        expected[buyer] = idle_gpus - 2 * (idle_gpus // 8)
+        for tenant, gpus in expected.items():
+            assert rows[tenant]["new"][GPU] == gpus, rows[tenant]
+            live = custom.get_cluster_custom_object(*VOLCANO, f"tenant-{tenant}-spot")
+            assert int(live["spec"]["capability"][GPU]) == gpus
+            assert int(live["spec"]["deserved"][GPU]) == 0
+            assert live["metadata"]["labels"]["platform.io/queue-type"] == "spot"
+            assert live["spec"]["parent"] == "root"  # the partial apply kept them
+        again = run_module(capacity_module, kubeconfig, capsys)
+        assert again["changed"] is False
+    finally:
+        run_playbook(
+            ansible_env,
+            "tenant_delete.yml",
+            {"tenant_name": buyer, "tenant_confirm": buyer, "tenant_force": True},
+        )

@@ -90,6 +90,16 @@ def queues_of(api_client, tenant):
     return {q["metadata"]["name"]: q for q in items}
 
 
+def parent_queues(api_client):
+    """The names in platform-system/platform-parent-queues key queues."""
+    from kubernetes import client
+
+    cm = client.CoreV1Api(api_client).read_namespaced_config_map(
+        "platform-parent-queues", "platform-system"
+    )
+    return [n.strip() for n in ((cm.data or {}).get("queues") or "").split(",") if n.strip()]
+
+
 def wait_for(predicate, timeout=120, what="condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -182,6 +192,10 @@ def test_create_tenant_with_three_teams(tenants, kubeconfig, api_client):
     assert str(queues[f"tenant-{A}-spot"]["spec"]["capability"][GPU]) == "0"
     second = run_module(tenants, kubeconfig, "tenant", tenant_args(B, gpus=8))
     assert not second.get("failed"), second.get("msg")
+    # A's subscription queue has teams, B's has none: only A's is a parent queue.
+    parents = parent_queues(api_client)
+    assert f"tenant-{A}-subscription" in parents
+    assert f"tenant-{B}-subscription" not in parents
 
 
 def test_second_run_reports_no_change(tenants, kubeconfig):
@@ -290,5 +304,6 @@ def test_delete_refused_while_jobs_run_then_forced(tenants, kubeconfig, api_clie
     assert not forced.get("failed"), forced.get("msg")
     assert forced["changed"] is True
     assert queues_of(api_client, A) == {}
+    assert f"tenant-{A}-subscription" not in parent_queues(api_client)
     core = client.CoreV1Api(api_client)
     assert core.list_namespace(label_selector=f"platform.io/tenant={A}").items == []

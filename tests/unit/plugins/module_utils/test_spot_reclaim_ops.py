@@ -54,6 +54,12 @@ def test_design_example_deletes_a_then_b_records_events_and_history():
         and "order 7: demand 16 GPUs" in event_b["message"]
     )
     assert event_b["involvedObject"]["uid"] == "uid-spot-b"
+    event_a = next(e for e in events if e["involvedObject"]["name"] == "spot-a")
+    # same run time, yet the kill order is recorded and orders the name suffixes
+    assert event_a["metadata"]["annotations"]["platform.io/reclaim-order"] == "1"
+    assert event_b["metadata"]["annotations"]["platform.io/reclaim-order"] == "2"
+    suffix = [e["metadata"]["name"].rsplit(".", 1)[1] for e in (event_a, event_b)]
+    assert int(suffix[0], 16) < int(suffix[1], 16)
     history = json.loads(cluster.objects("ConfigMap")[0]["data"]["history.json"])
     assert history == result["history"] and history[0]["victims"][0]["name"] == "spot-a"
     assert cluster.objects("Lease") == []  # released

@@ -150,6 +150,16 @@ def test_every_error_is_reported_at_once():
     assert {"name", f"subscription.{GPU}", "teams[0].name", "egress_cidrs[0]"} <= fields
 
 
+def test_tree_rules_of_the_input_are_reported_with_the_other_fields():
+    """A team deserving more than the subscription is an input error like a bad
+    CIDR: one run reports both, before any request."""
+    params = good()
+    params["teams"] = [{"name": "algo", "deserved": {GPU: 41}}]
+    params["egress_cidrs"] = ["10.244.1.0/24"]
+    fields = [e.field for e in errors_of(params).errors]
+    assert f"teams[0].deserved.{GPU}" in fields and "egress_cidrs[0]" in fields
+
+
 def test_subscription_required():
     params = good()
     del params["subscription"]

@@ -83,6 +83,21 @@ class FakeCluster:
         self.store[key] = merged
         return copy.deepcopy(merged)
 
+    def create(self, manifest):
+        self.requests += 1
+        meta = manifest["metadata"]
+        key = (manifest["kind"], meta.get("namespace") or "", meta["name"])
+        if key in self.store:
+            raise AssertionError(f"{key} already exists")
+        if self.dry_run:
+            self.writes.append(("dry-run", manifest["kind"], meta["name"]))
+            return copy.deepcopy(dict(manifest))
+        self.writes.append(("create", manifest["kind"], meta["name"]))
+        stored = copy.deepcopy(dict(manifest))
+        stored["metadata"].setdefault("resourceVersion", "1")
+        self.store[key] = stored
+        return copy.deepcopy(stored)
+
     def delete(
         self, api_version, kind, name, namespace=None, propagation="Foreground", preconditions=None
     ):

@@ -64,7 +64,18 @@ def test_bad_team_writes_nothing(over, field):
 def test_add_resize_remove():
     cluster = tenant_without_teams()
     result = team_queue.run(team(), cluster)
-    assert result["objects"] == [{"kind": "Queue", "name": "tenant-a-ml", "action": "create"}]
+    parents = {
+        "kind": "ConfigMap",
+        "name": "platform-parent-queues",
+        "namespace": "platform-system",
+    }
+    # the subscription queue is listed as a parent first, then gets its team
+    assert result["objects"] == [
+        {**parents, "action": "create"},
+        {"kind": "Queue", "name": "tenant-a-ml", "action": "create"},
+    ]
+    key = ("ConfigMap", "platform-system", "platform-parent-queues")
+    assert cluster.store[key]["data"] == {"queues": "tenant-a-subscription"}
     q = cluster.kinds("Queue")["tenant-a-ml"]
     assert q["spec"]["parent"] == "tenant-a-subscription"
     assert q["metadata"]["labels"]["platform.io/team"] == "ml"
@@ -72,7 +83,12 @@ def test_add_resize_remove():
     result = team_queue.run(team(deserved={GPU: 12}), cluster)
     assert result["diff"]["after"]["Queue/tenant-a-ml"]["spec"]["deserved"][GPU] == 12
     result = team_queue.run(team(state="absent"), cluster)
-    assert result["objects"] == [{"kind": "Queue", "name": "tenant-a-ml", "action": "delete"}]
+    # its last team gone, it is unlisted after the delete
+    assert result["objects"] == [
+        {"kind": "Queue", "name": "tenant-a-ml", "action": "delete"},
+        {**parents, "action": "update"},
+    ]
+    assert cluster.store[key]["data"] == {"queues": ""}
     assert "tenant-a-ml" not in cluster.kinds("Queue")
     assert team_queue.run(team(state="absent"), cluster)["changed"] is False
 
@@ -114,3 +130,19 @@ def test_unknown_tenant_refused():
         team_queue.run(team(tenant="nobody"), cluster)
     assert "create the tenant first" in str(exc.value)
     assert cluster.writes == []
+
+
+def test_parent_allocation_of_its_teams_does_not_make_it_busy():
+    """Volcano reports a parent queue's status.allocated as the sum of its
+    children's: a job in a team queue must not block adding another team."""
+    cluster = tenant_without_teams()
+    team_queue.run(team(), cluster)
+    used = {"allocated": {GPU: "1", "cpu": "1", "pods": "1"}}
+    for name in ("tenant-a-subscription", "tenant-a-ml"):
+        cluster.store[("Queue", "", name)]["status"] = dict(used)
+    cluster.put(pg("tenant-a-ml"))
+    result = team_queue.run(team(name="extra", deserved={GPU: 4}), cluster)
+    assert {"kind": "Queue", "name": "tenant-a-extra", "action": "create"} in result["objects"]
+    # the team queue itself still counts as busy: removing it is refused
+    with pytest.raises(PlatformValidationError):
+        team_queue.run(team(state="absent"), cluster)

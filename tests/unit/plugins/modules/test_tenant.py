@@ -78,7 +78,11 @@ def test_create_writes_everything_in_order():
     result = tenant.run(params(), cluster)
     assert result["changed"]
     order = [(verb, kind, name) for verb, kind, name in cluster.writes]
-    assert order[0] == ("apply", "Namespace", "tenant-a")
+    # The subscription queue is listed as a parent before its teams exist.
+    assert order[0] == ("create", "ConfigMap", "platform-parent-queues")
+    assert order[1] == ("apply", "Namespace", "tenant-a")
+    parents = cluster.store[("ConfigMap", "platform-system", "platform-parent-queues")]
+    assert parents["data"] == {"queues": "tenant-a-subscription"}
     names = [name for _, _, name in order]
     assert names.index("tenant-a-subscription") < names.index("tenant-a-algo")
     assert ("apply:gpucloud-platform-capacity", "Queue", "tenant-a-spot") in order
@@ -92,6 +96,7 @@ def test_create_writes_everything_in_order():
     assert all(q["spec"]["parent"] for q in queues.values())
     assert queues["tenant-a-spot"]["spec"]["capability"] == {GPU: 0}
     assert {o["kind"] for o in result["objects"]} == {
+        "ConfigMap",
         "Namespace",
         "Role",
         "RoleBinding",
@@ -126,7 +131,8 @@ def test_check_mode_reports_but_only_dry_runs():
     assert cluster.real_writes == []
     assert cluster.store == {}
     # nothing namespaced is sent while its namespace does not exist yet
-    assert all(kind in ("Namespace", "Queue") for _, kind, _ in cluster.writes)
+    assert all(kind in ("Namespace", "Queue", "ConfigMap") for _, kind, _ in cluster.writes)
+    assert ("dry-run", "ConfigMap", "platform-parent-queues") in cluster.writes
     assert "Queue/tenant-a-subscription" in result["diff"]["after"]
 
 
@@ -214,6 +220,10 @@ def test_absent_forced_deletes_children_first_namespace_last():
         "tenant-a-subscription"
     )
     assert kinds.index("RoleBinding") > names.index("tenant-a-spot")
+    # unlisted as a parent after its queues are gone
+    assert names.index("platform-parent-queues") > names.index("tenant-a-subscription")
+    parents = cluster.store.pop(("ConfigMap", "platform-system", "platform-parent-queues"))
+    assert parents["data"] == {"queues": ""}
     assert not [k for k in cluster.store if k[0] != "Job"]
 
 
@@ -230,7 +240,7 @@ def test_absent_check_mode_writes_nothing():
     cluster.dry_run = True
     result = tenant.run({"name": "a", "state": "absent", "force": True}, cluster, check_mode=True)
     assert result["changed"]
-    assert cluster.writes == []
+    assert cluster.writes == [("dry-run", "ConfigMap", "platform-parent-queues")]
 
 
 def test_reads_one_list_per_kind():
@@ -246,3 +256,46 @@ def test_new_tenant_skips_namespaced_reads():
     cluster = FakeCluster()
     tenant.run(params(), cluster)
     assert cluster.lists == ["Namespace", "Queue"]
+
+
+PARENTS = ("ConfigMap", "platform-system", "platform-parent-queues")
+
+
+def parent_list(queues: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "platform-parent-queues",
+            "namespace": "platform-system",
+            "resourceVersion": "7",
+        },
+        "data": {"queues": queues},
+    }
+
+
+def test_parent_queues_keep_other_tenants_and_write_only_on_change():
+    cluster = FakeCluster([parent_list("tenant-z-subscription")])
+    tenant.run(params(), cluster)
+    assert cluster.store[PARENTS]["data"]["queues"] == "tenant-a-subscription,tenant-z-subscription"
+    cluster.writes.clear()
+    assert tenant.run(params(), cluster)["changed"] is False
+    assert not [w for w in cluster.writes if w[1] == "ConfigMap"]
+    # Without teams the subscription queue is a leaf again: unlisted after the teams are removed.
+    result = tenant.run(params(teams=[]), cluster, check_mode=False)
+    assert {
+        "kind": "ConfigMap",
+        "name": "platform-parent-queues",
+        "action": "update",
+        "namespace": "platform-system",
+    } in result["objects"]
+    assert cluster.store[PARENTS]["data"]["queues"] == "tenant-z-subscription"
+    names = [name for _, _, name in cluster.writes]
+    assert names.index("platform-parent-queues") > names.index("tenant-a-algo")
+
+
+def test_tenant_without_teams_is_not_listed():
+    cluster = FakeCluster([parent_list("")])
+    tenant.run(params(teams=None), cluster)
+    assert cluster.store[PARENTS]["data"]["queues"] == ""
+    assert not [w for w in cluster.writes if w[1] == "ConfigMap"]
