@@ -399,7 +399,7 @@ def capacity_proportion_errors(conf: Mapping[str, Any]) -> list[FieldError]:
     found = {plugin.get("name"): (t, p) for t, p, plugin in plugins_of(conf)}
     if "capacity" in found and "proportion" in found:
         t, p = found["proportion"]
-        ct, _ = found["capacity"]
+        ct, _unused = found["capacity"]
         return [
             FieldError(
                 _plugin_field(t, p, "proportion") + ".name",
@@ -455,7 +455,7 @@ def capacity_tier_errors(conf: Mapping[str, Any]) -> list[FieldError]:
             deciders = sorted(
                 {
                     q.get("name")
-                    for tt, _, q in plugins_of(conf)
+                    for tt, _unused, q in plugins_of(conf)
                     if tt == decider and q.get("name") in vc.VICTIM_DECIDING_PLUGINS
                 }
             )

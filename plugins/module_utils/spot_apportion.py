@@ -77,7 +77,7 @@ def largest_remainder(total: int, weights: Mapping[str, Fraction]) -> dict[str, 
     left = total - sum(shares.values())
     # Largest remainder first, then larger subscription, then the name.
     remainders.sort(key=lambda item: (-item[0], -item[1], item[2]))
-    for _, _, tenant in remainders[:left]:
+    for _unused, _unused, tenant in remainders[:left]:
         shares[tenant] += 1
     return shares
 

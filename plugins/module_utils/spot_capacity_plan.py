@@ -58,7 +58,7 @@ def plan_spot_capacity(
 ) -> SpotCapacityPlan:
     """Every tenant's spot capability, and the spot queues whose value changes."""
     queue_list = list(queues)
-    pool, _ = pool_from_nodes(nodes, node_selector)
+    pool, _unused = pool_from_nodes(nodes, node_selector)
     commitments = commitments_from_queues(queue_list)
     idle = idle_for_spot(
         pool, [c.subscription for c in commitments.values()], [c.payg for c in commitments.values()]

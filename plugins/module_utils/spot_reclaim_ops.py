@@ -428,7 +428,7 @@ def reclaim(
     lease, plan again, delete, record Events and history."""
     now = now or utc_now()
     if check_mode:
-        result, _, _ = plan(cluster, request)
+        result, _unused, _unused = plan(cluster, request)
         live = cluster.get(LEASE_API, "Lease", SPOT_RECLAIM_LEASE, PLATFORM_NAMESPACE)
         blocker = lease_blocker(live, request.holder, now)
         if blocker:
@@ -440,7 +440,7 @@ def reclaim(
         return result
     lease = acquire_lease(cluster, request.holder, request.lease_duration, now)
     try:
-        result, victims, _ = plan(cluster, request)
+        result, victims, _unused = plan(cluster, request)
         if not victims:
             result["changed"] = False
             result["history"] = read_history(

@@ -189,7 +189,7 @@ def choose_victims(
     chosen: list[SpotJob] = []
     freed = 0
     while heap and freed < need:
-        _, _, job = heapq.heappop(heap)
+        _unused, _unused, job = heapq.heappop(heap)
         chosen.append(job)
         freed += job.gpus
     return chosen

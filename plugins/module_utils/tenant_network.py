@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Union
 
 from .errors import FieldError
 from .names import namespace_name, tenant_labels
@@ -26,7 +26,7 @@ DEFAULT_EGRESS_CIDRS = ("0.0.0.0/0",)
 DEFAULT_POD_CIDR = "10.244.0.0/16"
 DEFAULT_SERVICE_CIDR = "10.96.0.0/12"
 
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]  # noqa: UP007 - a runtime alias pylint can read
 
 
 def parse_cidr(value: object, field: str) -> tuple[Network | None, list[FieldError]]:

@@ -46,7 +46,7 @@ class SyncPlan:
     def summary(self) -> dict[str, list[str]]:
         return {
             "created": [m["metadata"]["name"] for m in self.create],
-            "updated": [d["metadata"]["name"] for d, _ in self.update],
+            "updated": [d["metadata"]["name"] for d, _unused in self.update],
             "deleted": [o["metadata"]["name"] for o in self.delete],
             "unchanged": list(self.unchanged),
             "stale": list(self.stale),
@@ -123,8 +123,8 @@ def moved_nodes(
     before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, Any]]
 ) -> dict[str, dict[str, list[str]]]:
     """Nodes whose (exactMatch) leaf changes: {node: {from: [...], to: [...]}}."""
-    old, _ = tree_from_manifests(before)
-    new, _ = tree_from_manifests(after)
+    old, _unused = tree_from_manifests(before)
+    new, _unused = tree_from_manifests(after)
     was, now = node_leaves(old), node_leaves(new)
     return {
         n: {"from": was.get(n, []), "to": now.get(n, [])}

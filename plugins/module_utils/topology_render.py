@@ -80,7 +80,7 @@ def text_tree(
 
     for root in roots(tree):
         visit(tree[root], "", True, True)
-    for _, name in walk(tree):
+    for _unused, name in walk(tree):
         if name not in seen:
             visit(tree[name], "", True, True)
     rest = sorted(unplaced)

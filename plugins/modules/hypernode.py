@@ -209,8 +209,8 @@ def main() -> None:
 
     # Rules of the tree this HyperNode joins: refuse only what the change introduces.
     others = [o for o in live_all if o["metadata"]["name"] != name]
-    before_tree, _ = tree_from_manifests(live_all)
-    after_tree, _ = tree_from_manifests(others + ([desired] if desired else []))
+    before_tree, _unused = tree_from_manifests(live_all)
+    after_tree, _unused = tree_from_manifests(others + ([desired] if desired else []))
     nodes = None
     if _needs_nodes(before_tree) or _needs_nodes(after_tree):
         try:

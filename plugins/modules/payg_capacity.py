@@ -248,10 +248,10 @@ def main() -> None:
             after[row["queue"]] = desired
 
     reclaimed = None
-    growth = sum(row["growth"] for row, _ in changes)
+    growth = sum(row["growth"] for row, _unused in changes)
     growing = [
         row
-        for row, _ in changes
+        for row, _unused in changes
         if any(row["target"].get(r, 0) > row["live"].get(r, 0) for r in row["target"])
     ]
     try:
@@ -334,7 +334,7 @@ def main() -> None:
     result = dict(
         changed=bool(changes) or bool(reclaimed and reclaimed.get("changed")),
         queues=table,
-        updated=[row["queue"] for row, _ in changes],
+        updated=[row["queue"] for row, _unused in changes],
         reclaim=reclaimed,
         requests=cluster.requests,
     )

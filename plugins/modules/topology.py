@@ -257,7 +257,7 @@ def main() -> None:
             },
             after={
                 **{m["metadata"]["name"]: m for m in plan.create},
-                **{d["metadata"]["name"]: d for d, _ in plan.update},
+                **{d["metadata"]["name"]: d for d, _unused in plan.update},
             },
         )
     module.exit_json(**result)

@@ -521,7 +521,7 @@ def hold(module, cluster, p, namespace, queue, priority_class, result):
     """Wait while the throttle blocks the queue, releasing it when its large job runs or times out."""
     start = time.monotonic()
     while True:
-        _, cm = reconcile_namespace(
+        _unused, cm = reconcile_namespace(
             cluster, namespace, p["tenant"], now_utc(), p["throttle_timeout"]
         )
         if not blocks(cm, queue, priority_class):

@@ -173,8 +173,8 @@ def test_large_job_preempts_lower_priority_jobs_in_its_queue(kube):
         assert evicted == {"task-b", "task-c", "task-d", "task-e"}, deletions.order
         assert kube.running(ns, "task-a", 1)
         if log.available:
-            order = [pod.rsplit("-worker-", 1)[0] for pod, _ in log.evictions(ns)]
-            actions = {action for _, action in log.evictions(ns)}
+            order = [pod.rsplit("-worker-", 1)[0] for pod, _unused in log.evictions(ns)]
+            actions = {action for _unused, action in log.evictions(ns)}
             assert actions == {"gangpreempt"}, log.evictions(ns)
             assert order[:4] == ["task-d", "task-e", "task-c", "task-b"], order
 
@@ -215,7 +215,7 @@ def test_sibling_team_cannot_reclaim_inside_a_full_subscription(kube):
         assert phase == "Pending", phase
         assert deletions.order == []
         assert not kube.running(ns, "b2", 1)
-        for name, (_, n) in team_a.items():
+        for name, (_unused, n) in team_a.items():
             assert kube.running(ns, name, n), name
         assert kube.running(ns, "b1", 5)
 

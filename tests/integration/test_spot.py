@@ -191,7 +191,7 @@ def run_playbook(ansible_env, playbook, extra_vars):
         str(ROOT / "playbooks" / playbook),
     ]
     proc = subprocess.run(
-        cmd, cwd=ROOT, env=ansible_env, capture_output=True, text=True, timeout=600
+        cmd, cwd=ROOT, env=ansible_env, capture_output=True, text=True, timeout=600, check=False
     )
     try:
         data = json.loads(proc.stdout)
@@ -209,7 +209,7 @@ def test_purchase_reclaims_spot_jobs_in_order_and_recomputes_capacity(
 ):
     from kubernetes import client
 
-    names, _ = tenants
+    names, _unused = tenants
     custom = client.CustomObjectsApi(api_client)
     core = client.CoreV1Api(api_client)
     spot_a, spot_b = f"tenant-{names['a']}-spot", f"tenant-{names['b']}-spot"

@@ -60,7 +60,9 @@ def run_module(
     if diff:
         cmd.append("--diff")
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
     assert out.exists(), proc.stdout + proc.stderr
     return json.loads(out.read_text())
 

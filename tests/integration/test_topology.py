@@ -75,7 +75,7 @@ def test_sync_resync_and_move(kubeconfig, api_client, capsys):
     nodes = labelled_nodes(api_client)
     want = expected_tree(nodes)
     assert len(nodes) == 8
-    assert sorted(t for t, _ in want.values()) == [1, 1, 1, 1, 2, 2]
+    assert sorted(t for t, _unused in want.values()) == [1, 1, 1, 1, 2, 2]
 
     first = run_topology(kubeconfig, capsys)
     assert live_tree(api_client) == want

@@ -149,7 +149,7 @@ class FakeCluster:
         return copy.deepcopy(obj)
 
     def objects(self, kind):
-        return [copy.deepcopy(o) for (k, _, _), o in self.store.items() if k == kind]
+        return [copy.deepcopy(o) for (k, _unused, _unused), o in self.store.items() if k == kind]
 
     def list(self, api_version, kind, namespace=None, label_selector=None, field_selector=None):
         self.requests += 1

@@ -244,5 +244,5 @@ def test_three_level_rule_iff_order_broken(g, d, c):
 def test_tree_errors_empty_exactly_when_every_rule_holds(teams):
     children = [team(f"t{i}", deserved=d, capability=max(d, c)) for i, (d, c) in enumerate(teams)]
     errors = tree_errors([sub(40), *children])
-    expected = sum(d for d, _ in teams) > 40 or any(max(d, c) > 40 for d, c in teams)
+    expected = sum(d for d, _unused in teams) > 40 or any(max(d, c) > 40 for d, c in teams)
     assert bool(errors) == expected

@@ -144,7 +144,7 @@ def test_wait_until_free_polls_until_pods_are_gone():
     ticks = iter(range(100))
     pauses = []
 
-    def pause(_):
+    def pause(_unused):
         pauses.append(1)
         if len(pauses) == 2:
             for name in ("spot-a-0", "spot-b-0", "spot-b-1"):
@@ -155,6 +155,6 @@ def test_wait_until_free_polls_until_pods_are_gone():
     )
     assert reached is True and free == 16 and len(pauses) == 2
     reached, free = wait_until_free(
-        cluster, {}, 64, timeout=3, clock=lambda: next(ticks), pause=lambda _: None
+        cluster, {}, 64, timeout=3, clock=lambda: next(ticks), pause=lambda _unused: None
     )
     assert reached is False and free == 16

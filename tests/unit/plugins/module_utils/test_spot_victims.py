@@ -196,5 +196,5 @@ def test_candidate_gpus_pods_and_start_fallback():
     )
     assert job_gpus_and_pods(j) == (7, 4)
     del j["status"]["state"]["lastTransitionTime"]
-    found, _ = candidates_from_vcjobs([j], ["tenant-alpha-spot"])
+    found, _unused = candidates_from_vcjobs([j], ["tenant-alpha-spot"])
     assert found[0].started == T0 - 11 * 60  # creationTimestamp

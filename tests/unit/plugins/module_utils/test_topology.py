@@ -229,7 +229,7 @@ def test_manifest_round_trip_and_managed_label():
 
 
 def test_manifest_shape_errors():
-    _, errs = tree_from_manifests(
+    _unused, errs = tree_from_manifests(
         [{"metadata": {"name": "x"}, "spec": {"members": "n0"}}, {"metadata": {}}, "junk"]
     )
     text = [str(e) for e in errs]
@@ -241,7 +241,7 @@ def test_manifest_shape_errors():
 
 def test_walk_survives_cycles():
     tree = {"a": switch("a", 2, children=["b"]), "b": switch("b", 3, children=["a"])}
-    assert sorted(n for _, n in walk(tree)) == ["a", "b"]
+    assert sorted(n for _unused, n in walk(tree)) == ["a", "b"]
 
 
 # --- invariants -----------------------------------------------------------
@@ -252,7 +252,7 @@ def labelled_nodes(draw):
     """Nodes labelled consistently with a random fabric of 1 to 4 tiers."""
     tiers = draw(st.integers(1, 4))
     labels = [TOR, SPINE, CORE, "example.com/tier4"][:tiers]
-    fanout = [draw(st.integers(1, 3)) for _ in range(tiers)]
+    fanout = [draw(st.integers(1, 3)) for _unused in range(tiers)]
     count = draw(st.integers(1, 40))
     nodes = []
     for i in range(count):

@@ -52,7 +52,7 @@ class FakeCluster:
         self.requests += 1
         self.lists.append(kind)
         out = []
-        for (k, ns, _), obj in sorted(self.store.items()):
+        for (k, ns, _unused), obj in sorted(self.store.items()):
             if k != kind or (namespace and ns != namespace):
                 continue
             if _matches((obj["metadata"].get("labels") or {}), label_selector):

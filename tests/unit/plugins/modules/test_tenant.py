@@ -52,7 +52,7 @@ def created():
 @pytest.mark.parametrize(("what", "bad", "field"), BAD, ids=[b[0] for b in BAD])
 def test_bad_input_writes_nothing(what, bad, field):
     cluster = FakeCluster()
-    full = params(**{k: v for k, v in bad.items()})
+    full = params(**dict(bad))
     with pytest.raises(PlatformValidationError) as exc:
         tenant.run(full, cluster)
     assert any(m.startswith(f"{field}: ") for m in exc.value.messages), exc.value.messages
@@ -77,13 +77,13 @@ def test_create_writes_everything_in_order():
     cluster = FakeCluster()
     result = tenant.run(params(), cluster)
     assert result["changed"]
-    order = [(verb, kind, name) for verb, kind, name in cluster.writes]
+    order = list(cluster.writes)
     # The subscription queue is listed as a parent before its teams exist.
     assert order[0] == ("create", "ConfigMap", "platform-parent-queues")
     assert order[1] == ("apply", "Namespace", "tenant-a")
     parents = cluster.store[("ConfigMap", "platform-system", "platform-parent-queues")]
     assert parents["data"] == {"queues": "tenant-a-subscription"}
-    names = [name for _, _, name in order]
+    names = [name for _unused, _unused, name in order]
     assert names.index("tenant-a-subscription") < names.index("tenant-a-algo")
     assert ("apply:gpucloud-platform-capacity", "Queue", "tenant-a-spot") in order
     assert order.index(
@@ -131,7 +131,9 @@ def test_check_mode_reports_but_only_dry_runs():
     assert cluster.real_writes == []
     assert cluster.store == {}
     # nothing namespaced is sent while its namespace does not exist yet
-    assert all(kind in ("Namespace", "Queue", "ConfigMap") for _, kind, _ in cluster.writes)
+    assert all(
+        kind in ("Namespace", "Queue", "ConfigMap") for _unused, kind, _unused in cluster.writes
+    )
     assert ("dry-run", "ConfigMap", "platform-parent-queues") in cluster.writes
     assert "Queue/tenant-a-subscription" in result["diff"]["after"]
 
@@ -212,8 +214,8 @@ def test_absent_forced_deletes_children_first_namespace_last():
     cluster.writes.clear()
     result = tenant.run({"name": "a", "state": "absent", "force": True}, cluster)
     assert result["changed"]
-    kinds = [kind for _, kind, _ in cluster.writes]
-    names = [name for _, _, name in cluster.writes]
+    kinds = [kind for _unused, kind, _unused in cluster.writes]
+    names = [name for _unused, _unused, name in cluster.writes]
     assert kinds[0] == "Job"
     assert kinds[-1] == "Namespace"
     assert max(names.index(f"tenant-a-{t}") for t in ("algo", "eng", "data")) < names.index(
@@ -290,7 +292,7 @@ def test_parent_queues_keep_other_tenants_and_write_only_on_change():
         "namespace": "platform-system",
     } in result["objects"]
     assert cluster.store[PARENTS]["data"]["queues"] == "tenant-z-subscription"
-    names = [name for _, _, name in cluster.writes]
+    names = [name for _unused, _unused, name in cluster.writes]
     assert names.index("platform-parent-queues") > names.index("tenant-a-algo")
 
 
