@@ -9,7 +9,7 @@ import sys
 import uuid
 
 import pytest
-from localcluster_helpers import CLUSTER, state_dir, wait_until
+from localcluster_helpers import CLUSTER, ROOT, state_dir, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -333,3 +333,41 @@ def test_bad_topology_is_rejected_before_anything_starts(tmp_path):
     assert out.returncode == 2
     assert "node 'a' is already under ToR 't0'" in out.stderr
     assert not state_dir("never-started").exists()
+
+
+def test_nodes_can_be_added_and_removed_while_running(api_client, tmp_path):
+    import yaml as _yaml
+    from kubernetes import client
+
+    core = client.CoreV1Api(api_client)
+    default = ROOT / "tools" / "localcluster" / "topologies" / "default.yaml"
+    topo = _yaml.safe_load(default.read_text())
+    topo["spines"][0]["tors"][0]["nodes"].append({"name": "gpu-node-extra", "gpus": 4})
+    bigger = tmp_path / "bigger.yaml"
+    bigger.write_text(_yaml.safe_dump(topo))
+
+    def up(path):
+        return subprocess.run(
+            [sys.executable, str(CLUSTER), "up", "--topology", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+    try:
+        out = up(bigger)
+        assert out.returncode == 0, out.stderr
+        node = core.read_node("gpu-node-extra")
+        assert node.status.allocatable["nvidia.com/gpu"] == "4"
+        assert node.metadata.labels["topology.volcano.sh/tor"] == "tor-0"
+        assert any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
+    finally:
+        out = up(default)
+    assert out.returncode == 0, out.stderr
+    names = {
+        n.metadata.name
+        for n in core.list_node(label_selector="gpucloud.localcluster/fake-node=true").items
+    }
+    assert "gpu-node-extra" not in names
+    assert len(names) == 8

@@ -662,7 +662,14 @@ def ensure_base_objects(api: Api) -> None:
 
 def cmd_up(args: argparse.Namespace) -> int:
     state = state_dir(args.name)
-    topo_path = Path(args.topology) if args.topology else HERE / "topologies" / "default.yaml"
+    # Without --topology, `up` keeps the topology the cluster last ran with.
+    remembered = state / "topology.yaml"
+    if args.topology:
+        topo_path = Path(args.topology)
+    elif remembered.exists():
+        topo_path = remembered
+    else:
+        topo_path = HERE / "topologies" / "default.yaml"
     try:
         nodes = topology.load(topo_path)
     except topology.TopologyError as exc:
@@ -712,6 +719,8 @@ def cmd_up(args: argparse.Namespace) -> int:
             name,
         )
     sync_nodes(api, nodes)
+    if topo_path != remembered:
+        remembered.write_text(topo_path.read_text())
     wait_for(
         f"{len(nodes)} kwok nodes to be Ready",
         lambda: nodes_ready(api, {n.name for n in nodes}),
