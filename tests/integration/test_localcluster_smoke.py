@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 from localcluster_helpers import CLUSTER, ROOT, state_dir, wait_until
@@ -371,3 +372,49 @@ def test_nodes_can_be_added_and_removed_while_running(api_client, tmp_path):
     }
     assert "gpu-node-extra" not in names
     assert len(names) == 8
+
+
+def test_down_leaves_no_process_running(tmp_path):
+    """A second, small cluster of its own (other ports) is started and stopped."""
+    import json
+    import os
+
+    env = dict(
+        os.environ, GPUCLOUD_LOCALCLUSTER="smoke-down", GPUCLOUD_LOCALCLUSTER_PORT_OFFSET="700"
+    )
+    one_node = tmp_path / "one.yaml"
+    one_node.write_text(
+        "spines:\n  - name: s0\n    tors:\n      - name: t0\n        nodes: [solo]\n"
+    )
+    up = subprocess.run(
+        [sys.executable, str(CLUSTER), "up", "--topology", str(one_node)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    state = state_dir("smoke-down")
+    try:
+        assert up.returncode == 0, up.stderr
+        pids = json.loads((state / "pids.json").read_text())
+        assert len(pids) == 9
+        assert all(Path(f"/proc/{pid}").exists() for pid in pids.values())
+    finally:
+        down = subprocess.run(
+            [sys.executable, str(CLUSTER), "down", "--wipe"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert down.returncode == 0, down.stderr
+    alive = [
+        pid
+        for pid in pids.values()
+        if Path(f"/proc/{pid}").exists()
+        and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    ]
+    assert alive == []
+    assert not state.exists()
