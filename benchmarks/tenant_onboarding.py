@@ -30,16 +30,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _api_counter import (
-    PlaybookRunner,
-    add_common_arguments,
-    api_client,
-    default_kubeconfig,
-    k8s_loop_playbook,
-    print_table,
-    queue_manifest,
-)
-
 from ansible_collections.gpucloud.platform.plugins.module_utils.names import (
     LABEL_TENANT,
     MANAGED_SELECTOR,
@@ -51,6 +41,16 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.queue_model impo
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_spec import (
     parse_tenant_spec,
     plan_tenant,
+)
+
+from _api_counter import (
+    PlaybookRunner,
+    add_common_arguments,
+    api_client,
+    default_kubeconfig,
+    k8s_loop_playbook,
+    print_table,
+    queue_manifest,
 )
 
 BASELINE_PREFIX = "bk-"

@@ -40,15 +40,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / ".venv" / "collections"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _api_counter import (  # noqa: E402
-    PlaybookRunner,
-    add_common_arguments,
-    api_client,
-    default_kubeconfig,
-    k8s_loop_playbook,
-    print_table,
-)
-
 from ansible_collections.gpucloud.platform.plugins.module_utils.hypernode_manifest import (  # noqa: E402
     tree_manifests,
 )
@@ -61,6 +52,15 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.topology_discove
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology_plan import (  # noqa: E402
     plan_sync,
+)
+
+from _api_counter import (  # noqa: E402
+    PlaybookRunner,
+    add_common_arguments,
+    api_client,
+    default_kubeconfig,
+    k8s_loop_playbook,
+    print_table,
 )
 
 TIER_LABELS = ["topology.volcano.sh/tor", "topology.volcano.sh/spine", "topology.volcano.sh/core"]

@@ -16,11 +16,12 @@ import yaml
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 from kubernetes.dynamic import DynamicClient
-from localcluster_helpers import state_dir
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.scheduler_conf import (
     scheduler_configmap,
 )
+
+from localcluster_helpers import state_dir
 
 GPU = "nvidia.com/gpu"
 GPUCLOUD_KUBECONFIG = os.environ.get("GPUCLOUD_KUBECONFIG")

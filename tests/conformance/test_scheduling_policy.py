@@ -18,7 +18,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conformance_kube import Kube, PodDeletions, SchedulerLog, wait_for
 from kubernetes.client.rest import ApiException
 
 from ansible_collections.gpucloud.platform.plugins.module_utils import admission_policies as ap
@@ -28,6 +27,8 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.priority_classes
 from ansible_collections.gpucloud.platform.plugins.module_utils.scheduler_conf import (
     render_scheduler_conf,
 )
+
+from conformance_kube import Kube, PodDeletions, SchedulerLog, wait_for
 
 pytestmark = [pytest.mark.conformance, pytest.mark.slow]
 

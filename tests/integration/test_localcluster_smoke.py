@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from localcluster_helpers import CLUSTER, ROOT, state_dir, wait_until
 
 pytestmark = pytest.mark.integration

@@ -32,12 +32,12 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import pins  # noqa: E402
-import pki  # noqa: E402
-import topology  # noqa: E402
 import yaml  # noqa: E402
 
 import build  # noqa: E402
+import pins  # noqa: E402
+import pki  # noqa: E402
+import topology  # noqa: E402
 
 HOST = "127.0.0.1"
 _BASE_PORTS = {
