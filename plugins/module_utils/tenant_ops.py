@@ -16,17 +16,27 @@ from typing import Any
 
 from . import kube
 from .admission_policies import PARAM_KEY_QUEUES, PARENT_QUEUES_CONFIGMAP, parent_queues_configmap
+from .errors import raise_if
 from .names import (
     CAPACITY_FIELD_MANAGER,
     LABEL_TENANT,
+    MANAGED_SELECTOR,
     PLATFORM_NAMESPACE,
     ROOT_QUEUE,
     namespace_name,
 )
 from .parent_queues import updated_queue_list
+from .quantity import Resources
 from .queue_model import API_VERSION as QUEUE_API
 from .queue_model import Queue, allocated
 from .queue_plan import CAPACITY, CREATE, DELETE, QueueStep
+from .spot_pool import (
+    commitments_from_queues,
+    label_selector,
+    pool_from_nodes,
+    purchase_growth,
+    tenant_oversell_errors,
+)
 
 JOB_API = "batch.volcano.sh/v1alpha1"
 PODGROUP_API = "scheduling.volcano.sh/v1beta1"
@@ -98,6 +108,32 @@ def read_tenant(cluster: kube.Cluster, tenant: str, workloads: bool = False) -> 
             live.jobs = cluster.list(JOB_API, "Job", namespace=ns)
             live.pods = cluster.list("v1", "Pod", namespace=ns)
     return live
+
+
+def check_purchase_fits(
+    cluster: kube.Cluster,
+    tenant: str,
+    live_queues: Mapping[str, Mapping[str, Any]],
+    subscription: Resources,
+    payg: Resources | None,
+    node_selector: Mapping[str, str] | None,
+) -> None:
+    """Rule oversell-guard for a tenant's purchase, before any write: raises
+    PlatformValidationError with the numbers when the new subscription (or
+    PAYG grant) does not fit in the pool.
+
+    Nothing is read when the purchase does not grow (judged from the tenant's
+    own live queues); otherwise one Node list (by the node selector) and one
+    list of every managed Queue."""
+    current = commitments_from_queues(live_queues.values()).get(tenant)
+    grown_sub, grown_payg = purchase_growth(current, subscription, payg)
+    if not grown_sub and not grown_payg:
+        return
+    nodes = cluster.list("v1", "Node", label_selector=label_selector(node_selector))
+    pool, _members = pool_from_nodes(nodes, node_selector)
+    queues = cluster.list(QUEUE_API, "Queue", label_selector=MANAGED_SELECTOR)
+    commitments = commitments_from_queues(queues)
+    raise_if(tenant_oversell_errors(tenant, pool, commitments, subscription, payg))
 
 
 def active_jobs(jobs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -31,6 +31,13 @@ description:
     its field (for example C(teams[1].deserved.nvidia.com/gpu)), and nothing is written.
   - A change that puts a queue's capability below what it has allocated right now is refused with the numbers
     unless O(force=true).
+  - "Oversell guard (O(oversell_check=true)): a O(subscription) or O(payg) that grows is refused, before any write,
+    when every other tenant's subscription and pay-as-you-go grant plus this tenant's new values would exceed the
+    pool - the allocatable C(nvidia.com/gpu), C(cpu) and C(memory) of the Ready, schedulable nodes matching
+    O(node_selector). The error names the field and the numbers, for example C(subscription.nvidia.com/gpu: 40 for
+    the subscription of tenant 'gamma' exceeds what the pool has left for it (64 in the pool - 32 in other tenants'
+    subscriptions - 4 in other tenants' pay-as-you-go - 0 in this tenant's pay-as-you-go = 28); at most 28 can be
+    granted (rule oversell-guard))."
   - With O(state=absent), refuses while any Volcano Job or pod is still active in the tenant namespace unless
     O(force=true); then deletes the Volcano Jobs, team queues, the tenant-level queues, the RoleBinding, Role and
     NetworkPolicy, and the Namespace last.
@@ -112,6 +119,22 @@ options:
       - The cluster's service network, cut out of every egress CIDR.
     type: str
     default: 10.96.0.0/12
+  node_selector:
+    description:
+      - Node labels (name to value) a node must carry to count in the pool the oversell guard checks against, as in
+        M(gpucloud.platform.spot_capacity). Empty means every Ready, schedulable node.
+    type: dict
+    default: {}
+    aliases: [pool_node_selector]
+  oversell_check:
+    description:
+      - With O(state=present), refuse a growing O(subscription) or O(payg) that would make all subscriptions plus all
+        pay-as-you-go grants exceed the pool.
+      - Only values that grow are checked; keeping or shrinking a purchase is never refused.
+      - The check reads the Nodes and every managed Queue (two list calls), and only when something grows.
+      - Set to V(false) on a platform that deliberately oversells.
+    type: bool
+    default: true
   force:
     description:
       - With O(state=present), accept a capability below what a queue has allocated and remove team queues that
@@ -135,7 +158,8 @@ requirements:
   - kubernetes >= 24.2.0
 notes:
   - Supports check mode and diff mode.
-  - Reads with one list call per kind, selected by label C(platform.io/tenant=<name>).
+  - Reads with one list call per kind, selected by label C(platform.io/tenant=<name>); the oversell guard adds one
+    list of Nodes and one of the Queues labelled C(platform.io/managed-by=gpucloud-platform) when the purchase grows.
 """
 
 EXAMPLES = r"""
@@ -160,6 +184,19 @@ EXAMPLES = r"""
     name: alpha
     subscription: {nvidia.com/gpu: 40, cpu: 160, memory: 640Gi}
     egress_cidrs: [203.0.113.0/24]
+
+- name: Sell only what the main node pool holds (the oversell guard counts nodes labelled platform.io/pool=main)
+  gpucloud.platform.tenant:
+    name: beta
+    subscription: {nvidia.com/gpu: 16, cpu: 64, memory: 256Gi}
+    node_selector:
+      platform.io/pool: main
+
+- name: Oversell on purpose
+  gpucloud.platform.tenant:
+    name: gamma
+    subscription: {nvidia.com/gpu: 80, cpu: 320, memory: 1280Gi}
+    oversell_check: false
 
 - name: Retire tenant alpha even though jobs still run
   gpucloud.platform.tenant:
@@ -222,6 +259,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.queue_model impo
     API_VERSION as QUEUE_API,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.queue_plan import queue_steps  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot_pool import (  # noqa: E402
+    selector_errors,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_ops import (  # noqa: E402
     JOB_API,
     TENANT_KINDS,
@@ -229,6 +269,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_ops impor
     active_jobs,
     active_pods,
     busy_queues,
+    check_purchase_fits,
     object_changes,
     read_parent_queues,
     read_tenant,
@@ -236,6 +277,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_ops impor
     sync_parent_queues,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_spec import (  # noqa: E402
+    TenantSpec,
     parse_tenant_spec,
     plan_tenant,
 )
@@ -260,6 +302,8 @@ def module_options() -> dict[str, Any]:
         "egress_cidrs": {"type": "list", "elements": "str", "default": ["0.0.0.0/0"]},
         "pod_cidr": {"type": "str", "default": "10.244.0.0/16"},
         "service_cidr": {"type": "str", "default": "10.96.0.0/12"},
+        "node_selector": {"type": "dict", "default": {}, "aliases": ["pool_node_selector"]},
+        "oversell_check": {"type": "bool", "default": True},
         "force": {"type": "bool", "default": False},
         "wait": {"type": "bool", "default": False},
         "wait_timeout": {"type": "int", "default": 120},
@@ -274,13 +318,33 @@ class Refused(Exception):
         self.extra = extra
 
 
+def parse_present(params: dict[str, Any]) -> TenantSpec:
+    """Every input of ``state: present``, checked at once; raises with every error."""
+    errors = list(selector_errors(params.get("node_selector"), "node_selector"))
+    try:
+        spec = parse_tenant_spec(params)
+    except PlatformValidationError as exc:
+        raise PlatformValidationError([*exc.errors, *errors]) from None
+    raise_if(errors)
+    return spec
+
+
 def ensure_present(
     params: dict[str, Any], cluster: kube.Cluster, check_mode: bool
 ) -> dict[str, Any]:
-    spec = parse_tenant_spec(params)  # raises before any request
+    spec = parse_present(params)  # raises before any request
     live = read_tenant(cluster, spec.name)
     busy = busy_queues(live.podgroups, live.queues)
     plan = plan_tenant(spec, live.queues, busy, force=params.get("force", False))
+    if params.get("oversell_check", True):
+        check_purchase_fits(
+            cluster,
+            spec.name,
+            live.queues,
+            spec.subscription,
+            spec.payg,
+            params.get("node_selector") or {},
+        )
     changes = Changes()
     # A subscription queue is listed as a parent before it gets its first team
     # and unlisted only after its last team is gone.
@@ -386,7 +450,7 @@ def main() -> None:
     params = dict(module.params)
     if params["state"] == "present":
         try:
-            parse_tenant_spec(params)  # every input checked before connecting
+            parse_present(params)  # every input checked before connecting
         except PlatformValidationError as exc:
             module.fail_json(msg=str(exc), errors=exc.messages, changed=False)
     cluster = kube.Cluster.from_module(module)

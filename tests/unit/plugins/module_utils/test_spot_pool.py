@@ -14,6 +14,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (
     PlatformValidationError,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot_pool import (
+    TenantCommitment,
     allocated_from_pods,
     check_oversell,
     commitments_from_queues,
@@ -22,7 +23,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot_pool import
     label_selector,
     node_in_pool,
     pool_from_nodes,
+    purchase_growth,
     selector_errors,
+    tenant_oversell_errors,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -149,3 +152,71 @@ def test_allocated_counts_unfinished_pods_on_pool_nodes_and_splits_leaving():
     held, leaving = allocated_from_pods([*pods, init], ["n0"])
     assert held[GPU] == 4 + 3  # an init container asking more than the containers counts
     assert leaving[GPU] == 2
+
+
+def commitment(tenant, sub=0, payg=0):
+    zero = {GPU: Decimal(0), "cpu": Decimal(0), "memory": Decimal(0)}
+    return TenantCommitment(
+        tenant,
+        subscription={**zero, GPU: Decimal(sub)},
+        payg={**zero, GPU: Decimal(payg)},
+    )
+
+
+def test_purchase_growth_counts_only_what_grows():
+    live = commitment("a", sub=10, payg=4)
+    assert purchase_growth(live, {GPU: Decimal(10)}, None) == ({}, {})
+    assert purchase_growth(live, {GPU: Decimal(8)}, {GPU: Decimal(2)}) == ({}, {})
+    assert purchase_growth(live, {GPU: Decimal(12)}, {GPU: Decimal(5)}) == (
+        {GPU: Decimal(12)},
+        {GPU: Decimal(5)},
+    )
+    # A new tenant: everything it asks for grows; a resource left out of payg is 0.
+    assert purchase_growth(None, {GPU: Decimal(1), "cpu": Decimal(0)}, {"cpu": Decimal(2)}) == (
+        {GPU: Decimal(1)},
+        {"cpu": Decimal(2)},
+    )
+
+
+def test_tenant_oversell_names_the_field_and_every_number():
+    commitments = {
+        "a": commitment("a", sub=8, payg=2),
+        "b": commitment("b", sub=30, payg=6),
+        "c": commitment("c", sub=10),
+    }
+    pool = {GPU: Decimal(64)}
+    assert tenant_oversell_errors("a", pool, commitments, {GPU: Decimal(16)}) == []
+    errors = tenant_oversell_errors("a", pool, commitments, {GPU: Decimal(17)})
+    assert [str(e) for e in errors] == [
+        "subscription.nvidia.com/gpu: 17 for the subscription of tenant 'a' exceeds what the pool "
+        "has left for it (64 in the pool - 40 in other tenants' subscriptions - 6 in other "
+        "tenants' pay-as-you-go - 2 in this tenant's pay-as-you-go = 16); at most 16 can be "
+        "granted (rule oversell-guard)"
+    ]
+    errors = tenant_oversell_errors("a", pool, commitments, {GPU: Decimal(8)}, {GPU: Decimal(11)})
+    assert [e.field for e in errors] == ["payg.nvidia.com/gpu"]
+    assert "- 8 in this tenant's new subscription = 10); at most 10" in str(errors[0])
+
+
+@given(
+    pool=st.integers(0, 100),
+    others=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), max_size=3),
+    live=st.none() | st.tuples(st.integers(0, 40), st.integers(0, 40)),
+    new_sub=st.integers(0, 60),
+    new_payg=st.none() | st.integers(0, 60),
+)
+def test_tenant_oversell_refuses_exactly_growth_that_does_not_fit(
+    pool, others, live, new_sub, new_payg
+):
+    commitments = {f"o{i}": commitment(f"o{i}", s, p) for i, (s, p) in enumerate(others)}
+    if live is not None:
+        commitments["t"] = commitment("t", *live)
+    live_sub, live_payg = live or (0, 0)
+    payg = None if new_payg is None else {GPU: Decimal(new_payg)}
+    errors = tenant_oversell_errors(
+        "t", {GPU: Decimal(pool)}, commitments, {GPU: Decimal(new_sub)}, payg
+    )
+    grows = new_sub > live_sub or (new_payg is not None and new_payg > live_payg)
+    total = sum(s + p for s, p in others) + new_sub + (live_payg if new_payg is None else new_payg)
+    assert bool(errors) == (grows and total > pool)
+    assert all(e.field in (f"subscription.{GPU}", f"payg.{GPU}") for e in errors)

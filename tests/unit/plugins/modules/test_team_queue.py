@@ -20,7 +20,14 @@ GPU = "nvidia.com/gpu"
 
 def tenant_without_teams():
     cluster = FakeCluster()
-    tenant.run({"name": "a", "subscription": {GPU: 40, "cpu": 160, "memory": "640Gi"}}, cluster)
+    tenant.run(
+        {
+            "name": "a",
+            "subscription": {GPU: 40, "cpu": 160, "memory": "640Gi"},
+            "oversell_check": False,  # the fake cluster has no nodes
+        },
+        cluster,
+    )
     cluster.writes.clear()
     return cluster
 

@@ -35,6 +35,8 @@ def params(**over):
         "egress_cidrs": ["0.0.0.0/0"],
         "pod_cidr": "10.244.0.0/16",
         "service_cidr": "10.96.0.0/12",
+        "node_selector": {},
+        "oversell_check": True,
         "force": False,
         "wait": False,
         "wait_timeout": 120,
@@ -43,15 +45,33 @@ def params(**over):
     return p
 
 
+def gpu_node(name, gpus=8, labels=None, ready=True):
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": dict(labels or {})},
+        "spec": {},
+        "status": {
+            "allocatable": {GPU: str(gpus), "cpu": "128", "memory": "1Ti"},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+def pool(nodes=8, objects=(), dry_run=False):
+    """A fake cluster with a pool like the local cluster's: 8 nodes x 8 GPUs."""
+    return FakeCluster([*(gpu_node(f"gpu-node-{i}") for i in range(nodes)), *objects], dry_run)
+
+
 def created():
-    cluster = FakeCluster()
+    cluster = pool()
     tenant.run(params(), cluster)
     return cluster
 
 
 @pytest.mark.parametrize(("what", "bad", "field"), BAD, ids=[b[0] for b in BAD])
 def test_bad_input_writes_nothing(what, bad, field):
-    cluster = FakeCluster()
+    cluster = pool()
     full = params(**dict(bad))
     with pytest.raises(PlatformValidationError) as exc:
         tenant.run(full, cluster)
@@ -74,7 +94,7 @@ def test_bad_input_on_existing_tenant_writes_nothing():
 
 
 def test_create_writes_everything_in_order():
-    cluster = FakeCluster()
+    cluster = pool()
     result = tenant.run(params(), cluster)
     assert result["changed"]
     order = list(cluster.writes)
@@ -103,7 +123,8 @@ def test_create_writes_everything_in_order():
         "NetworkPolicy",
         "Queue",
     }
-    assert cluster.lists.count("Queue") == 1
+    # The tenant's own queues, then (the oversell guard) the Nodes and every managed queue.
+    assert cluster.lists == ["Namespace", "Queue", "Node", "Queue"]
 
 
 def test_second_run_changes_nothing():
@@ -125,11 +146,11 @@ def test_spot_capability_set_by_recompute_survives():
 
 
 def test_check_mode_reports_but_only_dry_runs():
-    cluster = FakeCluster(dry_run=True)
+    cluster = pool(dry_run=True)
     result = tenant.run(params(), cluster, check_mode=True)
     assert result["changed"]
     assert cluster.real_writes == []
-    assert cluster.store == {}
+    assert {k[0] for k in cluster.store} == {"Node"}
     # nothing namespaced is sent while its namespace does not exist yet
     assert all(
         kind in ("Namespace", "Queue", "ConfigMap") for _unused, kind, _unused in cluster.writes
@@ -226,11 +247,11 @@ def test_absent_forced_deletes_children_first_namespace_last():
     assert names.index("platform-parent-queues") > names.index("tenant-a-subscription")
     parents = cluster.store.pop(("ConfigMap", "platform-system", "platform-parent-queues"))
     assert parents["data"] == {"queues": ""}
-    assert not [k for k in cluster.store if k[0] != "Job"]
+    assert not [k for k in cluster.store if k[0] not in ("Job", "Node")]
 
 
 def test_absent_of_missing_tenant_changes_nothing():
-    cluster = FakeCluster()
+    cluster = pool()
     result = tenant.run({"name": "a", "state": "absent"}, cluster)
     assert result["changed"] is False
     assert cluster.writes == []
@@ -255,9 +276,9 @@ def test_reads_one_list_per_kind():
 
 
 def test_new_tenant_skips_namespaced_reads():
-    cluster = FakeCluster()
+    cluster = pool()
     tenant.run(params(), cluster)
-    assert cluster.lists == ["Namespace", "Queue"]
+    assert cluster.lists == ["Namespace", "Queue", "Node", "Queue"]
 
 
 PARENTS = ("ConfigMap", "platform-system", "platform-parent-queues")
@@ -277,7 +298,7 @@ def parent_list(queues: str) -> dict:
 
 
 def test_parent_queues_keep_other_tenants_and_write_only_on_change():
-    cluster = FakeCluster([parent_list("tenant-z-subscription")])
+    cluster = pool(objects=[parent_list("tenant-z-subscription")])
     tenant.run(params(), cluster)
     assert cluster.store[PARENTS]["data"]["queues"] == "tenant-a-subscription,tenant-z-subscription"
     cluster.writes.clear()
@@ -297,7 +318,161 @@ def test_parent_queues_keep_other_tenants_and_write_only_on_change():
 
 
 def test_tenant_without_teams_is_not_listed():
-    cluster = FakeCluster([parent_list("")])
+    cluster = pool(objects=[parent_list("")])
     tenant.run(params(teams=None), cluster)
     assert cluster.store[PARENTS]["data"]["queues"] == ""
     assert not [w for w in cluster.writes if w[1] == "ConfigMap"]
+
+
+# --------------------------------------------------------------------------
+# Oversell guard
+# --------------------------------------------------------------------------
+
+
+def buyer(name, gpus, **over):
+    """A tenant without teams buying ``gpus`` GPUs."""
+    return params(
+        name=name, subscription={GPU: gpus, "cpu": 16, "memory": "64Gi"}, teams=None, **over
+    )
+
+
+def sold(cluster):
+    """Tenant b bought 40 GPUs and holds 8 pay-as-you-go: 16 of the 64 are left."""
+    tenant.run(buyer("b", 40, payg={GPU: 8}), cluster)
+    cluster.writes.clear()
+    cluster.lists.clear()
+    return cluster
+
+
+def test_oversold_subscription_is_refused_with_the_numbers_and_nothing_written():
+    cluster = sold(pool())
+    before = copy.deepcopy(cluster.store)
+    with pytest.raises(PlatformValidationError) as exc:
+        tenant.run(buyer("a", 20), cluster)
+    assert [e.field for e in exc.value.errors] == [f"subscription.{GPU}"]
+    message = exc.value.messages[0]
+    assert message.startswith(f"subscription.{GPU}: 20 for the subscription of tenant 'a' exceeds")
+    assert (
+        "(64 in the pool - 40 in other tenants' subscriptions - 8 in other tenants' "
+        "pay-as-you-go - 0 in this tenant's pay-as-you-go = 16)"
+    ) in message
+    assert "at most 16 can be granted (rule oversell-guard)" in message
+    assert cluster.writes == []
+    assert cluster.store == before
+    # One Node list and one list of every managed queue, besides the tenant's own reads.
+    assert cluster.lists.count("Node") == 1 and cluster.lists.count("Queue") == 2
+    # What is left is accepted.
+    assert tenant.run(buyer("a", 16), cluster)["changed"] is True
+
+
+def test_growing_an_existing_subscription_past_the_pool_is_refused():
+    cluster = sold(pool())
+    tenant.run(buyer("a", 10), cluster)
+    before = copy.deepcopy(cluster.store)
+    cluster.writes.clear()
+    with pytest.raises(PlatformValidationError) as exc:
+        tenant.run(buyer("a", 17), cluster)
+    # The tenant's own 10 are not counted twice: 64 - 40 - 8 = 16 are left for it.
+    assert "= 16); at most 16 can be granted" in exc.value.messages[0]
+    assert cluster.writes == []
+    assert cluster.store == before
+
+
+def test_payg_grant_is_checked_with_the_new_subscription():
+    cluster = sold(pool())
+    with pytest.raises(PlatformValidationError) as exc:
+        tenant.run(buyer("a", 10, payg={GPU: 8}), cluster)
+    assert [e.field for e in exc.value.errors] == [f"payg.{GPU}"]
+    assert (
+        "8 for the pay-as-you-go grant of tenant 'a' exceeds what the pool has left for it "
+        "(64 in the pool - 40 in other tenants' subscriptions - 8 in other tenants' "
+        "pay-as-you-go - 10 in this tenant's new subscription = 6); at most 6"
+    ) in exc.value.messages[0]
+    assert cluster.writes == []
+
+
+def test_subscription_and_payg_both_growing_past_the_pool_name_both_fields():
+    cluster = sold(pool())
+    with pytest.raises(PlatformValidationError) as exc:
+        tenant.run(buyer("a", 20, payg={GPU: 6}), cluster)
+    assert [e.field for e in exc.value.errors] == [f"subscription.{GPU}", f"payg.{GPU}"]
+    assert "- 0 in this tenant's pay-as-you-go = 16); at most 16" in exc.value.messages[0]
+    assert "- 20 in this tenant's new subscription = -4); at most 0" in exc.value.messages[1]
+    assert cluster.writes == []
+
+
+def test_cpu_and_memory_are_guarded_too():
+    cluster = pool(nodes=1)  # 8 GPUs, 128 cpu, 1Ti
+    with pytest.raises(PlatformValidationError) as exc:
+        tenant.run(
+            params(name="a", subscription={GPU: 8, "cpu": 129, "memory": "2Ti"}, teams=None),
+            cluster,
+        )
+    assert [e.field for e in exc.value.errors] == ["subscription.cpu", "subscription.memory"]
+    assert "(1Ti in the pool - 0 in other tenants' subscriptions" in exc.value.messages[1]
+    assert cluster.writes == []
+
+
+def test_subscription_may_grow_into_what_its_own_payg_shrink_frees():
+    cluster = sold(pool())
+    tenant.run(buyer("a", 8, payg={GPU: 8}), cluster)  # 64 - 48 - 16 = 0 left
+    result = tenant.run(buyer("a", 16, payg={GPU: 0}), cluster)
+    assert result["changed"] is True
+    assert cluster.kinds("Queue")["tenant-a-subscription"]["spec"]["deserved"][GPU] == 16
+
+
+def test_keeping_or_shrinking_is_never_refused_even_when_oversold():
+    cluster = sold(pool())
+    tenant.run(buyer("a", 16), cluster)
+    # Half the nodes leave the pool: 64 -> 32 GPUs, while 40 + 8 + 16 are sold.
+    for i in range(4):
+        cluster.store[("Node", "", f"gpu-node-{i}")]["spec"]["unschedulable"] = True
+    cluster.lists.clear()
+    assert tenant.run(buyer("a", 16), cluster)["changed"] is False
+    assert tenant.run(buyer("a", 12), cluster)["changed"] is True
+    assert "Node" not in cluster.lists  # nothing grew: the pool is not even read
+    with pytest.raises(PlatformValidationError, match=r"= -16\); at most 0 can be granted"):
+        tenant.run(buyer("a", 13), cluster)
+
+
+def test_oversell_check_false_allows_overselling():
+    cluster = sold(pool())
+    result = tenant.run(buyer("a", 100, oversell_check=False), cluster)
+    assert result["changed"] is True
+    assert "Node" not in cluster.lists
+    sub = cluster.kinds("Queue")["tenant-a-subscription"]["spec"]
+    assert sub["deserved"][GPU] == 100
+
+
+def test_node_selector_limits_the_pool():
+    labelled = [gpu_node(f"main-{i}", labels={"platform.io/pool": "main"}) for i in range(4)]
+    cluster = pool(nodes=4, objects=labelled)  # 64 GPUs, 32 of them labelled
+    selector = {"platform.io/pool": "main"}
+    with pytest.raises(PlatformValidationError) as exc:
+        tenant.run(buyer("a", 33, node_selector=selector), cluster)
+    assert "(32 in the pool - 0 in other tenants' subscriptions" in exc.value.messages[0]
+    assert cluster.writes == []
+    assert tenant.run(buyer("a", 32, node_selector=selector), cluster)["changed"] is True
+
+
+def test_nodes_not_ready_are_not_in_the_pool():
+    cluster = pool(nodes=2, objects=[gpu_node("down", ready=False)])
+    with pytest.raises(PlatformValidationError, match=r"\(16 in the pool - "):
+        tenant.run(buyer("a", 17), cluster)
+
+
+def test_check_mode_refuses_an_oversell_without_dry_runs():
+    cluster = sold(pool())
+    cluster.dry_run = True
+    with pytest.raises(PlatformValidationError):
+        tenant.run(buyer("a", 20), cluster, check_mode=True)
+    assert cluster.writes == []
+
+
+def test_bad_node_selector_fails_with_the_other_input_errors_before_any_request():
+    cluster = pool()
+    bad = params(name="Bad_Name", node_selector={"platform.io/pool": 1})
+    with pytest.raises(PlatformValidationError) as exc:
+        tenant.run(bad, cluster)
+    assert [e.field for e in exc.value.errors] == ["name", "node_selector.platform.io/pool"]
+    assert cluster.requests == 0

@@ -21,6 +21,7 @@ def two_tenants():
                 "name": name,
                 "subscription": {GPU: gpus, "cpu": 16, "memory": "64Gi"},
                 "teams": [{"name": "ml", "deserved": {GPU: gpus // 2}}],
+                "oversell_check": False,  # the fake cluster has no nodes
             },
             cluster,
         )

@@ -1,0 +1,171 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The oversell guard of ``gpucloud.platform.tenant`` against the local
+cluster (8 nodes x 8 GPUs): a purchase larger than the pool minus what is
+already sold is refused with the numbers and nothing is written, also through
+``playbooks/tenant_create.yml``, which must fail before it reclaims anything."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+GPU = "nvidia.com/gpu"
+QUEUES = ("scheduling.volcano.sh", "v1beta1", "queues")
+
+
+def pool_gpus(api_client) -> int:
+    """Allocatable GPUs of the Ready, schedulable nodes (worked out here
+    independently of the collection's core)."""
+    from kubernetes import client
+
+    total = 0
+    for node in client.CoreV1Api(api_client).list_node().items:
+        ready = any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+        if ready and not node.spec.unschedulable:
+            total += int((node.status.allocatable or {}).get(GPU, 0))
+    return total
+
+
+def sold_gpus(api_client) -> tuple[int, int]:
+    """(subscriptions, pay-as-you-go grants) in GPUs over every managed queue."""
+    from kubernetes import client
+
+    items = client.CustomObjectsApi(api_client).list_cluster_custom_object(
+        *QUEUES, label_selector="platform.io/managed-by=gpucloud-platform"
+    )["items"]
+    subs = payg = Decimal(0)
+    for q in items:
+        kind = q["metadata"]["labels"].get("platform.io/queue-type")
+        spec = q.get("spec") or {}
+        deserved = Decimal(str((spec.get("deserved") or {}).get(GPU, 0)))
+        capability = Decimal(str((spec.get("capability") or {}).get(GPU, 0)))
+        if kind == "subscription":
+            subs += deserved
+        elif kind == "payg":
+            payg += max(deserved, capability)
+    return int(subs), int(payg)
+
+
+def tenant_objects(api_client, tenant):
+    """Names of the tenant's Queues and Namespaces (with resourceVersions)."""
+    from kubernetes import client
+
+    selector = f"platform.io/tenant={tenant}"
+    queues = client.CustomObjectsApi(api_client).list_cluster_custom_object(
+        *QUEUES, label_selector=selector
+    )["items"]
+    namespaces = client.CoreV1Api(api_client).list_namespace(label_selector=selector).items
+    return {q["metadata"]["name"]: q["metadata"]["resourceVersion"] for q in queues} | {
+        n.metadata.name: n.metadata.resource_version for n in namespaces
+    }
+
+
+def args(name, gpus, **extra):
+    return {"name": name, "subscription": {GPU: gpus, "cpu": 16, "memory": "64Gi"}, **extra}
+
+
+@pytest.fixture
+def names(run_module):
+    """Two fresh tenant names; both tenants are removed afterwards."""
+    suffix = uuid.uuid4().hex[:6]
+    pair = (f"ovs-{suffix}", f"ovt-{suffix}")
+    yield pair
+    for name in pair:
+        run_module(
+            "gpucloud.platform.tenant",
+            {"name": name, "state": "absent", "force": True, "wait": True},
+        )
+
+
+def test_subscription_beyond_the_pool_is_refused_and_nothing_written(names, run_module, api_client):
+    holder, buyer = names
+    pool = pool_gpus(api_client)
+    assert pool == 64
+    # Another tenant takes a large share first, so "the others" are not just leftovers.
+    subs, payg = sold_gpus(api_client)
+    held = (pool - subs - payg) // 2
+    assert held > 0, (subs, payg)
+    first = run_module("gpucloud.platform.tenant", args(holder, held, payg={GPU: 2}))
+    assert not first.get("failed"), first.get("msg")
+
+    subs, payg = sold_gpus(api_client)
+    left = pool - subs - payg
+    asked = left + 1
+    for check in (True, False):
+        result = run_module("gpucloud.platform.tenant", args(buyer, asked), check=check)
+        assert result.get("failed") is True, result
+        assert result["errors"] == [
+            f"subscription.{GPU}: {asked} for the subscription of tenant '{buyer}' exceeds what "
+            f"the pool has left for it ({pool} in the pool - {subs} in other tenants' "
+            f"subscriptions - {payg} in other tenants' pay-as-you-go - 0 in this tenant's "
+            f"pay-as-you-go = {left}); at most {left} can be granted (rule oversell-guard)"
+        ]
+        assert tenant_objects(api_client, buyer) == {}
+
+    # Exactly what is left is sold; one GPU more on top of it is refused and
+    # leaves the live objects as they were.
+    exact = run_module("gpucloud.platform.tenant", args(buyer, left))
+    assert not exact.get("failed"), exact.get("msg")
+    before = tenant_objects(api_client, buyer)
+    assert f"tenant-{buyer}-subscription" in before
+    grow = run_module("gpucloud.platform.tenant", args(buyer, left + 1))
+    assert grow.get("failed") is True
+    assert f"= {left}); at most {left} can be granted" in grow["msg"]
+    assert tenant_objects(api_client, buyer) == before
+    # The other tenant's pay-as-you-go grant is guarded by the same rule.
+    more_payg = run_module("gpucloud.platform.tenant", args(holder, held, payg={GPU: 3}))
+    assert more_payg.get("failed") is True
+    assert more_payg["errors"][0].startswith(
+        f"payg.{GPU}: 3 for the pay-as-you-go grant of tenant '{holder}' exceeds"
+    )
+    # A platform that oversells on purpose turns the guard off.
+    forced = run_module("gpucloud.platform.tenant", args(buyer, left + 1, oversell_check=False))
+    assert not forced.get("failed"), forced.get("msg")
+    assert forced["changed"] is True
+
+
+def test_tenant_create_playbook_fails_before_reclaiming(names, ansible_env, api_client):
+    _unused, buyer = names
+    subs, payg = sold_gpus(api_client)
+    asked = pool_gpus(api_client) - subs - payg + 1
+    cmd = [
+        str(Path(sys.executable).parent / "ansible-playbook"),
+        "-i",
+        "localhost,",
+        "-e",
+        f"ansible_python_interpreter={sys.executable}",
+        "-e",
+        json.dumps(
+            {
+                "tenant_name": buyer,
+                "tenant_gpus": asked,
+                "tenant_cpu": "16",
+                "tenant_memory": "64Gi",
+            }
+        ),
+        str(ROOT / "playbooks" / "tenant_create.yml"),
+    ]
+    proc = subprocess.run(
+        cmd, cwd=ROOT, env=ansible_env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert proc.returncode != 0
+    tasks = {
+        t["task"]["name"]: t["hosts"].get("localhost", {})
+        for t in json.loads(proc.stdout)["plays"][0]["tasks"]
+    }
+    check = tasks["Check the purchase before reclaiming anything (nothing is written)"]
+    assert check.get("failed") is True
+    assert f"subscription.{GPU}: {asked} for the subscription of tenant '{buyer}'" in check["msg"]
+    # The run stopped there: no reclaim was attempted and the tenant does not exist.
+    assert "Reclaim spot GPUs first when the cluster is short of the added GPUs" not in tasks
+    assert tenant_objects(api_client, buyer) == {}
