@@ -6,25 +6,29 @@ vc-scheduler; kwok nodes, so pods run without containers).
 
 * each kind's manifest is accepted by Volcano's webhooks and its pods are
   Running on a kwok node;
-* the design's race (6.4.2): with the queue full of normal-job and debug-job
-  jobs, a 32-GPU large-job waits; vcjob engages the throttle; the admission
-  policy denies a normal-job to that queue but not to another queue; a held
-  submission goes in once the large job runs (the debug jobs are deleted, as
-  preemption would); a large job that can never fit lifts the throttle after
-  the timeout.
+* the design's race (6.4.2), with the collection's scheduler configuration
+  loaded into vc-scheduler for the test: with the queue full of normal-job and
+  debug-job jobs, a 32-GPU large-job is submitted and vcjob engages the
+  throttle; gangpreempt evicts the debug jobs and the large job runs; the
+  admission policy denies a normal-job to that queue but not to another queue
+  while the throttle is engaged; a held submission goes in once the large job
+  runs; a large job that can never fit lifts the throttle after the timeout.
 
 Needs the whole cluster's GPUs (8 nodes x 8) to be free of other jobs for the
 race. Creates the platform PriorityClasses and the throttle admission policy
-when they are missing and removes what it created.
+when they are missing and removes what it created; puts back the scheduler
+configuration it found.
 """
 
 from __future__ import annotations
 
 import json
-import threading
+import sys
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
@@ -34,10 +38,16 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.job_builders imp
 from ansible_collections.gpucloud.platform.plugins.module_utils.priority_classes import (
     priority_class_manifests,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.scheduler_conf import (
+    render_scheduler_conf,
+)
 from ansible_collections.gpucloud.platform.plugins.modules import (
     large_job_throttle as throttle_module,
 )
 from ansible_collections.gpucloud.platform.plugins.modules import vcjob as vcjob_module
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
+from conformance_kube import Kube, SchedulerLog
 
 pytestmark = pytest.mark.integration
 
@@ -103,6 +113,22 @@ def platform_objects(dyn) -> Iterator[None]:
         dyn.resources.get(api_version=m["apiVersion"], kind=m["kind"]).delete(
             name=m["metadata"]["name"], namespace=m["metadata"].get("namespace")
         )
+
+
+@pytest.fixture
+def platform_scheduler_conf(api_client) -> Iterator[Kube]:
+    """The collection's default scheduler configuration (the one the scheduling_policy role
+    writes, with gangpreempt) in volcano-system/volcano-scheduler-configmap for one test;
+    waits for vc-scheduler to reload it, and puts back and reloads what was there (or
+    deletes the ConfigMap when there was none)."""
+    kube = Kube(api_client)
+    before = kube.scheduler_conf()
+    kube.load_scheduler_conf(render_scheduler_conf())
+    yield kube
+    if before is not None:
+        kube.load_scheduler_conf(before)
+    else:
+        kube.delete("v1", "ConfigMap", "volcano-scheduler-configmap", "volcano-system")
 
 
 @pytest.fixture
@@ -341,117 +367,133 @@ def _filler(kubeconfig, capsys, tenant, name, job_class, gpus=8):
     assert out.get("failed") is not True and out["phase"] == "Running", out.get("msg")
 
 
-def test_large_job_throttle_race(tenant, dyn, kubeconfig, capsys):
+def _since(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def test_large_job_throttle_race(platform_scheduler_conf, tenant, dyn, kubeconfig, capsys):
     ns = f"tenant-{tenant}"
     jobs = dyn.resources.get(api_version=VCJOBS[0], kind=VCJOBS[1])
     free_nodes = _free_gpu_nodes(dyn)
     if free_nodes < 5:
         pytest.skip(f"needs 5 nodes with 8 free GPUs; {free_nodes} are free (other jobs run)")
     # A queue full of P100 and P50 jobs: one 8-GPU job per free node, 4 of them debug-job.
-    for i in range(free_nodes - 4):
-        _filler(kubeconfig, capsys, tenant, f"normal-{i}", "normal")
-    for i in range(4):
-        _filler(kubeconfig, capsys, tenant, f"debug-{i}", "debug")
-    big = run(
-        vcjob_module,
-        kubeconfig,
-        capsys,
-        tenant=tenant,
-        name="big",
-        queue=f"{ns}-algo",
-        kind="pytorch_ddp",
-        job_class="large",
-        image="i",
-        command=["train.py"],
-        replicas=4,
-        gpus_per_pod=8,
-        throttle_grace=5,
-        poll_interval=1,
-        **SMALL,
-    )
-    assert big.get("failed") is not True, big.get("msg")
-    assert big["phase"] != "Running" and big["throttle_engaged"] is True
-    cm = _throttle_cm(dyn, ns)
-    assert cm.data["queues"] == f"{ns}-algo" and "large job" in cm.data["reason"]
-
-    # During the window: a P100 job to the throttled queue is denied by the admission policy ...
-    denied = run(
-        vcjob_module,
-        kubeconfig,
-        capsys,
-        tenant=tenant,
-        name="late",
-        queue=f"{ns}-algo",
-        kind="single",
-        image="i",
-        command=["x"],
-        gpus_per_pod=1,
-        **SMALL,
-    )
-    assert denied["failed"] and "accepts no jobs below large-job" in denied["msg"]
-    from kubernetes.dynamic.exceptions import ApiException
-
-    body = vcjob_module.build_job(
-        {
-            "name": "late-raw",
-            "tenant": tenant,
-            "queue": f"{ns}-algo",
-            "kind": "single",
-            "image": "i",
-            "command": ["x"],
-            "gpus_per_pod": 1,
+    normal = [f"normal-{i}" for i in range(free_nodes - 4)]
+    debug = [f"debug-{i}" for i in range(4)]
+    for name in normal:
+        _filler(kubeconfig, capsys, tenant, name, "normal")
+    for name in debug:
+        _filler(kubeconfig, capsys, tenant, name, "debug")
+    with SchedulerLog() as log:
+        # throttle_grace 0: engage right after the create. gangpreempt frees the GPUs and the
+        # large job runs within a scheduling cycle or two, well inside the default 15 s grace.
+        big = run(
+            vcjob_module,
+            kubeconfig,
+            capsys,
+            tenant=tenant,
+            name="big",
+            queue=f"{ns}-algo",
+            kind="pytorch_ddp",
+            job_class="large",
+            image="i",
+            command=["train.py"],
+            replicas=4,
+            gpus_per_pod=8,
+            throttle_grace=0,
+            poll_interval=1,
             **SMALL,
-        }
-    )
-    with pytest.raises(ApiException) as info:
-        jobs.create(body=body)
-    assert info.value.status in (403, 422) and ap.POLICY_LARGE_JOB_THROTTLE in str(info.value.body)
-    # ... and one to another queue of the tenant is not.
-    other = run(
-        vcjob_module,
-        kubeconfig,
-        capsys,
-        tenant=tenant,
-        name="other",
-        queue=f"{ns}-payg",
-        kind="single",
-        image="i",
-        command=["x"],
-        gpus_per_pod=1,
-        **SMALL,
-    )
-    assert other["changed"] is True
-    jobs.delete(name="other", namespace=ns)
+        )
+        assert big.get("failed") is not True, big.get("msg")
+        assert big["phase"] != "Running" and big["throttle_engaged"] is True
+        cm = _throttle_cm(dyn, ns)
+        assert cm.data["queues"] == f"{ns}-algo" and "large job" in cm.data["reason"]
 
-    # Preemption frees the GPUs (here: the debug jobs are deleted); the held job goes in once big runs.
-    def preempt():
-        time.sleep(4)
-        for i in range(4):
-            jobs.delete(name=f"debug-{i}", namespace=ns)
+        # While the throttle is engaged: a P100 job to that queue is denied by the admission
+        # policy ...
+        denied = run(
+            vcjob_module,
+            kubeconfig,
+            capsys,
+            tenant=tenant,
+            name="late",
+            queue=f"{ns}-algo",
+            kind="single",
+            image="i",
+            command=["x"],
+            gpus_per_pod=1,
+            **SMALL,
+        )
+        assert denied["failed"] and "accepts no jobs below large-job" in denied["msg"]
+        from kubernetes.dynamic.exceptions import ApiException
 
-    threading.Thread(target=preempt, daemon=True).start()
-    held = run(
-        vcjob_module,
-        kubeconfig,
-        capsys,
-        tenant=tenant,
-        name="late",
-        queue=f"{ns}-algo",
-        kind="single",
-        image="i",
-        command=["x"],
-        gpus_per_pod=1,
-        hold_when_throttled=True,
-        hold_timeout=180,
-        poll_interval=2,
-        **SMALL,
-    )
+        body = vcjob_module.build_job(
+            {
+                "name": "late-raw",
+                "tenant": tenant,
+                "queue": f"{ns}-algo",
+                "kind": "single",
+                "image": "i",
+                "command": ["x"],
+                "gpus_per_pod": 1,
+                **SMALL,
+            }
+        )
+        with pytest.raises(ApiException) as info:
+            jobs.create(body=body)
+        assert info.value.status in (403, 422)
+        assert ap.POLICY_LARGE_JOB_THROTTLE in str(info.value.body)
+        # ... and one to another queue of the tenant is not.
+        other = run(
+            vcjob_module,
+            kubeconfig,
+            capsys,
+            tenant=tenant,
+            name="other",
+            queue=f"{ns}-payg",
+            kind="single",
+            image="i",
+            command=["x"],
+            gpus_per_pod=1,
+            **SMALL,
+        )
+        assert other["changed"] is True
+        jobs.delete(name="other", namespace=ns)
+
+        # vc-scheduler preempts: the large job runs on the GPUs of the evicted debug jobs.
+        assert wait_for(lambda: _running_on_nodes(dyn, ns, "big", 4), 60, 1, "big pods Running")
+        # The held job goes in once the large job runs (vcjob releases the throttle itself).
+        held = run(
+            vcjob_module,
+            kubeconfig,
+            capsys,
+            tenant=tenant,
+            name="late",
+            queue=f"{ns}-algo",
+            kind="single",
+            image="i",
+            command=["x"],
+            gpus_per_pod=1,
+            hold_when_throttled=True,
+            hold_timeout=60,
+            poll_interval=1,
+            **SMALL,
+        )
+        evictions = log.evictions(ns)
     assert held.get("failed") is not True, held.get("msg")
-    assert held["changed"] is True and held["held_seconds"] >= 2
+    assert held["changed"] is True and _throttle_cm(dyn, ns) is None
     big_now = jobs.get(name="big", namespace=ns)
+    late = jobs.get(name="late", namespace=ns)
     assert big_now.status.state.phase == "Running"
-    assert _throttle_cm(dyn, ns) is None
-    assert wait_for(lambda: _running_on_nodes(dyn, ns, "big", 4), 60, 1, "big pods Running")
+    assert _since(late.metadata.creationTimestamp) >= _since(
+        big_now.status.state.lastTransitionTime
+    )
+    # Whole debug jobs (P50, lowest first) were the victims, by gangpreempt; the normal jobs run.
+    if log.available:
+        assert {action for _pod, action in evictions} == {"gangpreempt"}, evictions
+        assert {pod.rsplit("-", 2)[0] for pod, _action in evictions} == set(debug), evictions
+    for name in normal:
+        assert _running_on_nodes(dyn, ns, name, 1), f"{name} was evicted"
 
 
 def test_throttle_lifts_after_timeout_for_a_job_that_never_fits(tenant, dyn, kubeconfig, capsys):
