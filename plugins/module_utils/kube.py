@@ -126,20 +126,17 @@ class Cluster:
         """
         self.requests += 1
         meta = manifest["metadata"]
-        result = self._client.apply(
+        params: dict[str, Any] = {"field_manager": field_manager, "force_conflicts": True}
+        if self.dry_run:
+            params["dry_run"] = "All"
+        # Straight to the API's apply patch: kubernetes.core's k8s_apply reads
+        # the object first even for a server-side apply, one request more per
+        # write that the API server does not need.
+        result = self._client.client.server_side_apply(
             self.resource(manifest["apiVersion"], manifest["kind"]),
-            dict(manifest),
+            body=dict(manifest),
             namespace=meta.get("namespace"),
-            field_manager=field_manager,
-            force_conflicts=True,
-            # Without server_side, kubernetes.core's apply is a client-side
-            # apply (last-applied annotation and a merge patch), which the API
-            # server refuses together with force=true.
-            server_side=True,
-            # kubernetes.core's k8s_apply forwards serialize=None when it is not
-            # given, and the kubernetes client (35.x) then returns the raw
-            # HTTPResponse instead of a ResourceInstance.
-            serialize=True,
+            **params,
         )
         return result.to_dict()
 

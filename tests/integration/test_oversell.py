@@ -56,8 +56,25 @@ def sold_gpus(api_client) -> tuple[int, int]:
     return int(subs), int(payg)
 
 
+def settled(api_client) -> bool:
+    """No tenant of an earlier test is still being deleted: its queues would
+    count as sold here and be gone by the time the module looks."""
+    from kubernetes import client
+
+    selector = "platform.io/managed-by=gpucloud-platform"
+    queues = client.CustomObjectsApi(api_client).list_cluster_custom_object(
+        *QUEUES, label_selector=selector
+    )["items"]
+    namespaces = (
+        client.CoreV1Api(api_client).list_namespace(label_selector="platform.io/tenant").items
+    )
+    return not any(q["metadata"].get("deletionTimestamp") for q in queues) and not any(
+        n.metadata.deletion_timestamp for n in namespaces
+    )
+
+
 def tenant_objects(api_client, tenant):
-    """Names of the tenant's Queues and Namespaces (with resourceVersions)."""
+    """Names of the tenant's Queues (with generations) and Namespaces (with resourceVersions)."""
     from kubernetes import client
 
     selector = f"platform.io/tenant={tenant}"
@@ -65,7 +82,9 @@ def tenant_objects(api_client, tenant):
         *QUEUES, label_selector=selector
     )["items"]
     namespaces = client.CoreV1Api(api_client).list_namespace(label_selector=selector).items
-    return {q["metadata"]["name"]: q["metadata"]["resourceVersion"] for q in queues} | {
+    # A Queue's generation moves only with its spec; its resourceVersion also
+    # moves whenever Volcano's queue controller updates the status.
+    return {q["metadata"]["name"]: q["metadata"]["generation"] for q in queues} | {
         n.metadata.name: n.metadata.resource_version for n in namespaces
     }
 
@@ -75,8 +94,11 @@ def args(name, gpus, **extra):
 
 
 @pytest.fixture
-def names(run_module):
+def names(run_module, api_client):
     """Two fresh tenant names; both tenants are removed afterwards."""
+    from localcluster_helpers import wait_until
+
+    wait_until(lambda: settled(api_client), 180, 1, "earlier tests' tenants to be gone")
     suffix = uuid.uuid4().hex[:6]
     pair = (f"ovs-{suffix}", f"ovt-{suffix}")
     yield pair
