@@ -312,7 +312,10 @@ def spot_queue(tenant: str, capability: quantity.Resources | None) -> Queue:
         deserved={quantity.GPU: Decimal(0)},
         capability=dict(capability) if capability is not None else {quantity.GPU: Decimal(0)},
         source="spot",
-        capacity_fields=("capability",),
+        # The spot recompute owns both (it writes deserved 0 for cpu and
+        # memory too); counting deserved as ours would report a change on
+        # every run after a recompute.
+        capacity_fields=("deserved", "capability"),
         write_capacity=capability is None,
     )
 

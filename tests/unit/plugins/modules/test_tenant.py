@@ -145,6 +145,18 @@ def test_spot_capability_set_by_recompute_survives():
     assert cluster.kinds("Queue")["tenant-a-spot"]["spec"]["capability"] == {GPU: 12}
 
 
+def test_spot_deserved_written_by_recompute_is_no_change():
+    # spot_capacity writes deserved 0 for cpu and memory as well as GPUs.
+    cluster = created()
+    spec = cluster.store[("Queue", "", "tenant-a-spot")]["spec"]
+    spec["capability"] = {GPU: 12, "cpu": "48", "memory": "192Gi"}
+    spec["deserved"] = {GPU: 0, "cpu": "0", "memory": "0"}
+    cluster.writes.clear()
+    result = tenant.run(params(), cluster)
+    assert result["changed"] is False, result.get("objects")
+    assert cluster.writes == []
+
+
 def test_check_mode_reports_but_only_dry_runs():
     cluster = pool(dry_run=True)
     result = tenant.run(params(), cluster, check_mode=True)
