@@ -9,25 +9,23 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import yaml
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 from kubernetes.dynamic import DynamicClient
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.scheduler_conf import (
-    scheduler_configmap,
+from localcluster_helpers import (
+    load_scheduler_conf,
+    other_cluster,
+    read_from,
+    scheduler_conf,
+    state_dir,
 )
 
-from localcluster_helpers import state_dir
-
 GPU = "nvidia.com/gpu"
-GPUCLOUD_KUBECONFIG = os.environ.get("GPUCLOUD_KUBECONFIG")
 NODE_LABEL = "platform.io/conformance"
 FIELD_MANAGER = "gpucloud-platform-conformance"
-RELOAD_SECONDS = float(os.environ.get("CONFORMANCE_RELOAD_SECONDS", "20"))  # other clusters
 TIMEOUT = float(os.environ.get("CONFORMANCE_TIMEOUT_SECONDS", "240"))
 
 
@@ -42,28 +40,6 @@ def wait_for(
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
-
-
-def _conf_file_text() -> str | None:
-    if GPUCLOUD_KUBECONFIG:
-        return None
-    path = state_dir() / "volcano-scheduler.conf"
-    return path.read_text() if path.exists() else None
-
-
-def _read_from(path: Path, offset: int) -> str:
-    with path.open("rb") as f:
-        f.seek(offset)
-        return f.read().decode(errors="replace")
-
-
-def _loaded_line(text: str) -> str:
-    """What vc-scheduler logs after loading ``text`` (scheduler.go: "Finished loading scheduler
-    config. Final state: actions=[...], plugins=[...]")."""
-    conf = yaml.safe_load(text)
-    actions = " ".join(a.strip() for a in conf["actions"].split(","))
-    plugins = " ".join(p["name"] for tier in conf["tiers"] for p in tier["plugins"])
-    return f"Final state: actions=[{actions}], plugins=[{plugins}]"
 
 
 class Kube:
@@ -95,43 +71,10 @@ class Kube:
 
     # -- scheduler configuration --------------------------------------------
     def scheduler_conf(self) -> str | None:
-        try:
-            cm = self.core.read_namespaced_config_map(
-                "volcano-scheduler-configmap", "volcano-system"
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return (cm.data or {}).get("volcano-scheduler.conf")
+        return scheduler_conf(self.api_client)
 
     def load_scheduler_conf(self, text: str) -> None:
-        """Write the ConfigMap; the local cluster syncs it into vc-scheduler's --scheduler-conf
-        file, which the scheduler reloads. Wait for the file to match and for vc-scheduler to log
-        the reload with the configuration's actions and plugins."""
-        if self.scheduler_conf() == text and _conf_file_text() in (None, text):
-            return
-        log = state_dir() / "logs" / "vc-scheduler.log"
-        offset = log.stat().st_size if log.exists() else 0
-        self.apply(scheduler_configmap(text))
-        conf_file = state_dir() / "volcano-scheduler.conf"
-        if GPUCLOUD_KUBECONFIG:  # another cluster: no file or log to watch
-            time.sleep(RELOAD_SECONDS)
-            return
-        wait_for(
-            "the scheduler conf file to follow the ConfigMap",
-            lambda: conf_file.exists() and conf_file.read_text() == text,
-            timeout=30,
-            interval=0.5,
-        )
-        expected = _loaded_line(text)
-        wait_for(
-            f"vc-scheduler to log {expected!r}",
-            lambda: log.exists() and expected in _read_from(log, offset),
-            timeout=30,
-            interval=0.5,
-        )
-        time.sleep(2)  # one schedule period (1 s) under the new configuration
+        load_scheduler_conf(self.api_client, text)
 
     # -- nodes ----------------------------------------------------------------
     def free_gpu_nodes(self, count: int, gpus: int = 8) -> list[str]:
@@ -358,7 +301,7 @@ class SchedulerLog:
 
     def __init__(self) -> None:
         self.path = state_dir() / "logs" / "vc-scheduler.log"
-        self.available = not GPUCLOUD_KUBECONFIG and self.path.exists()
+        self.available = not other_cluster() and self.path.exists()
         self.offset = 0
 
     def __enter__(self) -> SchedulerLog:
@@ -370,7 +313,7 @@ class SchedulerLog:
         return None
 
     def text(self) -> str:
-        return _read_from(self.path, self.offset) if self.available else ""
+        return read_from(self.path, self.offset) if self.available else ""
 
     def evictions(self, namespace: str) -> list[tuple[str, str]]:
         """(pod name, action) for every eviction in ``namespace`` so far."""

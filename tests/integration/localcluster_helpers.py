@@ -32,3 +32,108 @@ def wait_until(
             return last
         time.sleep(interval)
     pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last value: {last!r})")
+
+
+# -- vc-scheduler configuration ------------------------------------------------
+# The local cluster syncs the scheduler ConfigMap into vc-scheduler's --scheduler-conf
+# file, which vc-scheduler reloads on change. A test that changes the policy waits until
+# vc-scheduler has logged the reload, not for a fixed time, so a busy machine cannot make
+# it run under the old configuration.
+
+SCHEDULER_CM = ("volcano-scheduler-configmap", "volcano-system")
+OTHER_CLUSTER_RELOAD_SECONDS = float(os.environ.get("CONFORMANCE_RELOAD_SECONDS", "20"))
+
+
+def other_cluster() -> bool:
+    """True when the tests run against GPUCLOUD_KUBECONFIG: no conf file or log to watch."""
+    return bool(os.environ.get("GPUCLOUD_KUBECONFIG"))
+
+
+def read_from(path: Path, offset: int) -> str:
+    with path.open("rb") as f:
+        f.seek(offset)
+        return f.read().decode(errors="replace")
+
+
+def scheduler_conf(api_client: Any) -> str | None:
+    """The scheduler configuration in the ConfigMap, or None when there is none."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        cm = client.CoreV1Api(api_client).read_namespaced_config_map(*SCHEDULER_CM)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return (cm.data or {}).get("volcano-scheduler.conf")
+
+
+def loaded_line(text: str) -> str:
+    """What vc-scheduler logs after loading ``text`` (scheduler.go: "Finished loading scheduler
+    config. Final state: actions=[...], plugins=[...]")."""
+    import yaml
+
+    conf = yaml.safe_load(text)
+    actions = " ".join(a.strip() for a in conf["actions"].split(","))
+    plugins = " ".join(p["name"] for tier in conf["tiers"] for p in tier["plugins"])
+    return f"Final state: actions=[{actions}], plugins=[{plugins}]"
+
+
+def load_scheduler_conf(api_client: Any, text: str) -> None:
+    """Write ``text`` to the scheduler ConfigMap and wait until vc-scheduler runs with it."""
+    from kubernetes.dynamic import DynamicClient
+
+    from ansible_collections.gpucloud.platform.plugins.module_utils.scheduler_conf import (
+        scheduler_configmap,
+    )
+
+    conf_file = state_dir() / "volcano-scheduler.conf"
+    if scheduler_conf(api_client) == text and (
+        other_cluster() or not conf_file.exists() or conf_file.read_text() == text
+    ):
+        return
+    log = state_dir() / "logs" / "vc-scheduler.log"
+    offset = log.stat().st_size if log.exists() else 0
+    manifest = scheduler_configmap(text)
+    dyn = DynamicClient(api_client)
+    dyn.server_side_apply(
+        dyn.resources.get(api_version="v1", kind="ConfigMap"),
+        body=manifest,
+        name=manifest["metadata"]["name"],
+        namespace=manifest["metadata"]["namespace"],
+        field_manager="gpucloud-platform-tests",
+        force_conflicts=True,
+    )
+    if other_cluster():
+        time.sleep(OTHER_CLUSTER_RELOAD_SECONDS)
+        return
+    wait_until(
+        lambda: conf_file.exists() and conf_file.read_text() == text,
+        30,
+        0.5,
+        "the scheduler conf file to follow the ConfigMap",
+    )
+    expected = loaded_line(text)
+    wait_until(
+        lambda: log.exists() and expected in read_from(log, offset),
+        30,
+        0.5,
+        f"vc-scheduler to log {expected!r}",
+    )
+    time.sleep(2)  # one schedule period (1 s) under the new configuration
+
+
+def restore_scheduler_conf(api_client: Any, before: str | None) -> None:
+    """Put back what ``scheduler_conf`` returned before a test (None: delete the ConfigMap)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    if before is not None:
+        load_scheduler_conf(api_client, before)
+        return
+    try:
+        client.CoreV1Api(api_client).delete_namespaced_config_map(*SCHEDULER_CM)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise

@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from localcluster_helpers import CLUSTER, ROOT, state_dir, wait_until
+from localcluster_helpers import (
+    CLUSTER,
+    ROOT,
+    load_scheduler_conf,
+    restore_scheduler_conf,
+    scheduler_conf,
+    state_dir,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -194,35 +202,10 @@ tiers:
 def preempting_scheduler(api_client):
     """Volcano's default conf has no preempt action: load one that has, through
     the ConfigMap the launcher syncs into vc-scheduler's file, then restore it."""
-    from kubernetes import client
-
-    core = client.CoreV1Api(api_client)
-    cm = core.read_namespaced_config_map("volcano-scheduler-configmap", "volcano-system")
-    before = cm.data["volcano-scheduler.conf"]
-    core.patch_namespaced_config_map(
-        "volcano-scheduler-configmap",
-        "volcano-system",
-        {"data": {"volcano-scheduler.conf": PREEMPTING_CONF}},
-    )
-    conf_file = state_dir() / "volcano-scheduler.conf"
-    wait_until(
-        lambda: conf_file.read_text() == PREEMPTING_CONF,
-        30,
-        0.5,
-        "the scheduler conf file to follow the ConfigMap",
-    )
-    import time
-
-    time.sleep(3)  # vc-scheduler reloads the file on change
+    before = scheduler_conf(api_client)
+    load_scheduler_conf(api_client, PREEMPTING_CONF)
     yield
-    core.patch_namespaced_config_map(
-        "volcano-scheduler-configmap",
-        "volcano-system",
-        {"data": {"volcano-scheduler.conf": before}},
-    )
-    wait_until(
-        lambda: conf_file.read_text() == before, 30, 0.5, "the scheduler conf file to be restored"
-    )
+    restore_scheduler_conf(api_client, before)
 
 
 def _free_node(api_client) -> str:

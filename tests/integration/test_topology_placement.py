@@ -15,21 +15,23 @@ created.
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.scheduler_conf import (
     render_scheduler_conf,
-    scheduler_configmap,
 )
 
-from localcluster_helpers import state_dir, wait_until
+from localcluster_helpers import (
+    load_scheduler_conf,
+    restore_scheduler_conf,
+    scheduler_conf,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -41,77 +43,6 @@ JOBS = ("batch.volcano.sh", "v1alpha1")
 PODS, GPUS_PER_POD = 4, 8
 TRIALS = 10
 PENDING_SECONDS = 15  # 15 scheduling periods of 1 s
-
-
-# -- scheduler configuration ---------------------------------------------------
-
-
-def _conf_text(core) -> str | None:
-    from kubernetes.client.exceptions import ApiException
-
-    try:
-        cm = core.read_namespaced_config_map("volcano-scheduler-configmap", "volcano-system")
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-    return (cm.data or {}).get("volcano-scheduler.conf")
-
-
-def _final_state(text: str) -> str:
-    """The line vc-scheduler logs once it has loaded ``text`` (scheduler.go)."""
-    conf = yaml.safe_load(text)
-    actions = " ".join(a.strip() for a in conf["actions"].split(","))
-    plugins = " ".join(p["name"] for tier in conf["tiers"] for p in tier["plugins"])
-    return f"Final state: actions=[{actions}], plugins=[{plugins}]"
-
-
-def _apply_conf(api_client, text: str) -> None:
-    from kubernetes.dynamic import DynamicClient
-
-    manifest = scheduler_configmap(text)
-    dyn = DynamicClient(api_client)
-    dyn.server_side_apply(
-        dyn.resources.get(api_version="v1", kind="ConfigMap"),
-        body=manifest,
-        name=manifest["metadata"]["name"],
-        namespace=manifest["metadata"]["namespace"],
-        field_manager="gpucloud-platform",
-        force_conflicts=True,
-    )
-
-
-def _load_conf(api_client, text: str) -> None:
-    """Write the ConfigMap and wait until vc-scheduler has reloaded it."""
-    from kubernetes import client
-
-    conf_file = state_dir() / "volcano-scheduler.conf"
-    if _conf_text(client.CoreV1Api(api_client)) == text and (
-        not conf_file.exists() or conf_file.read_text() == text
-    ):
-        return
-    if os.environ.get("GPUCLOUD_KUBECONFIG"):  # another cluster: no file or log to watch
-        _apply_conf(api_client, text)
-        time.sleep(20)
-        return
-    log = state_dir() / "logs" / "vc-scheduler.log"
-    offset = log.stat().st_size if log.exists() else 0
-    _apply_conf(api_client, text)
-    wait_until(
-        lambda: conf_file.exists() and conf_file.read_text() == text,
-        30,
-        0.5,
-        "the scheduler conf file to follow the ConfigMap",
-    )
-    expected = _final_state(text)
-
-    def loaded() -> bool:
-        with log.open("rb") as f:
-            f.seek(offset)
-            return expected in f.read().decode(errors="replace")
-
-    wait_until(loaded, 30, 0.5, f"vc-scheduler to log {expected!r}")
-    time.sleep(2)  # one scheduling period under the new configuration
 
 
 # -- HyperNodes ------------------------------------------------------------------
@@ -230,13 +161,12 @@ def fabric(api_client, run_module) -> Iterator[dict[str, Any]]:
     Yields {"spine_of": {node: spine}, "spines": {spine: [nodes]}, "queue": name}."""
     from kubernetes import client
 
-    core = client.CoreV1Api(api_client)
     custom = client.CustomObjectsApi(api_client)
-    original_conf = _conf_text(core)
+    original_conf = scheduler_conf(api_client)
     created: list[str] = []
     queue = f"topo-{uuid.uuid4().hex[:6]}"
     try:
-        _load_conf(api_client, render_scheduler_conf())
+        load_scheduler_conf(api_client, render_scheduler_conf())
         sync = run_module(
             "gpucloud.platform.topology", {"tier_labels": [TOR, SPINE], "prune": False}
         )
@@ -275,10 +205,7 @@ def fabric(api_client, run_module) -> Iterator[dict[str, Any]]:
         live = _hypernodes(custom)
         for name in sorted(created, key=lambda n: -live.get(n, {}).get("spec", {}).get("tier", 0)):
             wait_until(lambda n=name: _delete_hypernode(custom, n), 30, 1, f"HyperNode {name} gone")
-        if original_conf is not None:
-            _load_conf(api_client, original_conf)
-        else:
-            core.delete_namespaced_config_map("volcano-scheduler-configmap", "volcano-system")
+        restore_scheduler_conf(api_client, original_conf)
 
 
 def _gpus(pod) -> int:
