@@ -135,6 +135,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.kube import (  #
     api_error_message,
     argument_spec,
     differs,
+    fail_partway,
     platform_module,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.names import (  # noqa: E402
@@ -323,12 +324,15 @@ def main() -> None:
                     requests=cluster.requests,
                 )
     except ApiException as exc:
-        module.fail_json(
-            msg=f"updating pay-as-you-go queues failed after {len(done)} change(s): {api_error_message(exc)}",
+        fail_partway(
+            module,
+            cluster,
+            "updating pay-as-you-go queues",
+            done,
+            exc,
             queues=table,
             reclaim=reclaimed,
             updated=done,
-            requests=cluster.requests,
         )
 
     result = dict(

@@ -100,6 +100,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.kube import (  #
     Cluster,
     api_error_message,
     argument_spec,
+    fail_partway,
     platform_module,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.names import (  # noqa: E402
@@ -155,10 +156,12 @@ def main() -> None:
             cluster.apply(manifest, field_manager=CAPACITY_FIELD_MANAGER)
             done.append(manifest["metadata"]["name"])
     except ApiException as exc:
-        module.fail_json(
-            msg=f"updating spot queues failed after {len(done)} change(s): {api_error_message(exc)}",
-            done=done,
-            requests=cluster.requests,
+        fail_partway(
+            module,
+            cluster,
+            "updating spot queues",
+            done,
+            exc,
             **{k: v for k, v in result.items() if k != "changed"},
         )
     result["requests"] = cluster.requests

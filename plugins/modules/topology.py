@@ -156,6 +156,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.kube import (  #
     Cluster,
     api_error_message,
     argument_spec,
+    fail_partway,
     platform_module,
     strip_server_fields,
 )
@@ -238,10 +239,12 @@ def main() -> None:
             cluster.delete(API_VERSION, KIND, obj["metadata"]["name"])
             done.append("deleted " + obj["metadata"]["name"])
     except ApiException as exc:
-        module.fail_json(
-            msg=f"writing HyperNodes failed after {len(done)} change(s): {api_error_message(exc)}",
-            done=done,
-            requests=cluster.requests,
+        fail_partway(
+            module,
+            cluster,
+            "writing HyperNodes",
+            done,
+            exc,
             **{k: v for k, v in result.items() if k != "changed"},
         )
 

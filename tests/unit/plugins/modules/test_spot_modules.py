@@ -51,6 +51,29 @@ def test_spot_capacity_applies_changed_queues_then_is_idempotent(monkeypatch, ca
     assert second["changed"] is False and second["requests"] == 2 and second["updated"] == []
 
 
+def test_spot_capacity_failing_part_way_names_what_it_wrote(monkeypatch, capsys):
+    from kubernetes.client.rest import ApiException
+
+    cluster = spot_cluster()
+    real_apply = cluster.apply
+
+    def apply_then_refuse(manifest, field_manager="gpucloud-platform"):
+        if manifest["metadata"]["name"] == "tenant-beta-spot":
+            exc = ApiException(status=422)
+            exc.body = json.dumps({"message": "spec.capability: Invalid value"})
+            raise exc
+        return real_apply(manifest, field_manager=field_manager)
+
+    cluster.apply = apply_then_refuse
+    out = run(capacity_module, cluster, monkeypatch, capsys)
+    assert out["failed"] is True
+    assert out["msg"] == (
+        "updating spot queues failed after 1 change(s): spec.capability: Invalid value"
+    )
+    assert out["done"] == ["tenant-alpha-spot"] and out["requests"] == 2 + 1  # lists, one apply
+    assert "tenants" in out and "changed" not in out
+
+
 def test_spot_capacity_refuses_a_bad_selector_before_any_request(monkeypatch, capsys):
     cluster = spot_cluster()
     out = run(capacity_module, cluster, monkeypatch, capsys, node_selector={"pool": 3})
