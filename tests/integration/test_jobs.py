@@ -48,22 +48,12 @@ from ansible_collections.gpucloud.platform.plugins.modules import vcjob as vcjob
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
 from conformance_kube import Kube, SchedulerLog
+from localcluster_helpers import wait_until
 
 pytestmark = pytest.mark.integration
 
 VCJOBS = ("batch.volcano.sh/v1alpha1", "Job")
 QUEUES = ("scheduling.volcano.sh/v1beta1", "Queue")
-
-
-def wait_for(predicate, timeout=90, interval=1.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    pytest.fail(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
 def run(module, kubeconfig, capsys, **args):
@@ -156,17 +146,17 @@ def tenant(dyn, platform_objects) -> Iterator[str]:
                 "spec": {"parent": "root", "weight": 1, "reclaimable": False},
             }
         )
-    wait_for(lambda: _default_sa(dyn, ns), 60, 0.5, f"default ServiceAccount in {ns}")
+    wait_until(lambda: _default_sa(dyn, ns), 60, 0.5, f"default ServiceAccount in {ns}")
     yield name
     jobs = dyn.resources.get(api_version=VCJOBS[0], kind=VCJOBS[1])
     for job in jobs.get(namespace=ns).items:
         jobs.delete(name=job.metadata.name, namespace=ns)
-    wait_for(lambda: not jobs.get(namespace=ns).items, 120, 1, f"jobs in {ns} gone")
+    wait_until(lambda: not jobs.get(namespace=ns).items, 120, 1, f"jobs in {ns} gone")
     pods = dyn.resources.get(api_version="v1", kind="Pod")
-    wait_for(lambda: not pods.get(namespace=ns).items, 120, 1, f"pods in {ns} gone")
+    wait_until(lambda: not pods.get(namespace=ns).items, 120, 1, f"pods in {ns} gone")
     dyn.resources.get(api_version="v1", kind="Namespace").delete(name=ns)
     for suffix in ("algo", "payg", "spot"):
-        wait_for(
+        wait_until(
             lambda s=suffix: _delete_queue(queues, f"{ns}-{s}"),
             60,
             1,
@@ -248,7 +238,7 @@ def test_each_kind_is_accepted_and_runs(kind, tenant, dyn, kubeconfig, capsys):
     )
     assert out.get("failed") is not True, out.get("msg")
     assert out["changed"] is True and out["phase"] == "Running"
-    assert wait_for(
+    assert wait_until(
         lambda: _running_on_nodes(dyn, ns, name, PODS[kind]), 60, 1, f"{name} pods Running"
     )
     live = dyn.resources.get(api_version=VCJOBS[0], kind=VCJOBS[1]).get(name=name, namespace=ns)
@@ -293,7 +283,7 @@ def test_spot_job_with_price_and_checkpoint_runs(tenant, dyn, kubeconfig, capsys
         **SMALL,
     )
     assert out.get("failed") is not True, out.get("msg")
-    pod = wait_for(lambda: _running_on_nodes(dyn, ns, "spot-1", 1), 60, 1, "spot pod")[0]
+    pod = wait_until(lambda: _running_on_nodes(dyn, ns, "spot-1", 1), 60, 1, "spot pod")[0]
     assert (
         pod.spec.terminationGracePeriodSeconds == 300 and pod.spec.priorityClassName == "spot-job"
     )
@@ -400,7 +390,7 @@ def test_large_job_throttle_race(platform_scheduler_conf, tenant, dyn, kubeconfi
     ns = f"tenant-{tenant}"
     jobs = dyn.resources.get(api_version=VCJOBS[0], kind=VCJOBS[1])
     # A node a terminating pod still holds would free up on its own during the race.
-    wait_for(lambda: not _gpu_pods_leaving(dyn), 120, 1, "departing GPU pods gone")
+    wait_until(lambda: not _gpu_pods_leaving(dyn), 120, 1, "departing GPU pods gone")
     free_nodes = _free_gpu_nodes(dyn)
     if free_nodes < 5:
         pytest.skip(f"needs 5 nodes with 8 free GPUs; {free_nodes} are free (other jobs run)")
@@ -489,7 +479,9 @@ def test_large_job_throttle_race(platform_scheduler_conf, tenant, dyn, kubeconfi
         jobs.delete(name="other", namespace=ns)
 
         # vc-scheduler preempts: the large job runs on the GPUs of the evicted debug jobs.
-        big_pods = wait_for(lambda: _running_on_nodes(dyn, ns, "big", 4), 60, 1, "big pods Running")
+        big_pods = wait_until(
+            lambda: _running_on_nodes(dyn, ns, "big", 4), 60, 1, "big pods Running"
+        )
         # Each node the large job took had one filler (every free node got one).
         displaced = {filler_on[p.spec.nodeName] for p in big_pods if p.spec.nodeName in filler_on}
         # The held job goes in once the large job runs (vcjob releases the throttle itself).

@@ -11,6 +11,8 @@ tenant buys 12 GPUs: the playbook reclaims exactly A then B (SpotReclaimed
 Events on both, the reclaim in the history), leaves C, D and the filler
 running, creates the tenant, and recomputes the spot capabilities to the
 tenants' shares of the idle pool; the new tenant's 12-GPU job then runs.
+A 4-GPU pay-as-you-go grant added with ``playbooks/tenant_update.yml`` then
+reclaims the cheapest spot job left, C.
 
 Needs the cluster's GPUs free of other jobs (it skips otherwise).
 """
@@ -30,6 +32,8 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpucloud.platform.plugins.modules import spot_capacity as capacity_module
 from ansible_collections.gpucloud.platform.plugins.modules import spot_reclaim as reclaim_module
+
+from localcluster_helpers import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -108,16 +112,6 @@ def job_body(name, namespace, queue, gpus_per_pod, replicas, price=None, billing
     }
 
 
-def wait_for(predicate, timeout=120, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(1)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
 def job_phase(custom, namespace, name):
     from kubernetes.client.rest import ApiException
 
@@ -165,7 +159,7 @@ def tenants(api_client):
                     *VCJOBS[:2], meta["namespace"], VCJOBS[2], meta["name"]
                 )
     for name in reversed(created):
-        wait_for(lambda name=name: _queue_deleted(custom, name), 90, f"queue {name} deleted")
+        wait_until(lambda name=name: _queue_deleted(custom, name), 90, what=f"queue {name} deleted")
 
 
 def _queue_deleted(custom, name):
@@ -231,7 +225,7 @@ def test_purchase_reclaims_spot_jobs_in_order_and_recomputes_capacity(
     # B and D start earlier than A and C (the design's "2 h" and "1 h").
     for name, body in jobs.items():
         custom.create_namespaced_custom_object(*VCJOBS[:2], namespace, VCJOBS[2], body)
-        wait_for(
+        wait_until(
             lambda name=name: job_phase(custom, namespace, name) == "Running",
             what=f"{name} Running",
         )
@@ -286,7 +280,7 @@ def test_purchase_reclaims_spot_jobs_in_order_and_recomputes_capacity(
         # The buyer's queues exist; its 12-GPU job runs under the real scheduler.
         sub = custom.get_cluster_custom_object(*VOLCANO, f"tenant-{buyer}-subscription")
         assert int(sub["spec"]["deserved"][GPU]) == 12
-        wait_for(
+        wait_until(
             lambda: (
                 custom.get_cluster_custom_object(*VOLCANO, f"tenant-{buyer}-subscription")
                 .get("status", {})
@@ -302,7 +296,7 @@ def test_purchase_reclaims_spot_jobs_in_order_and_recomputes_capacity(
             VCJOBS[2],
             job_body("bought", buyer_ns, sub["metadata"]["name"], 4, 3, billing="subscription"),
         )
-        wait_for(
+        wait_until(
             lambda: job_phase(custom, buyer_ns, "bought") == "Running",
             what="the buyer's job Running",
         )
@@ -324,6 +318,26 @@ def test_purchase_reclaims_spot_jobs_in_order_and_recomputes_capacity(
             assert live["spec"]["parent"] == "root"  # the partial apply kept them
         again = run_module(capacity_module, kubeconfig, capsys)
         assert again["changed"] is False
+
+        # The buyer adds a pay-as-you-go grant through tenant_update.yml while no GPU is
+        # free: the grant's 4 GPUs come from the cheapest spot job left, C.
+        update = run_playbook(
+            ansible_env,
+            "tenant_update.yml",
+            {
+                "tenant_name": buyer,
+                "tenant_gpus": 12,
+                "tenant_cpu": "48",
+                "tenant_memory": "192Gi",
+                "tenant_payg_gpus": 4,
+            },
+        )
+        reclaim = update["Reclaim spot GPUs first when the cluster is short of the added GPUs"]
+        assert reclaim["demand"] == 4 and [v["name"] for v in reclaim["victims"]] == ["spot-c"]
+        assert job_phase(custom, namespace, "spot-c") is None
+        assert job_phase(custom, namespace, "spot-d") == "Running"
+        payg = custom.get_cluster_custom_object(*VOLCANO, f"tenant-{buyer}-payg")
+        assert int(payg["spec"]["capability"][GPU]) == 4
     finally:
         run_playbook(
             ansible_env,

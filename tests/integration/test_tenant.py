@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from localcluster_helpers import wait_until
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,16 +104,6 @@ def parent_queues(api_client):
     return [n.strip() for n in ((cm.data or {}).get("queues") or "").split(",") if n.strip()]
 
 
-def wait_for(predicate, timeout=120, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def job_body(name, namespace, queue):
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
@@ -182,7 +174,7 @@ def test_create_tenant_with_three_teams(tenants, kubeconfig, api_client):
     expected = {f"tenant-{A}-{s}" for s in ("subscription", "payg", "spot", "algo", "eng", "data")}
     assert set(queues) == expected
     # The webhook accepted every queue, and the queue controller opened them.
-    wait_for(
+    wait_until(
         lambda: all(q["status"].get("state") == "Open" for q in queues_of(api_client, A).values()),
         what="queues Open",
     )
@@ -278,7 +270,7 @@ def test_team_queue_module_adds_and_removes(tenants, kubeconfig, api_client):
         tenants, kubeconfig, "team_queue", {"tenant": A, "name": "extra", "state": "absent"}
     )
     assert not removed.get("failed"), removed.get("msg")
-    wait_for(lambda: f"tenant-{A}-extra" not in queues_of(api_client, A), what="team queue gone")
+    wait_until(lambda: f"tenant-{A}-extra" not in queues_of(api_client, A), what="team queue gone")
 
 
 def test_tenant_info_reports_queues_and_jobs(tenants, kubeconfig):
