@@ -848,3 +848,49 @@ def test_site_on_the_local_inventory_converges(kubeconfig):
     )
     assert any(line.startswith("nvidia_device_plugin: skipped — ") for line in summary)
     assert any(line.startswith("tenants: ") for line in summary)
+
+
+def test_scheduling_policy_refuses_to_remove_the_last_parameterised_binding(
+    tmp_path, kubeconfig, api_client
+):
+    """Both parameterised policies switched off while theirs are the only bindings with a
+    ConfigMap parameter: refused before any write (kubernetes/kubernetes#133827)."""
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import NotFoundError
+
+    from ansible_collections.gpucloud.platform.plugins.module_utils import admission_policies as ap
+
+    dyn = DynamicClient(api_client)
+    bindings = dyn.resources.get(
+        api_version=ap.API_VERSION, kind="ValidatingAdmissionPolicyBinding"
+    )
+    # The throttle policy and binding stay installed afterwards, as the job tests leave them:
+    # deleting them is exactly what freezes the informer.
+    for manifest in ap.admission_manifests(False, False, False, True):
+        resource = dyn.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
+        try:
+            resource.get(name=manifest["metadata"]["name"])
+        except NotFoundError:
+            resource.create(body=manifest)
+    param_bindings = {b.metadata.name for b in bindings.get().items if b.spec.paramRef}
+    if param_bindings - {"gpucloud-queue-leaf", "gpucloud-large-job-throttle"}:
+        pytest.skip(f"other bindings with a parameter exist: {sorted(param_bindings)}")
+
+    run = run_role(
+        tmp_path,
+        kubeconfig,
+        "scheduling_policy",
+        {
+            "scheduling_policy_kubeconfig": str(kubeconfig),
+            "scheduling_policy_admission": {
+                "queue_tenant": False,
+                "queue_leaf": False,
+                "queue_priority": False,
+                "large_job_throttle": False,
+            },
+        },
+    )
+    assert run.failed == 1 and run.changed == 0
+    assert any("kubernetes/kubernetes#133827" in m for m in run.messages()), run.messages()
+    after = {b.metadata.name for b in bindings.get().items if b.spec.paramRef}
+    assert after == param_bindings
