@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / ".venv" / "collections"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube import (

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / ".venv" / "collections"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.names import (
