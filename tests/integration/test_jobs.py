@@ -382,6 +382,16 @@ def _filler(kubeconfig, capsys, tenant, name, job_class, gpus=8):
     assert out.get("failed") is not True and out["phase"] == "Running", out.get("msg")
 
 
+def _denied_in_dry_run(jobs, body) -> bool:
+    from kubernetes.dynamic.exceptions import ApiException
+
+    try:
+        jobs.create(body=body, dry_run="All")
+    except ApiException as exc:
+        return exc.status in (403, 422)
+    return False
+
+
 def _since(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
@@ -457,6 +467,10 @@ def test_large_job_throttle_race(platform_scheduler_conf, tenant, dyn, kubeconfi
                 **SMALL,
             }
         )
+        # The API server reads the policy's ConfigMap parameter through an informer, which
+        # may see the new platform-throttle a moment after vcjob wrote it: wait (with dry
+        # runs, which admission also judges) until the policy denies, then create for real.
+        wait_until(lambda: _denied_in_dry_run(jobs, body), 15, 0.5, "the throttle policy to deny")
         with pytest.raises(ApiException) as info:
             jobs.create(body=body)
         assert info.value.status in (403, 422)
