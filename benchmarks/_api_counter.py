@@ -200,10 +200,12 @@ class PlaybookRunner:
         ]
         if vars_file is not None:
             cmd += ["-e", f"@{vars_file}"]
+        print(f"{label} ...", end=" ", flush=True)
         start = time.perf_counter()
         with out.open("w") as fh:
             proc = subprocess.run(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT)
         seconds = time.perf_counter() - start
+        print(f"{seconds:.1f} s", flush=True)
         if proc.returncode != 0:
             tail = out.read_text().splitlines()[-40:]
             raise SystemExit(

@@ -120,6 +120,8 @@ def cleanup(kubeconfig: str, prefixes: tuple[str, ...], timeout: float = 600) ->
             tenants.add(ns.metadata.labels[LABEL_TENANT])
             if ns.status.phase != "Terminating":
                 core.delete_namespace(ns.metadata.name)
+    if tenants:
+        print(f"deleting {len(tenants)} tenants, waiting for their namespaces ...", flush=True)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         left = [
