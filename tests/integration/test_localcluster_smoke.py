@@ -358,20 +358,20 @@ def test_nodes_can_be_added_and_removed_while_running(api_client, tmp_path):
     assert len(names) == 8
 
 
-def test_down_leaves_no_process_running(tmp_path):
-    """A second, small cluster of its own (other ports) is started and stopped."""
+def test_large_topology_starts_and_down_leaves_no_process_running():
+    """A second cluster of its own (other ports) on the shipped large topology (128 nodes,
+    1,024 GPUs) is started, checked and stopped."""
     import json
     import os
+
+    from kubernetes import client, config
 
     env = dict(
         os.environ, GPUCLOUD_LOCALCLUSTER="smoke-down", GPUCLOUD_LOCALCLUSTER_PORT_OFFSET="700"
     )
-    one_node = tmp_path / "one.yaml"
-    one_node.write_text(
-        "spines:\n  - name: s0\n    tors:\n      - name: t0\n        nodes: [solo]\n"
-    )
+    large = ROOT / "tools" / "localcluster" / "topologies" / "large.yaml"
     up = subprocess.run(
-        [sys.executable, str(CLUSTER), "up", "--topology", str(one_node)],
+        [sys.executable, str(CLUSTER), "up", "--topology", str(large)],
         env=env,
         capture_output=True,
         text=True,
@@ -384,6 +384,17 @@ def test_down_leaves_no_process_running(tmp_path):
         pids = json.loads((state / "pids.json").read_text())
         assert len(pids) == 9
         assert all(Path(f"/proc/{pid}").exists() for pid in pids.values())
+        api = config.new_client_from_config(str(state / "admin.kubeconfig"))
+        nodes = client.CoreV1Api(api).list_node().items
+        assert len(nodes) == 128
+        assert sum(int(n.status.allocatable["nvidia.com/gpu"]) for n in nodes) == 1024
+        assert all(
+            any(c.type == "Ready" and c.status == "True" for c in n.status.conditions)
+            for n in nodes
+        )
+        tors = {n.metadata.labels["topology.volcano.sh/tor"] for n in nodes}
+        spines = {n.metadata.labels["topology.volcano.sh/spine"] for n in nodes}
+        assert (len(tors), len(spines)) == (16, 4)
     finally:
         down = subprocess.run(
             [sys.executable, str(CLUSTER), "down", "--wipe"],
