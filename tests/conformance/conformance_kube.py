@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -17,10 +16,7 @@ from kubernetes.dynamic import DynamicClient
 
 from localcluster_helpers import (
     load_scheduler_conf,
-    other_cluster,
-    read_from,
     scheduler_conf,
-    state_dir,
 )
 
 GPU = "nvidia.com/gpu"
@@ -294,35 +290,20 @@ class PodDeletions:
             t.join(timeout=10)
 
 
-class SchedulerLog:
-    """The vc-scheduler log written while the block runs (local cluster only): the pods it
-    evicted, in the order its eviction calls were made ("Evicting pod <ns>/<pod>, because of
-    <action>", pkg/scheduler/cache/cache.go)."""
+def evictions(core: client.CoreV1Api, namespace: str) -> list[tuple[str, str]]:
+    """(job, action) for every eviction vc-scheduler made in ``namespace``, in the order it
+    made them.
 
-    def __init__(self) -> None:
-        self.path = state_dir() / "logs" / "vc-scheduler.log"
-        self.available = not other_cluster() and self.path.exists()
-        self.offset = 0
-
-    def __enter__(self) -> SchedulerLog:
-        if self.available:
-            self.offset = self.path.stat().st_size
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def text(self) -> str:
-        return read_from(self.path, self.offset) if self.available else ""
-
-    def evictions(self, namespace: str) -> list[tuple[str, str]]:
-        """(pod name, action) for every eviction in ``namespace`` so far."""
-        out = []
-        for line in self.text().splitlines():
-            match = _EVICTING.search(line)
-            if match and match.group(1) == namespace:
-                out.append((match.group(2), match.group(3)))
-        return out
-
-
-_EVICTING = re.compile(r"Evicting pod ([^/\s]+)/(\S+), because of (\S+)")
+    Read from the ``Evict`` Events on the PodGroups, not from the scheduler's log: its cache
+    (pkg/scheduler/cache/cache.go, ``Evict``) records the Event synchronously, in the order the
+    session commits its evictions, and client-go's event recorder writes Events one after
+    another from a single goroutine, so their resourceVersions follow that order. The
+    "Evicting pod" log line is written by the goroutine that sends each eviction, so under load
+    the log can show them in another order (measured). A PodGroup of a Volcano Job is named
+    ``<job>-<job uid>``."""
+    events = core.list_namespaced_event(namespace, field_selector="reason=Evict").items
+    ordered = sorted(
+        (e for e in events if e.involved_object.kind == "PodGroup"),
+        key=lambda e: int(e.metadata.resource_version),
+    )
+    return [(e.involved_object.name.rsplit("-", 5)[0], e.message) for e in ordered]

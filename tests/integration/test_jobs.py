@@ -47,7 +47,7 @@ from ansible_collections.gpucloud.platform.plugins.modules import (
 from ansible_collections.gpucloud.platform.plugins.modules import vcjob as vcjob_module
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
-from conformance_kube import Kube, SchedulerLog
+from conformance_kube import Kube, evictions
 from localcluster_helpers import wait_until
 
 pytestmark = pytest.mark.integration
@@ -412,110 +412,106 @@ def test_large_job_throttle_race(platform_scheduler_conf, tenant, dyn, kubeconfi
     for name in debug:
         _filler(kubeconfig, capsys, tenant, name, "debug")
     filler_on = {pod.spec.nodeName: job for job in normal + debug for pod in _pods(dyn, ns, job)}
-    with SchedulerLog() as log:
-        # throttle_grace 0: engage right after the create. gangpreempt frees the GPUs and the
-        # large job runs within a scheduling cycle or two, well inside the default 15 s grace.
-        big = run(
-            vcjob_module,
-            kubeconfig,
-            capsys,
-            tenant=tenant,
-            name="big",
-            queue=f"{ns}-algo",
-            kind="pytorch_ddp",
-            job_class="large",
-            image="i",
-            command=["train.py"],
-            replicas=4,
-            gpus_per_pod=8,
-            throttle_grace=0,
-            poll_interval=1,
-            **SMALL,
-        )
-        assert big.get("failed") is not True, big.get("msg")
-        assert big["phase"] != "Running" and big["throttle_engaged"] is True
-        cm = _throttle_cm(dyn, ns)
-        assert cm.data["queues"] == f"{ns}-algo" and "large job" in cm.data["reason"]
+    # throttle_grace 0: engage right after the create. gangpreempt frees the GPUs and the
+    # large job runs within a scheduling cycle or two, well inside the default 15 s grace.
+    big = run(
+        vcjob_module,
+        kubeconfig,
+        capsys,
+        tenant=tenant,
+        name="big",
+        queue=f"{ns}-algo",
+        kind="pytorch_ddp",
+        job_class="large",
+        image="i",
+        command=["train.py"],
+        replicas=4,
+        gpus_per_pod=8,
+        throttle_grace=0,
+        poll_interval=1,
+        **SMALL,
+    )
+    assert big.get("failed") is not True, big.get("msg")
+    assert big["phase"] != "Running" and big["throttle_engaged"] is True
+    cm = _throttle_cm(dyn, ns)
+    assert cm.data["queues"] == f"{ns}-algo" and "large job" in cm.data["reason"]
 
-        # While the throttle is engaged: a P100 job to that queue is denied by the admission
-        # policy ...
-        denied = run(
-            vcjob_module,
-            kubeconfig,
-            capsys,
-            tenant=tenant,
-            name="late",
-            queue=f"{ns}-algo",
-            kind="single",
-            image="i",
-            command=["x"],
-            gpus_per_pod=1,
-            **SMALL,
-        )
-        assert denied["failed"] and "accepts no jobs below large-job" in denied["msg"]
-        from kubernetes.dynamic.exceptions import ApiException
+    # While the throttle is engaged: a P100 job to that queue is denied by the admission
+    # policy ...
+    denied = run(
+        vcjob_module,
+        kubeconfig,
+        capsys,
+        tenant=tenant,
+        name="late",
+        queue=f"{ns}-algo",
+        kind="single",
+        image="i",
+        command=["x"],
+        gpus_per_pod=1,
+        **SMALL,
+    )
+    assert denied["failed"] and "accepts no jobs below large-job" in denied["msg"]
+    from kubernetes.dynamic.exceptions import ApiException
 
-        body = vcjob_module.build_job(
-            {
-                "name": "late-raw",
-                "tenant": tenant,
-                "queue": f"{ns}-algo",
-                "kind": "single",
-                "image": "i",
-                "command": ["x"],
-                "gpus_per_pod": 1,
-                **SMALL,
-            }
-        )
-        # The API server reads the policy's ConfigMap parameter through an informer, which
-        # may see the new platform-throttle a moment after vcjob wrote it: wait (with dry
-        # runs, which admission also judges) until the policy denies, then create for real.
-        wait_until(lambda: _denied_in_dry_run(jobs, body), 15, 0.5, "the throttle policy to deny")
-        with pytest.raises(ApiException) as info:
-            jobs.create(body=body)
-        assert info.value.status in (403, 422)
-        assert ap.POLICY_LARGE_JOB_THROTTLE in str(info.value.body)
-        # ... and one to another queue of the tenant is not.
-        other = run(
-            vcjob_module,
-            kubeconfig,
-            capsys,
-            tenant=tenant,
-            name="other",
-            queue=f"{ns}-payg",
-            kind="single",
-            image="i",
-            command=["x"],
-            gpus_per_pod=1,
+    body = vcjob_module.build_job(
+        {
+            "name": "late-raw",
+            "tenant": tenant,
+            "queue": f"{ns}-algo",
+            "kind": "single",
+            "image": "i",
+            "command": ["x"],
+            "gpus_per_pod": 1,
             **SMALL,
-        )
-        assert other["changed"] is True
-        jobs.delete(name="other", namespace=ns)
+        }
+    )
+    # The API server reads the policy's ConfigMap parameter through an informer, which
+    # may see the new platform-throttle a moment after vcjob wrote it: wait (with dry
+    # runs, which admission also judges) until the policy denies, then create for real.
+    wait_until(lambda: _denied_in_dry_run(jobs, body), 15, 0.5, "the throttle policy to deny")
+    with pytest.raises(ApiException) as info:
+        jobs.create(body=body)
+    assert info.value.status in (403, 422)
+    assert ap.POLICY_LARGE_JOB_THROTTLE in str(info.value.body)
+    # ... and one to another queue of the tenant is not.
+    other = run(
+        vcjob_module,
+        kubeconfig,
+        capsys,
+        tenant=tenant,
+        name="other",
+        queue=f"{ns}-payg",
+        kind="single",
+        image="i",
+        command=["x"],
+        gpus_per_pod=1,
+        **SMALL,
+    )
+    assert other["changed"] is True
+    jobs.delete(name="other", namespace=ns)
 
-        # vc-scheduler preempts: the large job runs on the GPUs of the evicted debug jobs.
-        big_pods = wait_until(
-            lambda: _running_on_nodes(dyn, ns, "big", 4), 60, 1, "big pods Running"
-        )
-        # Each node the large job took had one filler (every free node got one).
-        displaced = {filler_on[p.spec.nodeName] for p in big_pods if p.spec.nodeName in filler_on}
-        # The held job goes in once the large job runs (vcjob releases the throttle itself).
-        held = run(
-            vcjob_module,
-            kubeconfig,
-            capsys,
-            tenant=tenant,
-            name="late",
-            queue=f"{ns}-algo",
-            kind="single",
-            image="i",
-            command=["x"],
-            gpus_per_pod=1,
-            hold_when_throttled=True,
-            hold_timeout=60,
-            poll_interval=1,
-            **SMALL,
-        )
-        evictions = log.evictions(ns)
+    # vc-scheduler preempts: the large job runs on the GPUs of the evicted debug jobs.
+    big_pods = wait_until(lambda: _running_on_nodes(dyn, ns, "big", 4), 60, 1, "big pods Running")
+    # Each node the large job took had one filler (every free node got one).
+    displaced = {filler_on[p.spec.nodeName] for p in big_pods if p.spec.nodeName in filler_on}
+    # The held job goes in once the large job runs (vcjob releases the throttle itself).
+    held = run(
+        vcjob_module,
+        kubeconfig,
+        capsys,
+        tenant=tenant,
+        name="late",
+        queue=f"{ns}-algo",
+        kind="single",
+        image="i",
+        command=["x"],
+        gpus_per_pod=1,
+        hold_when_throttled=True,
+        hold_timeout=60,
+        poll_interval=1,
+        **SMALL,
+    )
     assert held.get("failed") is not True, held.get("msg")
     assert held["changed"] is True and _throttle_cm(dyn, ns) is None
     big_now = jobs.get(name="big", namespace=ns)
@@ -528,11 +524,17 @@ def test_large_job_throttle_race(platform_scheduler_conf, tenant, dyn, kubeconfi
     # topology (one tier-2 HyperNode) makes it free whole nodes under one
     # spine, so which jobs go depends on where they sit: normal jobs may go
     # while debug jobs on the other spine keep running (measured; docs/jobs.md).
-    if log.available:
-        assert {action for _pod, action in evictions} == {"gangpreempt"}, evictions
-        victims = {pod.rsplit("-", 2)[0] for pod, _action in evictions}
-        assert victims <= set(debug) | set(normal), evictions
-        assert displaced <= victims, (displaced, evictions)
+    core = platform_scheduler_conf.core
+    made = wait_until(
+        lambda: displaced <= {job for job, _action in evictions(core, ns)} and evictions(core, ns),
+        30,
+        1,
+        "the Evict Events of the displaced jobs",
+    )
+    assert {action for _job, action in made} == {"gangpreempt"}, made
+    victims = {job for job, _action in made}
+    assert victims <= set(debug) | set(normal), made
+    assert displaced <= victims, (displaced, made)
     assert len(displaced) == 4, (filler_on, [p.spec.nodeName for p in big_pods])
 
 
