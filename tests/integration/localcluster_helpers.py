@@ -137,3 +137,36 @@ def restore_scheduler_conf(api_client: Any, before: str | None) -> None:
     except ApiException as exc:
         if exc.status != 404:
             raise
+
+
+# -- the collection's playbooks ------------------------------------------------
+
+
+def run_playbook(
+    ansible_env: dict[str, str], playbook: str, extra_vars: dict[str, Any]
+) -> tuple[int, dict[str, dict[str, Any]]]:
+    """Run ``playbooks/<playbook>`` on localhost as AWX would (``ansible_env`` sets the json
+    callback); its exit code and its task results keyed by task name."""
+    import json
+    import subprocess
+    import sys
+
+    cmd = [
+        str(Path(sys.executable).parent / "ansible-playbook"),
+        "-i",
+        "localhost,",
+        "-e",
+        f"ansible_python_interpreter={sys.executable}",
+        "-e",
+        json.dumps(extra_vars),
+        str(ROOT / "playbooks" / playbook),
+    ]
+    proc = subprocess.run(
+        cmd, cwd=ROOT, env=ansible_env, capture_output=True, text=True, timeout=600, check=False
+    )
+    try:
+        data = json.loads(proc.stdout)
+    except ValueError:
+        pytest.fail(f"{playbook} gave no JSON result:\n{proc.stdout}\n{proc.stderr}")
+    tasks = {t["task"]["name"]: t["hosts"].get("localhost", {}) for t in data["plays"][0]["tasks"]}
+    return proc.returncode, tasks

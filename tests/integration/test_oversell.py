@@ -7,18 +7,15 @@ already sold is refused with the numbers and nothing is written, also through
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import uuid
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
+from localcluster_helpers import run_playbook, wait_until
+
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 GPU = "nvidia.com/gpu"
 QUEUES = ("scheduling.volcano.sh", "v1beta1", "queues")
 
@@ -96,8 +93,6 @@ def args(name, gpus, **extra):
 @pytest.fixture
 def names(run_module, api_client):
     """Two fresh tenant names; both tenants are removed afterwards."""
-    from localcluster_helpers import wait_until
-
     wait_until(lambda: settled(api_client), 180, 1, "earlier tests' tenants to be gone")
     suffix = uuid.uuid4().hex[:6]
     pair = (f"ovs-{suffix}", f"ovt-{suffix}")
@@ -160,31 +155,12 @@ def test_tenant_create_playbook_fails_before_reclaiming(names, ansible_env, api_
     _unused, buyer = names
     subs, payg = sold_gpus(api_client)
     asked = pool_gpus(api_client) - subs - payg + 1
-    cmd = [
-        str(Path(sys.executable).parent / "ansible-playbook"),
-        "-i",
-        "localhost,",
-        "-e",
-        f"ansible_python_interpreter={sys.executable}",
-        "-e",
-        json.dumps(
-            {
-                "tenant_name": buyer,
-                "tenant_gpus": asked,
-                "tenant_cpu": "16",
-                "tenant_memory": "64Gi",
-            }
-        ),
-        str(ROOT / "playbooks" / "tenant_create.yml"),
-    ]
-    proc = subprocess.run(
-        cmd, cwd=ROOT, env=ansible_env, capture_output=True, text=True, timeout=600, check=False
+    rc, tasks = run_playbook(
+        ansible_env,
+        "tenant_create.yml",
+        {"tenant_name": buyer, "tenant_gpus": asked, "tenant_cpu": "16", "tenant_memory": "64Gi"},
     )
-    assert proc.returncode != 0
-    tasks = {
-        t["task"]["name"]: t["hosts"].get("localhost", {})
-        for t in json.loads(proc.stdout)["plays"][0]["tasks"]
-    }
+    assert rc != 0
     check = tasks["Check the purchase before reclaiming anything (nothing is written)"]
     assert check.get("failed") is True
     assert f"subscription.{GPU}: {asked} for the subscription of tenant '{buyer}'" in check["msg"]

@@ -133,6 +133,11 @@ def run_role(
             }
         )
     )
+    return ansible_playbook(kubeconfig, "-i", "localhost,", str(book), "-e", f"@{varfile}")
+
+
+def ansible_playbook(kubeconfig: str, *args: str, timeout: int = 600) -> Run:
+    """One ansible-playbook run from the checkout against ``kubeconfig``, read as JSON."""
     env = {
         **os.environ,
         "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
@@ -142,12 +147,12 @@ def run_role(
         "K8S_AUTH_KUBECONFIG": str(kubeconfig),
     }
     proc = subprocess.run(
-        [str(PLAYBOOK), "-i", "localhost,", str(book), "-e", f"@{varfile}"],
+        [str(PLAYBOOK), *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=timeout,
         check=False,
     )
     return Run(proc)
@@ -799,25 +804,10 @@ def test_gpu_node_labels_and_taints_the_node(tmp_path, kubeconfig, api_client, n
 
 @pytest.mark.slow
 def test_site_on_the_local_inventory_converges(kubeconfig):
-    env = {
-        **os.environ,
-        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
-        "ANSIBLE_NOCOLOR": "1",
-        "K8S_AUTH_KUBECONFIG": str(kubeconfig),
-    }
-
     def site(*args: str) -> Run:
-        proc = subprocess.run(
-            [str(PLAYBOOK), "-i", "inventories/local", "site.yml", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
+        return ansible_playbook(
+            kubeconfig, "-i", "inventories/local", "site.yml", *args, timeout=900
         )
-        return Run(proc)
 
     try:
         runs = [site(), site()]

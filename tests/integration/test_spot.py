@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -33,6 +31,7 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.gpucloud.platform.plugins.modules import spot_capacity as capacity_module
 from ansible_collections.gpucloud.platform.plugins.modules import spot_reclaim as reclaim_module
 
+from localcluster_helpers import run_playbook as playbook_run
 from localcluster_helpers import wait_until
 
 pytestmark = pytest.mark.integration
@@ -173,26 +172,9 @@ def _queue_deleted(custom, name):
 
 
 def run_playbook(ansible_env, playbook, extra_vars):
-    """Run a playbook of the collection; its task results keyed by task name."""
-    cmd = [
-        str(Path(sys.executable).parent / "ansible-playbook"),
-        "-i",
-        "localhost,",
-        "-e",
-        f"ansible_python_interpreter={sys.executable}",
-        "-e",
-        json.dumps(extra_vars),
-        str(ROOT / "playbooks" / playbook),
-    ]
-    proc = subprocess.run(
-        cmd, cwd=ROOT, env=ansible_env, capture_output=True, text=True, timeout=600, check=False
-    )
-    try:
-        data = json.loads(proc.stdout)
-    except ValueError:
-        pytest.fail(f"{playbook} gave no JSON result:\n{proc.stdout}\n{proc.stderr}")
-    tasks = {t["task"]["name"]: t["hosts"].get("localhost", {}) for t in data["plays"][0]["tasks"]}
-    assert proc.returncode == 0, json.dumps(
+    """Run a playbook of the collection that must succeed; its task results by task name."""
+    rc, tasks = playbook_run(ansible_env, playbook, extra_vars)
+    assert rc == 0, json.dumps(
         {n: r.get("msg") for n, r in tasks.items() if r.get("failed")}, indent=1
     )
     return tasks
