@@ -296,6 +296,26 @@ def purchase_growth(
     return grown_sub, grown_payg
 
 
+def purchase_demand(
+    current: TenantCommitment | None,
+    subscription: Mapping[str, Decimal],
+    payg: Mapping[str, Decimal] | None,
+) -> Resources:
+    """Rule purchase-demand: how much of each pool resource a purchase newly
+    sells, the growth of the subscription plus the growth of the PAYG grant
+    over ``current`` (``purchase_growth``; what shrinks counts 0). The purchase
+    flows free this many spot GPUs before they apply the purchase."""
+    live = current or TenantCommitment("")
+    grown_sub, grown_payg = purchase_growth(current, subscription, payg)
+    return {
+        r: grown_sub.get(r, live.subscription[r])
+        - live.subscription[r]
+        + grown_payg.get(r, live.payg[r])
+        - live.payg[r]
+        for r in POOL_RESOURCES
+    }
+
+
 def tenant_oversell_errors(
     tenant: str,
     pool: Mapping[str, Decimal],

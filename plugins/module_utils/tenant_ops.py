@@ -26,7 +26,7 @@ from .names import (
     namespace_name,
 )
 from .parent_queues import updated_queue_list
-from .quantity import Resources
+from .quantity import Resources, render
 from .queue_model import API_VERSION as QUEUE_API
 from .queue_model import Queue, allocated
 from .queue_plan import CAPACITY, CREATE, DELETE, QueueStep
@@ -34,6 +34,7 @@ from .spot_pool import (
     commitments_from_queues,
     label_selector,
     pool_from_nodes,
+    purchase_demand,
     purchase_growth,
     tenant_oversell_errors,
 )
@@ -134,6 +135,19 @@ def check_purchase_fits(
     queues = cluster.list(QUEUE_API, "Queue", label_selector=MANAGED_SELECTOR)
     commitments = commitments_from_queues(queues)
     raise_if(tenant_oversell_errors(tenant, pool, commitments, subscription, payg))
+
+
+def purchase_added(
+    tenant: str,
+    live_queues: Mapping[str, Mapping[str, Any]],
+    subscription: Resources,
+    payg: Resources | None,
+) -> dict[str, int | str]:
+    """Rule purchase-demand for the tenant's own live queues, as manifests write
+    quantities: what the purchase newly sells, which the purchase flows free
+    from spot jobs first. No request: the tenant's queues are already read."""
+    current = commitments_from_queues(live_queues.values()).get(tenant)
+    return render(purchase_demand(current, subscription, payg))
 
 
 def active_jobs(jobs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

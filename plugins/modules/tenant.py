@@ -228,6 +228,15 @@ diff:
     after:
       description: The fields after the run.
       type: dict
+added:
+  description:
+    - What the purchase newly sells, per pool resource (C(nvidia.com/gpu), C(cpu), C(memory)) - the growth of
+      O(subscription) plus the growth of O(payg) over the live queues; what shrinks counts 0 (rule purchase-demand).
+    - The purchase flows (C(tenant_create.yml), C(tenant_update.yml)) run the module in check mode first and reclaim
+      this many GPUs from spot jobs before they apply the purchase.
+  returned: when O(state=present)
+  type: dict
+  sample: {nvidia.com/gpu: 8, cpu: "32", memory: 128Gi}
 running:
   description: Active Volcano Jobs and pods found in the tenant namespace (O(state=absent)).
   returned: when O(state=absent)
@@ -271,6 +280,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_ops impor
     busy_queues,
     check_purchase_fits,
     object_changes,
+    purchase_added,
     read_parent_queues,
     read_tenant,
     run_queue_steps,
@@ -362,7 +372,12 @@ def ensure_present(
     steps = queue_steps(plan.queues, live.queues, plan.queue_deletes)
     run_queue_steps(cluster, steps, live.queues, changes, check_mode)
     sync_parent_queues(cluster, parent_list, parents, owned, changes, check_mode)
-    return {"changed": changes.changed, "objects": changes.objects, "diff": changes.diff()}
+    return {
+        "changed": changes.changed,
+        "objects": changes.objects,
+        "diff": changes.diff(),
+        "added": purchase_added(spec.name, live.queues, spec.subscription, spec.payg),
+    }
 
 
 def ensure_absent(

@@ -23,6 +23,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot_pool import
     label_selector,
     node_in_pool,
     pool_from_nodes,
+    purchase_demand,
     purchase_growth,
     selector_errors,
     tenant_oversell_errors,
@@ -176,6 +177,17 @@ def test_purchase_growth_counts_only_what_grows():
         {GPU: Decimal(1)},
         {"cpu": Decimal(2)},
     )
+
+
+def test_purchase_demand_adds_the_growth_of_subscription_and_payg():
+    live = commitment("a", sub=10, payg=4)
+    assert purchase_demand(live, {GPU: Decimal(16)}, {GPU: Decimal(6)})[GPU] == 6 + 2
+    # What shrinks frees nothing for the other part; a PAYG grant left out is kept.
+    assert purchase_demand(live, {GPU: Decimal(8)}, {GPU: Decimal(7)})[GPU] == 3
+    assert purchase_demand(live, {GPU: Decimal(12)}, None)[GPU] == 2
+    assert purchase_demand(live, {GPU: Decimal(10)}, {GPU: Decimal(4)})[GPU] == 0
+    # A new tenant: everything it asks for.
+    assert purchase_demand(None, {GPU: Decimal(12)}, {GPU: Decimal(4)})[GPU] == 16
 
 
 def test_tenant_oversell_names_the_field_and_every_number():

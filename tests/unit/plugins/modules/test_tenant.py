@@ -183,6 +183,19 @@ def test_diff_shows_a_resize():
     ]
 
 
+def test_added_is_what_the_purchase_newly_sells():
+    cluster = pool()
+    first = tenant.run(params(payg={GPU: 4}), cluster)
+    assert first["added"] == {GPU: 44, "cpu": "160", "memory": "640Gi"}
+    # The same purchase again adds nothing; growing both adds both growths.
+    assert tenant.run(params(payg={GPU: 4}), cluster)["added"][GPU] == 0
+    bigger = params(subscription={GPU: 48, "cpu": 160, "memory": "640Gi"}, payg={GPU: 6})
+    assert tenant.run(bigger, cluster, check_mode=True)["added"][GPU] == 8 + 2
+    # Shrinking frees nothing for the purchase flows to count.
+    smaller = params(subscription={GPU: 40, "cpu": 160, "memory": "640Gi"}, payg={GPU: 2})
+    assert tenant.run(smaller, cluster)["added"][GPU] == 0
+
+
 def test_capability_below_allocated_refused_then_forced():
     cluster = created()
     cluster.store[("Queue", "", "tenant-a-algo")]["status"] = {"allocated": {GPU: "30"}}
