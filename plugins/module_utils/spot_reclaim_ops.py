@@ -391,20 +391,21 @@ def plan(
 def delete_victims(
     cluster: Cluster, victims: list[SpotJob], result: dict[str, Any], reason: str, now: datetime
 ) -> list[dict[str, Any]]:
-    """Delete each victim in kill order, then record an Event on it."""
+    """Delete each victim in kill order (the job listed, by uid), then record an Event on it."""
     deleted = []
     for order, victim in enumerate(victims, start=1):
-        live = cluster.get(VCJOB_API, "Job", victim.name, victim.namespace)
-        if live is None:
-            continue
-        uid = (live.get("metadata") or {}).get("uid")
-        if not cluster.delete(
-            VCJOB_API,
-            "Job",
-            victim.name,
-            victim.namespace,
-            preconditions={"uid": uid} if uid else None,
-        ):
+        uid = victim.uid
+        try:
+            gone_already = not cluster.delete(
+                VCJOB_API,
+                "Job",
+                victim.name,
+                victim.namespace,
+                preconditions={"uid": uid} if uid else None,
+            )
+        except ConflictError:
+            gone_already = True  # deleted and re-created under its name since the list
+        if gone_already:
             continue
         deleted.append(victim.as_dict())
         try:

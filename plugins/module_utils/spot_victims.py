@@ -49,6 +49,9 @@ class SpotJob:
     pods: int
     started: float  # seconds since the epoch
     queue: str = ""
+    # The uid listed: the reclaim deletes exactly the job it chose (a delete
+    # precondition), never one re-created under the same name since.
+    uid: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -268,5 +271,7 @@ def candidates_from_vcjobs(
             if started_raw
             else 0.0
         )
-        out.append(SpotJob(namespace, name, price, gpus, pods, started, queue))
+        out.append(
+            SpotJob(namespace, name, price, gpus, pods, started, queue, meta.get("uid") or "")
+        )
     return out, warnings

@@ -33,6 +33,25 @@ def test_nothing_to_do_when_enough_is_free():
     assert not [w for w in cluster.writes if w[0] == "delete" and w[1] == "Job"]
 
 
+def test_a_victim_recreated_under_its_name_since_the_list_is_left_alone():
+    cluster = spot_cluster()
+    real_delete = cluster.delete
+
+    def delete_after_recreate(api_version, kind, name, namespace=None, **kw):
+        if (kind, name) == ("Job", "spot-a"):
+            cluster.store[("Job", namespace, name)]["metadata"]["uid"] = "uid-spot-a-new"
+        return real_delete(api_version, kind, name, namespace, **kw)
+
+    cluster.delete = delete_after_recreate
+    # reclaim lists the jobs, then deletes each by the uid it listed
+    result = reclaim(cluster, ReclaimRequest(demand=16, holder="me"), check_mode=False, now=NOW)
+    deletes = [w[2] for w in cluster.writes if w[:2] == ("delete", "Job")]
+    assert deletes == ["spot-b"]  # the new spot-a is not the job that was chosen
+    assert ("Job", "tenant-alpha", "spot-a") in cluster.store
+    assert [e["involvedObject"]["name"] for e in cluster.objects("Event")] == ["spot-b"]
+    assert [v["name"] for v in result["victims"]] == ["spot-b"]  # what was deleted
+
+
 def test_design_example_deletes_a_then_b_records_events_and_history():
     cluster = spot_cluster()
     result = reclaim(

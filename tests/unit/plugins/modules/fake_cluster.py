@@ -105,8 +105,15 @@ class FakeCluster:
         if self.dry_run:
             self.writes.append(("dry-run-delete", kind, name))
             return True
+        key = (kind, namespace or "", name)
+        want_uid = (preconditions or {}).get("uid")
+        if want_uid and key in self.store and self.store[key]["metadata"].get("uid") != want_uid:
+            from kubernetes.client.rest import ApiException
+            from kubernetes.dynamic.exceptions import ConflictError
+
+            raise ConflictError(ApiException(status=409, reason="Conflict"))
         self.writes.append(("delete", kind, name))
-        return self.store.pop((kind, namespace or "", name), None) is not None
+        return self.store.pop(key, None) is not None
 
     @property
     def real_writes(self):
