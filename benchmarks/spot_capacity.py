@@ -38,28 +38,26 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / ".venv" / "collections"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube import (
-    differs,
+from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
+    pool_from_nodes,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.names import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
     LABEL_QUEUE_TYPE,
     LABEL_TENANT,
     MANAGED_SELECTOR,
     QUEUE_TYPE_SPOT,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.quantity import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import differs
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.quantity import (
     GPU,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.queue_model import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (
     API_VERSION as QUEUE_API,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot_capacity_plan import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.capacity_plan import (
     plan_spot_capacity,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot_pool import (
-    pool_from_nodes,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_spec import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
     parse_tenant_spec,
     plan_tenant,
 )

@@ -27,7 +27,7 @@ from ansible_collections.gpucloud.platform.plugins.filter.spot_victims import ( 
     _record,
     spot_victims,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot_victims import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import (  # noqa: E402
     choose_victims,
     victim_order_key,
 )

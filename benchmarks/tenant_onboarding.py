@@ -31,15 +31,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / ".venv" / "collections"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.names import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
     LABEL_TENANT,
     MANAGED_SELECTOR,
     namespace_name,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.queue_model import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (
     API_VERSION as QUEUE_API,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_spec import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
     parse_tenant_spec,
     plan_tenant,
 )

@@ -40,18 +40,18 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / ".venv" / "collections"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.hypernode_manifest import (  # noqa: E402
-    tree_manifests,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology import (  # noqa: E402
-    tree_errors,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology_discovery import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (  # noqa: E402
     tree_from_inventory,
     tree_from_node_labels,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology_plan import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (  # noqa: E402
+    tree_manifests,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.plan import (  # noqa: E402
     plan_sync,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (  # noqa: E402
+    tree_errors,
 )
 
 from _api_counter import (  # noqa: E402

@@ -4,10 +4,10 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.hypernode_manifest import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (
     tree_from_manifests,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology import tree_errors
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import tree_errors
 
 
 def hypernode_tree_errors(hypernodes, nodes=None):

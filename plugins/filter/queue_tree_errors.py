@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.queue_tree import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.rules import (
     queue_tree_errors as _queue_tree_errors,
 )
 

@@ -4,14 +4,14 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.admission_policies import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.admission import (
     admission_manifests,
     parent_queues_configmap,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.priority_classes import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
     priority_class_manifests,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.scheduler_conf import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
     DEFAULT_ACTIONS,
     DEFAULT_TIERS,
     render_scheduler_conf,

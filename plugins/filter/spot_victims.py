@@ -9,10 +9,10 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot_victims import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import (
     SpotJob,
     choose_victims,
     parse_count,

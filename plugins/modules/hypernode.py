@@ -118,34 +118,36 @@ diff:
   type: dict
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
     FieldError,
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.hypernode_manifest import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import (  # noqa: E402
+    differs,
+    strip_server_fields,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (  # noqa: E402
+    ApiException,
+    Cluster,
+    api_error_message,
+    argument_spec,
+    platform_module,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (  # noqa: E402
     hypernode_from_manifest,
     hypernode_manifest,
     is_managed,
     tree_from_manifests,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube import (  # noqa: E402
-    ApiException,
-    Cluster,
-    api_error_message,
-    argument_spec,
-    differs,
-    platform_module,
-    strip_server_fields,
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.plan import (  # noqa: E402
+    unmanaged_conflict,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (  # noqa: E402
     API_VERSION,
     KIND,
     MEMBER_NODE,
     hypernode_errors,
     tree_errors,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology_plan import (  # noqa: E402
-    unmanaged_conflict,
 )
 
 

@@ -92,21 +92,21 @@ diff:
 
 from datetime import UTC, datetime  # noqa: E402
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube import (  # noqa: E402
-    ApiException,
-    Cluster,
-    api_error_message,
-    argument_spec,
-    platform_module,
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.service import (  # noqa: E402
+    reconcile_all,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.throttle import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.throttle import (  # noqa: E402
     KEY_REASON,
     KEY_UNTIL,
     configmap_data,
     throttled_queues,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.throttle_ops import (  # noqa: E402
-    reconcile_all,
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (  # noqa: E402
+    ApiException,
+    Cluster,
+    api_error_message,
+    argument_spec,
+    platform_module,
 )
 
 

@@ -125,37 +125,37 @@ diff:
 import os  # noqa: E402
 import socket  # noqa: E402
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (  # noqa: E402
-    FieldError,
-    PlatformValidationError,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube import (  # noqa: E402
-    ApiException,
-    Cluster,
-    api_error_message,
-    argument_spec,
-    differs,
-    fail_partway,
-    platform_module,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.names import (  # noqa: E402
-    CAPACITY_FIELD_MANAGER,
-    queue_name,
-    tenant_name_errors,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.payg_resize import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.payg import (  # noqa: E402
     parse_target,
     payg_queue_spec,
     plan_payg,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.quantity import GPU, render  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot_pool import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (  # noqa: E402
     check_oversell,
     commitments_from_queues,
     committed_total,
     selector_errors,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot_reclaim_ops import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
+    FieldError,
+    PlatformValidationError,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (  # noqa: E402
+    CAPACITY_FIELD_MANAGER,
+    queue_name,
+    tenant_name_errors,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import differs  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.quantity import GPU, render  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (  # noqa: E402
+    ApiException,
+    Cluster,
+    api_error_message,
+    argument_spec,
+    fail_partway,
+    platform_module,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.service import (  # noqa: E402
     QUEUE_API,
     VCJOB_API,
     ReclaimError,
@@ -166,7 +166,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot_reclaim_ops
     validate_request,
     wait_until_free,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot_victims import reclaim_need  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import reclaim_need  # noqa: E402
 
 
 def input_errors(params: dict) -> tuple[list[FieldError], dict | None]:

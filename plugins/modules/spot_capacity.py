@@ -92,10 +92,19 @@ diff:
   type: dict
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (  # noqa: E402
+    label_selector,
+    selector_errors,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (  # noqa: E402
+    CAPACITY_FIELD_MANAGER,
+    MANAGED_SELECTOR,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.quantity import render  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (  # noqa: E402
     ApiException,
     Cluster,
     api_error_message,
@@ -103,18 +112,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.kube import (  #
     fail_partway,
     platform_module,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.names import (  # noqa: E402
-    CAPACITY_FIELD_MANAGER,
-    MANAGED_SELECTOR,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.quantity import render  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot_capacity_plan import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.capacity_plan import (  # noqa: E402
     QUEUE_API,
     plan_spot_capacity,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot_pool import (  # noqa: E402
-    label_selector,
-    selector_errors,
 )
 
 

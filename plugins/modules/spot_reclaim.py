@@ -157,19 +157,19 @@ diff:
 import os  # noqa: E402
 import socket  # noqa: E402
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import selector_errors  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
     FieldError,
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (  # noqa: E402
     ApiException,
     Cluster,
     api_error_message,
     argument_spec,
     platform_module,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot_pool import selector_errors  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot_reclaim_ops import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.service import (  # noqa: E402
     ReclaimError,
     ReclaimRequest,
     reclaim,

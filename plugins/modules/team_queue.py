@@ -102,25 +102,26 @@ api_requests:
 
 from typing import Any  # noqa: E402
 
-from ansible_collections.gpucloud.platform.plugins.module_utils import kube  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
     FieldError,
     PlatformValidationError,
     raise_if,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.names import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (  # noqa: E402
     namespace_name,
     queue_name,
     tenant_name_errors,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.parent_queues import (  # noqa: E402
-    parent_queue_names,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.queue_model import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import index_by_name  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube import cluster as kube  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (  # noqa: E402
     API_VERSION as QUEUE_API,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.queue_plan import queue_steps  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_ops import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.parent_list import (  # noqa: E402
+    parent_queue_names,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.plan import queue_steps  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.service import (  # noqa: E402
     PODGROUP_API,
     Changes,
     busy_queues,
@@ -129,7 +130,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_ops impor
     sync_parent_queues,
     tenant_selector,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_spec import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (  # noqa: E402
     TeamSpec,
     parse_team,
     plan_team_change,
@@ -162,9 +163,7 @@ def run(params: dict[str, Any], cluster: kube.Cluster, check_mode: bool = False)
     """The module's logic without AnsibleModule (raises PlatformValidationError)."""
     team = parse_params(params)
     tenant = params["tenant"]
-    live = kube.index_by_name(
-        cluster.list(QUEUE_API, "Queue", label_selector=tenant_selector(tenant))
-    )
+    live = index_by_name(cluster.list(QUEUE_API, "Queue", label_selector=tenant_selector(tenant)))
     podgroups = (
         cluster.list(PODGROUP_API, "PodGroup", namespace=namespace_name(tenant)) if live else []
     )

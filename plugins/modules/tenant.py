@@ -251,27 +251,27 @@ api_requests:
 import time  # noqa: E402
 from typing import Any  # noqa: E402
 
-from ansible_collections.gpucloud.platform.plugins.module_utils import kube  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (  # noqa: E402
+    selector_errors,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
     PlatformValidationError,
     raise_if,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.names import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (  # noqa: E402
     ROOT_QUEUE,
     namespace_name,
     tenant_name_errors,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.parent_queues import (  # noqa: E402
-    parent_queue_names,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.queue_model import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube import cluster as kube  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (  # noqa: E402
     API_VERSION as QUEUE_API,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.queue_plan import queue_steps  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot_pool import (  # noqa: E402
-    selector_errors,
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.parent_list import (  # noqa: E402
+    parent_queue_names,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_ops import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.plan import queue_steps  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.service import (  # noqa: E402
     JOB_API,
     TENANT_KINDS,
     Changes,
@@ -286,7 +286,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_ops impor
     run_queue_steps,
     sync_parent_queues,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_spec import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (  # noqa: E402
     TenantSpec,
     parse_tenant_spec,
     plan_tenant,

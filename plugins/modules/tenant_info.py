@@ -81,24 +81,25 @@ api_requests:
 from collections.abc import Mapping, Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
-from ansible_collections.gpucloud.platform.plugins.module_utils import kube, quantity  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common import quantity  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
     PlatformValidationError,
     raise_if,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.names import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (  # noqa: E402
     LABEL_TENANT,
     ROOT_QUEUE,
     tenant_name_errors,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.queue_model import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube import cluster as kube  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (  # noqa: E402
     API_VERSION as QUEUE_API,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.queue_model import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (  # noqa: E402
     Queue,
     allocated,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_ops import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.service import (  # noqa: E402
     JOB_API,
     active_jobs,
 )

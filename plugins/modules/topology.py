@@ -145,35 +145,37 @@ diff:
   type: dict
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.hypernode_manifest import (  # noqa: E402
-    tree_manifests,
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import (  # noqa: E402
+    strip_server_fields,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (  # noqa: E402
     ApiException,
     Cluster,
     api_error_message,
     argument_spec,
     fail_partway,
     platform_module,
-    strip_server_fields,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology import (  # noqa: E402
-    API_VERSION,
-    DEFAULT_TIER_LABELS,
-    KIND,
-    tree_errors,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology_discovery import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (  # noqa: E402
     DEFAULT_NAME_TEMPLATE,
     SOURCES,
     tier_label_errors,
     tree_from_source,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology_plan import plan_sync  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology_render import text_tree  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (  # noqa: E402
+    tree_manifests,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.plan import plan_sync  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.render import text_tree  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (  # noqa: E402
+    API_VERSION,
+    DEFAULT_TIER_LABELS,
+    KIND,
+    tree_errors,
+)
 
 
 def main() -> None:

@@ -126,37 +126,37 @@ import os  # noqa: E402
 import shutil  # noqa: E402
 import tempfile  # noqa: E402
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.hypernode_manifest import (  # noqa: E402
-    is_managed,
-    tree_from_manifests,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (  # noqa: E402
     ApiException,
     Cluster,
     api_error_message,
     argument_spec,
     platform_module,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (  # noqa: E402
+    DEFAULT_NAME_TEMPLATE,
+    tree_from_source,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (  # noqa: E402
+    is_managed,
+    tree_from_manifests,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.render import (  # noqa: E402
+    dot,
+    mermaid,
+    text_tree,
+    tree_data,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (  # noqa: E402
     API_VERSION,
     DEFAULT_TIER_LABELS,
     KIND,
     node_infos,
     nodes_in_no_leaf,
     tree_errors,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology_discovery import (  # noqa: E402
-    DEFAULT_NAME_TEMPLATE,
-    tree_from_source,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology_render import (  # noqa: E402
-    dot,
-    mermaid,
-    text_tree,
-    tree_data,
 )
 
 

@@ -289,38 +289,35 @@ diff:
 import time  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.admission_policies import (  # noqa: E402
-    POLICY_LARGE_JOB_THROTTLE,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
     FieldError,
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.job_builders import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (  # noqa: E402
+    LABEL_QUEUE_TYPE,
+    LABEL_TENANT,
+    namespace_name,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import (  # noqa: E402
+    differs,
+    strip_server_fields,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.builders import (  # noqa: E402
     API_VERSION,
     JobRequest,
     build_job,
     complete_manifest,
     job_size,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.job_classes import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.classes import (  # noqa: E402
     job_class_table,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube import (  # noqa: E402
-    ApiException,
-    Cluster,
-    api_error_message,
-    argument_spec,
-    differs,
-    platform_module,
-    strip_server_fields,
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.service import (  # noqa: E402
+    PODGROUP_API,
+    engage_job,
+    reconcile_namespace,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.names import (  # noqa: E402
-    LABEL_QUEUE_TYPE,
-    LABEL_TENANT,
-    namespace_name,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.throttle import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.throttle import (  # noqa: E402
     CONFIGMAP,
     KEY_REASON,
     KEY_UNTIL,
@@ -328,10 +325,15 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.throttle import 
     LargeJob,
     blocks,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.throttle_ops import (  # noqa: E402
-    PODGROUP_API,
-    engage_job,
-    reconcile_namespace,
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (  # noqa: E402
+    ApiException,
+    Cluster,
+    api_error_message,
+    argument_spec,
+    platform_module,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.admission import (  # noqa: E402
+    POLICY_LARGE_JOB_THROTTLE,
 )
 
 QUEUE_API = "scheduling.volcano.sh/v1beta1"

@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from kubernetes.client.rest import ApiException
 
-from ansible_collections.gpucloud.platform.plugins.module_utils import admission_policies as ap
-from ansible_collections.gpucloud.platform.plugins.module_utils.priority_classes import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy import admission as ap
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
     priority_class_manifests,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.scheduler_conf import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
     render_scheduler_conf,
 )
 

@@ -33,12 +33,12 @@ from pathlib import Path
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpucloud.platform.plugins.module_utils import admission_policies as ap
-from ansible_collections.gpucloud.platform.plugins.module_utils.job_builders import KINDS
-from ansible_collections.gpucloud.platform.plugins.module_utils.priority_classes import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.builders import KINDS
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy import admission as ap
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
     priority_class_manifests,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.scheduler_conf import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
     render_scheduler_conf,
 )
 from ansible_collections.gpucloud.platform.plugins.modules import (

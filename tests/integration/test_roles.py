@@ -848,7 +848,7 @@ def test_scheduling_policy_refuses_to_remove_the_last_parameterised_binding(
     from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.exceptions import NotFoundError
 
-    from ansible_collections.gpucloud.platform.plugins.module_utils import admission_policies as ap
+    from ansible_collections.gpucloud.platform.plugins.module_utils.policy import admission as ap
 
     dyn = DynamicClient(api_client)
     bindings = dyn.resources.get(

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.scheduler_conf import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
     render_scheduler_conf,
 )
 

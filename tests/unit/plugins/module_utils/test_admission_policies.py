@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils import admission_policies as ap
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy import admission as ap
 
 
 def by_kind_name(manifests):

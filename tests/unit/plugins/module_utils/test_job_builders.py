@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils import job_builders as jb
-from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.job_classes import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import builders as jb
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.classes import (
     DEFAULT_CLASSES,
     job_class_table,
 )

@@ -5,12 +5,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.parent_queues import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import Queue
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.parent_list import (
     parent_queue_names,
     parse_queue_list,
     updated_queue_list,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.queue_model import Queue
 
 
 def q(name, parent="root"):

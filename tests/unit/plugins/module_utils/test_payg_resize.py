@@ -8,10 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (
-    PlatformValidationError,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.payg_resize import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.payg import (
     parse_target,
     payg_growth_gpus,
     payg_in_use,
@@ -19,8 +16,11 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.payg_resize impo
     payg_target,
     plan_payg,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot_pool import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
     commitments_from_queues,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
+    PlatformValidationError,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

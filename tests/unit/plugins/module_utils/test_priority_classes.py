@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 from __future__ import annotations
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.priority_classes import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
     priority_class_manifests,
 )
 

@@ -7,8 +7,8 @@ from decimal import Decimal
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.queue_model import Queue
-from ansible_collections.gpucloud.platform.plugins.module_utils.queue_plan import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import Queue
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.plan import (
     CAPACITY,
     CREATE,
     DELETE,
@@ -16,7 +16,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.queue_plan impor
     lower_bound,
     queue_steps,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.queue_tree import tree_errors
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.rules import tree_errors
 
 GPU, CPU = "nvidia.com/gpu", "cpu"
 D = Decimal

@@ -10,8 +10,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils import scheduler_conf as sc
-from ansible_collections.gpucloud.platform.plugins.module_utils import volcano_catalog as vc
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy import scheduler_conf as sc
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy import volcano_catalog as vc
 
 DESIGN = (Path(__file__).parent / "data" / "design_scheduler.conf").read_text()
 

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot_apportion import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.apportion import (
     apportion_spot,
     largest_remainder,
     shares,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot_capacity_plan import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.capacity_plan import (
     plan_spot_capacity,
 )
 

@@ -10,10 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (
-    PlatformValidationError,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot_pool import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
     TenantCommitment,
     allocated_from_pods,
     check_oversell,
@@ -27,6 +24,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot_pool import
     purchase_growth,
     selector_errors,
     tenant_oversell_errors,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
+    PlatformValidationError,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot_reclaim_ops import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.service import (
     ReclaimError,
     ReclaimRequest,
     acquire_lease,

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot_victims import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import (
     SpotJob,
     candidates_from_vcjobs,
     choose_victims,

@@ -7,11 +7,11 @@ from decimal import Decimal
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.queue_model import Queue
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenant_spec import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import Queue
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
     TeamSpec,
     desired_queues,
     parse_tenant_spec,

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils import throttle as th
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import throttle as th
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

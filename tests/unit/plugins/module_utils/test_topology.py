@@ -5,11 +5,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.hypernode_manifest import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (
+    tree_from_node_labels,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (
     hypernode_manifest,
     tree_from_manifests,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (
     HyperNode,
     Member,
     NodeInfo,
@@ -21,9 +24,6 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.topology import 
     switch,
     tree_errors,
     walk,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology_discovery import (
-    tree_from_node_labels,
 )
 
 TOR, SPINE, CORE = "topology.volcano.sh/tor", "topology.volcano.sh/spine", "example.com/core"

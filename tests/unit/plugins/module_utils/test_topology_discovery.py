@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology import (
-    node_leaves,
-    switch,
-    tree_errors,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology_discovery import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (
     member_summary,
     tree_from_inventory,
     tree_from_node_labels,
     tree_from_source,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (
+    node_leaves,
+    switch,
+    tree_errors,
 )
 
 TOR, SPINE = "topology.volcano.sh/tor", "topology.volcano.sh/spine"

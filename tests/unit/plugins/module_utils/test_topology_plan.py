@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.hypernode_manifest import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (
     tree_manifests,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology import switch
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology_plan import plan_sync
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.plan import plan_sync
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import switch
 
 
 def tree(moved=False):

@@ -7,17 +7,17 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology import (
-    HyperNode,
-    Member,
-    NodeInfo,
-    switch,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology_render import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.render import (
     dot,
     mermaid,
     text_tree,
     tree_data,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (
+    HyperNode,
+    Member,
+    NodeInfo,
+    switch,
 )
 
 TREE = {

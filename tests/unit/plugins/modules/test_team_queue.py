@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.errors import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
 from ansible_collections.gpucloud.platform.plugins.modules import team_queue, tenant

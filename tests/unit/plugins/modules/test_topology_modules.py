@@ -10,7 +10,7 @@ import json
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpucloud.platform.plugins.module_utils import kube
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube import cluster as kube
 from ansible_collections.gpucloud.platform.plugins.modules import hypernode as hypernode_module
 from ansible_collections.gpucloud.platform.plugins.modules import topology as topology_module
 from ansible_collections.gpucloud.platform.plugins.modules import topology_info as info_module

@@ -1,0 +1,431 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The GPU pool, what is committed out of it, and what is left idle for spot.
+
+Rules held here:
+
+* Rule pool (``pool_from_nodes``): the allocatable ``nvidia.com/gpu``, ``cpu``
+  and ``memory`` of the Ready, schedulable nodes that match a node selector.
+* Rule committed (``commitments_from_queues``): per tenant, the subscription
+  queue's deserved and the pay-as-you-go queue's granted capacity.
+* Rule idle-for-spot (``idle_for_spot``): pool - subscriptions - PAYG, never
+  below 0.
+* Rule oversell-guard (``oversell_errors``, ``check_oversell``; for a
+  tenant's purchase ``tenant_oversell_errors``): subscriptions + PAYG never
+  exceed the pool.
+* Rule allocated (``allocated_from_pods``): what the pods on pool nodes hold now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from ..common.errors import FieldError, PlatformValidationError
+from ..common.names import (
+    LABEL_QUEUE_TYPE,
+    LABEL_TENANT,
+    QUEUE_TYPE_PAYG,
+    QUEUE_TYPE_SPOT,
+    QUEUE_TYPE_SUBSCRIPTION,
+)
+from ..common.quantity import CPU, GPU, MEMORY, Resources, fmt, parse
+
+POOL_RESOURCES = (GPU, CPU, MEMORY)
+_TERMINAL_POD_PHASES = ("Succeeded", "Failed")
+
+
+def _zero() -> Resources:
+    return {name: Decimal(0) for name in POOL_RESOURCES}
+
+
+def _quantity(value: Any, field_path: str) -> Decimal:
+    """A quantity read from a live object. A malformed one is refused with the
+    object's path: counting it as 0 would make the pool look larger or smaller
+    than it is."""
+    return parse(value, field_path)
+
+
+def selector_errors(node_selector: object, field_name: str = "node_selector") -> list[FieldError]:
+    """Rule node-selector: a mapping of label name to label value, both strings."""
+    if node_selector is None:
+        return []
+    if not isinstance(node_selector, Mapping):
+        return [
+            FieldError(field_name, f"{node_selector!r} must be a mapping of label name to value")
+        ]
+    errors = []
+    for key, value in node_selector.items():
+        if not isinstance(key, str) or not key or not isinstance(value, str):
+            errors.append(
+                FieldError(
+                    f"{field_name}.{key}",
+                    f"{value!r} must be a string label value under a non-empty string label name",
+                )
+            )
+    return errors
+
+
+def label_selector(node_selector: Mapping[str, str] | None) -> str | None:
+    """The node selector as an API label selector (``a=b,c=d``), or None."""
+    if not node_selector:
+        return None
+    return ",".join(f"{k}={node_selector[k]}" for k in sorted(node_selector))
+
+
+def node_in_pool(node: Mapping[str, Any], node_selector: Mapping[str, str] | None = None) -> bool:
+    """Rule pool, membership: Ready, not ``spec.unschedulable`` and matching
+    every label of the node selector."""
+    meta = node.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    for key, value in (node_selector or {}).items():
+        if labels.get(key) != value:
+            return False
+    if (node.get("spec") or {}).get("unschedulable"):
+        return False
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def pool_from_nodes(
+    nodes: Iterable[Mapping[str, Any]], node_selector: Mapping[str, str] | None = None
+) -> tuple[Resources, list[str]]:
+    """Rule pool: the sum of allocatable GPUs, cpu and memory over the nodes
+    in the pool. Returns the pool and the names of the nodes counted."""
+    pool = _zero()
+    members: list[str] = []
+    for node in nodes:
+        if not node_in_pool(node, node_selector):
+            continue
+        name = (node.get("metadata") or {}).get("name", "")
+        members.append(name)
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        for resource in POOL_RESOURCES:
+            if resource in allocatable:
+                pool[resource] += _quantity(
+                    allocatable[resource], f"nodes[{name}].status.allocatable.{resource}"
+                )
+    return pool, members
+
+
+@dataclass
+class TenantCommitment:
+    """What one tenant holds out of the pool, read from its queues."""
+
+    tenant: str
+    subscription: Resources = field(default_factory=_zero)
+    payg: Resources = field(default_factory=_zero)
+    payg_allocated: Resources = field(default_factory=_zero)
+    # The pool resources the PAYG queue's capability limits (others unlimited).
+    payg_limited: tuple[str, ...] = ()
+    subscription_queue: str | None = None
+    payg_queue: str | None = None
+    spot_queue: str | None = None
+    spot_capability: Resources = field(default_factory=dict)
+
+
+def _pool_part(resources: Mapping[str, Any] | None, field_path: str) -> Resources:
+    out = _zero()
+    for resource in POOL_RESOURCES:
+        if resources and resource in resources:
+            out[resource] = _quantity(resources[resource], f"{field_path}.{resource}")
+    return out
+
+
+def commitments_from_queues(queues: Iterable[Mapping[str, Any]]) -> dict[str, TenantCommitment]:
+    """Rule committed: per tenant, from the managed queues.
+
+    * subscription: the subscription (parent) queue's ``spec.deserved``; team
+      queues under it are not counted again;
+    * payg: the PAYG queue's granted capacity, the larger of ``deserved`` and
+      ``capability`` per resource (the platform keeps them equal; while a
+      resize is half done the larger one is what may be in use);
+    * the spot queue's name and current capability (for the spot modules).
+    """
+    tenants: dict[str, TenantCommitment] = {}
+    for queue in queues:
+        meta = queue.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        tenant = labels.get(LABEL_TENANT)
+        queue_type = labels.get(LABEL_QUEUE_TYPE)
+        if not tenant or queue_type not in (
+            QUEUE_TYPE_SUBSCRIPTION,
+            QUEUE_TYPE_PAYG,
+            QUEUE_TYPE_SPOT,
+        ):
+            continue
+        name = meta.get("name", "")
+        spec = queue.get("spec") or {}
+        entry = tenants.setdefault(tenant, TenantCommitment(tenant))
+        if queue_type == QUEUE_TYPE_SUBSCRIPTION:
+            entry.subscription_queue = name
+            entry.subscription = _pool_part(spec.get("deserved"), f"queues[{name}].spec.deserved")
+        elif queue_type == QUEUE_TYPE_PAYG:
+            entry.payg_queue = name
+            deserved = _pool_part(spec.get("deserved"), f"queues[{name}].spec.deserved")
+            capability = _pool_part(spec.get("capability"), f"queues[{name}].spec.capability")
+            entry.payg = {r: max(deserved[r], capability[r]) for r in POOL_RESOURCES}
+            entry.payg_limited = tuple(
+                r for r in POOL_RESOURCES if r in (spec.get("capability") or {})
+            )
+            status = queue.get("status") or {}
+            entry.payg_allocated = _pool_part(
+                status.get("allocated"), f"queues[{name}].status.allocated"
+            )
+        else:
+            entry.spot_queue = name
+            capability = spec.get("capability") or {}
+            entry.spot_capability = {
+                r: _quantity(capability[r], f"queues[{name}].spec.capability.{r}")
+                for r in POOL_RESOURCES
+                if r in capability
+            }
+    return tenants
+
+
+def committed_total(
+    commitments: Iterable[TenantCommitment], skip_payg_of: str | None = None
+) -> Resources:
+    """Sum of subscriptions and PAYG grants (leaving out one tenant's PAYG
+    grant when that grant is the one being changed)."""
+    out = _zero()
+    for c in commitments:
+        for r in POOL_RESOURCES:
+            out[r] += c.subscription[r]
+            if c.tenant != skip_payg_of:
+                out[r] += c.payg[r]
+    return out
+
+
+def idle_for_spot(
+    pool: Mapping[str, Decimal],
+    subscriptions: Iterable[Mapping[str, Decimal]],
+    payg: Iterable[Mapping[str, Decimal]],
+) -> Resources:
+    """Rule idle-for-spot: pool - sum of subscription deserved - sum of PAYG
+    granted capacity, per resource, never below 0."""
+    idle = {r: Decimal(pool.get(r, 0)) for r in POOL_RESOURCES}
+    for item in list(subscriptions) + list(payg):
+        for r in POOL_RESOURCES:
+            idle[r] -= Decimal(item.get(r, 0))
+    return {r: max(Decimal(0), v) for r, v in idle.items()}
+
+
+def oversell_errors(
+    field_name: str,
+    pool: Mapping[str, Decimal],
+    committed_elsewhere: Mapping[str, Decimal],
+    requested: Mapping[str, Decimal],
+    what: str = "the grant",
+    parts: Sequence[tuple[str, Mapping[str, Decimal]]] | None = None,
+) -> list[FieldError]:
+    """Rule oversell-guard: ``committed_elsewhere`` (every other subscription
+    and PAYG grant) plus ``requested`` must fit in the pool, per resource.
+
+    Returns one error per resource that does not fit, with the numbers, for example
+    ``capability.nvidia.com/gpu: 30 ... (64 in the pool - 40 sold as subscriptions
+    and pay-as-you-go = 24)``. ``parts`` (label, amounts), when given, shows
+    ``committed_elsewhere`` term by term instead of as one number; the parts
+    add up to it.
+    """
+    errors = []
+    for r in POOL_RESOURCES:
+        if r not in requested:
+            continue
+        want = Decimal(requested[r])
+        have = Decimal(pool.get(r, 0))
+        used = Decimal(committed_elsewhere.get(r, 0))
+        left = have - used
+        if want > left:
+            if parts is None:
+                terms = f"{fmt(used, r)} sold as subscriptions and pay-as-you-go"
+            else:
+                terms = " - ".join(
+                    f"{fmt(Decimal(amounts.get(r, 0)), r)} {label}" for label, amounts in parts
+                )
+            errors.append(
+                FieldError(
+                    f"{field_name}.{r}",
+                    f"{fmt(want, r)} for {what} exceeds what the pool has left for it "
+                    f"({fmt(have, r)} in the pool - {terms} = {_signed(left, r)}); "
+                    f"at most {fmt(max(left, Decimal(0)), r)} can be granted (rule oversell-guard)",
+                )
+            )
+    return errors
+
+
+def check_oversell(
+    field_name: str,
+    pool: Mapping[str, Decimal],
+    committed_elsewhere: Mapping[str, Decimal],
+    requested: Mapping[str, Decimal],
+    what: str = "the grant",
+) -> None:
+    """Rule oversell-guard (``oversell_errors``), raising PlatformValidationError."""
+    errors = oversell_errors(field_name, pool, committed_elsewhere, requested, what)
+    if errors:
+        raise PlatformValidationError(errors)
+
+
+def purchase_growth(
+    current: TenantCommitment | None,
+    subscription: Mapping[str, Decimal],
+    payg: Mapping[str, Decimal] | None,
+) -> tuple[Resources, Resources]:
+    """What a tenant's new purchase adds, for the oversell guard: the pool
+    resources whose subscription (and, when ``payg`` is given, PAYG grant)
+    would be larger than ``current`` (None for a new tenant), each with its
+    new value. A PAYG grant left out means the live one is kept; a resource
+    left out of a given ``payg`` is 0. Shrinking or keeping a value never
+    counts: a purchase that does not grow is never refused."""
+    live = current or TenantCommitment("")
+    grown_sub = {
+        r: Decimal(subscription[r])
+        for r in POOL_RESOURCES
+        if r in subscription and Decimal(subscription[r]) > live.subscription[r]
+    }
+    grown_payg: Resources = {}
+    if payg is not None:
+        grown_payg = {
+            r: Decimal(payg.get(r, 0))
+            for r in POOL_RESOURCES
+            if Decimal(payg.get(r, 0)) > live.payg[r]
+        }
+    return grown_sub, grown_payg
+
+
+def purchase_demand(
+    current: TenantCommitment | None,
+    subscription: Mapping[str, Decimal],
+    payg: Mapping[str, Decimal] | None,
+) -> Resources:
+    """Rule purchase-demand: how much of each pool resource a purchase newly
+    sells, the growth of the subscription plus the growth of the PAYG grant
+    over ``current`` (``purchase_growth``; what shrinks counts 0). The purchase
+    flows free this many spot GPUs before they apply the purchase."""
+    live = current or TenantCommitment("")
+    grown_sub, grown_payg = purchase_growth(current, subscription, payg)
+    return {
+        r: grown_sub.get(r, live.subscription[r])
+        - live.subscription[r]
+        + grown_payg.get(r, live.payg[r])
+        - live.payg[r]
+        for r in POOL_RESOURCES
+    }
+
+
+def tenant_oversell_errors(
+    tenant: str,
+    pool: Mapping[str, Decimal],
+    commitments: Mapping[str, TenantCommitment],
+    subscription: Mapping[str, Decimal],
+    payg: Mapping[str, Decimal] | None = None,
+) -> list[FieldError]:
+    """Rule oversell-guard for one tenant's purchase (``subscription`` and,
+    when given, ``payg``): every other tenant's subscription and PAYG grant
+    (``commitments``, from ``commitments_from_queues`` over every managed
+    queue) plus this tenant's new values must fit in the pool.
+
+    Only what grows is checked (``purchase_growth``). The subscription is
+    checked first, with this tenant's PAYG grant as it stays (the live one,
+    or the new one when this run shrinks it), reported as
+    ``subscription.<resource>``; then a growing PAYG grant on top of the new
+    subscription, reported as ``payg.<resource>``. When both pass, the
+    tenant's new values fit with everything else sold."""
+    current = commitments.get(tenant)
+    grown_sub, grown_payg = purchase_growth(current, subscription, payg)
+    if not grown_sub and not grown_payg:
+        return []
+    others_sub, others_payg = _zero(), _zero()
+    for c in commitments.values():
+        if c.tenant == tenant:
+            continue
+        for r in POOL_RESOURCES:
+            others_sub[r] += c.subscription[r]
+            others_payg[r] += c.payg[r]
+    new_sub = {r: Decimal(subscription.get(r, 0)) for r in POOL_RESOURCES}
+    # The PAYG grant the subscription shares the pool with: the live one, or
+    # what is kept of it when this run shrinks it.
+    own_payg = dict(current.payg) if current is not None else _zero()
+    if payg is not None:
+        own_payg = {r: min(own_payg[r], Decimal(payg.get(r, 0))) for r in POOL_RESOURCES}
+    others = [
+        ("in other tenants' subscriptions", others_sub),
+        ("in other tenants' pay-as-you-go", others_payg),
+    ]
+    errors: list[FieldError] = []
+    checks = (
+        ("subscription", "subscription", grown_sub, ("in this tenant's pay-as-you-go", own_payg)),
+        ("payg", "pay-as-you-go grant", grown_payg, ("in this tenant's new subscription", new_sub)),
+    )
+    for field_name, what, grown, own in checks:
+        if not grown:
+            continue
+        parts = [*others, own]
+        elsewhere = {r: sum((Decimal(p[1][r]) for p in parts), Decimal(0)) for r in POOL_RESOURCES}
+        errors += oversell_errors(
+            field_name,
+            pool,
+            elsewhere,
+            grown,
+            what=f"the {what} of tenant {tenant!r}",
+            parts=parts,
+        )
+    return errors
+
+
+def _signed(value: Decimal, resource: str) -> str:
+    return f"-{fmt(-value, resource)}" if value < 0 else str(fmt(value, resource))
+
+
+def pod_resources(pod: Mapping[str, Any]) -> Resources:
+    """What a pod asks of a node: the sum over its containers (the larger of
+    that and any single init container), per pool resource."""
+    spec = pod.get("spec") or {}
+    name = (pod.get("metadata") or {}).get("name", "")
+
+    def one(container: Mapping[str, Any], i: int, kind: str) -> Resources:
+        res = container.get("resources") or {}
+        requests = res.get("requests") or {}
+        limits = res.get("limits") or {}
+        out = _zero()
+        for r in POOL_RESOURCES:
+            raw = requests.get(r, limits.get(r)) if r in requests or r in limits else None
+            if raw is not None:
+                out[r] = _quantity(raw, f"pods[{name}].spec.{kind}[{i}].resources.{r}")
+        return out
+
+    total = _zero()
+    for i, c in enumerate(spec.get("containers") or []):
+        part = one(c, i, "containers")
+        for r in POOL_RESOURCES:
+            total[r] += part[r]
+    for i, c in enumerate(spec.get("initContainers") or []):
+        part = one(c, i, "initContainers")
+        for r in POOL_RESOURCES:
+            total[r] = max(total[r], part[r])
+    return total
+
+
+def allocated_from_pods(
+    pods: Iterable[Mapping[str, Any]], pool_nodes: Iterable[str]
+) -> tuple[Resources, Resources]:
+    """Rule allocated: what the pods bound to pool nodes hold now, split into
+    (held, being released): pods that are Succeeded or Failed hold nothing;
+    pods with a deletion timestamp are still on the node but on their way out."""
+    members = set(pool_nodes)
+    held = _zero()
+    leaving = _zero()
+    for pod in pods:
+        spec = pod.get("spec") or {}
+        if spec.get("nodeName") not in members:
+            continue
+        if (pod.get("status") or {}).get("phase") in _TERMINAL_POD_PHASES:
+            continue
+        target = leaving if (pod.get("metadata") or {}).get("deletionTimestamp") else held
+        part = pod_resources(pod)
+        for r in POOL_RESOURCES:
+            target[r] += part[r]
+    return held, leaving

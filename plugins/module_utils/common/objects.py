@@ -1,0 +1,73 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Kubernetes objects as plain data: what a diff compares, and how a list is indexed.
+
+Pure: the planners and the services decide "changed" with the same ``differs``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .quantity import parse_quantity
+
+# Fields the API server owns: a diff or a "changed" verdict never looks at them.
+_SERVER_FIELDS = (
+    "managedFields",
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "selfLink",
+)
+
+
+def strip_server_fields(obj: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A copy of ``obj`` without status and server-owned metadata, for diffs."""
+    if obj is None:
+        return None
+    out = copy.deepcopy(dict(obj))
+    out.pop("status", None)
+    meta = out.get("metadata") or {}
+    for key in _SERVER_FIELDS:
+        meta.pop(key, None)
+    annotations = meta.get("annotations") or {}
+    annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    if not annotations:
+        meta.pop("annotations", None)
+    return out
+
+
+def differs(desired: Any, live: Any) -> bool:
+    """True when ``live`` lacks or contradicts anything ``desired`` says.
+
+    Fields present only in ``live`` (defaults the API server or a controller
+    filled in) do not count: server-side apply leaves them alone too. Numbers
+    are compared as quantities where both sides are quantity-like strings.
+    """
+    if isinstance(desired, Mapping):
+        if not isinstance(live, Mapping):
+            return True
+        return any(differs(v, live.get(k)) for k, v in desired.items())
+    if isinstance(desired, list):
+        if not isinstance(live, list) or len(desired) != len(live):
+            return True
+        return any(differs(d, x) for d, x in zip(desired, live, strict=True))
+    return not _same_scalar(desired, live)
+
+
+def _same_scalar(a: Any, b: Any) -> bool:
+    if a == b:
+        return True
+    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
+        return False
+    try:
+        return parse_quantity(a) == parse_quantity(b)
+    except (ValueError, TypeError):
+        return str(a) == str(b)
+
+
+def index_by_name(objects: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {o["metadata"]["name"]: dict(o) for o in objects}

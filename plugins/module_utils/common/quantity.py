@@ -1,0 +1,172 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Resource quantities and resource lists (``{"cpu": "8", "nvidia.com/gpu": 4}``).
+
+Parsing is the Kubernetes client's own ``parse_quantity``, so "1Gi", "500m" and
+"1e3" mean here exactly what they mean to the API server. Values are kept as
+``Decimal`` so sums and comparisons are exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+
+from .errors import FieldError, PlatformValidationError
+
+try:
+    from kubernetes.utils.quantity import parse_quantity as _parse_quantity
+except ImportError:  # pragma: no cover - reported by the modules' requirement check
+    _parse_quantity = None
+
+GPU = "nvidia.com/gpu"
+CPU = "cpu"
+MEMORY = "memory"
+RDMA = "rdma/hca"
+# Resources a queue quota or job may name. Extended resources a site adds go
+# through ``extra_resources`` where the caller allows them.
+KNOWN_RESOURCES = (CPU, MEMORY, GPU, RDMA, "ephemeral-storage", "pods")
+# Resources that can only be counted in whole units.
+WHOLE_RESOURCES = (GPU, RDMA, "pods")
+
+Resources = dict[str, Decimal]
+
+
+def parse_quantity(value: object) -> Decimal:
+    """The Kubernetes client's quantity parser; ValueError for anything it refuses."""
+    if _parse_quantity is None:
+        raise ValueError("the Python 'kubernetes' package is required to parse quantities")
+    return _parse_quantity(value)
+
+
+def parse(value: object, field: str) -> Decimal:
+    """Rule quantity: a non-negative Kubernetes quantity."""
+    if _parse_quantity is None:
+        raise PlatformValidationError(
+            [FieldError(field, "the Python 'kubernetes' package is required to parse quantities")]
+        )
+    if isinstance(value, bool) or value is None or (isinstance(value, str) and not value.strip()):
+        raise PlatformValidationError(
+            [FieldError(field, f"{value!r} is not a quantity (for example 8, '500m', '64Gi')")]
+        )
+    try:
+        number = _parse_quantity(value)
+    except (ValueError, TypeError):
+        raise PlatformValidationError(
+            [FieldError(field, f"{value!r} is not a quantity (for example 8, '500m', '64Gi')")]
+        ) from None
+    if number < 0:
+        raise PlatformValidationError(
+            [FieldError(field, f"{value!r} is negative; quantities must be 0 or more")]
+        )
+    return number
+
+
+def parse_resources(
+    value: object, field: str, extra_resources: Iterable[str] = (), allow_empty: bool = True
+) -> Resources:
+    """Parse a resource list, collecting every bad entry before raising."""
+    if value is None:
+        value = {}
+    if not isinstance(value, Mapping):
+        raise PlatformValidationError(
+            [FieldError(field, f"{value!r} must be a mapping of resource name to quantity")]
+        )
+    known = set(KNOWN_RESOURCES) | set(extra_resources)
+    errors: list[FieldError] = []
+    parsed: Resources = {}
+    for name, raw in value.items():
+        sub = f"{field}.{name}"
+        if name not in known:
+            errors.append(
+                FieldError(
+                    sub, f"unknown resource name {name!r}; known: {', '.join(sorted(known))}"
+                )
+            )
+            continue
+        try:
+            number = parse(raw, sub)
+        except PlatformValidationError as exc:
+            errors.extend(exc.errors)
+            continue
+        if name in WHOLE_RESOURCES and number != number.to_integral_value():
+            errors.append(
+                FieldError(sub, f"{raw!r} is not a whole number; {name} is counted in whole units")
+            )
+            continue
+        parsed[name] = number
+    if not parsed and not allow_empty and not errors:
+        errors.append(FieldError(field, "must name at least one resource"))
+    if errors:
+        raise PlatformValidationError(errors)
+    return parsed
+
+
+def fmt(value: Decimal, resource: str = "") -> int | str:
+    """Render a quantity the way Kubernetes shows it: whole numbers as ints,
+    memory in the largest exact binary unit, fractional CPU in millicores."""
+    if value == value.to_integral_value():
+        whole = int(value)
+        if resource in (MEMORY, "ephemeral-storage") and whole:
+            for suffix, size in (
+                ("Ti", 1 << 40),
+                ("Gi", 1 << 30),
+                ("Mi", 1 << 20),
+                ("Ki", 1 << 10),
+            ):
+                if whole % size == 0:
+                    return f"{whole // size}{suffix}"
+            return str(whole)
+        return whole if resource in WHOLE_RESOURCES or resource in ("", CPU) else str(whole)
+    milli = value * 1000
+    if milli == milli.to_integral_value():
+        return f"{int(milli)}m"
+    return str(value)
+
+
+def render(resources: Mapping[str, Decimal]) -> dict[str, int | str]:
+    """A resource list as Kubernetes manifests write it (sorted keys, stable)."""
+    return {name: _as_manifest_value(resources[name], name) for name in sorted(resources)}
+
+
+def _as_manifest_value(value: Decimal, name: str) -> int | str:
+    rendered = fmt(value, name)
+    # Manifests carry quantities as strings except for plain whole numbers of
+    # countable things, which is how Volcano's own examples write GPUs.
+    return (
+        rendered
+        if isinstance(rendered, str)
+        else (rendered if name in WHOLE_RESOURCES else str(rendered))
+    )
+
+
+def add(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> Resources:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, Decimal(0)) + v
+    return out
+
+
+def sub(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> Resources:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, Decimal(0)) - v
+    return out
+
+
+def total(items: Iterable[Mapping[str, Decimal]]) -> Resources:
+    out: Resources = {}
+    for item in items:
+        out = add(out, item)
+    return out
+
+
+def exceeding(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> list[str]:
+    """Resource names where ``a`` is more than ``b`` (a missing entry in ``b``
+    means unlimited, the way Volcano reads an unset capability)."""
+    return sorted(k for k, v in a.items() if k in b and v > b[k])
+
+
+def equal(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> bool:
+    keys = set(a) | set(b)
+    return all(a.get(k, Decimal(0)) == b.get(k, Decimal(0)) for k in keys)

@@ -1,0 +1,305 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The large-job submission throttle (design 6.4.2) as a pure state machine.
+
+While a large job (PriorityClass ``large-job``) waits in a queue for the GPUs
+that preemption is freeing, new jobs below ``large-job`` in that queue are
+held, so they cannot take those GPUs first. The state of one tenant namespace
+is its ConfigMap ``platform-throttle``:
+
+* ``queues``, ``until``, ``reason``: what the ValidatingAdmissionPolicy
+  ``gpucloud-large-job-throttle`` reads (the queues it refuses, until when,
+  why);
+* ``entries.json``: one entry per waiting large job (its PodGroup's uid,
+  queue, job, GPUs, engage time, deadline and state ``engaged`` or
+  ``expired``), so the deadline survives between runs and a job whose wait
+  timed out does not engage the throttle again.
+
+Transitions (``reconcile``), for each large job of the namespace:
+
+* waiting, no entry           -> engaged, deadline = now + timeout
+* engaged, waiting, now < deadline -> unchanged
+* engaged, waiting, deadline passed -> expired (its queue is no longer listed)
+* expired, waiting            -> unchanged (never engages again)
+* any entry, job running or gone -> dropped
+
+A queue is listed while at least one of its entries is engaged; a namespace
+without entries has no ConfigMap.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ..common.names import LABEL_MANAGED_BY, LABEL_TENANT, MANAGED_BY
+
+CONFIGMAP = "platform-throttle"
+KEY_QUEUES = "queues"
+KEY_UNTIL = "until"
+KEY_REASON = "reason"
+KEY_ENTRIES = "entries.json"
+LARGE_PRIORITY_CLASS = "large-job"
+DEFAULT_TIMEOUT = 300
+ENGAGED = "engaged"
+EXPIRED = "expired"
+# PodGroup phases in which a job waits for its resources.
+WAITING_PHASES = ("Pending", "Inqueue")
+
+
+@dataclass(frozen=True)
+class LargeJob:
+    """A large job's PodGroup as the throttle sees it; ``uid`` is the Volcano Job's."""
+
+    uid: str
+    namespace: str
+    queue: str
+    job: str
+    podgroup: str
+    gpus: int
+    waiting: bool
+
+
+@dataclass(frozen=True)
+class Entry:
+    uid: str
+    queue: str
+    job: str
+    gpus: int
+    engaged_at: str
+    until: str
+    state: str = ENGAGED
+
+
+def rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: object) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _gpus_of(podgroup: Mapping[str, Any]) -> int:
+    value = ((podgroup.get("spec") or {}).get("minResources") or {}).get("nvidia.com/gpu", 0)
+    try:
+        return int(str(value))
+    except ValueError:
+        return 0
+
+
+def podgroup_waits(podgroup: Mapping[str, Any]) -> bool:
+    """Rule throttle-trigger: a PodGroup waits while its phase is Pending or Inqueue and fewer
+    than minMember of its pods run (the scheduler could not allocate it)."""
+    status = podgroup.get("status") or {}
+    if status.get("phase") not in WAITING_PHASES:
+        return False
+    running = int(status.get("running") or 0)
+    min_member = int((podgroup.get("spec") or {}).get("minMember") or 1)
+    return running < min_member
+
+
+def owner_job(podgroup: Mapping[str, Any]) -> tuple[str, str]:
+    """(name, uid) of the Volcano Job that owns a PodGroup (the PodGroup's own, if none)."""
+    meta = podgroup.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith(
+            "batch.volcano.sh/"
+        ):
+            return str(ref.get("name")), str(ref.get("uid"))
+    return str(meta.get("name")), str(meta.get("uid") or meta.get("name"))
+
+
+def large_jobs(podgroups: Iterable[Mapping[str, Any]], namespaces: Iterable[str]) -> list[LargeJob]:
+    """The large-job PodGroups in the given namespaces, waiting or not."""
+    wanted = set(namespaces)
+    out = []
+    for pg in podgroups:
+        meta = pg.get("metadata") or {}
+        spec = pg.get("spec") or {}
+        if (
+            meta.get("namespace") not in wanted
+            or spec.get("priorityClassName") != LARGE_PRIORITY_CLASS
+        ):
+            continue
+        if meta.get("deletionTimestamp"):
+            continue
+        job, uid = owner_job(pg)
+        out.append(
+            LargeJob(
+                uid=uid,
+                namespace=str(meta["namespace"]),
+                queue=str(spec.get("queue") or "default"),
+                job=job,
+                podgroup=str(meta.get("name")),
+                gpus=_gpus_of(pg),
+                waiting=podgroup_waits(pg),
+            )
+        )
+    return out
+
+
+def read_entries(configmap: Mapping[str, Any] | None) -> list[Entry]:
+    """The entries a ConfigMap holds; entries that cannot be read are dropped."""
+    if not configmap:
+        return []
+    raw = (configmap.get("data") or {}).get(KEY_ENTRIES)
+    if not raw:
+        return []
+    try:
+        items = json.loads(raw)
+    except ValueError:
+        return []
+    out = []
+    for item in items if isinstance(items, list) else []:
+        try:
+            entry = Entry(**{k: item[k] for k in Entry.__dataclass_fields__ if k in item})
+        except (TypeError, KeyError):
+            continue
+        if entry.state in (ENGAGED, EXPIRED) and parse_time(entry.until) is not None:
+            out.append(entry)
+    return out
+
+
+def engage(entries: list[Entry], job: LargeJob, now: datetime, timeout: int) -> list[Entry]:
+    """Rule throttle-engage: a waiting large job with no entry gets one, deadline now + timeout."""
+    if any(e.uid == job.uid for e in entries):
+        return list(entries)
+    entry = Entry(
+        uid=job.uid,
+        queue=job.queue,
+        job=job.job,
+        gpus=job.gpus,
+        engaged_at=rfc3339(now),
+        until=rfc3339(now + timedelta(seconds=timeout)),
+    )
+    return [*entries, entry]
+
+
+def reconcile(
+    entries: list[Entry], jobs: Iterable[LargeJob], now: datetime, timeout: int
+) -> list[Entry]:
+    """Rule throttle-reconcile: the next entries of one namespace (see the module docstring)."""
+    by_uid = {j.uid: j for j in jobs}
+    out: list[Entry] = []
+    for entry in entries:
+        job = by_uid.get(entry.uid)
+        if job is None or not job.waiting:
+            continue  # the job runs or is gone: release
+        until = parse_time(entry.until)
+        if entry.state == ENGAGED and until is not None and now >= until:
+            entry = replace(entry, state=EXPIRED)
+        out.append(entry)
+    for job in by_uid.values():
+        if job.waiting:
+            out = engage(out, job, now, timeout)
+    return sorted(out, key=lambda e: (e.queue, e.engaged_at, e.uid))
+
+
+def throttled_queues(entries: Iterable[Entry]) -> list[str]:
+    return sorted({e.queue for e in entries if e.state == ENGAGED})
+
+
+def reason_text(entries: Iterable[Entry], namespace: str) -> str:
+    engaged = [e for e in entries if e.state == ENGAGED]
+    parts = [
+        f"large job {namespace}/{e.job} ({e.gpus} GPUs) is waiting for GPUs in {e.queue}"
+        for e in engaged
+    ]
+    return "; ".join(parts) + " (preemption is freeing them)" if parts else ""
+
+
+def configmap_data(entries: list[Entry], namespace: str) -> dict[str, str]:
+    """What the admission policy reads plus the entries. ``until`` is the latest deadline of the
+    engaged entries: no queue stays throttled past it."""
+    engaged = [e for e in entries if e.state == ENGAGED]
+    data = {
+        KEY_QUEUES: ",".join(throttled_queues(entries)),
+        KEY_UNTIL: max((e.until for e in engaged), default=""),
+        KEY_REASON: reason_text(entries, namespace),
+        KEY_ENTRIES: json.dumps([asdict(e) for e in entries], sort_keys=True),
+    }
+    return data
+
+
+def configmap_manifest(namespace: str, tenant: str, entries: list[Entry]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": CONFIGMAP,
+            "namespace": namespace,
+            "labels": {LABEL_TENANT: tenant, LABEL_MANAGED_BY: MANAGED_BY},
+        },
+        "data": configmap_data(entries, namespace),
+    }
+
+
+@dataclass(frozen=True)
+class Change:
+    """What reconciling one namespace does: ``apply`` (a manifest), ``delete`` or nothing."""
+
+    namespace: str
+    before: list[Entry]
+    after: list[Entry]
+    action: str  # "apply", "delete" or "none"
+    manifest: dict[str, Any] | None
+
+    @property
+    def engaged(self) -> list[str]:
+        had = {e.uid for e in self.before}
+        return [f"{self.namespace}/{e.job}" for e in self.after if e.uid not in had]
+
+    @property
+    def released(self) -> list[str]:
+        keep = {e.uid for e in self.after}
+        return [f"{self.namespace}/{e.job}" for e in self.before if e.uid not in keep]
+
+    @property
+    def expired(self) -> list[str]:
+        was = {e.uid: e.state for e in self.before}
+        return [
+            f"{self.namespace}/{e.job}"
+            for e in self.after
+            if e.state == EXPIRED and was.get(e.uid) == ENGAGED
+        ]
+
+
+def plan_namespace(
+    namespace: str,
+    tenant: str,
+    configmap: Mapping[str, Any] | None,
+    jobs: Iterable[LargeJob],
+    now: datetime,
+    timeout: int,
+) -> Change:
+    """Rule throttle-state: the ConfigMap a namespace should have after reconciling, and
+    whether writing it changes anything."""
+    before = read_entries(configmap)
+    after = reconcile(before, [j for j in jobs if j.namespace == namespace], now, timeout)
+    if not after:
+        return Change(namespace, before, after, "delete" if configmap else "none", None)
+    manifest = configmap_manifest(namespace, tenant, after)
+    live_data = (configmap or {}).get("data") or {}
+    live_labels = ((configmap or {}).get("metadata") or {}).get("labels") or {}
+    same = live_data == manifest["data"] and all(
+        live_labels.get(k) == v for k, v in manifest["metadata"]["labels"].items()
+    )
+    return Change(namespace, before, after, "none" if same else "apply", manifest)
+
+
+def blocks(configmap: Mapping[str, Any] | None, queue: str, priority_class: str | None) -> bool:
+    """Rule large-job-throttle (client side, the same as the admission policy): a job below
+    large-job is held while its queue is listed."""
+    if priority_class in ("critical-job", LARGE_PRIORITY_CLASS):
+        return False
+    listed = ((configmap or {}).get("data") or {}).get(KEY_QUEUES) or ""
+    return queue in [q.strip() for q in listed.split(",") if q.strip()]

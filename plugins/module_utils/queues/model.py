@@ -1,0 +1,233 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Volcano Queue as the platform sees it, and its manifest form.
+
+A ``Queue`` holds exactly the fields the platform owns on a
+``scheduling.volcano.sh/v1beta1`` Queue: parent, guarantee, deserved,
+capability, weight and reclaimable, plus the tenant/type/team it belongs to
+(carried as ``platform.io/`` labels). ``spec.parent`` is always written,
+``root`` included: Volcano's queue controller fills in ``root`` when it is
+missing, and a manifest without it would then differ from the live object on
+every run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from ..common import quantity
+from ..common.errors import FieldError, PlatformValidationError
+from ..common.names import (
+    LABEL_MANAGED_BY,
+    LABEL_QUEUE_TYPE,
+    LABEL_TEAM,
+    LABEL_TENANT,
+    MANAGED_BY,
+    ROOT_QUEUE,
+    queue_labels,
+)
+
+API_VERSION = "scheduling.volcano.sh/v1beta1"
+KIND = "Queue"
+DEFAULT_WEIGHT = 1
+RESOURCE_FIELDS = ("guarantee", "deserved", "capability")
+
+
+@dataclass
+class Queue:
+    """One Volcano queue.
+
+    ``capability`` empty means "not set": Volcano reads a missing capability
+    as unlimited (bounded by the parent). ``source`` is the path of the input
+    this queue was built from (``teams[1]``, ``subscription``); rule errors
+    use it as their field prefix so they point at what the user wrote.
+    """
+
+    name: str
+    parent: str = ROOT_QUEUE
+    queue_type: str | None = None
+    tenant: str | None = None
+    team: str | None = None
+    guarantee: quantity.Resources = field(default_factory=dict)
+    deserved: quantity.Resources = field(default_factory=dict)
+    capability: quantity.Resources = field(default_factory=dict)
+    weight: int = DEFAULT_WEIGHT
+    reclaimable: bool = True
+    source: str | None = None
+    # Spec fields the platform's capacity modules own (pay-as-you-go
+    # deserved/capability, spot capability). They are left out of
+    # ``to_manifest`` and written only through ``capacity_manifest`` under
+    # the capacity field manager, so a tenant run never takes them over or,
+    # by leaving them out later, removes them.
+    capacity_fields: tuple[str, ...] = ()
+    # Whether this run writes the capacity fields (at creation, or when the
+    # caller gave them explicitly).
+    write_capacity: bool = False
+
+    @property
+    def prefix(self) -> str:
+        """The prefix rule errors name: the input path, or the queue's name
+        (an empty ``source`` means the queue's fields are top-level options)."""
+        return self.name if self.source is None else self.source
+
+    def path(self, rest: str) -> str:
+        """A field path under this queue, for error messages."""
+        return f"{self.prefix}.{rest}" if self.prefix else rest
+
+    def labels(self) -> dict[str, str]:
+        if self.tenant and self.queue_type:
+            return queue_labels(self.tenant, self.queue_type, self.team)
+        return {LABEL_MANAGED_BY: MANAGED_BY}
+
+    def _resource_spec(self, fields: tuple[str, ...]) -> dict[str, Any]:
+        spec: dict[str, Any] = {}
+        if "deserved" in fields and self.deserved:
+            spec["deserved"] = quantity.render(self.deserved)
+        if "capability" in fields and self.capability:
+            spec["capability"] = quantity.render(self.capability)
+        if "guarantee" in fields and self.guarantee:
+            spec["guarantee"] = {"resource": quantity.render(self.guarantee)}
+        return spec
+
+    def to_manifest(self) -> dict[str, Any]:
+        """The Queue manifest the platform applies (server-side apply); the
+        capacity fields are left out."""
+        spec: dict[str, Any] = {
+            "parent": self.parent,
+            "reclaimable": self.reclaimable,
+            "weight": self.weight,
+        }
+        owned = tuple(f for f in RESOURCE_FIELDS if f not in self.capacity_fields)
+        spec.update(self._resource_spec(owned))
+        return {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "metadata": {"name": self.name, "labels": self.labels()},
+            "spec": spec,
+        }
+
+    def capacity_manifest(self) -> dict[str, Any]:
+        """Only the capacity fields, for a partial apply under the capacity field manager."""
+        spec = self._resource_spec(self.capacity_fields)
+        for name in self.capacity_fields:
+            # An empty capacity field is written as an empty list, never left out:
+            # leaving it out would not clear what was there.
+            spec.setdefault(name, {"resource": {}} if name == "guarantee" else {})
+        return {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "metadata": {"name": self.name},
+            "spec": spec,
+        }
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping[str, Any], source: str | None = None) -> Queue:
+        """Read a Queue manifest (desired or live); every bad field is reported
+        at once. Resource names are not restricted here: a live queue may carry
+        resources this collection does not manage."""
+        meta = manifest.get("metadata") or {}
+        spec = manifest.get("spec") or {}
+        name = meta.get("name") or ""
+        prefix = source or name or "queue"
+        errors: list[FieldError] = []
+        if not name:
+            errors.append(FieldError(f"{prefix}.metadata.name", "a Queue needs a name"))
+        labels = meta.get("labels") or {}
+
+        def resources(raw: Any, path: str) -> quantity.Resources:
+            try:
+                return _parse_any_resources(raw, path)
+            except PlatformValidationError as exc:
+                errors.extend(exc.errors)
+                return {}
+
+        guarantee_raw = (spec.get("guarantee") or {}).get("resource")
+        queue = cls(
+            name=name,
+            parent=spec.get("parent") or "",
+            queue_type=labels.get(LABEL_QUEUE_TYPE),
+            tenant=labels.get(LABEL_TENANT),
+            team=labels.get(LABEL_TEAM),
+            guarantee=resources(guarantee_raw, f"{prefix}.spec.guarantee.resource"),
+            deserved=resources(spec.get("deserved"), f"{prefix}.spec.deserved"),
+            capability=resources(spec.get("capability"), f"{prefix}.spec.capability"),
+            weight=_weight(spec.get("weight", DEFAULT_WEIGHT), f"{prefix}.spec.weight", errors),
+            reclaimable=bool(spec.get("reclaimable", True)),
+            source=source,
+        )
+        if errors:
+            raise PlatformValidationError(errors)
+        return queue
+
+
+def allocated(manifest: Mapping[str, Any]) -> quantity.Resources:
+    """``status.allocated`` of a live Queue (what its running pods hold now)."""
+    raw = (manifest.get("status") or {}).get("allocated") or {}
+    try:
+        return _parse_any_resources(raw, "status.allocated")
+    except PlatformValidationError:
+        return {}
+
+
+def same_spec(desired: Queue, live: Mapping[str, Any] | None) -> bool:
+    """True when the live Queue already carries exactly what ``desired`` owns
+    (its capacity fields aside).
+
+    Stricter than a subset check: a resource dropped from deserved, guarantee
+    or capability is a change too (server-side apply removes it).
+    """
+    current = _read(live)
+    if current is None or live is None:
+        return False
+    live_labels = (live.get("metadata") or {}).get("labels") or {}
+    owned = [f for f in RESOURCE_FIELDS if f not in desired.capacity_fields]
+    return (
+        current.parent == desired.parent
+        and current.weight == desired.weight
+        and current.reclaimable == desired.reclaimable
+        and all(_same_resources(getattr(current, f), getattr(desired, f)) for f in owned)
+        and all(live_labels.get(k) == v for k, v in desired.labels().items())
+    )
+
+
+def same_capacity(desired: Queue, live: Mapping[str, Any] | None) -> bool:
+    """True when the live Queue's capacity fields equal ``desired``'s."""
+    current = _read(live)
+    if current is None:
+        return False
+    return all(
+        _same_resources(getattr(current, f), getattr(desired, f)) for f in desired.capacity_fields
+    )
+
+
+def _read(live: Mapping[str, Any] | None) -> Queue | None:
+    if live is None:
+        return None
+    try:
+        return Queue.from_manifest(live)
+    except PlatformValidationError:
+        return None
+
+
+def _same_resources(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> bool:
+    return set(a) == set(b) and all(a[k] == b[k] for k in a)
+
+
+def _parse_any_resources(raw: Any, path: str) -> quantity.Resources:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise PlatformValidationError(
+            [FieldError(path, f"{raw!r} must be a mapping of resource name to quantity")]
+        )
+    return quantity.parse_resources(raw, path, extra_resources=[str(k) for k in raw])
+
+
+def _weight(raw: Any, path: str, errors: list[FieldError]) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
+        errors.append(FieldError(path, f"{raw!r} must be a whole number of at least 1"))
+        return DEFAULT_WEIGHT
+    return raw

@@ -1,0 +1,109 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The order in which queue changes are written.
+
+Volcano's webhook checks every write against the tree as it is at that
+moment, so a valid end state can still be refused half-way: shrinking a
+subscription before its teams, or growing a team before its subscription.
+Rule queue-write-order: removals first (leaves before parents), then every
+queue that shrinks is written at the per-resource minimum of its old and new
+values (deepest first), then every queue at its new values (parents first).
+Each intermediate tree is valid whenever the old and the new trees are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from typing import Any
+
+from ..common import quantity
+from ..common.names import ROOT_QUEUE
+from .model import Queue, same_capacity, same_spec
+
+CREATE, UPDATE, DELETE = "create", "update", "delete"
+# A partial apply of a queue's capacity fields under the capacity field manager.
+CAPACITY = "capacity"
+
+
+@dataclass
+class QueueStep:
+    action: str
+    name: str
+    queue: Queue | None = None
+    final: bool = True
+
+
+def _min_present(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> quantity.Resources:
+    """deserved/guarantee: a missing entry is 0, so only shared keys remain."""
+    return {k: min(a[k], b[k]) for k in a if k in b}
+
+
+def _min_limit(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> quantity.Resources:
+    """capability: a missing entry is unlimited, so every key remains."""
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = min(out[k], v) if k in out else v
+    return out
+
+
+def lower_bound(old: Queue, new: Queue) -> Queue:
+    """The queue at the per-resource minimum of its old and new values."""
+    return replace(
+        new,
+        deserved=_min_present(old.deserved, new.deserved),
+        guarantee=_min_present(old.guarantee, new.guarantee),
+        capability=_min_limit(old.capability, new.capability),
+    )
+
+
+def _depth(queue: Queue, by_name: Mapping[str, Queue]) -> int:
+    depth, parent, seen = 0, queue.parent, set()
+    while parent and parent != ROOT_QUEUE and parent not in seen:
+        seen.add(parent)
+        depth += 1
+        parent = by_name[parent].parent if parent in by_name else ""
+    return depth
+
+
+def queue_steps(
+    desired: Sequence[Queue],
+    live: Mapping[str, Mapping[str, Any]],
+    deletes: Sequence[str] = (),
+) -> list[QueueStep]:
+    """The writes that take ``live`` to ``desired`` in an order Volcano accepts.
+    Unchanged queues produce no step."""
+    by_name = {q.name: q for q in desired}
+    steps = [QueueStep(DELETE, name) for name in deletes if name in live]
+    current: dict[str, Queue] = {}
+    for q in desired:
+        if q.name in live:
+            with contextlib.suppress(ValueError):
+                current[q.name] = Queue.from_manifest(live[q.name])
+    order = sorted(desired, key=lambda q: _depth(q, by_name))
+    shrink: list[QueueStep] = []
+    final: list[QueueStep] = []
+    for q in order:
+        if q.name not in live:
+            if q.capacity_fields and q.write_capacity:
+                # Capacity first: the queue never exists without its limit.
+                final.append(QueueStep(CAPACITY, q.name, q))
+            final.append(QueueStep(CREATE, q.name, q))
+            continue
+        if q.capacity_fields and q.write_capacity and not same_capacity(q, live[q.name]):
+            final.append(QueueStep(CAPACITY, q.name, q))
+        if same_spec(q, live[q.name]):
+            continue
+        old = current.get(q.name)
+        if old is not None and old.parent == q.parent:
+            low = lower_bound(old, q)
+            if not same_spec(low, old.to_manifest()) and not same_spec(low, q.to_manifest()):
+                shrink.append(QueueStep(UPDATE, q.name, low, final=False))
+            elif same_spec(low, q.to_manifest()):
+                # The queue only shrinks: write it with the other shrinking ones.
+                shrink.append(QueueStep(UPDATE, q.name, q))
+                continue
+        final.append(QueueStep(UPDATE, q.name, q))
+    return steps + list(reversed(shrink)) + final

@@ -1,0 +1,109 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Rule spot-apportionment: how the idle pool is shared out as spot capability.
+
+    c(tenant i) = idle x subscription_i / total_subscription
+
+GPUs are apportioned in whole GPUs by the largest-remainder method, so the
+capabilities add up to exactly the idle GPUs and nobody is off its exact
+share by a whole GPU or more. CPU and memory use the same shares, in whole
+millicores and whole MiB. A tenant without a subscription gets 0; when no
+tenant has a subscription nobody gets spot capability.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from fractions import Fraction
+
+from ..common.errors import FieldError, PlatformValidationError
+from ..common.quantity import CPU, GPU, MEMORY, Resources
+
+# The unit each pool resource is apportioned in (whole units of it).
+UNITS = {GPU: Fraction(1), CPU: Fraction(1, 1000), MEMORY: Fraction(1 << 20)}
+
+
+def _check_subscriptions(subscriptions: Mapping[str, object], field: str) -> dict[str, Fraction]:
+    errors = []
+    out: dict[str, Fraction] = {}
+    for tenant, value in subscriptions.items():
+        if isinstance(value, bool) or not isinstance(value, int | Decimal | Fraction | float):
+            errors.append(
+                FieldError(
+                    f"{field}.{tenant}",
+                    f"{value!r} is not a number of GPUs (a whole number, 0 or more)",
+                )
+            )
+            continue
+        number = Fraction(Decimal(value)) if isinstance(value, float) else Fraction(value)
+        if number < 0:
+            errors.append(
+                FieldError(
+                    f"{field}.{tenant}", f"{value!r} is negative; a subscription is 0 or more GPUs"
+                )
+            )
+            continue
+        out[tenant] = number
+    if errors:
+        raise PlatformValidationError(errors)
+    return out
+
+
+def largest_remainder(total: int, weights: Mapping[str, Fraction]) -> dict[str, int]:
+    """Rule spot-apportionment, one resource: share ``total`` whole units out
+    in proportion to ``weights``.
+
+    Each tenant first gets the whole part of its exact share; the units left
+    over go one each to the largest remainders. Ties go to the larger weight,
+    then to the tenant name in alphabetical order. A weight of 0 gets 0; with
+    no positive weight everyone gets 0.
+    """
+    if total < 0:
+        raise PlatformValidationError(
+            [FieldError("total", f"{total} is negative; the amount to share out is 0 or more")]
+        )
+    weight_sum = sum(weights.values(), Fraction(0))
+    if weight_sum <= 0 or total == 0:
+        return {tenant: 0 for tenant in weights}
+    shares: dict[str, int] = {}
+    remainders: list[tuple[Fraction, Fraction, str]] = []
+    for tenant, weight in weights.items():
+        exact = Fraction(total) * weight / weight_sum
+        whole = exact.numerator // exact.denominator
+        shares[tenant] = whole
+        if weight > 0:
+            remainders.append((exact - whole, weight, tenant))
+    left = total - sum(shares.values())
+    # Largest remainder first, then larger subscription, then the name.
+    remainders.sort(key=lambda item: (-item[0], -item[1], item[2]))
+    for _unused, _unused, tenant in remainders[:left]:
+        shares[tenant] += 1
+    return shares
+
+
+def apportion_spot(
+    idle: Mapping[str, Decimal], subscriptions: Mapping[str, object]
+) -> dict[str, Resources]:
+    """Rule spot-apportionment: every tenant's spot capability (GPUs, cpu and
+    memory) from the idle pool and the tenants' subscribed GPUs."""
+    weights = _check_subscriptions(subscriptions, "subscriptions")
+    result: dict[str, Resources] = {tenant: {} for tenant in weights}
+    for resource, unit in UNITS.items():
+        amount = Fraction(Decimal(idle.get(resource, 0)))
+        if amount < 0:
+            raise PlatformValidationError(
+                [FieldError(f"idle.{resource}", f"{idle[resource]} is negative; idle is 0 or more")]
+            )
+        units = int(amount / unit)  # whole units only; a fraction of a unit stays unassigned
+        for tenant, count in largest_remainder(units, weights).items():
+            value = Fraction(count) * unit
+            result[tenant][resource] = Decimal(value.numerator) / Decimal(value.denominator)
+    return result
+
+
+def shares(subscriptions: Mapping[str, object]) -> dict[str, Fraction]:
+    """Each tenant's share of the idle pool (subscription / total)."""
+    weights = _check_subscriptions(subscriptions, "subscriptions")
+    total = sum(weights.values(), Fraction(0))
+    return {t: (w / total if total else Fraction(0)) for t, w in weights.items()}

@@ -1,0 +1,464 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A tenant as the ``tenant`` and ``team_queue`` modules take it, and every
+object it should have.
+
+``parse_tenant_spec`` checks the whole input and raises one
+``PlatformValidationError`` carrying every problem, before anything is read
+or written. ``plan_tenant`` then adds what live state says (running jobs,
+allocated resources, team queues made by ``team_queue``) and returns the
+desired objects, or every rule the change would break.
+
+Queues per tenant (all labelled ``platform.io/tenant`` and
+``platform.io/queue-type``):
+
+- ``tenant-<name>-subscription``: deserved = capability = the purchase.
+- ``tenant-<name>-<team>``: under the subscription queue, own deserved,
+  capability (unset: bounded by the subscription) and guarantee.
+- ``tenant-<name>-payg``: deserved = capability; 0 at creation unless given,
+  and kept as it is when not given (the pay-as-you-go scaler moves it).
+- ``tenant-<name>-spot``: deserved 0; capability 0 GPUs at creation and never
+  written again here (the spot recompute owns it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from ..common import quantity
+from ..common.errors import FieldError, PlatformValidationError, raise_if
+from ..common.names import (
+    QUEUE_TYPE_PAYG,
+    QUEUE_TYPE_SPOT,
+    QUEUE_TYPE_SUBSCRIPTION,
+    QUEUE_TYPE_TEAM,
+    namespace_name,
+    queue_name,
+    team_name_errors,
+    tenant_labels,
+    tenant_name_errors,
+)
+from ..queues.model import Queue, allocated
+from ..queues.rules import rule_capability_above_allocated, tree_errors
+from .network import (
+    DEFAULT_EGRESS_CIDRS,
+    DEFAULT_POD_CIDR,
+    DEFAULT_SERVICE_CIDR,
+    Network,
+    network_policy,
+    parse_cidr,
+    rule_egress_outside_cluster,
+)
+from .rbac import default_subjects, role, role_binding, subject_errors
+
+TEAM_FIELDS = ("name", "deserved", "capability", "guarantee")
+
+
+@dataclass
+class TeamSpec:
+    name: str
+    deserved: quantity.Resources = field(default_factory=dict)
+    capability: quantity.Resources = field(default_factory=dict)
+    guarantee: quantity.Resources = field(default_factory=dict)
+    source: str | None = None
+
+
+@dataclass
+class TenantSpec:
+    name: str
+    subscription: quantity.Resources
+    subscription_guarantee: quantity.Resources = field(default_factory=dict)
+    payg: quantity.Resources | None = None
+    teams: list[TeamSpec] | None = None
+    subjects: list[dict[str, str]] = field(default_factory=list)
+    egress: list[tuple[Network, list[str]]] = field(default_factory=list)
+
+
+@dataclass
+class TenantPlan:
+    """What a tenant should look like: objects in write order (Namespace first,
+    queues parents first) and the team queues to remove."""
+
+    namespace: dict[str, Any]
+    objects: list[dict[str, Any]]
+    queues: list[Queue]
+    queue_deletes: list[str] = field(default_factory=list)
+
+
+def _resources(
+    raw: object, path: str, errors: list[FieldError], allow_empty: bool = True
+) -> quantity.Resources:
+    try:
+        return quantity.parse_resources(raw, path, allow_empty=allow_empty)
+    except PlatformValidationError as exc:
+        errors.extend(exc.errors)
+        return {}
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def parse_team(tenant: str, raw: object, path: str, errors: list[FieldError]) -> TeamSpec | None:
+    """One team entry: {name, deserved, capability, guarantee}. ``path`` ""
+    means the team's fields are top-level options (``team_queue``)."""
+    if not isinstance(raw, Mapping):
+        errors.append(
+            FieldError(
+                path or "team",
+                f"{raw!r} must be a mapping with name, deserved, capability, guarantee",
+            )
+        )
+        return None
+    for key in sorted(set(raw) - set(TEAM_FIELDS)):
+        errors.append(
+            FieldError(_join(path, key), f"is not a team field; use {', '.join(TEAM_FIELDS)}")
+        )
+    name_errors = team_name_errors(tenant, raw.get("name"), _join(path, "name"))
+    errors += name_errors
+    team = TeamSpec(
+        name=str(raw.get("name")),
+        deserved=_resources(raw.get("deserved"), _join(path, "deserved"), errors),
+        capability=_resources(raw.get("capability"), _join(path, "capability"), errors),
+        guarantee=_resources(raw.get("guarantee"), _join(path, "guarantee"), errors),
+        source=path,
+    )
+    return None if name_errors else team
+
+
+def parse_teams(
+    tenant: str, raw: object, field_name: str = "teams"
+) -> tuple[list[TeamSpec] | None, list[FieldError]]:
+    if raw is None:
+        return None, []
+    if not isinstance(raw, Sequence) or isinstance(raw, str):
+        return None, [FieldError(field_name, f"{raw!r} must be a list of teams")]
+    errors: list[FieldError] = []
+    teams: list[TeamSpec] = []
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(raw):
+        team = parse_team(tenant, entry, f"{field_name}[{i}]", errors)
+        if team is None:
+            continue
+        if team.name in seen:
+            errors.append(
+                FieldError(
+                    f"{field_name}[{i}].name",
+                    f"{team.name!r} is already {field_name}[{seen[team.name]}]; team names are unique",
+                )
+            )
+            continue
+        seen[team.name] = i
+        teams.append(team)
+    return teams, errors
+
+
+def parse_egress(
+    egress_cidrs: object, pod_cidr: object, service_cidr: object
+) -> tuple[list[tuple[Network, list[str]]], list[FieldError]]:
+    errors: list[FieldError] = []
+    cluster: list[tuple[str, Network]] = []
+    for what, value, path in (
+        ("pod", pod_cidr, "pod_cidr"),
+        ("service", service_cidr, "service_cidr"),
+    ):
+        net, errs = parse_cidr(value, path)
+        errors += errs
+        if net is not None:
+            cluster.append((what, net))
+    if egress_cidrs is None:
+        egress_cidrs = list(DEFAULT_EGRESS_CIDRS)
+    if not isinstance(egress_cidrs, Sequence) or isinstance(egress_cidrs, str):
+        return [], [
+            *errors,
+            FieldError("egress_cidrs", f"{egress_cidrs!r} must be a list of CIDRs"),
+        ]
+    egress = []
+    for i, value in enumerate(egress_cidrs):
+        path = f"egress_cidrs[{i}]"
+        net, errs = parse_cidr(value, path)
+        errors += errs
+        if net is None:
+            continue
+        excepts, errs = rule_egress_outside_cluster(net, path, cluster)
+        errors += errs
+        egress.append((net, excepts))
+    return egress, errors
+
+
+def parse_tenant_spec(params: Mapping[str, Any]) -> TenantSpec:
+    """Check every input of ``state: present``; raise once with every error."""
+    errors: list[FieldError] = []
+    name = params.get("name")
+    errors += tenant_name_errors(name, "name")
+    tenant = name if isinstance(name, str) else ""
+    subscription = _resources(params.get("subscription"), "subscription", errors, allow_empty=False)
+    if params.get("subscription") is not None and subscription and quantity.GPU not in subscription:
+        errors.append(
+            FieldError(
+                f"subscription.{quantity.GPU}",
+                "is missing; the purchase names its GPUs (0 is allowed)",
+            )
+        )
+    if params.get("subscription") is None:
+        errors.append(
+            FieldError("subscription", "is required: the purchased nvidia.com/gpu, cpu and memory")
+        )
+    guarantee = _resources(params.get("subscription_guarantee"), "subscription_guarantee", errors)
+    payg = None
+    if params.get("payg") is not None:
+        payg = _resources(params.get("payg"), "payg", errors)
+    teams, team_errors = parse_teams(tenant, params.get("teams"))
+    errors += team_errors
+    subjects = params.get("subjects")
+    if subjects is None:
+        subjects = default_subjects(tenant)
+    errors += subject_errors(subjects)
+    egress, egress_errors = parse_egress(
+        params.get("egress_cidrs"),
+        params.get("pod_cidr", DEFAULT_POD_CIDR),
+        params.get("service_cidr", DEFAULT_SERVICE_CIDR),
+    )
+    errors += egress_errors
+    if tenant and subscription and teams and not tenant_name_errors(name, "name"):
+        errors += input_tree_errors(tenant, subscription, guarantee, teams)
+    raise_if(errors)
+    return TenantSpec(
+        name=tenant,
+        subscription=subscription,
+        subscription_guarantee=guarantee,
+        payg=payg,
+        teams=teams,
+        subjects=[dict(s) for s in subjects],
+        egress=egress,
+    )
+
+
+def input_tree_errors(
+    tenant: str,
+    subscription: quantity.Resources,
+    guarantee: quantity.Resources,
+    teams: Sequence[TeamSpec],
+) -> list[FieldError]:
+    """The queue-tree rules that the input alone decides (the subscription
+    queue and its teams), so that one failed run reports them together with
+    every other bad field instead of after a first fix; live state (busy
+    queues, allocations) is checked later by plan_tenant."""
+    known = {team.name for team in teams}
+    if len(known) != len(teams):
+        return []
+    sub = subscription_queue(tenant, subscription, guarantee)
+    return tree_errors([sub, *(team_queue(tenant, t) for t in teams)])
+
+
+# --------------------------------------------------------------------------
+# Desired queues
+# --------------------------------------------------------------------------
+
+
+def subscription_queue(
+    tenant: str, purchase: quantity.Resources, guarantee: quantity.Resources
+) -> Queue:
+    return Queue(
+        name=queue_name(tenant, QUEUE_TYPE_SUBSCRIPTION),
+        queue_type=QUEUE_TYPE_SUBSCRIPTION,
+        tenant=tenant,
+        deserved=dict(purchase),
+        capability=dict(purchase),
+        guarantee=dict(guarantee),
+        source="subscription",
+    )
+
+
+def team_queue(tenant: str, team: TeamSpec) -> Queue:
+    return Queue(
+        name=queue_name(tenant, QUEUE_TYPE_TEAM, team.name),
+        parent=queue_name(tenant, QUEUE_TYPE_SUBSCRIPTION),
+        queue_type=QUEUE_TYPE_TEAM,
+        tenant=tenant,
+        team=team.name,
+        deserved=dict(team.deserved),
+        capability=dict(team.capability),
+        guarantee=dict(team.guarantee),
+        source=team.source,
+    )
+
+
+def payg_queue(tenant: str, amount: quantity.Resources, write: bool) -> Queue:
+    """The pay-as-you-go queue; its deserved/capability are capacity fields,
+    written here only when ``write`` (at creation, or when given)."""
+    return Queue(
+        name=queue_name(tenant, QUEUE_TYPE_PAYG),
+        queue_type=QUEUE_TYPE_PAYG,
+        tenant=tenant,
+        deserved=dict(amount),
+        capability=dict(amount),
+        source="payg",
+        capacity_fields=("deserved", "capability"),
+        write_capacity=write,
+    )
+
+
+def spot_queue(tenant: str, capability: quantity.Resources | None) -> Queue:
+    """The spot queue; ``capability`` None means "at creation": 0 GPUs, the
+    only time this module writes it."""
+    return Queue(
+        name=queue_name(tenant, QUEUE_TYPE_SPOT),
+        queue_type=QUEUE_TYPE_SPOT,
+        tenant=tenant,
+        deserved={quantity.GPU: Decimal(0)},
+        capability=dict(capability) if capability is not None else {quantity.GPU: Decimal(0)},
+        source="spot",
+        # The spot recompute owns both (it writes deserved 0 for cpu and
+        # memory too); counting deserved as ours would report a change on
+        # every run after a recompute.
+        capacity_fields=("deserved", "capability"),
+        write_capacity=capability is None,
+    )
+
+
+def live_queue(manifest: Mapping[str, Any]) -> Queue | None:
+    try:
+        return Queue.from_manifest(manifest)
+    except PlatformValidationError:
+        return None
+
+
+def _live_teams(tenant: str, live: Mapping[str, Mapping[str, Any]]) -> list[Queue]:
+    parent = queue_name(tenant, QUEUE_TYPE_SUBSCRIPTION)
+    teams = []
+    for name in sorted(live):
+        queue = live_queue(live[name])
+        if queue is not None and queue.parent == parent:
+            teams.append(queue)
+    return teams
+
+
+def desired_queues(
+    spec: TenantSpec, live: Mapping[str, Mapping[str, Any]]
+) -> tuple[list[Queue], list[str]]:
+    """The tenant's queues (parents first) and the team queues to remove.
+
+    ``live`` maps queue name to the live Queue manifest of this tenant."""
+    tenant = spec.name
+    sub = subscription_queue(tenant, spec.subscription, spec.subscription_guarantee)
+    if spec.teams is None:
+        teams = _live_teams(tenant, live)
+        removed: list[str] = []
+    else:
+        teams = [team_queue(tenant, t) for t in spec.teams]
+        wanted = {t.name for t in teams}
+        removed = [q.name for q in _live_teams(tenant, live) if q.name not in wanted]
+    payg_name = queue_name(tenant, QUEUE_TYPE_PAYG)
+    zero = {res: Decimal(0) for res in spec.subscription}
+    current = live_queue(live[payg_name]) if payg_name in live else None
+    if spec.payg is not None:
+        payg = payg_queue(tenant, {**zero, **spec.payg}, write=True)
+    elif current is not None:
+        payg = payg_queue(tenant, current.capability, write=False)
+    else:
+        payg = payg_queue(tenant, zero, write=True)
+    spot_name = queue_name(tenant, QUEUE_TYPE_SPOT)
+    spot_live = live_queue(live[spot_name]) if spot_name in live else None
+    spot = spot_queue(tenant, spot_live.capability if spot_live is not None else None)
+    return [sub, payg, spot, *teams], removed
+
+
+# --------------------------------------------------------------------------
+# Checks against live state, and the whole plan
+# --------------------------------------------------------------------------
+
+
+def changed_capability_errors(
+    queues: Sequence[Queue], live: Mapping[str, Mapping[str, Any]], skip: Sequence[str] = ()
+) -> list[FieldError]:
+    """Rule capability-above-allocated for every queue this run would change."""
+    errors: list[FieldError] = []
+    for q in queues:
+        if q.name in skip or q.name not in live or q.queue_type == QUEUE_TYPE_SPOT:
+            continue
+        current = live_queue(live[q.name])
+        if current is not None and current.capability == q.capability:
+            continue
+        errors += rule_capability_above_allocated(q, allocated(live[q.name]))
+    return errors
+
+
+def removal_errors(
+    names: Sequence[str], busy: Mapping[str, int], field_name: str
+) -> list[FieldError]:
+    """Rule busy-queue-removal: a queue with running jobs is not removed unless forced."""
+    return [
+        FieldError(
+            field_name,
+            f"removes queue {name}, which has {busy[name]} running job(s) or pod group(s); "
+            "wait for them, or force: true to remove it anyway",
+        )
+        for name in names
+        if busy.get(name)
+    ]
+
+
+def plan_tenant(
+    spec: TenantSpec,
+    live_queues: Mapping[str, Mapping[str, Any]],
+    busy: Mapping[str, int] | None = None,
+    force: bool = False,
+) -> TenantPlan:
+    """Every object the tenant should have; raises with every rule the change
+    would break (queue tree, capability below allocated, busy removals)."""
+    busy = busy or {}
+    queues, removed = desired_queues(spec, live_queues)
+    errors = tree_errors(queues, busy)
+    if not force:
+        errors += changed_capability_errors(queues, live_queues)
+        errors += removal_errors(removed, busy, "teams")
+    raise_if(errors)
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": namespace_name(spec.name), "labels": tenant_labels(spec.name)},
+    }
+    objects = [
+        namespace,
+        role(spec.name),
+        role_binding(spec.name, spec.subjects),
+        network_policy(spec.name, spec.egress),
+    ]
+    return TenantPlan(namespace=namespace, objects=objects, queues=queues, queue_deletes=removed)
+
+
+def plan_team_change(
+    tenant: str,
+    team: TeamSpec | None,
+    remove: str | None,
+    live_queues: Mapping[str, Mapping[str, Any]],
+    busy: Mapping[str, int] | None = None,
+    force: bool = False,
+) -> list[Queue]:
+    """The tenant's queues after adding/resizing ``team`` or removing the team
+    named ``remove``; raises with every rule the change would break."""
+    busy = busy or {}
+    sub_name = queue_name(tenant, QUEUE_TYPE_SUBSCRIPTION)
+    errors: list[FieldError] = []
+    if sub_name not in live_queues:
+        raise_if(
+            [FieldError("tenant", f"{tenant!r} has no queue {sub_name}; create the tenant first")]
+        )
+    queues = [q for q in (live_queue(m) for m in live_queues.values()) if q is not None]
+    if team is not None:
+        wanted = team_queue(tenant, team)
+        queues = [q for q in queues if q.name != wanted.name] + [wanted]
+        errors += tree_errors(queues, busy)
+        if not force:
+            errors += changed_capability_errors([wanted], live_queues)
+    elif remove is not None:
+        name = queue_name(tenant, QUEUE_TYPE_TEAM, remove)
+        queues = [q for q in queues if q.name != name]
+        if not force:
+            errors += removal_errors([name], busy, "team.name")
+    raise_if(errors)
+    return queues
