@@ -45,14 +45,12 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.names imp
     LABEL_QUEUE_TYPE,
     LABEL_TENANT,
     MANAGED_SELECTOR,
+    QUEUE_API,
     QUEUE_TYPE_SPOT,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import differs
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.quantity import (
     GPU,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (
-    API_VERSION as QUEUE_API,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.capacity_plan import (
     plan_spot_capacity,

@@ -23,11 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / ".venv" / "collections"))
 
-from ansible_collections.gpucloud.platform.plugins.filter.spot_victims import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.filter.spot_victims import (
     _record,
     spot_victims,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import (
     choose_victims,
     victim_order_key,
 )

@@ -34,10 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
     LABEL_TENANT,
     MANAGED_SELECTOR,
+    QUEUE_API,
     namespace_name,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (
-    API_VERSION as QUEUE_API,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
     parse_tenant_spec,

@@ -40,21 +40,21 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / ".venv" / "collections"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (
     tree_from_inventory,
     tree_from_node_labels,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (
     tree_manifests,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.plan import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.plan import (
     plan_sync,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (
     tree_errors,
 )
 
-from _api_counter import (  # noqa: E402
+from _api_counter import (
     PlaybookRunner,
     add_common_arguments,
     api_client,

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import HYPERNODE_API
+
 DOCUMENTATION = r"""
 module: hypernode
 short_description: One Volcano HyperNode, present or absent, checked against the topology rules
@@ -118,32 +120,31 @@ diff:
   type: dict
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     FieldError,
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import (
     differs,
     strip_server_fields,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (
     ApiException,
     Cluster,
     api_error_message,
     argument_spec,
     platform_module,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (
     hypernode_from_manifest,
     hypernode_manifest,
     is_managed,
     tree_from_manifests,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.plan import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.plan import (
     unmanaged_conflict,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (  # noqa: E402
-    API_VERSION,
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (
     KIND,
     MEMBER_NODE,
     hypernode_errors,
@@ -202,7 +203,7 @@ def main() -> None:
 
     cluster = Cluster.from_module(module)
     try:
-        live_all = cluster.list(API_VERSION, KIND)
+        live_all = cluster.list(HYPERNODE_API, KIND)
     except ApiException as exc:
         module.fail_json(msg=f"reading HyperNodes failed: {api_error_message(exc)}")
     live = next((o for o in live_all if o["metadata"]["name"] == name), None)
@@ -228,7 +229,7 @@ def main() -> None:
     try:
         if desired is None:
             if live is not None:
-                cluster.delete(API_VERSION, KIND, name)
+                cluster.delete(HYPERNODE_API, KIND, name)
                 result.update(changed=True, action="deleted")
         elif live is None or differs(desired, live):
             result["hypernode"] = cluster.apply(desired)

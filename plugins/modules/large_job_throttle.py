@@ -90,18 +90,18 @@ diff:
   type: dict
 """
 
-from datetime import UTC, datetime  # noqa: E402
+from datetime import UTC, datetime
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.service import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.service import (
     reconcile_all,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.throttle import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.throttle import (
     KEY_REASON,
     KEY_UNTIL,
     configmap_data,
     throttled_queues,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (
     ApiException,
     Cluster,
     api_error_message,

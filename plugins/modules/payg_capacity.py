@@ -4,6 +4,11 @@
 
 from __future__ import annotations
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+    JOB_API,
+    QUEUE_API,
+)
+
 DOCUMENTATION = r"""
 module: payg_capacity
 short_description: Grow a tenant's pay-as-you-go queue before use and shrink it after release
@@ -122,42 +127,41 @@ diff:
   type: dict
 """
 
-import os  # noqa: E402
-import socket  # noqa: E402
+import os
+import socket
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.payg import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.payg import (
     parse_target,
     payg_queue_spec,
     plan_payg,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
     check_oversell,
     commitments_from_queues,
     committed_total,
     selector_errors,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     FieldError,
+    PartialWrite,
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
     CAPACITY_FIELD_MANAGER,
     queue_name,
     tenant_name_errors,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import differs  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.quantity import GPU, render  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import differs
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.quantity import GPU, render
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (
     ApiException,
     Cluster,
     api_error_message,
     argument_spec,
-    fail_partway,
     platform_module,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot.service import (  # noqa: E402
-    QUEUE_API,
-    VCJOB_API,
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import failure
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.service import (
     ReclaimError,
     ReclaimRequest,
     read_pool,
@@ -166,7 +170,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot.service imp
     validate_request,
     wait_until_free,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import reclaim_need  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import reclaim_need
 
 
 def input_errors(params: dict) -> tuple[list[FieldError], dict | None]:
@@ -217,7 +221,7 @@ def main() -> None:
     cluster = Cluster.from_module(module)
     try:
         queues = read_queues(cluster)
-        jobs = cluster.list(VCJOB_API, "Job")
+        jobs = cluster.list(JOB_API, "Job")
     except ApiException as exc:
         module.fail_json(msg=f"reading Queues and Volcano Jobs failed: {api_error_message(exc)}")
     try:
@@ -324,15 +328,18 @@ def main() -> None:
                     requests=cluster.requests,
                 )
     except ApiException as exc:
-        fail_partway(
-            module,
-            cluster,
-            "updating pay-as-you-go queues",
-            done,
-            exc,
-            queues=table,
-            reclaim=reclaimed,
-            updated=done,
+        module.fail_json(
+            requests=cluster.requests,
+            **failure(
+                PartialWrite(
+                    "updating pay-as-you-go queues",
+                    done,
+                    exc,
+                    queues=table,
+                    reclaim=reclaimed,
+                    updated=done,
+                )
+            ),
         )
 
     result = dict(

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import QUEUE_API
+
 DOCUMENTATION = r"""
 module: spot_capacity
 short_description: Recompute every tenant's spot queue capability from the idle GPU pool
@@ -92,28 +94,28 @@ diff:
   type: dict
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
     label_selector,
     selector_errors,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
+    PartialWrite,
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
     CAPACITY_FIELD_MANAGER,
     MANAGED_SELECTOR,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.quantity import render  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.quantity import render
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (
     ApiException,
     Cluster,
     api_error_message,
     argument_spec,
-    fail_partway,
     platform_module,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot.capacity_plan import (  # noqa: E402
-    QUEUE_API,
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import failure
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.capacity_plan import (
     plan_spot_capacity,
 )
 
@@ -156,13 +158,16 @@ def main() -> None:
             cluster.apply(manifest, field_manager=CAPACITY_FIELD_MANAGER)
             done.append(manifest["metadata"]["name"])
     except ApiException as exc:
-        fail_partway(
-            module,
-            cluster,
-            "updating spot queues",
-            done,
-            exc,
-            **{k: v for k, v in result.items() if k != "changed"},
+        module.fail_json(
+            requests=cluster.requests,
+            **failure(
+                PartialWrite(
+                    "updating spot queues",
+                    done,
+                    exc,
+                    **{k: v for k, v in result.items() if k != "changed"},
+                )
+            ),
         )
     result["requests"] = cluster.requests
     if module._diff:

@@ -154,22 +154,22 @@ diff:
   type: dict
 """
 
-import os  # noqa: E402
-import socket  # noqa: E402
+import os
+import socket
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import selector_errors  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import selector_errors
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     FieldError,
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (
     ApiException,
     Cluster,
     api_error_message,
     argument_spec,
     platform_module,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot.service import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.service import (
     ReclaimError,
     ReclaimRequest,
     reclaim,

@@ -4,6 +4,11 @@
 
 from __future__ import annotations
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+    PODGROUP_API,
+    QUEUE_API,
+)
+
 DOCUMENTATION = r"""
 module: team_queue
 short_description: Add, resize or remove one team sub-queue of a tenant's subscription queue
@@ -100,29 +105,25 @@ api_requests:
   type: int
 """
 
-from typing import Any  # noqa: E402
+from typing import Any
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     FieldError,
     PlatformValidationError,
     raise_if,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
     namespace_name,
     queue_name,
     tenant_name_errors,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import index_by_name  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube import cluster as kube  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (  # noqa: E402
-    API_VERSION as QUEUE_API,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.queues.parent_list import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import index_by_name
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube import cluster as kube
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.parent_list import (
     parent_queue_names,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.queues.plan import queue_steps  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.service import (  # noqa: E402
-    PODGROUP_API,
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.plan import queue_steps
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.service import (
     Changes,
     busy_queues,
     read_parent_queues,
@@ -130,7 +131,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.service 
     sync_parent_queues,
     tenant_selector,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
     TeamSpec,
     parse_team,
     plan_team_change,

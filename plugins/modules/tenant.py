@@ -4,6 +4,11 @@
 
 from __future__ import annotations
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+    JOB_API,
+    QUEUE_API,
+)
+
 DOCUMENTATION = r"""
 module: tenant
 short_description: Create, resize or retire a GPU cloud tenant with its namespace, RBAC, network policy and Volcano queues
@@ -248,31 +253,27 @@ api_requests:
   type: int
 """
 
-import time  # noqa: E402
-from typing import Any  # noqa: E402
+import time
+from typing import Any
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
     selector_errors,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
     raise_if,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
     ROOT_QUEUE,
     namespace_name,
     tenant_name_errors,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube import cluster as kube  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (  # noqa: E402
-    API_VERSION as QUEUE_API,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.queues.parent_list import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube import cluster as kube
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.parent_list import (
     parent_queue_names,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.queues.plan import queue_steps  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.service import (  # noqa: E402
-    JOB_API,
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.plan import queue_steps
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.service import (
     TENANT_KINDS,
     Changes,
     active_jobs,
@@ -286,7 +287,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.service 
     run_queue_steps,
     sync_parent_queues,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
     TenantSpec,
     parse_tenant_spec,
     plan_tenant,

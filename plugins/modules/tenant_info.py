@@ -4,6 +4,11 @@
 
 from __future__ import annotations
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+    JOB_API,
+    QUEUE_API,
+)
+
 DOCUMENTATION = r"""
 module: tenant_info
 short_description: Report tenants with their queues, quotas, allocation and running jobs
@@ -78,29 +83,25 @@ api_requests:
   type: int
 """
 
-from collections.abc import Mapping, Sequence  # noqa: E402
-from typing import Any  # noqa: E402
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.common import quantity  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common import quantity
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
     raise_if,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
     LABEL_TENANT,
     ROOT_QUEUE,
     tenant_name_errors,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube import cluster as kube  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (  # noqa: E402
-    API_VERSION as QUEUE_API,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube import cluster as kube
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (
     Queue,
     allocated,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.service import (  # noqa: E402
-    JOB_API,
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.service import (
     active_jobs,
 )
 

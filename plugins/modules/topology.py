@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import HYPERNODE_API
+
 DOCUMENTATION = r"""
 module: topology
 short_description: Make the cluster's HyperNodes equal the network topology tree
@@ -145,33 +147,33 @@ diff:
   type: dict
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
+    PartialWrite,
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import (
     strip_server_fields,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (
     ApiException,
     Cluster,
     api_error_message,
     argument_spec,
-    fail_partway,
     platform_module,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import failure
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (
     DEFAULT_NAME_TEMPLATE,
     SOURCES,
     tier_label_errors,
     tree_from_source,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (
     tree_manifests,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.plan import plan_sync  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.render import text_tree  # noqa: E402
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (  # noqa: E402
-    API_VERSION,
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.plan import plan_sync
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.render import text_tree
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (
     DEFAULT_TIER_LABELS,
     KIND,
     tree_errors,
@@ -202,7 +204,7 @@ def main() -> None:
     cluster = Cluster.from_module(module)
     try:
         nodes = cluster.list("v1", "Node", label_selector=p["node_selector"])
-        live = cluster.list(API_VERSION, KIND)
+        live = cluster.list(HYPERNODE_API, KIND)
     except ApiException as exc:
         module.fail_json(msg=f"reading Nodes and HyperNodes failed: {api_error_message(exc)}")
 
@@ -238,16 +240,19 @@ def main() -> None:
             cluster.apply(desired)
             done.append("updated " + desired["metadata"]["name"])
         for obj in plan.delete:
-            cluster.delete(API_VERSION, KIND, obj["metadata"]["name"])
+            cluster.delete(HYPERNODE_API, KIND, obj["metadata"]["name"])
             done.append("deleted " + obj["metadata"]["name"])
     except ApiException as exc:
-        fail_partway(
-            module,
-            cluster,
-            "writing HyperNodes",
-            done,
-            exc,
-            **{k: v for k, v in result.items() if k != "changed"},
+        module.fail_json(
+            requests=cluster.requests,
+            **failure(
+                PartialWrite(
+                    "writing HyperNodes",
+                    done,
+                    exc,
+                    **{k: v for k, v in result.items() if k != "changed"},
+                )
+            ),
         )
 
     result["requests"] = cluster.requests

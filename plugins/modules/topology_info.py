@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import HYPERNODE_API
+
 DOCUMENTATION = r"""
 module: topology_info
 short_description: The network topology tree as data, text, Mermaid, Graphviz DOT and PNG
@@ -122,36 +124,35 @@ files:
   elements: str
 """
 
-import os  # noqa: E402
-import shutil  # noqa: E402
-import tempfile  # noqa: E402
+import os
+import shutil
+import tempfile
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (
     ApiException,
     Cluster,
     api_error_message,
     argument_spec,
     platform_module,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (
     DEFAULT_NAME_TEMPLATE,
     tree_from_source,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (
     is_managed,
     tree_from_manifests,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.render import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.render import (
     dot,
     mermaid,
     text_tree,
     tree_data,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (  # noqa: E402
-    API_VERSION,
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (
     DEFAULT_TIER_LABELS,
     KIND,
     node_infos,
@@ -202,7 +203,7 @@ def main() -> None:
     errors: list[str] = []
     try:
         raw_nodes = cluster.list("v1", "Node", label_selector=p["node_selector"])
-        live = cluster.list(API_VERSION, KIND) if p["source"] == "cluster" else []
+        live = cluster.list(HYPERNODE_API, KIND) if p["source"] == "cluster" else []
     except ApiException as exc:
         module.fail_json(msg=f"reading Nodes and HyperNodes failed: {api_error_message(exc)}")
     nodes = node_infos(raw_nodes)

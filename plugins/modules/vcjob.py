@@ -4,6 +4,11 @@
 
 from __future__ import annotations
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+    JOB_API,
+    PODGROUP_API,
+)
+
 DOCUMENTATION = r"""
 module: vcjob
 short_description: Submit or delete a Volcano Job by kind and class, within a tenant's leaf queues
@@ -286,38 +291,39 @@ diff:
   type: dict
 """
 
-import time  # noqa: E402
-from datetime import UTC, datetime  # noqa: E402
+import time
+from datetime import UTC, datetime
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     FieldError,
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+    JOB_FAILED_PHASES,
+    JOB_STARTED_PHASES,
     LABEL_QUEUE_TYPE,
     LABEL_TENANT,
+    QUEUE_API,
     namespace_name,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import (
     differs,
     strip_server_fields,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.builders import (  # noqa: E402
-    API_VERSION,
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.builders import (
     JobRequest,
     build_job,
     complete_manifest,
-    job_size,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.classes import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.classes import (
     job_class_table,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.service import (  # noqa: E402
-    PODGROUP_API,
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.demand import job_demand
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.service import (
     engage_job,
     reconcile_namespace,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.throttle import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.throttle import (
     CONFIGMAP,
     KEY_REASON,
     KEY_UNTIL,
@@ -325,18 +331,17 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.throttle im
     LargeJob,
     blocks,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (
     ApiException,
     Cluster,
     api_error_message,
     argument_spec,
     platform_module,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.policy.admission import (  # noqa: E402
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.admission import (
     POLICY_LARGE_JOB_THROTTLE,
 )
 
-QUEUE_API = "scheduling.volcano.sh/v1beta1"
 BUILD_KEYS = (
     "image",
     "command",
@@ -361,8 +366,6 @@ BUILD_KEYS = (
     "checkpoint_command",
     "max_gpus_per_node",
 )
-RUNNING_PHASES = ("Running", "Completing", "Completed")
-FAILED_PHASES = ("Failed", "Aborted", "Terminated")
 
 
 def now_utc() -> datetime:
@@ -490,16 +493,20 @@ def job_phase(job: dict | None) -> str:
 def wait_phase(cluster, namespace, name, timeout, interval) -> tuple[str, dict | None]:
     deadline = time.monotonic() + timeout
     while True:
-        live = cluster.get(API_VERSION, "Job", name, namespace)
+        live = cluster.get(JOB_API, "Job", name, namespace)
         phase = job_phase(live)
-        if phase in RUNNING_PHASES or phase in FAILED_PHASES or time.monotonic() >= deadline:
+        if (
+            phase in JOB_STARTED_PHASES
+            or phase in JOB_FAILED_PHASES
+            or time.monotonic() >= deadline
+        ):
             return phase, live
         time.sleep(interval)
 
 
 def absent(module, cluster, p, namespace):
     name = p["name"] or p["manifest"]["metadata"]["name"]
-    live = cluster.get(API_VERSION, "Job", name, namespace)
+    live = cluster.get(JOB_API, "Job", name, namespace)
     result = {
         "changed": False,
         "job": strip_server_fields(live) or {},
@@ -507,7 +514,7 @@ def absent(module, cluster, p, namespace):
     }
     if live:
         try:
-            cluster.delete(API_VERSION, "Job", name, namespace, propagation="Background")
+            cluster.delete(JOB_API, "Job", name, namespace, propagation="Background")
         except ApiException as exc:
             fail(
                 module, cluster, f"deleting job {namespace}/{name} failed: {api_error_message(exc)}"
@@ -631,7 +638,7 @@ def present(module, cluster, p, table, desired, namespace):
         "held_seconds": 0,
         "throttle_engaged": False,
     }
-    live = cluster.get(API_VERSION, "Job", name, namespace)
+    live = cluster.get(JOB_API, "Job", name, namespace)
     if live is not None:
         diffs = changed_fields(desired, live)
         if diffs:
@@ -692,8 +699,8 @@ def present(module, cluster, p, table, desired, namespace):
         phase, latest = wait_phase(
             cluster, namespace, name, p["throttle_grace"], min(p["poll_interval"], 2)
         )
-        if phase not in RUNNING_PHASES:
-            gpus = job_size(desired)[1]
+        if phase not in JOB_STARTED_PHASES:
+            gpus = job_demand(desired).gpus
             uid = (created.get("metadata") or {}).get("uid") or name
             change = engage_job(
                 cluster,
@@ -705,7 +712,7 @@ def present(module, cluster, p, table, desired, namespace):
             result["throttle_engaged"] = bool(change.engaged)
     if p["wait"] and not module.check_mode:
         phase, latest = wait_phase(cluster, namespace, name, p["wait_timeout"], p["poll_interval"])
-        if phase not in RUNNING_PHASES:
+        if phase not in JOB_STARTED_PHASES:
             uid = ((latest or created).get("metadata") or {}).get("uid")
             pg = podgroup_summary(podgroup_of(cluster, namespace, uid))
             detail = "; ".join(

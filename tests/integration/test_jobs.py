@@ -33,7 +33,9 @@ from pathlib import Path
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.builders import KINDS
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.builders import (
+    KINDS,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy import admission as ap
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
     priority_class_manifests,

@@ -21,27 +21,12 @@ from decimal import Decimal
 from typing import Any
 
 from ..common.errors import FieldError, PlatformValidationError
+from ..common.names import JOB_FINISHED_PHASES
 from ..common.quantity import GPU, Resources, fmt, parse_resources, render
-from .pool import POOL_RESOURCES, pod_resources
+from ..jobs.demand import job_demand
+from .pool import POOL_RESOURCES
 
 # Volcano Job phases after which a job holds and asks for nothing.
-FINISHED_JOB_PHASES = ("Completed", "Failed", "Terminated", "Aborted")
-
-
-def job_demand(job: Mapping[str, Any]) -> Resources:
-    """What an unfinished Volcano Job asks for: sum over tasks of replicas x
-    one pod's requests (pool resources only)."""
-    out = {r: Decimal(0) for r in POOL_RESOURCES}
-    name = (job.get("metadata") or {}).get("name", "")
-    for task in (job.get("spec") or {}).get("tasks") or []:
-        replicas = task.get("replicas", 1)
-        if not isinstance(replicas, int) or isinstance(replicas, bool):
-            continue
-        template = task.get("template") or {}
-        per_pod = pod_resources({"metadata": {"name": name}, "spec": template.get("spec") or {}})
-        for r in POOL_RESOURCES:
-            out[r] += per_pod[r] * replicas
-    return out
 
 
 def payg_in_use(
@@ -53,9 +38,9 @@ def payg_in_use(
     for job in jobs:
         if (job.get("spec") or {}).get("queue") != queue:
             continue
-        if ((job.get("status") or {}).get("state") or {}).get("phase") in FINISHED_JOB_PHASES:
+        if ((job.get("status") or {}).get("state") or {}).get("phase") in JOB_FINISHED_PHASES:
             continue
-        demand = job_demand(job)
+        demand = job_demand(job).resources
         for r in POOL_RESOURCES:
             asked[r] += demand[r]
     return {r: max(Decimal(allocated.get(r, 0)), asked[r]) for r in POOL_RESOURCES}

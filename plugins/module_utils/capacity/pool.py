@@ -27,14 +27,15 @@ from ..common.errors import FieldError, PlatformValidationError
 from ..common.names import (
     LABEL_QUEUE_TYPE,
     LABEL_TENANT,
+    POD_TERMINAL_PHASES,
     QUEUE_TYPE_PAYG,
     QUEUE_TYPE_SPOT,
     QUEUE_TYPE_SUBSCRIPTION,
 )
-from ..common.quantity import CPU, GPU, MEMORY, Resources, fmt, parse
+from ..common.quantity import Resources, fmt, parse
+from ..jobs.demand import DEMAND_RESOURCES, pod_demand
 
-POOL_RESOURCES = (GPU, CPU, MEMORY)
-_TERMINAL_POD_PHASES = ("Succeeded", "Failed")
+POOL_RESOURCES = DEMAND_RESOURCES
 
 
 def _zero() -> Resources:
@@ -380,35 +381,6 @@ def _signed(value: Decimal, resource: str) -> str:
     return f"-{fmt(-value, resource)}" if value < 0 else str(fmt(value, resource))
 
 
-def pod_resources(pod: Mapping[str, Any]) -> Resources:
-    """What a pod asks of a node: the sum over its containers (the larger of
-    that and any single init container), per pool resource."""
-    spec = pod.get("spec") or {}
-    name = (pod.get("metadata") or {}).get("name", "")
-
-    def one(container: Mapping[str, Any], i: int, kind: str) -> Resources:
-        res = container.get("resources") or {}
-        requests = res.get("requests") or {}
-        limits = res.get("limits") or {}
-        out = _zero()
-        for r in POOL_RESOURCES:
-            raw = requests.get(r, limits.get(r)) if r in requests or r in limits else None
-            if raw is not None:
-                out[r] = _quantity(raw, f"pods[{name}].spec.{kind}[{i}].resources.{r}")
-        return out
-
-    total = _zero()
-    for i, c in enumerate(spec.get("containers") or []):
-        part = one(c, i, "containers")
-        for r in POOL_RESOURCES:
-            total[r] += part[r]
-    for i, c in enumerate(spec.get("initContainers") or []):
-        part = one(c, i, "initContainers")
-        for r in POOL_RESOURCES:
-            total[r] = max(total[r], part[r])
-    return total
-
-
 def allocated_from_pods(
     pods: Iterable[Mapping[str, Any]], pool_nodes: Iterable[str]
 ) -> tuple[Resources, Resources]:
@@ -422,10 +394,11 @@ def allocated_from_pods(
         spec = pod.get("spec") or {}
         if spec.get("nodeName") not in members:
             continue
-        if (pod.get("status") or {}).get("phase") in _TERMINAL_POD_PHASES:
+        if (pod.get("status") or {}).get("phase") in POD_TERMINAL_PHASES:
             continue
         target = leaving if (pod.get("metadata") or {}).get("deletionTimestamp") else held
-        part = pod_resources(pod)
+        name = (pod.get("metadata") or {}).get("name", "")
+        part = pod_demand(spec, f"pods[{name}].spec")
         for r in POOL_RESOURCES:
             target[r] += part[r]
     return held, leaving

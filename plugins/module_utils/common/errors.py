@@ -41,3 +41,25 @@ def raise_if(errors: Iterable[FieldError]) -> None:
     collected = list(errors)
     if collected:
         raise PlatformValidationError(collected)
+
+
+class Refused(Exception):
+    """Valid input that the cluster's state forbids (running work, a busy lease, a
+    shortfall). ``extra`` is reported with the failure, for example what runs."""
+
+    def __init__(self, msg: str, **extra: object):
+        super().__init__(msg)
+        self.extra = extra
+
+
+class PartialWrite(Exception):
+    """Writes that stopped part-way: ``done`` names what was already written, so the
+    report never says ``changed: false`` after a write. Every write of the collection
+    is idempotent: fixing ``cause`` and running again finishes the change."""
+
+    def __init__(self, what: str, done: list[str], cause: BaseException, **report: object):
+        super().__init__(f"{what} failed after {len(done)} change(s): {cause}")
+        self.what = what
+        self.done = list(done)
+        self.cause = cause
+        self.report = report

@@ -12,6 +12,23 @@ import re
 
 from .errors import FieldError
 
+# API versions: Kubernetes 1.35 and Volcano 1.15.1. Every file names them from here.
+QUEUE_API = "scheduling.volcano.sh/v1beta1"
+PODGROUP_API = "scheduling.volcano.sh/v1beta1"
+JOB_API = "batch.volcano.sh/v1alpha1"
+HYPERNODE_API = "topology.volcano.sh/v1alpha1"
+ADMISSION_API = "admissionregistration.k8s.io/v1"
+LEASE_API = "coordination.k8s.io/v1"
+
+# Phases, as Volcano and Kubernetes report them.
+JOB_FINISHED_PHASES = ("Completed", "Failed", "Terminated", "Aborted")  # a Job that holds nothing
+JOB_FAILED_PHASES = ("Failed", "Aborted", "Terminated")
+JOB_STARTED_PHASES = ("Running", "Completing", "Completed")  # a Job that got its pods
+JOB_HOLDING_PHASES = ("Running",)  # a Job whose pods hold their GPUs
+PODGROUP_WAITING_PHASES = ("Pending", "Inqueue")  # not yet allocated by the scheduler
+POD_ACTIVE_PHASES = ("Pending", "Running")
+POD_TERMINAL_PHASES = ("Succeeded", "Failed")
+
 PREFIX = "platform.io/"
 LABEL_TENANT = PREFIX + "tenant"
 LABEL_QUEUE_TYPE = PREFIX + "queue-type"

@@ -26,6 +26,7 @@ from typing import Any
 from ..common.errors import FieldError, PlatformValidationError, raise_if
 from ..common.names import (
     ANNOTATION_SPOT_PRICE,
+    JOB_API,
     JOB_CLASSES,
     LABEL_BILLING_TYPE,
     LABEL_JOB_CLASS,
@@ -43,8 +44,8 @@ from ..common.names import (
 from ..common.quantity import GPU, RDMA, parse
 from ..policy.admission import PREEMPTABLE_ANNOTATION
 from .classes import DEFAULT_CLASSES, JobClass, class_queue_errors
+from .demand import job_demand, pod_demand
 
-API_VERSION = "batch.volcano.sh/v1alpha1"
 KIND = "Job"
 SCHEDULER = "volcano"
 KINDS = ("pytorch_ddp", "ps_worker", "mpi", "spark", "ray", "single")
@@ -644,30 +645,7 @@ def build_job(
     if job_class.network_topology:
         spec["networkTopology"] = dict(job_class.network_topology)
     spec["tasks"] = tasks
-    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}
-
-
-def pod_gpus(template: Mapping[str, Any]) -> int:
-    """GPUs one pod of a task template asks for (limits, else requests, summed over containers)."""
-    total = 0
-    for c in ((template.get("spec") or {}).get("containers")) or []:
-        res = c.get("resources") or {}
-        value = (res.get("limits") or {}).get(GPU, (res.get("requests") or {}).get(GPU, 0))
-        try:
-            total += int(parse(value, GPU))
-        except PlatformValidationError:
-            continue
-    return total
-
-
-def job_size(manifest: Mapping[str, Any]) -> tuple[int, int]:
-    """(pods, GPUs) of a Volcano Job manifest."""
-    pods = gpus = 0
-    for task in (manifest.get("spec") or {}).get("tasks") or []:
-        replicas = task.get("replicas") or 0
-        pods += replicas
-        gpus += replicas * pod_gpus(task.get("template") or {})
-    return pods, gpus
+    return {"apiVersion": JOB_API, "kind": KIND, "metadata": metadata, "spec": spec}
 
 
 def _class_of_manifest(
@@ -722,11 +700,11 @@ def complete_manifest(
     if not isinstance(manifest, Mapping):
         raise PlatformValidationError([FieldError("manifest", "must be a Volcano Job (a mapping)")])
     out = copy.deepcopy(dict(manifest))
-    if out.get("apiVersion") != API_VERSION or out.get("kind") != KIND:
+    if out.get("apiVersion") != JOB_API or out.get("kind") != KIND:
         errors.append(
             FieldError(
                 "manifest",
-                f"must be apiVersion {API_VERSION}, kind {KIND}; got {out.get('apiVersion')!r}, {out.get('kind')!r}",
+                f"must be apiVersion {JOB_API}, kind {KIND}; got {out.get('apiVersion')!r}, {out.get('kind')!r}",
             )
         )
     meta = out.setdefault("metadata", {})
@@ -771,7 +749,16 @@ def complete_manifest(
             continue
         errors += dns_label_errors(f"manifest.spec.tasks[{i}].name", task.get("name"))
         errors += _int_errors(f"manifest.spec.tasks[{i}].replicas", task.get("replicas"), 0)
-        per_pod = pod_gpus(task.get("template") or {})
+        try:
+            per_pod = int(
+                pod_demand(
+                    (task.get("template") or {}).get("spec") or {},
+                    f"manifest.spec.tasks[{i}].template.spec",
+                )[GPU]
+            )
+        except PlatformValidationError as exc:
+            errors += exc.errors
+            continue
         if per_pod > max_gpus_per_node:
             errors.append(
                 FieldError(
@@ -806,8 +793,8 @@ def complete_manifest(
                 "spot_price", f"class {name} is not billed as spot; leave the spot price out"
             )
         )
-    pods = sum(t.get("replicas") or 0 for t in tasks)
-    gpus = job_size(out)[1]
+    demand = job_demand(out)
+    pods, gpus = demand.pods, demand.gpus
     if not jc.multi_node and pods > 1:
         errors.append(
             FieldError(

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from ..common.names import LABEL_MANAGED_BY, LABEL_TENANT, MANAGED_BY
+from ..common.names import LABEL_MANAGED_BY, LABEL_TENANT, MANAGED_BY, PODGROUP_API
 from ..kube.cluster import Cluster
 from .throttle import (
     CONFIGMAP,
@@ -26,8 +26,6 @@ from .throttle import (
     plan_namespace,
     read_entries,
 )
-
-PODGROUP_API = "scheduling.volcano.sh/v1beta1"
 
 
 def _is_managed(obj: dict[str, Any]) -> bool:

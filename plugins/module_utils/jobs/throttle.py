@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..common.names import LABEL_MANAGED_BY, LABEL_TENANT, MANAGED_BY
+from ..common.names import LABEL_MANAGED_BY, LABEL_TENANT, MANAGED_BY, PODGROUP_WAITING_PHASES
 
 CONFIGMAP = "platform-throttle"
 KEY_QUEUES = "queues"
@@ -47,7 +47,6 @@ DEFAULT_TIMEOUT = 300
 ENGAGED = "engaged"
 EXPIRED = "expired"
 # PodGroup phases in which a job waits for its resources.
-WAITING_PHASES = ("Pending", "Inqueue")
 
 
 @dataclass(frozen=True)
@@ -100,7 +99,7 @@ def podgroup_waits(podgroup: Mapping[str, Any]) -> bool:
     """Rule throttle-trigger: a PodGroup waits while its phase is Pending or Inqueue and fewer
     than minMember of its pods run (the scheduler could not allocate it)."""
     status = podgroup.get("status") or {}
-    if status.get("phase") not in WAITING_PHASES:
+    if status.get("phase") not in PODGROUP_WAITING_PHASES:
         return False
     running = int(status.get("running") or 0)
     min_member = int((podgroup.get("spec") or {}).get("minMember") or 1)

@@ -221,26 +221,12 @@ def api_error_message(exc: Exception) -> str:
     return str(exc)
 
 
-def fail_partway(
-    module: Any, cluster: Cluster, what: str, done: list[str], exc: Exception, **report: Any
-) -> None:
-    """End a run whose writes stopped part-way with what was already written: every write is
-    an idempotent apply, so the operator fixes the cause and runs it again to finish."""
-    module.fail_json(
-        msg=f"{what} failed after {len(done)} change(s): {api_error_message(exc)}",
-        done=done,
-        requests=cluster.requests,
-        **report,
-    )
-
-
 __all__ = [
     "HAS_KUBERNETES_CORE",
     "ApiException",
     "Cluster",
     "ConflictError",
     "argument_spec",
-    "fail_partway",
     "platform_module",
     "retry_while_denied",
 ]

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..common.names import (
+    ADMISSION_API,
     LABEL_MANAGED_BY,
     LABEL_TENANT,
     MANAGED_BY,
@@ -35,7 +36,6 @@ from ..common.names import (
     PRIORITY_CLASSES,
 )
 
-API_VERSION = "admissionregistration.k8s.io/v1"
 POLICY_PREFIX = "gpucloud-"
 LABEL_ALLOW_CRITICAL = PREFIX + "allow-critical"
 PARENT_QUEUES_CONFIGMAP = "platform-parent-queues"
@@ -95,7 +95,7 @@ JOBS_AND_PODGROUPS = [("batch.volcano.sh", "jobs"), ("scheduling.volcano.sh", "p
 
 def _policy(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": ADMISSION_API,
         "kind": "ValidatingAdmissionPolicy",
         "metadata": {"name": name, "labels": _labels()},
         "spec": {"failurePolicy": "Fail", **spec},
@@ -107,7 +107,7 @@ def _binding(policy: str, param_ref: dict[str, Any] | None = None) -> dict[str, 
     if param_ref is not None:
         spec["paramRef"] = param_ref
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": ADMISSION_API,
         "kind": "ValidatingAdmissionPolicyBinding",
         "metadata": {"name": policy, "labels": _labels()},
         "spec": spec,

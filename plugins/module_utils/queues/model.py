@@ -26,11 +26,11 @@ from ..common.names import (
     LABEL_TEAM,
     LABEL_TENANT,
     MANAGED_BY,
+    QUEUE_API,
     ROOT_QUEUE,
     queue_labels,
 )
 
-API_VERSION = "scheduling.volcano.sh/v1beta1"
 KIND = "Queue"
 DEFAULT_WEIGHT = 1
 RESOURCE_FIELDS = ("guarantee", "deserved", "capability")
@@ -103,7 +103,7 @@ class Queue:
         owned = tuple(f for f in RESOURCE_FIELDS if f not in self.capacity_fields)
         spec.update(self._resource_spec(owned))
         return {
-            "apiVersion": API_VERSION,
+            "apiVersion": QUEUE_API,
             "kind": KIND,
             "metadata": {"name": self.name, "labels": self.labels()},
             "spec": spec,
@@ -117,7 +117,7 @@ class Queue:
             # leaving it out would not clear what was there.
             spec.setdefault(name, {"resource": {}} if name == "guarantee" else {})
         return {
-            "apiVersion": API_VERSION,
+            "apiVersion": QUEUE_API,
             "kind": KIND,
             "metadata": {"name": self.name},
             "spec": spec,

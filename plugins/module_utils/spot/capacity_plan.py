@@ -15,11 +15,10 @@ from decimal import Decimal
 from typing import Any
 
 from ..capacity.pool import POOL_RESOURCES, commitments_from_queues, idle_for_spot, pool_from_nodes
+from ..common.names import QUEUE_API
 from ..common.objects import differs
 from ..common.quantity import GPU, Resources, render
 from .apportion import apportion_spot, shares
-
-QUEUE_API = "scheduling.volcano.sh/v1beta1"
 
 
 def spot_queue_spec(capability: Mapping[str, Decimal]) -> dict[str, Any]:

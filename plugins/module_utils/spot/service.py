@@ -34,11 +34,14 @@ from ..capacity.pool import (
 from ..common.errors import FieldError, PlatformValidationError
 from ..common.names import (
     EVENT_REASON_SPOT_RECLAIMED,
+    JOB_API,
     LABEL_BILLING_TYPE,
     LABEL_MANAGED_BY,
+    LEASE_API,
     MANAGED_BY,
     MANAGED_SELECTOR,
     PLATFORM_NAMESPACE,
+    QUEUE_API,
     SPOT_RECLAIM_HISTORY,
     SPOT_RECLAIM_LEASE,
 )
@@ -46,9 +49,6 @@ from ..common.quantity import GPU
 from ..kube.cluster import ApiException, Cluster, ConflictError, api_error_message
 from .victims import SpotJob, candidates_from_vcjobs, choose_victims, reclaim_need
 
-VCJOB_API = "batch.volcano.sh/v1alpha1"
-QUEUE_API = "scheduling.volcano.sh/v1beta1"
-LEASE_API = "coordination.k8s.io/v1"
 HISTORY_KEY = "history.json"
 _UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
@@ -119,7 +119,7 @@ def read_spot_candidates(
     cluster: Cluster, queues: list[dict[str, Any]]
 ) -> tuple[list[SpotJob], list[str]]:
     spot_queues = [c.spot_queue for c in commitments_from_queues(queues).values() if c.spot_queue]
-    jobs = cluster.list(VCJOB_API, "Job", label_selector=f"{LABEL_BILLING_TYPE}=spot")
+    jobs = cluster.list(JOB_API, "Job", label_selector=f"{LABEL_BILLING_TYPE}=spot")
     return candidates_from_vcjobs(jobs, spot_queues)
 
 
@@ -253,7 +253,7 @@ def event_manifest(
     reclaim, which share a timestamp, still sort in kill order by name."""
     stamp = int(now.timestamp() * 1_000_000_000) + order
     involved = {
-        "apiVersion": VCJOB_API,
+        "apiVersion": JOB_API,
         "kind": "Job",
         "name": job.name,
         "namespace": job.namespace,
@@ -397,7 +397,7 @@ def delete_victims(
         uid = victim.uid
         try:
             gone_already = not cluster.delete(
-                VCJOB_API,
+                JOB_API,
                 "Job",
                 victim.name,
                 victim.namespace,

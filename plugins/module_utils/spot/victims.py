@@ -29,13 +29,12 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ..common.errors import FieldError, PlatformValidationError
-from ..common.names import ANNOTATION_SPOT_PRICE, LABEL_BILLING_TYPE
-from ..common.quantity import GPU, parse
+from ..common.names import ANNOTATION_SPOT_PRICE, JOB_HOLDING_PHASES, LABEL_BILLING_TYPE
+from ..jobs.demand import job_demand
 
 SPOT = "spot"
 # A job holds its GPUs in these phases; Pending and Inqueue jobs hold none yet,
 # finished ones none any more.
-HOLDING_PHASES = ("Running",)
 
 
 @dataclass(frozen=True)
@@ -207,31 +206,6 @@ def reclaim_need(pool_gpus: int | Decimal, allocated_gpus: int | Decimal, demand
     return int(short) if short > 0 else 0
 
 
-def job_gpus_and_pods(job: Mapping[str, Any]) -> tuple[int, int]:
-    """GPUs a Volcano Job holds when running: sum over its tasks of replicas x
-    the GPUs of one pod (requests, else limits, summed over containers)."""
-    name = (job.get("metadata") or {}).get("name", "")
-    gpus = Decimal(0)
-    pods = 0
-    for t, task in enumerate((job.get("spec") or {}).get("tasks") or []):
-        replicas = task.get("replicas", 1)
-        replicas = replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 0
-        per_pod = Decimal(0)
-        containers = ((task.get("template") or {}).get("spec") or {}).get("containers") or []
-        for c, container in enumerate(containers):
-            res = container.get("resources") or {}
-            requests = res.get("requests") or {}
-            limits = res.get("limits") or {}
-            raw = requests.get(GPU, limits.get(GPU))
-            if raw is not None:
-                per_pod += parse(
-                    raw, f"{name}.spec.tasks[{t}].template.spec.containers[{c}].resources.{GPU}"
-                )
-        gpus += per_pod * replicas
-        pods += replicas
-    return int(gpus), pods
-
-
 def candidates_from_vcjobs(
     vcjobs: Iterable[Mapping[str, Any]], spot_queues: Iterable[str]
 ) -> tuple[list[SpotJob], list[str]]:
@@ -253,7 +227,7 @@ def candidates_from_vcjobs(
         if queue not in queues or meta.get("deletionTimestamp"):
             continue
         state = (job.get("status") or {}).get("state") or {}
-        if state.get("phase") not in HOLDING_PHASES:
+        if state.get("phase") not in JOB_HOLDING_PHASES:
             continue
         namespace = meta.get("namespace", "")
         name = meta.get("name", "")
@@ -264,7 +238,8 @@ def candidates_from_vcjobs(
         except PlatformValidationError as exc:
             warnings.append(f"{exc}; it counts as price 0")
             price = Decimal(0)
-        gpus, pods = job_gpus_and_pods(job)
+        demand = job_demand(job)
+        gpus, pods = demand.gpus, demand.pods
         started_raw = state.get("lastTransitionTime") or meta.get("creationTimestamp")
         started = (
             parse_time(started_raw, f"{where}.status.state.lastTransitionTime")

@@ -25,9 +25,14 @@ from ..capacity.pool import (
 from ..common.errors import raise_if
 from ..common.names import (
     CAPACITY_FIELD_MANAGER,
+    JOB_API,
+    JOB_FINISHED_PHASES,
     LABEL_TENANT,
     MANAGED_SELECTOR,
     PLATFORM_NAMESPACE,
+    POD_ACTIVE_PHASES,
+    PODGROUP_API,
+    QUEUE_API,
     ROOT_QUEUE,
     namespace_name,
 )
@@ -35,16 +40,11 @@ from ..common.objects import differs, index_by_name, strip_server_fields
 from ..common.quantity import Resources, render
 from ..kube import cluster as kube
 from ..policy.admission import PARAM_KEY_QUEUES, PARENT_QUEUES_CONFIGMAP, parent_queues_configmap
-from ..queues.model import API_VERSION as QUEUE_API
 from ..queues.model import Queue, allocated
 from ..queues.parent_list import updated_queue_list
 from ..queues.plan import CAPACITY, CREATE, DELETE, QueueStep
 
-JOB_API = "batch.volcano.sh/v1alpha1"
-PODGROUP_API = "scheduling.volcano.sh/v1beta1"
 # Volcano Job phases after which a job holds nothing and will not run again.
-FINISHED_JOB_PHASES = ("Completed", "Failed", "Terminated", "Aborted")
-ACTIVE_POD_PHASES = ("Pending", "Running")
 # How long a queue write waits for Volcano's webhook cache to catch up.
 QUEUE_WRITE_TIMEOUT = 30.0
 # The ``queues`` key of the parent-queues ConfigMap is applied under its own
@@ -155,12 +155,12 @@ def active_jobs(jobs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [
         j
         for j in jobs
-        if ((j.get("status") or {}).get("state") or {}).get("phase") not in FINISHED_JOB_PHASES
+        if ((j.get("status") or {}).get("state") or {}).get("phase") not in JOB_FINISHED_PHASES
     ]
 
 
 def active_pods(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [p for p in pods if (p.get("status") or {}).get("phase", "Pending") in ACTIVE_POD_PHASES]
+    return [p for p in pods if (p.get("status") or {}).get("phase", "Pending") in POD_ACTIVE_PHASES]
 
 
 def busy_queues(

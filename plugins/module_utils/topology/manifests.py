@@ -9,8 +9,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..common.errors import FieldError
-from ..common.names import LABEL_MANAGED_BY, MANAGED_BY
-from .tree import API_VERSION, KIND, HyperNode, Member, Tree
+from ..common.names import HYPERNODE_API, LABEL_MANAGED_BY, MANAGED_BY
+from .tree import KIND, HyperNode, Member, Tree
 
 
 def hypernode_manifest(hn: HyperNode, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -24,7 +24,7 @@ def hypernode_manifest(hn: HyperNode, labels: Mapping[str, str] | None = None) -
         {"type": m.type, "selector": copy.deepcopy(dict(m.selector))} for m in hn.members
     ]
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": HYPERNODE_API,
         "kind": KIND,
         "metadata": {"name": hn.name, "labels": meta_labels},
         "spec": spec,
@@ -64,7 +64,7 @@ def hypernode_from_manifest(
         return None, [
             FieldError(
                 f"{where}.kind",
-                f"{kind!r} is not a HyperNode; only kind HyperNode ({API_VERSION}) is accepted",
+                f"{kind!r} is not a HyperNode; only kind HyperNode ({HYPERNODE_API}) is accepted",
             )
         ]
     spec = obj.get("spec")

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 
 from ..common.errors import FieldError
 
-API_VERSION = "topology.volcano.sh/v1alpha1"
 KIND = "HyperNode"
 MEMBER_NODE = "Node"
 MEMBER_HYPERNODE = "HyperNode"

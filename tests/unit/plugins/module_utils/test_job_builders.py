@@ -17,6 +17,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.classes imp
     DEFAULT_CLASSES,
     job_class_table,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.demand import job_demand
 
 BASE = {"tenant": "alpha", "queue": "tenant-alpha-algo", "queue_type": "team", "image": "img:v1"}
 COMMAND = {"pytorch_ddp": ["train.py"], "mpi": ["python", "train.py"], "ray": None}
@@ -301,7 +302,8 @@ def test_min_available_counts_every_pod_and_gpus_match(kind, replicas, gpus, ps)
     if kind == "single":
         replicas = 1
     m = job(kind=kind, replicas=replicas, gpus_per_pod=gpus, ps_replicas=ps)
-    pods, total_gpus = jb.job_size(m)
+    demand = job_demand(m)
+    pods, total_gpus = demand.pods, demand.gpus
     assert m["spec"]["minAvailable"] == pods
     assert total_gpus == replicas * gpus
     assert all(t["replicas"] > 0 for t in m["spec"]["tasks"])

@@ -5,7 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import Queue
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (
+    Queue,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.queues.parent_list import (
     parent_queue_names,
     parse_queue_list,

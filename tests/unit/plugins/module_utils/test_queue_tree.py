@@ -7,7 +7,9 @@ from decimal import Decimal
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import Queue
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (
+    Queue,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.queues.rules import (
     MAX_DEPTH,
     queue_tree_errors,

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.demand import job_demand
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import (
     SpotJob,
     candidates_from_vcjobs,
     choose_victims,
-    job_gpus_and_pods,
     parse_price,
     parse_time,
     reclaim_need,
@@ -194,7 +194,8 @@ def test_candidate_gpus_pods_and_start_fallback():
             },
         }
     )
-    assert job_gpus_and_pods(j) == (7, 4)
+    demand = job_demand(j)
+    assert (demand.gpus, demand.pods) == (7, 4)
     del j["status"]["state"]["lastTransitionTime"]
     found, _unused = candidates_from_vcjobs([j], ["tenant-alpha-spot"])
     assert found[0].started == T0 - 11 * 60  # creationTimestamp

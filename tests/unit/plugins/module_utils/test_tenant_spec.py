@@ -10,7 +10,9 @@ import pytest
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import Queue
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (
+    Queue,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
     TeamSpec,
     desired_queues,

@@ -8,7 +8,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifes
     tree_manifests,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.plan import plan_sync
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import switch
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (
+    switch,
+)
 
 
 def tree(moved=False):

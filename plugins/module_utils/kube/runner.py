@@ -1,0 +1,78 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one way a module runs: argument spec in, ``service.run`` in the middle, one
+result shape out.
+
+Every module is ``run_module(OPTIONS, service.run, ...)``. The runner validates
+the input before it connects (``validate``), builds the ``Cluster`` from
+kubernetes.core's connection options, maps the collection's typed errors to
+``fail_json`` with the same keys everywhere, drops ``diff`` unless diff mode is
+on, and adds ``requests``: the API requests the run made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..common.errors import PartialWrite, PlatformValidationError, Refused
+from .cluster import ApiException, Cluster, api_error_message, argument_spec, platform_module
+
+Service = Callable[[dict[str, Any], Cluster, bool], dict[str, Any]]
+
+try:  # the transport's own errors: the API server is down or unreachable
+    from urllib3.exceptions import HTTPError as TransportError
+except ImportError:  # pragma: no cover - kubernetes always brings urllib3
+    TransportError = OSError
+
+
+def failure(exc: BaseException) -> dict[str, Any]:
+    """The ``fail_json`` keys for one of the collection's typed errors."""
+    if isinstance(exc, PlatformValidationError):
+        return {"msg": str(exc), "errors": exc.messages, "changed": False}
+    if isinstance(exc, Refused):
+        return {"msg": str(exc), "changed": False, **exc.extra}
+    if isinstance(exc, PartialWrite):
+        cause = exc.cause
+        why = api_error_message(cause) if isinstance(cause, ApiException) else str(cause)
+        return {
+            "msg": f"{exc.what} failed after {len(exc.done)} change(s): {why}; "
+            "every write is idempotent, so running again finishes the change",
+            "changed": bool(exc.done),
+            "done": exc.done,
+            **exc.report,
+        }
+    if isinstance(exc, ApiException):
+        return {"msg": api_error_message(exc)}
+    return {"msg": f"cannot reach the Kubernetes API server: {exc}", "changed": False}
+
+
+HANDLED = (PlatformValidationError, Refused, PartialWrite, ApiException, TransportError, OSError)
+
+
+def run_module(
+    options: Mapping[str, Any],
+    service: Service,
+    validate: Callable[[dict[str, Any]], Any] | None = None,
+    **module_kwargs: Any,
+) -> None:
+    """Run one module: ``options`` is its argument spec without the connection
+    options, ``service`` its domain service's ``run(params, cluster, check_mode)``."""
+    module = platform_module(
+        argument_spec=argument_spec(**options), supports_check_mode=True, **module_kwargs
+    )
+    params = dict(module.params)
+    if validate is not None:
+        try:
+            validate(params)  # every input checked before connecting
+        except PlatformValidationError as exc:
+            module.fail_json(requests=0, **failure(exc))
+    cluster = Cluster.from_module(module)
+    try:
+        result = service(params, cluster, module.check_mode)
+    except HANDLED as exc:
+        module.fail_json(requests=cluster.requests, **failure(exc))
+    if not module._diff:
+        result.pop("diff", None)
+    result["requests"] = cluster.requests
+    module.exit_json(**result)
