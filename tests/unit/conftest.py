@@ -1,0 +1,31 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Fixtures for the unit tests: one way to run a module against the fake cluster."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import Cluster
+
+
+@pytest.fixture
+def run_module(monkeypatch, capsys) -> Callable[..., dict[str, Any]]:
+    """``run_module(module, cluster, **args)``: run ``module.main()`` with ``args`` as its
+    parameters, ``cluster`` (a ``FakeCluster``) as its connection, and diff mode on
+    unless ``_ansible_diff=False``; returns what the module printed (exit or fail)."""
+
+    def run(module: Any, cluster: Any, **args: Any) -> dict[str, Any]:
+        monkeypatch.setattr(Cluster, "from_module", classmethod(lambda cls, m: cluster))
+        args.setdefault("_ansible_diff", True)
+        cluster.requests = 0
+        with patch_module_args(args), pytest.raises(SystemExit):
+            module.main()
+        return json.loads(capsys.readouterr().out)
+
+    return run
