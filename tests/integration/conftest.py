@@ -95,11 +95,17 @@ def ansible_env(kubeconfig: str) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def run_module(ansible_env: dict[str, str]) -> Callable[..., dict[str, Any]]:
-    """Run one module of the collection on localhost; returns its result."""
+    """``run_module(module, args, check=False, diff=False)``: run one module of the
+    collection on localhost the way a playbook does (``ansible -m``, so the module
+    and its nested module_utils travel as Ansible packs them) against the local
+    cluster; returns its result, failed or not. ``module`` is its short name
+    (``tenant``) or its full one (``gpucloud.platform.tenant``)."""
 
     def run(
         module: str, args: dict[str, Any], check: bool = False, diff: bool = False
     ) -> dict[str, Any]:
+        if "." not in module:
+            module = f"gpucloud.platform.{module}"
         cmd = ["ansible", "localhost", "-m", module, "-a", json.dumps(args)]
         cmd += ["--check"] if check else []
         cmd += ["--diff"] if diff else []
