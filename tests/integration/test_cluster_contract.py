@@ -1,0 +1,37 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The contract cases of tests/cluster_contract.py on the real kube-apiserver,
+through the collection's own client layer, so the unit tests' fake cannot drift."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import Cluster
+from ansible_collections.gpucloud.platform.tests.cluster_contract import CASES, dry_run_case
+
+pytestmark = pytest.mark.integration
+
+
+def client(kubeconfig: str, dry_run: bool = False):
+    """kubernetes.core's K8SClient, as a module gets it (check mode = dry run)."""
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+
+    module = SimpleNamespace(
+        params={"kubeconfig": kubeconfig},
+        check_mode=dry_run,
+        server_side_dry_run=dry_run,
+        requires=lambda *args, **kwargs: None,
+    )
+    return get_api_client(module=module)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_api_server_keeps_the_contract(case, kubeconfig, namespace):
+    CASES[case](Cluster(client(kubeconfig)), namespace)
+
+
+def test_api_server_dry_run_stores_nothing(kubeconfig, namespace):
+    dry_run_case(Cluster(client(kubeconfig, dry_run=True)), namespace)
