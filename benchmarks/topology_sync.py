@@ -48,10 +48,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifes
     tree_manifests,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.plan import (
-    plan_sync,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (
-    tree_errors,
+    plan_tree_sync,
 )
 
 from _api_counter import (
@@ -106,10 +103,9 @@ def as_live(manifests: dict) -> list[dict]:
 
 
 def plan(nodes: list[dict], live: list[dict]):
+    """What ``topology``'s service computes between its list calls and its writes."""
     found = tree_from_node_labels(nodes, TIER_LABELS)
-    errors = tree_errors(found.tree, nodes)
-    assert not errors, errors[:3]
-    return plan_sync(tree_manifests(found.tree), live, prune=True)
+    return plan_tree_sync(found.tree, nodes, live, prune=True)
 
 
 def best_of(repeat: int, fn) -> float:

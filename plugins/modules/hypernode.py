@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import HYPERNODE_API
-
 DOCUMENTATION = r"""
 module: hypernode
 short_description: One Volcano HyperNode, present or absent, checked against the topology rules
@@ -61,7 +59,8 @@ options:
         type: dict
         required: true
 notes:
-  - Supports check mode (writes are sent as server-side dry runs) and diff mode.
+  - Supports check mode (a creation or update is sent as a server-side dry run, a deletion is only
+    reported in RV(action)) and diff mode.
 seealso:
   - module: gpucloud.platform.topology
 """
@@ -106,12 +105,12 @@ hypernode:
   returned: when O(state=present)
   type: dict
 action:
-  description: What the run did, V(created), V(updated), V(deleted) or V(none).
+  description: What the run did (in check mode, would do), V(created), V(updated), V(deleted) or V(none).
   returned: always
   type: str
   sample: created
 requests:
-  description: API requests the run made.
+  description: API requests the run made (also when it fails).
   returned: always
   type: int
 diff:
@@ -120,131 +119,36 @@ diff:
   type: dict
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
-    FieldError,
-    PlatformValidationError,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import (
-    differs,
-    strip_server_fields,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (
-    ApiException,
-    Cluster,
-    api_error_message,
-    argument_spec,
-    platform_module,
-)
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (
-    hypernode_from_manifest,
-    hypernode_manifest,
-    is_managed,
-    tree_from_manifests,
+    desired_hypernode,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.plan import (
-    unmanaged_conflict,
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import MEMBER_TYPES
+
+OPTIONS = dict(
+    name=dict(type="str", required=True),
+    state=dict(type="str", choices=["present", "absent"], default="present"),
+    tier=dict(type="int"),
+    tier_name=dict(type="str"),
+    members=dict(
+        type="list",
+        elements="dict",
+        options=dict(
+            type=dict(type="str", required=True, choices=list(MEMBER_TYPES)),
+            selector=dict(type="dict", required=True),
+        ),
+    ),
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (
-    KIND,
-    MEMBER_NODE,
-    hypernode_errors,
-    tree_errors,
-)
-
-
-def _fail(module, errors: list[FieldError], **extra) -> None:
-    err = PlatformValidationError(errors)
-    module.fail_json(msg=str(err), errors=err.messages, **extra)
-
-
-def _needs_nodes(tree) -> bool:
-    return any(
-        m.type == MEMBER_NODE and not m.exact_name for hn in tree.values() for m in hn.members
-    )
 
 
 def main() -> None:
-    module = platform_module(
-        argument_spec=argument_spec(
-            name=dict(type="str", required=True),
-            state=dict(type="str", choices=["present", "absent"], default="present"),
-            tier=dict(type="int"),
-            tier_name=dict(type="str"),
-            members=dict(
-                type="list",
-                elements="dict",
-                options=dict(
-                    type=dict(type="str", required=True, choices=["Node", "HyperNode"]),
-                    selector=dict(type="dict", required=True),
-                ),
-            ),
-        ),
+    run_module(
+        OPTIONS,
+        service.run_hypernode,
+        validate=desired_hypernode,
         required_if=[("state", "present", ["tier", "members"])],
-        supports_check_mode=True,
     )
-    p = module.params
-    name = p["name"]
-    desired = None
-    if p["state"] == "present":
-        spec = {
-            "tier": p["tier"],
-            "members": [{"type": m["type"], "selector": m["selector"]} for m in p["members"]],
-        }
-        if p["tier_name"]:
-            spec["tierName"] = p["tier_name"]
-        hn, errors = hypernode_from_manifest(
-            {"kind": KIND, "metadata": {"name": name}, "spec": spec}
-        )
-        if hn is not None:
-            errors += hypernode_errors(hn)
-        if errors or hn is None:
-            _fail(module, errors)
-        desired = hypernode_manifest(hn)
-
-    cluster = Cluster.from_module(module)
-    try:
-        live_all = cluster.list(HYPERNODE_API, KIND)
-    except ApiException as exc:
-        module.fail_json(msg=f"reading HyperNodes failed: {api_error_message(exc)}")
-    live = next((o for o in live_all if o["metadata"]["name"] == name), None)
-    if live is not None and not is_managed(live):
-        _fail(module, [unmanaged_conflict(name, live)])
-
-    # Rules of the tree this HyperNode joins: refuse only what the change introduces.
-    others = [o for o in live_all if o["metadata"]["name"] != name]
-    before_tree, _unused = tree_from_manifests(live_all)
-    after_tree, _unused = tree_from_manifests(others + ([desired] if desired else []))
-    nodes = None
-    if _needs_nodes(before_tree) or _needs_nodes(after_tree):
-        try:
-            nodes = cluster.list("v1", "Node")
-        except ApiException as exc:
-            module.fail_json(msg=f"reading Nodes failed: {api_error_message(exc)}")
-    before = {str(e) for e in tree_errors(before_tree, nodes)}
-    introduced = [e for e in tree_errors(after_tree, nodes) if str(e) not in before]
-    if introduced:
-        _fail(module, introduced)
-
-    result: dict = dict(changed=False, action="none")
-    try:
-        if desired is None:
-            if live is not None:
-                cluster.delete(HYPERNODE_API, KIND, name)
-                result.update(changed=True, action="deleted")
-        elif live is None or differs(desired, live):
-            result["hypernode"] = cluster.apply(desired)
-            result.update(changed=True, action="created" if live is None else "updated")
-        else:
-            result["hypernode"] = live
-    except ApiException as exc:
-        module.fail_json(
-            msg=f"writing HyperNode {name!r} failed: {api_error_message(exc)}",
-            requests=cluster.requests,
-        )
-    result["requests"] = cluster.requests
-    if module._diff:
-        result["diff"] = dict(before=strip_server_fields(live) or {}, after=desired or {})
-    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import HYPERNODE_API
-
 DOCUMENTATION = r"""
 module: topology
 short_description: Make the cluster's HyperNodes equal the network topology tree
@@ -65,7 +63,8 @@ options:
     type: bool
     default: false
 notes:
-  - Supports check mode (writes are sent as server-side dry runs) and diff mode.
+  - Supports check mode (creations and updates are sent as server-side dry runs, deletions are only
+    reported in RV(deleted)) and diff mode.
 seealso:
   - module: gpucloud.platform.hypernode
   - module: gpucloud.platform.topology_info
@@ -102,12 +101,14 @@ created:
   elements: str
   sample: [tor-0, spine-0]
 updated:
-  description: HyperNodes whose spec or labels were changed.
+  description: HyperNodes whose spec or labels were changed (in check mode, that would be changed).
   returned: always
   type: list
   elements: str
 deleted:
-  description: Managed HyperNodes deleted because the tree no longer needs them (only with O(prune=true)).
+  description:
+    - Managed HyperNodes deleted because the tree no longer needs them (only with O(prune=true)).
+    - In check mode, those that would be deleted; nothing is deleted.
   returned: always
   type: list
   elements: str
@@ -137,140 +138,49 @@ tree:
   type: str
   sample: "spine-0 (tier 2)\n└── tor-0 (tier 1)\n    ├── gpu-0\n    └── gpu-1\n"
 requests:
-  description: API requests the run made.
+  description: API requests the run made (also when it fails).
   returned: always
   type: int
   sample: 2
+done:
+  description: When a write fails part-way, the writes made before it (C(created tor-0), ...).
+  returned: on a failed write
+  type: list
+  elements: str
 diff:
   description: The HyperNodes before and after, by name (diff mode only).
   returned: when diff mode is on
   type: dict
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
-    PartialWrite,
-    PlatformValidationError,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import (
-    strip_server_fields,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (
-    ApiException,
-    Cluster,
-    api_error_message,
-    argument_spec,
-    platform_module,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import failure
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (
     DEFAULT_NAME_TEMPLATE,
     SOURCES,
-    tier_label_errors,
-    tree_from_source,
+    check_source_options,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (
-    tree_manifests,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.plan import plan_sync
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.render import text_tree
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (
     DEFAULT_TIER_LABELS,
-    KIND,
-    tree_errors,
+)
+
+OPTIONS = dict(
+    source=dict(type="str", choices=list(SOURCES), default="labels"),
+    tier_labels=dict(type="list", elements="str", default=list(DEFAULT_TIER_LABELS)),
+    name_template=dict(type="str", default=DEFAULT_NAME_TEMPLATE),
+    switches=dict(type="list", elements="dict"),
+    node_selector=dict(type="str"),
+    prune=dict(type="bool", default=False),
 )
 
 
 def main() -> None:
-    module = platform_module(
-        argument_spec=argument_spec(
-            source=dict(type="str", choices=list(SOURCES), default="labels"),
-            tier_labels=dict(type="list", elements="str", default=list(DEFAULT_TIER_LABELS)),
-            name_template=dict(type="str", default=DEFAULT_NAME_TEMPLATE),
-            switches=dict(type="list", elements="dict"),
-            node_selector=dict(type="str"),
-            prune=dict(type="bool", default=False),
-        ),
+    run_module(
+        OPTIONS,
+        service.run_sync,
+        validate=check_source_options,
         required_if=[("source", "inventory", ["switches"])],
-        supports_check_mode=True,
     )
-    p = module.params
-    if p["source"] == "labels":
-        early = tier_label_errors(p["tier_labels"], p["name_template"])
-        if early:
-            module.fail_json(
-                msg=str(PlatformValidationError(early)), errors=[str(e) for e in early]
-            )
-
-    cluster = Cluster.from_module(module)
-    try:
-        nodes = cluster.list("v1", "Node", label_selector=p["node_selector"])
-        live = cluster.list(HYPERNODE_API, KIND)
-    except ApiException as exc:
-        module.fail_json(msg=f"reading Nodes and HyperNodes failed: {api_error_message(exc)}")
-
-    try:
-        found = tree_from_source(
-            p["source"], nodes, p["tier_labels"], p["name_template"], p["switches"]
-        )
-    except PlatformValidationError as exc:
-        module.fail_json(msg=str(exc), errors=exc.messages)
-    errors = tree_errors(found.tree, nodes)
-    if errors:
-        err = PlatformValidationError(errors)
-        module.fail_json(msg=str(err), errors=err.messages)
-
-    plan = plan_sync(tree_manifests(found.tree), live, prune=p["prune"])
-    if plan.conflicts:
-        err = PlatformValidationError(plan.conflicts)
-        module.fail_json(msg=str(err), errors=err.messages)
-
-    result = dict(
-        changed=plan.changed,
-        unplaced_nodes=found.unplaced_nodes,
-        moved_nodes=plan.moved_nodes,
-        tree=text_tree(found.tree, unplaced=found.unplaced_nodes),
-        **plan.summary(),
-    )
-    done: list[str] = []
-    try:
-        for manifest in plan.create:
-            cluster.apply(manifest)
-            done.append("created " + manifest["metadata"]["name"])
-        for desired, _live in plan.update:
-            cluster.apply(desired)
-            done.append("updated " + desired["metadata"]["name"])
-        for obj in plan.delete:
-            cluster.delete(HYPERNODE_API, KIND, obj["metadata"]["name"])
-            done.append("deleted " + obj["metadata"]["name"])
-    except ApiException as exc:
-        module.fail_json(
-            requests=cluster.requests,
-            **failure(
-                PartialWrite(
-                    "writing HyperNodes",
-                    done,
-                    exc,
-                    **{k: v for k, v in result.items() if k != "changed"},
-                )
-            ),
-        )
-
-    result["requests"] = cluster.requests
-    if module._diff:
-        result["diff"] = dict(
-            before={
-                **{
-                    d["metadata"]["name"]: strip_server_fields(live_obj)
-                    for d, live_obj in plan.update
-                },
-                **{o["metadata"]["name"]: strip_server_fields(o) for o in plan.delete},
-            },
-            after={
-                **{m["metadata"]["name"]: m for m in plan.create},
-                **{d["metadata"]["name"]: d for d, _unused in plan.update},
-            },
-        )
-    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import HYPERNODE_API
-
 DOCUMENTATION = r"""
 module: topology_info
 short_description: The network topology tree as data, text, Mermaid, Graphviz DOT and PNG
@@ -118,151 +116,55 @@ unplaced_nodes:
   type: list
   elements: str
 files:
-  description: The files written (or, in check mode, that would be written) into O(dest).
+  description: The files of the renderings in O(dest), whether or not their content changed.
   returned: always
+  type: list
+  elements: str
+requests:
+  description: API requests the run made (also when it fails).
+  returned: always
+  type: int
+  sample: 2
+done:
+  description: When writing a file or running Graphviz fails, the files written before it.
+  returned: on a failed write
   type: list
   elements: str
 """
 
-import os
-import shutil
-import tempfile
-
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
-    PlatformValidationError,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (
-    ApiException,
-    Cluster,
-    api_error_message,
-    argument_spec,
-    platform_module,
-)
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (
     DEFAULT_NAME_TEMPLATE,
-    tree_from_source,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (
-    is_managed,
-    tree_from_manifests,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.render import (
-    dot,
-    mermaid,
-    text_tree,
-    tree_data,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (
     DEFAULT_TIER_LABELS,
-    KIND,
-    node_infos,
-    nodes_in_no_leaf,
-    tree_errors,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.view import (
+    RENDERING_FORMATS,
+    VIEW_SOURCES,
+)
+
+OPTIONS = dict(
+    source=dict(type="str", choices=list(VIEW_SOURCES), default="cluster"),
+    managed_only=dict(type="bool", default=False),
+    tier_labels=dict(type="list", elements="str", default=list(DEFAULT_TIER_LABELS)),
+    name_template=dict(type="str", default=DEFAULT_NAME_TEMPLATE),
+    switches=dict(type="list", elements="dict"),
+    node_selector=dict(type="str"),
+    dest=dict(type="path"),
+    basename=dict(type="str", default="topology"),
+    formats=dict(
+        type="list",
+        elements="str",
+        choices=list(RENDERING_FORMATS),
+        default=list(RENDERING_FORMATS),
+    ),
 )
 
 
-def _write(path: str, content: bytes, check_mode: bool) -> bool:
-    """Write ``content`` to ``path`` atomically; False when it already holds it."""
-    if os.path.exists(path):
-        with open(path, "rb") as f:
-            if f.read() == content:
-                return False
-    if check_mode:
-        return True
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".topology-")
-    with os.fdopen(fd, "wb") as f:
-        f.write(content)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-    return True
-
-
 def main() -> None:
-    module = platform_module(
-        argument_spec=argument_spec(
-            source=dict(type="str", choices=["cluster", "labels", "inventory"], default="cluster"),
-            managed_only=dict(type="bool", default=False),
-            tier_labels=dict(type="list", elements="str", default=list(DEFAULT_TIER_LABELS)),
-            name_template=dict(type="str", default=DEFAULT_NAME_TEMPLATE),
-            switches=dict(type="list", elements="dict"),
-            node_selector=dict(type="str"),
-            dest=dict(type="path"),
-            basename=dict(type="str", default="topology"),
-            formats=dict(
-                type="list",
-                elements="str",
-                choices=["mermaid", "dot", "png"],
-                default=["mermaid", "dot", "png"],
-            ),
-        ),
-        required_if=[("source", "inventory", ["switches"])],
-        supports_check_mode=True,
-    )
-    p = module.params
-    cluster = Cluster.from_module(module)
-    errors: list[str] = []
-    try:
-        raw_nodes = cluster.list("v1", "Node", label_selector=p["node_selector"])
-        live = cluster.list(HYPERNODE_API, KIND) if p["source"] == "cluster" else []
-    except ApiException as exc:
-        module.fail_json(msg=f"reading Nodes and HyperNodes failed: {api_error_message(exc)}")
-    nodes = node_infos(raw_nodes)
-
-    if p["source"] == "cluster":
-        objects = [o for o in live if is_managed(o)] if p["managed_only"] else live
-        tree, shape_errors = tree_from_manifests(objects)
-        errors += [str(e) for e in shape_errors]
-        unplaced = nodes_in_no_leaf(tree, nodes)
-    else:
-        try:
-            found = tree_from_source(
-                p["source"], nodes, p["tier_labels"], p["name_template"], p["switches"]
-            )
-        except PlatformValidationError as exc:
-            module.fail_json(msg=str(exc), errors=exc.messages)
-        tree, unplaced = found.tree, found.unplaced_nodes
-    errors += [str(e) for e in tree_errors(tree, nodes)]
-
-    renderings = {
-        "mermaid": mermaid(tree, nodes, unplaced),
-        "dot": dot(tree, nodes, unplaced),
-    }
-    result = dict(
-        changed=False,
-        hypernodes=tree_data(tree, nodes),
-        text=text_tree(tree, nodes, unplaced),
-        errors=errors,
-        unplaced_nodes=unplaced,
-        files=[],
-        **renderings,
-    )
-
-    if p["dest"]:
-        dest = p["dest"]
-        if not os.path.isdir(dest) and not module.check_mode:
-            os.makedirs(dest, exist_ok=True)
-        suffix = {"mermaid": "mmd", "dot": "dot"}
-        for fmt in ("mermaid", "dot"):
-            if fmt in p["formats"]:
-                path = os.path.join(dest, f"{p['basename']}.{suffix[fmt]}")
-                result["files"].append(path)
-                result["changed"] |= _write(path, renderings[fmt].encode(), module.check_mode)
-        if "png" in p["formats"]:
-            dot_bin = shutil.which("dot")
-            if not dot_bin:
-                module.warn(
-                    "Graphviz 'dot' is not installed on this host; no PNG was written (install graphviz to get one)"
-                )
-            else:
-                path = os.path.join(dest, f"{p['basename']}.png")
-                result["files"].append(path)
-                rc, out, err = module._module.run_command(
-                    [dot_bin, "-Tpng"], data=renderings["dot"], binary_data=True, encoding=None
-                )
-                if rc != 0:
-                    module.fail_json(msg=f"Graphviz dot failed (rc {rc}): {err!r}", **result)
-                result["changed"] |= _write(path, out, module.check_mode)
-    module.exit_json(**result)
+    run_module(OPTIONS, service.run_info, required_if=[("source", "inventory", ["switches"])])
 
 
 if __name__ == "__main__":

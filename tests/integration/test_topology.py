@@ -9,13 +9,9 @@ read from those labels, so node names and label values may be anything.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
-
-from ansible_collections.gpucloud.platform.plugins.modules import topology as topology_module
 
 pytestmark = pytest.mark.integration
 
@@ -23,11 +19,9 @@ TOR, SPINE = "topology.volcano.sh/tor", "topology.volcano.sh/spine"
 MANAGED = "platform.io/managed-by=gpucloud-platform"
 
 
-def run_topology(kubeconfig, capsys, check_mode=False, **args):
-    args = {"kubeconfig": str(kubeconfig), "prune": True, "_ansible_check_mode": check_mode, **args}
-    with patch_module_args(args), pytest.raises(SystemExit):
-        topology_module.main()
-    out = json.loads(capsys.readouterr().out)
+def sync(run_module, check=False):
+    """One ``topology`` run with prune, as a playbook task; it must not fail."""
+    out = run_module("topology", {"prune": True}, check=check)
     assert not out.get("failed"), out.get("msg")
     return out
 
@@ -71,17 +65,17 @@ def relabel(api_client, node, labels):
     client.CoreV1Api(api_client).patch_node(node, {"metadata": {"labels": labels}})
 
 
-def test_sync_resync_and_move(kubeconfig, api_client, capsys):
+def test_sync_resync_and_move(api_client, run_module):
     nodes = labelled_nodes(api_client)
     want = expected_tree(nodes)
     assert len(nodes) == 8
     assert sorted(t for t, _unused in want.values()) == [1, 1, 1, 1, 2, 2]
 
-    first = run_topology(kubeconfig, capsys)
+    first = sync(run_module)
     assert live_tree(api_client) == want
     assert first["unplaced_nodes"] == [] or all(n not in nodes for n in first["unplaced_nodes"])
 
-    second = run_topology(kubeconfig, capsys)
+    second = sync(run_module)
     assert second["changed"] is False
     assert second["created"] == second["updated"] == second["deleted"] == []
     assert second["requests"] == 2
@@ -93,16 +87,16 @@ def test_sync_resync_and_move(kubeconfig, api_client, capsys):
     new_tor, new_spine = nodes[target][TOR], nodes[target][SPINE]
     relabel(api_client, mover, {TOR: new_tor, SPINE: new_spine})
     try:
-        preview = run_topology(kubeconfig, capsys, check_mode=True)
+        preview = sync(run_module, check=True)
         assert sorted(preview["updated"]) == sorted([old_tor, new_tor])
         assert live_tree(api_client) == want  # check mode wrote nothing
 
-        moved = run_topology(kubeconfig, capsys)
+        moved = sync(run_module)
         assert moved["moved_nodes"] == {mover: {"from": [old_tor], "to": [new_tor]}}
         after = live_tree(api_client)
         assert mover in after[new_tor][1] and mover not in after.get(old_tor, (0, []))[1]
         assert after == expected_tree(labelled_nodes(api_client))
     finally:
         relabel(api_client, mover, {TOR: old_tor, SPINE: old_spine})
-        run_topology(kubeconfig, capsys)
+        sync(run_module)
     assert live_tree(api_client) == want

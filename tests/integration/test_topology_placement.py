@@ -167,9 +167,7 @@ def fabric(api_client, run_module) -> Iterator[dict[str, Any]]:
     queue = f"topo-{uuid.uuid4().hex[:6]}"
     try:
         load_scheduler_conf(api_client, render_scheduler_conf())
-        sync = run_module(
-            "gpucloud.platform.topology", {"tier_labels": [TOR, SPINE], "prune": False}
-        )
+        sync = run_module("topology", {"tier_labels": [TOR, SPINE], "prune": False})
         assert not sync.get("failed"), sync.get("msg")
         created = list(sync["created"])
         # The module creates lowest tier first; let vc-scheduler's HyperNode informer see the

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..common.errors import FieldError, raise_if
 from .tree import (
@@ -89,6 +90,14 @@ def tier_label_errors(tier_labels: object, name_template: object) -> list[FieldE
                 )
             )
     return errors
+
+
+def check_source_options(params: Mapping[str, Any]) -> None:
+    """The options of a ``labels`` source, checked before the cluster is read;
+    raises ``PlatformValidationError``. The tree itself (from either source) is
+    checked once the Nodes are read."""
+    if params["source"] == "labels":
+        raise_if(tier_label_errors(params["tier_labels"], params["name_template"]))
 
 
 def tree_from_node_labels(

@@ -8,9 +8,9 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..common.errors import FieldError
+from ..common.errors import FieldError, raise_if
 from ..common.names import HYPERNODE_API, LABEL_MANAGED_BY, MANAGED_BY
-from .tree import KIND, HyperNode, Member, Tree
+from .tree import KIND, HyperNode, Member, Tree, hypernode_errors
 
 
 def hypernode_manifest(hn: HyperNode, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -132,3 +132,26 @@ def tree_from_manifests(objects: Iterable[Mapping[str, Any]]) -> tuple[Tree, lis
             continue
         tree[hn.name] = hn
     return tree, errors
+
+
+def desired_hypernode(params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The manifest the ``hypernode`` module's options ask for, None for
+    ``state=absent``; raises ``PlatformValidationError`` naming every rule of the
+    HyperNode itself that the options break."""
+    if params["state"] != "present":
+        return None
+    spec: dict[str, Any] = {
+        "tier": params["tier"],
+        "members": [{"type": m["type"], "selector": m["selector"]} for m in params["members"]],
+    }
+    if params.get("tier_name"):
+        spec["tierName"] = params["tier_name"]
+    hn, errors = hypernode_from_manifest(
+        {"kind": KIND, "metadata": {"name": params["name"]}, "spec": spec}
+    )
+    if hn is not None:
+        errors += hypernode_errors(hn)
+    raise_if(errors)
+    if hn is None:  # narrows the type: a shape error was raised above
+        raise AssertionError("hn is not None")
+    return hypernode_manifest(hn)

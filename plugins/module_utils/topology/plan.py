@@ -12,6 +12,10 @@ creations from the lowest tier up (a parent never names a missing child for
 long), then updates from the lowest tier up with those that only drop members
 first (a moved node is never in two leaves at once), then deletions from the
 highest tier down.
+
+The ``hypernode`` module changes one HyperNode of a tree it does not own as a
+whole: ``plan_hypernode`` says what that change does, and
+``introduced_errors`` refuses only the problems the change brings in.
 """
 
 from __future__ import annotations
@@ -20,11 +24,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..common.errors import FieldError
+from ..common.errors import FieldError, PlatformValidationError, raise_if
 from ..common.names import LABEL_MANAGED_BY, MANAGED_BY
-from ..common.objects import differs
-from .manifests import is_managed, tree_from_manifests
-from .tree import DISCOVERY_SOURCE_LABEL, node_leaves
+from ..common.objects import differs, strip_server_fields
+from .manifests import is_managed, tree_from_manifests, tree_manifests
+from .tree import (
+    DISCOVERY_SOURCE_LABEL,
+    NodeInfo,
+    Tree,
+    needs_node_list,
+    node_leaves,
+    tree_errors,
+)
 
 
 @dataclass
@@ -51,6 +62,14 @@ class SyncPlan:
             "unchanged": list(self.unchanged),
             "stale": list(self.stale),
         }
+
+    def diff(self) -> dict[str, dict[str, Any]]:
+        """The HyperNodes the plan changes, before and after, by name."""
+        before = {d["metadata"]["name"]: strip_server_fields(live) for d, live in self.update}
+        before.update({o["metadata"]["name"]: strip_server_fields(o) for o in self.delete})
+        after = {m["metadata"]["name"]: m for m in self.create}
+        after.update({d["metadata"]["name"]: d for d, _unused in self.update})
+        return {"before": before, "after": after}
 
 
 def _tier(obj: Mapping[str, Any]) -> int:
@@ -119,6 +138,21 @@ def plan_sync(
     return plan
 
 
+def plan_tree_sync(
+    tree: Tree,
+    nodes: Iterable[Mapping[str, object] | NodeInfo | str],
+    live: Iterable[Mapping[str, Any]],
+    prune: bool = False,
+) -> SyncPlan:
+    """The plan that makes the live HyperNodes equal ``tree``; raises
+    ``PlatformValidationError`` when the tree breaks a rule or needs the name of
+    an unmanaged HyperNode, so that nothing is written for a refused tree."""
+    raise_if(tree_errors(tree, nodes))
+    plan = plan_sync(tree_manifests(tree), live, prune=prune)
+    raise_if(plan.conflicts)
+    return plan
+
+
 def moved_nodes(
     before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, Any]]
 ) -> dict[str, dict[str, list[str]]]:
@@ -131,3 +165,64 @@ def moved_nodes(
         for n in sorted(set(was) | set(now))
         if was.get(n, []) != now.get(n, [])
     }
+
+
+# --- one HyperNode ------------------------------------------------------------
+
+ACTIONS = ("created", "updated", "deleted", "none")
+
+
+@dataclass
+class HyperNodeChange:
+    """One HyperNode made ``desired`` (None: absent) over ``live``, with the cluster's
+    tree ``before`` and ``after`` the change."""
+
+    name: str
+    desired: dict[str, Any] | None
+    live: dict[str, Any] | None
+    before: Tree
+    after: Tree
+
+    @property
+    def needs_nodes(self) -> bool:
+        """The Node list is read only when a leaf, before or after, selects by pattern or label."""
+        return needs_node_list(self.before) or needs_node_list(self.after)
+
+    @property
+    def action(self) -> str:
+        return hypernode_action(self.desired, self.live)
+
+
+def hypernode_action(desired: Mapping[str, Any] | None, live: Mapping[str, Any] | None) -> str:
+    """What writing ``desired`` (None: absent) over ``live`` does: one of ``ACTIONS``."""
+    if desired is None:
+        return "none" if live is None else "deleted"
+    if live is None:
+        return "created"
+    return "updated" if differs(desired, live) else "none"
+
+
+def plan_hypernode(
+    name: str, desired: Mapping[str, Any] | None, live_all: Iterable[Mapping[str, Any]]
+) -> HyperNodeChange:
+    """The change to one HyperNode and the trees before and after it; raises
+    ``PlatformValidationError`` when the live HyperNode of that name is unmanaged."""
+    live_all = [dict(o) for o in live_all]
+    live = next((o for o in live_all if o["metadata"]["name"] == name), None)
+    if live is not None and not is_managed(live):
+        raise PlatformValidationError([unmanaged_conflict(name, live)])
+    others = [o for o in live_all if o["metadata"]["name"] != name]
+    before, _unused = tree_from_manifests(live_all)
+    after, _unused = tree_from_manifests(others + ([dict(desired)] if desired else []))
+    return HyperNodeChange(name, dict(desired) if desired else None, live, before, after)
+
+
+def introduced_errors(
+    change: HyperNodeChange, nodes: Iterable[Mapping[str, object] | NodeInfo | str] | None = None
+) -> list[FieldError]:
+    """Rule only-what-it-introduces: one HyperNode's change is refused for the tree
+    rules it breaks that the cluster's tree did not break already; those are left
+    to the ``topology`` sync, which owns the whole tree."""
+    infos = None if nodes is None else list(nodes)
+    already = {str(e) for e in tree_errors(change.before, infos)}
+    return [e for e in tree_errors(change.after, infos) if str(e) not in already]

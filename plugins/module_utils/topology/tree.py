@@ -495,6 +495,14 @@ def nodes_in_no_leaf(
     return sorted(n.name for n in infos if n.name not in placed)
 
 
+def needs_node_list(tree: Mapping[str, HyperNode]) -> bool:
+    """Whether the tree's leaves can be resolved only with the Node list: some
+    Node member selects by ``regexMatch`` or ``labelMatch``."""
+    return any(
+        m.type == MEMBER_NODE and not m.exact_name for hn in tree.values() for m in hn.members
+    )
+
+
 TREE_RULES = (rule_members_exist, rule_one_parent, rule_no_cycles, rule_tiers_increase_upward)
 
 

@@ -1,0 +1,200 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The topology domain against the cluster: the sync, the read-out and one HyperNode.
+
+The one file of the domain that reads and writes; every decision is one of the
+pure functions of ``discovery``, ``plan``, ``manifests`` and ``view``:
+
+* ``run_sync`` (module ``topology``): one list of Nodes, one of HyperNodes,
+  then the plan's writes in its order;
+* ``run_info`` (module ``topology_info``): one list of Nodes (and of
+  HyperNodes for the cluster's own tree), then the renderings written as files
+  on the host the module runs on;
+* ``run_hypernode`` (module ``hypernode``): one list of HyperNodes (and of
+  Nodes when a leaf selects by pattern or label), then one write.
+
+Check mode never writes for real: applies go to the API server as dry runs
+(the cluster does that), and deletes, which the API server is not asked to dry
+run, are skipped and reported as what would be deleted. Files are compared,
+not written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ansible.module_utils.common.warnings import warn
+
+from ..common.errors import PartialWrite, raise_if
+from ..common.names import HYPERNODE_API
+from ..common.objects import strip_server_fields
+from ..kube.cluster import ApiException, Cluster
+from .discovery import tree_from_source
+from .manifests import desired_hypernode
+from .plan import SyncPlan, introduced_errors, plan_hypernode, plan_tree_sync
+from .render import text_tree
+from .tree import KIND
+from .view import TEXT_RENDERINGS, rendering_path, topology_view, view_report
+
+NO_GRAPHVIZ = (
+    "Graphviz 'dot' is not installed on this host; no PNG was written (install graphviz to get one)"
+)
+
+
+# --- topology: the whole tree -----------------------------------------------------
+
+
+def run_sync(params: Mapping[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+    """Make the cluster's HyperNodes equal the tree the options describe."""
+    nodes = cluster.list("v1", "Node", label_selector=params["node_selector"])
+    live = cluster.list(HYPERNODE_API, KIND)
+    found = tree_from_source(
+        params["source"], nodes, params["tier_labels"], params["name_template"], params["switches"]
+    )
+    plan = plan_tree_sync(found.tree, nodes, live, prune=params["prune"])
+    report = {
+        "unplaced_nodes": found.unplaced_nodes,
+        "moved_nodes": plan.moved_nodes,
+        "tree": text_tree(found.tree, unplaced=found.unplaced_nodes),
+        **plan.summary(),
+    }
+    write_sync(cluster, plan, check_mode, report)
+    return {"changed": plan.changed, **report, "diff": plan.diff()}
+
+
+def write_sync(
+    cluster: Cluster, plan: SyncPlan, check_mode: bool, report: Mapping[str, Any]
+) -> list[str]:
+    """The plan's writes in its order; raises ``PartialWrite`` with ``report`` when
+    one fails. In check mode the deletions are only reported (``deleted``)."""
+    done: list[str] = []
+    try:
+        for manifest in plan.create:
+            cluster.apply(manifest)
+            done.append("created " + manifest["metadata"]["name"])
+        for desired, _live in plan.update:
+            cluster.apply(desired)
+            done.append("updated " + desired["metadata"]["name"])
+        # The API server is not asked to dry run a delete: in check mode none is sent.
+        for obj in [] if check_mode else plan.delete:
+            cluster.delete(HYPERNODE_API, KIND, obj["metadata"]["name"])
+            done.append("deleted " + obj["metadata"]["name"])
+    except ApiException as exc:
+        raise PartialWrite("writing HyperNodes", done, exc, **report) from exc
+    return done
+
+
+# --- hypernode: one HyperNode -----------------------------------------------------
+
+
+def run_hypernode(params: Mapping[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+    """Make one HyperNode present or absent, refusing what it would break in the tree."""
+    desired = desired_hypernode(params)
+    change = plan_hypernode(params["name"], desired, cluster.list(HYPERNODE_API, KIND))
+    nodes = cluster.list("v1", "Node") if change.needs_nodes else None
+    raise_if(introduced_errors(change, nodes))
+    action = change.action
+    result: dict[str, Any] = {"changed": action != "none", "action": action}
+    if action == "deleted":
+        if not check_mode:  # the API server is not asked to dry run a delete
+            cluster.delete(HYPERNODE_API, KIND, change.name)
+    elif action != "none":
+        result["hypernode"] = cluster.apply(desired)  # a dry run in check mode
+    elif desired is not None:
+        result["hypernode"] = change.live
+    result["diff"] = {"before": strip_server_fields(change.live) or {}, "after": desired or {}}
+    return result
+
+
+# --- topology_info: the tree, shown ---------------------------------------------
+
+
+def run_info(params: Mapping[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+    """The tree as data and renderings; with ``dest``, the renderings as files."""
+    nodes = cluster.list("v1", "Node", label_selector=params["node_selector"])
+    live = cluster.list(HYPERNODE_API, KIND) if params["source"] == "cluster" else []
+    report = view_report(topology_view(params, nodes, live))
+    written = Written()
+    if params["dest"]:
+        try:
+            write_renderings(params, report, check_mode, written)
+        except (OSError, GraphvizError) as exc:
+            raise PartialWrite(
+                "writing the topology renderings", written.done, exc, **report, files=written.files
+            ) from exc
+    return {"changed": bool(written.done), **report, "files": written.files}
+
+
+class GraphvizError(Exception):
+    """Graphviz's ``dot`` ran and failed."""
+
+
+@dataclass
+class Written:
+    """The renderings' files: every path, and those (in check mode, that would be) written."""
+
+    files: list[str] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)
+
+    def add(self, path: str, changed: bool) -> None:
+        self.files.append(path)
+        if changed:
+            self.done.append(path)
+
+
+def write_renderings(
+    params: Mapping[str, Any], report: Mapping[str, Any], check_mode: bool, written: Written
+) -> None:
+    """Write the renderings ``formats`` asks for into ``dest``, each only when its
+    content changes. The PNG needs Graphviz's ``dot``; without it a warning is given
+    and the other files are still written."""
+    dest, basename, formats = params["dest"], params["basename"], params["formats"]
+    if not os.path.isdir(dest) and not check_mode:
+        os.makedirs(dest, exist_ok=True)
+    for fmt in (f for f in TEXT_RENDERINGS if f in formats):
+        path = rendering_path(dest, basename, fmt)
+        written.add(path, write_file(path, report[fmt].encode(), check_mode))
+    if "png" not in formats:
+        return
+    dot_bin = shutil.which("dot")
+    if not dot_bin:
+        warn(NO_GRAPHVIZ)
+        return
+    path = rendering_path(dest, basename, "png")
+    written.files.append(path)  # named in a failure too
+    png = graphviz_png(dot_bin, report["dot"])
+    if write_file(path, png, check_mode):
+        written.done.append(path)
+
+
+def graphviz_png(dot_bin: str, source: str) -> bytes:
+    """The PNG Graphviz's ``dot`` draws of a DOT digraph."""
+    proc = subprocess.run(
+        [dot_bin, "-Tpng"], input=source.encode(), capture_output=True, check=False
+    )
+    if proc.returncode != 0:
+        raise GraphvizError(f"Graphviz dot failed (rc {proc.returncode}): {proc.stderr!r}")
+    return proc.stdout
+
+
+def write_file(path: str, content: bytes, check_mode: bool) -> bool:
+    """Write ``content`` to ``path`` atomically; False when it already holds it.
+    In check mode only compares."""
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            if f.read() == content:
+                return False
+    if check_mode:
+        return True
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".topology-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(content)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+    return True
