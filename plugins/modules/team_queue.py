@@ -4,11 +4,6 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
-    PODGROUP_API,
-    QUEUE_API,
-)
-
 DOCUMENTATION = r"""
 module: team_queue
 short_description: Add, resize or remove one team sub-queue of a tenant's subscription queue
@@ -26,7 +21,7 @@ description:
   - Keeps the subscription queue listed in the key C(queues) of ConfigMap C(platform-system/platform-parent-queues)
     while it has teams (added before its first team is created, removed after its last team is gone), so that the
     admission policy C(gpucloud-queue-leaf) refuses jobs in it; the ConfigMap is written only when the list changes.
-  - Every input is checked before the first write; nothing is half-applied.
+  - Every input is checked before the first write; a bad input writes nothing.
 options:
   tenant:
     description:
@@ -99,114 +94,39 @@ diff:
   description: Before and after of the changed queue.
   returned: when diff mode is on
   type: dict
-api_requests:
+done:
+  description:
+    - When a write fails part-way, the writes already made (for example C(create Queue/tenant-alpha-research)); the
+      failure then reports C(changed=true). Every write is idempotent, so running again finishes the change.
+  returned: on a failure after a write
+  type: list
+  elements: str
+requests:
   description: How many API requests the run made.
   returned: always
   type: int
 """
 
-from typing import Any
-
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
-    FieldError,
-    PlatformValidationError,
-    raise_if,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
-    namespace_name,
-    queue_name,
-    tenant_name_errors,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import index_by_name
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube import cluster as kube
-from ansible_collections.gpucloud.platform.plugins.module_utils.queues.parent_list import (
-    parent_queue_names,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.queues.plan import queue_steps
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.service import (
-    Changes,
-    busy_queues,
-    read_parent_queues,
-    run_queue_steps,
-    sync_parent_queues,
-    tenant_selector,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
-    TeamSpec,
-    parse_team,
-    plan_team_change,
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.inputs import (
+    parse_team_queue,
 )
 
-
-def module_options() -> dict[str, Any]:
-    return {
-        "tenant": {"type": "str", "required": True},
-        "name": {"type": "str", "required": True},
-        "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-        "deserved": {"type": "dict"},
-        "capability": {"type": "dict"},
-        "guarantee": {"type": "dict"},
-        "force": {"type": "bool", "default": False},
-    }
-
-
-def parse_params(params: dict[str, Any]) -> TeamSpec | None:
-    """Check every input; the team (None for state=absent)."""
-    errors: list[FieldError] = list(tenant_name_errors(params.get("tenant"), "tenant"))
-    tenant = params.get("tenant") if not errors else ""
-    raw = {k: params.get(k) for k in ("name", "deserved", "capability", "guarantee")}
-    team = parse_team(str(tenant), raw, "", errors)
-    raise_if(errors)
-    return team if params.get("state", "present") == "present" else None
-
-
-def run(params: dict[str, Any], cluster: kube.Cluster, check_mode: bool = False) -> dict[str, Any]:
-    """The module's logic without AnsibleModule (raises PlatformValidationError)."""
-    team = parse_params(params)
-    tenant = params["tenant"]
-    live = index_by_name(cluster.list(QUEUE_API, "Queue", label_selector=tenant_selector(tenant)))
-    podgroups = (
-        cluster.list(PODGROUP_API, "PodGroup", namespace=namespace_name(tenant)) if live else []
-    )
-    busy = busy_queues(podgroups, live)
-    remove = params["name"] if team is None else None
-    queues = plan_team_change(tenant, team, remove, live, busy, force=params.get("force", False))
-    deletes = [queue_name(tenant, "team", remove)] if remove else []
-    changes = Changes()
-    # The subscription queue is listed as a parent before its first team is
-    # created and unlisted after its last team is removed.
-    parents = parent_queue_names(queues)
-    owned = set(live) | {q.name for q in queues}
-    parent_list = sync_parent_queues(
-        cluster, read_parent_queues(cluster), parents, parents, changes, check_mode
-    )
-    run_queue_steps(cluster, queue_steps(queues, live, deletes), live, changes, check_mode)
-    sync_parent_queues(cluster, parent_list, parents, owned, changes, check_mode)
-    return {"changed": changes.changed, "objects": changes.objects, "diff": changes.diff()}
+OPTIONS = {
+    "tenant": {"type": "str", "required": True},
+    "name": {"type": "str", "required": True},
+    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    "deserved": {"type": "dict"},
+    "capability": {"type": "dict"},
+    "guarantee": {"type": "dict"},
+    "force": {"type": "bool", "default": False},
+}
 
 
 def main() -> None:
-    module = kube.platform_module(
-        argument_spec=kube.argument_spec(**module_options()), supports_check_mode=True
-    )
-    params = dict(module.params)
-    try:
-        parse_params(params)
-    except PlatformValidationError as exc:
-        module.fail_json(msg=str(exc), errors=exc.messages, changed=False)
-    cluster = kube.Cluster.from_module(module)
-    try:
-        result = run(params, cluster, module.check_mode)
-    except PlatformValidationError as exc:
-        module.fail_json(
-            msg=str(exc), errors=exc.messages, changed=False, api_requests=cluster.requests
-        )
-    except kube.ApiException as exc:
-        module.fail_json(msg=kube.api_error_message(exc), api_requests=cluster.requests)
-    if not module._diff:
-        result.pop("diff", None)
-    result["api_requests"] = cluster.requests
-    module.exit_json(**result)
+    # Every input is checked before the module connects.
+    run_module(OPTIONS, service.run_team_queue, validate=parse_team_queue)
 
 
 if __name__ == "__main__":

@@ -4,11 +4,6 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
-    JOB_API,
-    QUEUE_API,
-)
-
 DOCUMENTATION = r"""
 module: tenant
 short_description: Create, resize or retire a GPU cloud tenant with its namespace, RBAC, network policy and Volcano queues
@@ -154,7 +149,9 @@ options:
     default: false
   wait_timeout:
     description:
-      - Seconds to wait with O(wait=true).
+      - Seconds to wait with O(wait=true), at least 1; a smaller value is refused before anything is deleted.
+      - When the namespace or a queue is still there after that long, the module fails with what is left and
+        reports C(changed=true), since the deletes were made.
     type: int
     default: 120
 extends_documentation_fragment:
@@ -247,243 +244,52 @@ running:
   returned: when O(state=absent)
   type: dict
   sample: {jobs: 1, pods: 2}
-api_requests:
+done:
+  description:
+    - When a write fails part-way, the writes already made (for example C(delete Queue/tenant-alpha-algo)); the
+      failure then reports C(changed=true). Every write is idempotent, so running again finishes the change.
+  returned: on a failure after a write
+  type: list
+  elements: str
+requests:
   description: How many API requests the run made.
   returned: always
   type: int
 """
 
-import time
-from typing import Any
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.inputs import check_tenant
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
-    selector_errors,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
-    PlatformValidationError,
-    raise_if,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
-    ROOT_QUEUE,
-    namespace_name,
-    tenant_name_errors,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube import cluster as kube
-from ansible_collections.gpucloud.platform.plugins.module_utils.queues.parent_list import (
-    parent_queue_names,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.queues.plan import queue_steps
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.service import (
-    TENANT_KINDS,
-    Changes,
-    active_jobs,
-    active_pods,
-    busy_queues,
-    check_purchase_fits,
-    object_changes,
-    purchase_added,
-    read_parent_queues,
-    read_tenant,
-    run_queue_steps,
-    sync_parent_queues,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
-    TenantSpec,
-    parse_tenant_spec,
-    plan_tenant,
-)
-
-TEAM_SPEC = {
+TEAM_OPTIONS = {
     "name": {"type": "str", "required": True},
     "deserved": {"type": "dict"},
     "capability": {"type": "dict"},
     "guarantee": {"type": "dict"},
 }
 
-
-def module_options() -> dict[str, Any]:
-    return {
-        "name": {"type": "str", "required": True},
-        "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-        "subscription": {"type": "dict"},
-        "subscription_guarantee": {"type": "dict"},
-        "payg": {"type": "dict"},
-        "teams": {"type": "list", "elements": "dict", "options": TEAM_SPEC},
-        "subjects": {"type": "list", "elements": "dict"},
-        "egress_cidrs": {"type": "list", "elements": "str", "default": ["0.0.0.0/0"]},
-        "pod_cidr": {"type": "str", "default": "10.244.0.0/16"},
-        "service_cidr": {"type": "str", "default": "10.96.0.0/12"},
-        "node_selector": {"type": "dict", "default": {}, "aliases": ["pool_node_selector"]},
-        "oversell_check": {"type": "bool", "default": True},
-        "force": {"type": "bool", "default": False},
-        "wait": {"type": "bool", "default": False},
-        "wait_timeout": {"type": "int", "default": 120},
-    }
-
-
-class Refused(Exception):
-    """The change is valid input but the cluster's state forbids it."""
-
-    def __init__(self, msg: str, **extra: Any):
-        super().__init__(msg)
-        self.extra = extra
-
-
-def parse_present(params: dict[str, Any]) -> TenantSpec:
-    """Every input of ``state: present``, checked at once; raises with every error."""
-    errors = list(selector_errors(params.get("node_selector"), "node_selector"))
-    try:
-        spec = parse_tenant_spec(params)
-    except PlatformValidationError as exc:
-        raise PlatformValidationError([*exc.errors, *errors]) from None
-    raise_if(errors)
-    return spec
-
-
-def ensure_present(
-    params: dict[str, Any], cluster: kube.Cluster, check_mode: bool
-) -> dict[str, Any]:
-    spec = parse_present(params)  # raises before any request
-    live = read_tenant(cluster, spec.name)
-    busy = busy_queues(live.podgroups, live.queues)
-    plan = plan_tenant(spec, live.queues, busy, force=params.get("force", False))
-    if params.get("oversell_check", True):
-        check_purchase_fits(
-            cluster,
-            spec.name,
-            live.queues,
-            spec.subscription,
-            spec.payg,
-            params.get("node_selector") or {},
-        )
-    changes = Changes()
-    # A subscription queue is listed as a parent before it gets its first team
-    # and unlisted only after its last team is gone.
-    parents = parent_queue_names(plan.queues)
-    owned = {q.name for q in plan.queues} | set(live.queues) | set(plan.queue_deletes)
-    parent_list = read_parent_queues(cluster)
-    parent_list = sync_parent_queues(cluster, parent_list, parents, parents, changes, check_mode)
-    namespace_new = not live.namespace_exists
-    for manifest, action, current in object_changes(plan.objects, live):
-        changes.record(manifest, action, current)
-        namespaced = manifest["kind"] != "Namespace"
-        if check_mode and namespaced and namespace_new:
-            continue  # its namespace does not exist yet: nothing to dry-run against
-        cluster.apply(manifest)
-    steps = queue_steps(plan.queues, live.queues, plan.queue_deletes)
-    run_queue_steps(cluster, steps, live.queues, changes, check_mode)
-    sync_parent_queues(cluster, parent_list, parents, owned, changes, check_mode)
-    return {
-        "changed": changes.changed,
-        "objects": changes.objects,
-        "diff": changes.diff(),
-        "added": purchase_added(spec.name, live.queues, spec.subscription, spec.payg),
-    }
-
-
-def ensure_absent(
-    params: dict[str, Any], cluster: kube.Cluster, check_mode: bool
-) -> dict[str, Any]:
-    name = params["name"]
-    raise_if(tenant_name_errors(name, "name"))
-    live = read_tenant(cluster, name, workloads=True)
-    jobs, pods = active_jobs(live.jobs), active_pods(live.pods)
-    running = {"jobs": len(jobs), "pods": len(pods)}
-    if (jobs or pods) and not params.get("force"):
-        raise Refused(
-            f"tenant {name!r} still has {len(jobs)} active Volcano Job(s) and {len(pods)} active pod(s) in "
-            f"namespace {namespace_name(name)}; wait for them, or force: true to delete the tenant anyway",
-            running=running,
-        )
-    changes = Changes()
-    ns = namespace_name(name)
-    # Children before parents: jobs, team queues, tenant-level queues, RBAC and
-    # policy, and the namespace last.
-    for job in jobs:
-        meta = job["metadata"]
-        changes.record(job, "delete", job)
-        if not check_mode:
-            cluster.delete(JOB_API, "Job", meta["name"], namespace=ns)
-    teams = [
-        q
-        for q in live.queues.values()
-        if (q.get("spec") or {}).get("parent") not in (ROOT_QUEUE, "", None)
-    ]
-    tops = [q for q in live.queues.values() if q not in teams]
-    for queue in [*teams, *tops]:
-        changes.record(queue, "delete", queue)
-        if not check_mode:
-            queue_name = queue["metadata"]["name"]
-            kube.retry_while_denied(
-                lambda n=queue_name: cluster.delete(QUEUE_API, "Queue", n), timeout=60
-            )
-    sync_parent_queues(
-        cluster, read_parent_queues(cluster), [], list(live.queues), changes, check_mode
-    )
-    for api_version, kind in reversed(TENANT_KINDS):
-        for obj in live.objects.get(kind, {}).values():
-            changes.record(obj, "delete", obj)
-            if not check_mode:
-                meta = obj["metadata"]
-                cluster.delete(api_version, kind, meta["name"], namespace=meta.get("namespace"))
-    if params.get("wait") and not check_mode and changes.changed:
-        wait_gone(cluster, name, params.get("wait_timeout", 120))
-    return {
-        "changed": changes.changed,
-        "objects": changes.objects,
-        "diff": changes.diff(),
-        "running": running,
-    }
-
-
-def wait_gone(cluster: kube.Cluster, name: str, timeout: int) -> None:
-    deadline = time.monotonic() + timeout
-    selector = f"platform.io/tenant={name}"
-    while True:
-        left = cluster.list("v1", "Namespace", label_selector=selector) + cluster.list(
-            QUEUE_API, "Queue", label_selector=selector
-        )
-        if not left:
-            return
-        if time.monotonic() >= deadline:
-            names = ", ".join(f"{o.get('kind')}/{o['metadata']['name']}" for o in left)
-            raise Refused(f"after {timeout}s these objects of tenant {name!r} still exist: {names}")
-        time.sleep(2)
-
-
-def run(params: dict[str, Any], cluster: kube.Cluster, check_mode: bool = False) -> dict[str, Any]:
-    """The module's logic, without AnsibleModule: validation errors raise
-    PlatformValidationError, refusals raise Refused, API errors ApiException."""
-    if params.get("state", "present") == "absent":
-        return ensure_absent(params, cluster, check_mode)
-    return ensure_present(params, cluster, check_mode)
+OPTIONS = {
+    "name": {"type": "str", "required": True},
+    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    "subscription": {"type": "dict"},
+    "subscription_guarantee": {"type": "dict"},
+    "payg": {"type": "dict"},
+    "teams": {"type": "list", "elements": "dict", "options": TEAM_OPTIONS},
+    "subjects": {"type": "list", "elements": "dict"},
+    "egress_cidrs": {"type": "list", "elements": "str", "default": ["0.0.0.0/0"]},
+    "pod_cidr": {"type": "str", "default": "10.244.0.0/16"},
+    "service_cidr": {"type": "str", "default": "10.96.0.0/12"},
+    "node_selector": {"type": "dict", "default": {}, "aliases": ["pool_node_selector"]},
+    "oversell_check": {"type": "bool", "default": True},
+    "force": {"type": "bool", "default": False},
+    "wait": {"type": "bool", "default": False},
+    "wait_timeout": {"type": "int", "default": 120},
+}
 
 
 def main() -> None:
-    module = kube.platform_module(
-        argument_spec=kube.argument_spec(**module_options()), supports_check_mode=True
-    )
-    params = dict(module.params)
-    if params["state"] == "present":
-        try:
-            parse_present(params)  # every input checked before connecting
-        except PlatformValidationError as exc:
-            module.fail_json(msg=str(exc), errors=exc.messages, changed=False)
-    cluster = kube.Cluster.from_module(module)
-    try:
-        result = run(params, cluster, module.check_mode)
-    except PlatformValidationError as exc:
-        module.fail_json(
-            msg=str(exc), errors=exc.messages, changed=False, api_requests=cluster.requests
-        )
-    except Refused as exc:
-        module.fail_json(msg=str(exc), changed=False, api_requests=cluster.requests, **exc.extra)
-    except kube.ApiException as exc:
-        module.fail_json(msg=kube.api_error_message(exc), api_requests=cluster.requests)
-    if not module._diff:
-        result.pop("diff", None)
-    result["api_requests"] = cluster.requests
-    module.exit_json(**result)
+    # Every input is checked before the module connects.
+    run_module(OPTIONS, service.run_tenant, validate=check_tenant)
 
 
 if __name__ == "__main__":

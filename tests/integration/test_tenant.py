@@ -1,16 +1,9 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The tenant modules against the local cluster, run through ansible-playbook
-exactly as AWX runs them."""
+"""The tenant modules against the local cluster, each run as Ansible runs a
+task (``ansible localhost -m``, the ``run_module`` fixture)."""
 
 from __future__ import annotations
-
-import json
-import os
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
@@ -18,7 +11,6 @@ from localcluster_helpers import wait_until
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 GPU = "nvidia.com/gpu"
 A, B = "ita", "itb"
 TEAMS = [
@@ -26,47 +18,6 @@ TEAMS = [
     {"name": "eng", "deserved": {GPU: 4}},
     {"name": "data", "deserved": {GPU: 4}, "guarantee": {GPU: 2}},
 ]
-
-
-def run_module(
-    tmp_path: Path, kubeconfig, module: str, args: dict, check: bool = False, diff: bool = False
-) -> dict:
-    """Run one gpucloud.platform module in a one-task playbook; its result as a dict."""
-    out = tmp_path / f"result-{time.monotonic_ns()}.json"
-    task_args = {"kubeconfig": str(kubeconfig), **args}
-    playbook = tmp_path / "run.yml"
-    playbook.write_text(
-        "- hosts: localhost\n"
-        "  connection: local\n"
-        "  gather_facts: false\n"
-        "  tasks:\n"
-        f"    - gpucloud.platform.{module}: {json.dumps(task_args)}\n"
-        "      register: result\n"
-        "      ignore_errors: true\n"
-        "    - ansible.builtin.copy:\n"
-        "        content: '{{ result | to_json }}'\n"
-        f"        dest: {out}\n"
-        "      check_mode: false\n"
-        "      diff: false\n"
-    )
-    cmd = [
-        str(Path(sys.executable).parent / "ansible-playbook"),
-        "-i",
-        "localhost,",
-        "-e",
-        f"ansible_python_interpreter={sys.executable}",
-        str(playbook),
-    ]
-    if check:
-        cmd.append("--check")
-    if diff:
-        cmd.append("--diff")
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
-    proc = subprocess.run(
-        cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
-    )
-    assert out.exists(), proc.stdout + proc.stderr
-    return json.loads(out.read_text())
 
 
 def tenant_args(name, gpus=32, teams=None, **extra):
@@ -147,27 +98,17 @@ def job_body(name, namespace, queue):
 
 
 @pytest.fixture(scope="module")
-def tenants(kubeconfig, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("tenant")
+def tenants(run_module):
+    """No tenant A or B before the tests of this file, and none after them."""
     for name in (A, B):
-        run_module(
-            tmp,
-            kubeconfig,
-            "tenant",
-            {"name": name, "state": "absent", "force": True, "wait": True},
-        )
-    yield tmp
+        run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
+    yield
     for name in (A, B):
-        run_module(
-            tmp,
-            kubeconfig,
-            "tenant",
-            {"name": name, "state": "absent", "force": True, "wait": True},
-        )
+        run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
 
 
-def test_create_tenant_with_three_teams(tenants, kubeconfig, api_client):
-    result = run_module(tenants, kubeconfig, "tenant", tenant_args(A, teams=TEAMS))
+def test_create_tenant_with_three_teams(tenants, run_module, api_client):
+    result = run_module("tenant", tenant_args(A, teams=TEAMS))
     assert not result.get("failed"), result.get("msg")
     assert result["changed"] is True
     queues = queues_of(api_client, A)
@@ -184,7 +125,7 @@ def test_create_tenant_with_three_teams(tenants, kubeconfig, api_client):
     assert queues[f"tenant-{A}-algo"]["spec"]["parent"] == f"tenant-{A}-subscription"
     assert queues[f"tenant-{A}-data"]["spec"]["guarantee"]["resource"][GPU] in (2, "2")
     assert str(queues[f"tenant-{A}-spot"]["spec"]["capability"][GPU]) == "0"
-    second = run_module(tenants, kubeconfig, "tenant", tenant_args(B, gpus=8))
+    second = run_module("tenant", tenant_args(B, gpus=8))
     assert not second.get("failed"), second.get("msg")
     # A's subscription queue has teams, B's has none: only A's is a parent queue.
     parents = parent_queues(api_client)
@@ -192,17 +133,17 @@ def test_create_tenant_with_three_teams(tenants, kubeconfig, api_client):
     assert f"tenant-{B}-subscription" not in parents
 
 
-def test_second_run_reports_no_change(tenants, kubeconfig):
-    result = run_module(tenants, kubeconfig, "tenant", tenant_args(A, teams=TEAMS))
+def test_second_run_reports_no_change(tenants, run_module):
+    result = run_module("tenant", tenant_args(A, teams=TEAMS))
     assert not result.get("failed"), result.get("msg")
     assert result["changed"] is False
     assert result["objects"] == []
+    # one list per kind, and no write
+    assert result["requests"] > 0 and "api_requests" not in result
 
 
-def test_check_mode_reports_without_writing(tenants, kubeconfig, api_client):
-    result = run_module(
-        tenants, kubeconfig, "tenant", tenant_args(A, gpus=40, teams=TEAMS), check=True, diff=True
-    )
+def test_check_mode_reports_without_writing(tenants, run_module, api_client):
+    result = run_module("tenant", tenant_args(A, gpus=40, teams=TEAMS), check=True, diff=True)
     assert not result.get("failed"), result.get("msg")
     assert result["changed"] is True
     assert {"kind": "Queue", "name": f"tenant-{A}-subscription", "action": "update"} in result[
@@ -215,12 +156,12 @@ def test_check_mode_reports_without_writing(tenants, kubeconfig, api_client):
     assert str(live["spec"]["deserved"][GPU]) == "32"
 
 
-def test_bad_input_fails_before_any_write(tenants, kubeconfig, api_client):
+def test_bad_input_fails_before_any_write(tenants, run_module, api_client):
     before = queues_of(api_client, A)
     bad = tenant_args(
         A, teams=[{"name": "algo", "deserved": {GPU: 40}}], egress_cidrs=["10.244.1.0/24"]
     )
-    result = run_module(tenants, kubeconfig, "tenant", bad)
+    result = run_module("tenant", bad)
     assert result.get("failed")
     assert any(e.startswith(f"teams[0].deserved.{GPU}") for e in result["errors"])
     assert any(e.startswith("egress_cidrs[0]") for e in result["errors"])
@@ -260,21 +201,17 @@ def test_tenant_group_can_use_its_namespace_only(tenants, kubeconfig):
     assert exc.value.status == 403
 
 
-def test_team_queue_module_adds_and_removes(tenants, kubeconfig, api_client):
-    added = run_module(
-        tenants, kubeconfig, "team_queue", {"tenant": A, "name": "extra", "deserved": {GPU: 4}}
-    )
+def test_team_queue_module_adds_and_removes(tenants, run_module, api_client):
+    added = run_module("team_queue", {"tenant": A, "name": "extra", "deserved": {GPU: 4}})
     assert not added.get("failed"), added.get("msg")
     assert f"tenant-{A}-extra" in queues_of(api_client, A)
-    removed = run_module(
-        tenants, kubeconfig, "team_queue", {"tenant": A, "name": "extra", "state": "absent"}
-    )
+    removed = run_module("team_queue", {"tenant": A, "name": "extra", "state": "absent"})
     assert not removed.get("failed"), removed.get("msg")
     wait_until(lambda: f"tenant-{A}-extra" not in queues_of(api_client, A), what="team queue gone")
 
 
-def test_tenant_info_reports_queues_and_jobs(tenants, kubeconfig):
-    info = run_module(tenants, kubeconfig, "tenant_info", {"name": A})
+def test_tenant_info_reports_queues_and_jobs(tenants, run_module):
+    info = run_module("tenant_info", {"name": A})
     assert not info.get("failed"), info.get("msg")
     [entry] = info["tenants"]
     assert entry["active_jobs"] >= 1
@@ -284,17 +221,15 @@ def test_tenant_info_reports_queues_and_jobs(tenants, kubeconfig):
     assert entry["queues"][-1]["parent"] == f"tenant-{A}-subscription"
 
 
-def test_delete_refused_while_jobs_run_then_forced(tenants, kubeconfig, api_client):
+def test_delete_refused_while_jobs_run_then_forced(tenants, run_module, api_client):
     from kubernetes import client
 
-    refused = run_module(tenants, kubeconfig, "tenant", {"name": A, "state": "absent"})
+    refused = run_module("tenant", {"name": A, "state": "absent"})
     assert refused.get("failed")
     assert "active Volcano Job" in refused["msg"]
     assert f"tenant-{A}-subscription" in queues_of(api_client, A)
 
-    forced = run_module(
-        tenants, kubeconfig, "tenant", {"name": A, "state": "absent", "force": True, "wait": True}
-    )
+    forced = run_module("tenant", {"name": A, "state": "absent", "force": True, "wait": True})
     assert not forced.get("failed"), forced.get("msg")
     assert forced["changed"] is True
     assert queues_of(api_client, A) == {}

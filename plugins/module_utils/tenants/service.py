@@ -3,50 +3,57 @@
 """What the tenant modules do with a ``kube.Cluster``: read a tenant with one
 list call per kind, and write planned changes in a safe order.
 
-Everything here goes through ``Cluster``; the decisions (what is desired,
-what is allowed, in which order) come from the pure core: ``tenant_spec``,
-``queue_tree`` and ``queue_plan``.
+``run_tenant``, ``run_team_queue`` and ``run_info`` are the ``tenant``,
+``team_queue`` and ``tenant_info`` modules. Everything here goes through
+``Cluster``; the decisions (what is desired, what is allowed, in which order)
+come from the pure core: ``tenants.inputs``, ``tenants.spec``,
+``tenants.live``, ``queues.rules`` and ``queues.plan``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-from ..capacity.pool import (
-    commitments_from_queues,
-    label_selector,
-    pool_from_nodes,
-    purchase_demand,
-    purchase_growth,
-    tenant_oversell_errors,
-)
-from ..common.errors import raise_if
+from ..capacity.oversell import tenant_oversell_errors
+from ..capacity.pool import commitments_from_queues, label_selector, pool_from_nodes
+from ..capacity.purchase import purchase_demand, purchase_growth
+from ..common.errors import PartialWrite, Refused, raise_if
 from ..common.names import (
     CAPACITY_FIELD_MANAGER,
     JOB_API,
-    JOB_FINISHED_PHASES,
     LABEL_TENANT,
     MANAGED_SELECTOR,
     PLATFORM_NAMESPACE,
-    POD_ACTIVE_PHASES,
     PODGROUP_API,
     QUEUE_API,
-    ROOT_QUEUE,
+    QUEUE_TYPE_TEAM,
     namespace_name,
+    queue_name,
 )
-from ..common.objects import differs, index_by_name, strip_server_fields
+from ..common.objects import index_by_name
 from ..common.quantity import Resources, render
 from ..kube import cluster as kube
+from ..kube.runner import TransportError
 from ..policy.admission import PARAM_KEY_QUEUES, PARENT_QUEUES_CONFIGMAP, parent_queues_configmap
-from ..queues.model import Queue, allocated
-from ..queues.parent_list import updated_queue_list
-from ..queues.plan import CAPACITY, CREATE, DELETE, QueueStep
+from ..queues.model import Queue
+from ..queues.parent_list import parent_queue_names, updated_queue_list
+from ..queues.plan import CAPACITY, CREATE, DELETE, UPDATE, QueueStep, queue_steps
+from .changes import Changes, dry_run_possible, object_changes, step_action, step_manifest
+from .inputs import DEFAULT_WAIT_TIMEOUT, parse_absent, parse_info, parse_present, parse_team_queue
+from .live import TenantLive, active_jobs, active_pods, busy_queues, queues_in_delete_order
+from .report import summarize
+from .spec import TenantPlan, plan_team_change, plan_tenant
 
-# Volcano Job phases after which a job holds nothing and will not run again.
 # How long a queue write waits for Volcano's webhook cache to catch up.
 QUEUE_WRITE_TIMEOUT = 30.0
+# How long a queue delete of ``state: absent`` waits for it (the webhook refuses
+# to delete a subscription queue until its deleted teams are out of its cache).
+QUEUE_DELETE_TIMEOUT = 60.0
+# Seconds between two looks at what is left of a tenant with ``wait: true``.
+WAIT_INTERVAL = 2.0
 # The ``queues`` key of the parent-queues ConfigMap is applied under its own
 # field manager: the scheduling_policy role applies the ConfigMap without the
 # key under FIELD_MANAGER, which would otherwise remove it.
@@ -61,24 +68,6 @@ TENANT_KINDS = (
     ("rbac.authorization.k8s.io/v1", "RoleBinding"),
     ("networking.k8s.io/v1", "NetworkPolicy"),
 )
-
-
-@dataclass
-class TenantLive:
-    """A tenant's live objects, each kind read with one list call."""
-
-    name: str
-    objects: dict[str, dict[str, dict[str, Any]]] = field(
-        default_factory=dict
-    )  # kind -> name -> object
-    queues: dict[str, dict[str, Any]] = field(default_factory=dict)
-    podgroups: list[dict[str, Any]] = field(default_factory=list)
-    jobs: list[dict[str, Any]] = field(default_factory=list)
-    pods: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def namespace_exists(self) -> bool:
-        return bool(self.objects.get("Namespace"))
 
 
 def tenant_selector(tenant: str) -> str:
@@ -151,135 +140,6 @@ def purchase_added(
     return render(purchase_demand(current, subscription, payg))
 
 
-def active_jobs(jobs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [
-        j
-        for j in jobs
-        if ((j.get("status") or {}).get("state") or {}).get("phase") not in JOB_FINISHED_PHASES
-    ]
-
-
-def active_pods(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [p for p in pods if (p.get("status") or {}).get("phase", "Pending") in POD_ACTIVE_PHASES]
-
-
-def busy_queues(
-    podgroups: Iterable[Mapping[str, Any]], queues: Mapping[str, Mapping[str, Any]]
-) -> dict[str, int]:
-    """Per queue: unfinished pod groups naming it, or pods it has allocated,
-    whichever is larger.
-
-    Volcano reports a parent queue's ``status.allocated`` as the sum of its
-    children's, so only leaf queues are judged by their allocation: a parent
-    is busy only through pod groups that name it."""
-    busy: dict[str, int] = {}
-    for pg in podgroups:
-        queue = (pg.get("spec") or {}).get("queue")
-        if queue and (pg.get("status") or {}).get("phase") != "Completed":
-            busy[queue] = busy.get(queue, 0) + 1
-    parents = {(m.get("spec") or {}).get("parent") for m in queues.values()}
-    for name, manifest in queues.items():
-        if name in parents:
-            continue
-        pods = int(allocated(manifest).get("pods", 0))
-        if pods > busy.get(name, 0):
-            busy[name] = pods
-    return busy
-
-
-def project(live: Any, desired: Any) -> Any:
-    """``live`` cut down to the keys ``desired`` has, for a readable diff."""
-    if isinstance(desired, Mapping) and isinstance(live, Mapping):
-        return {k: project(live.get(k), v) for k, v in desired.items() if k in live}
-    return live
-
-
-def object_ref(manifest: Mapping[str, Any], action: str) -> dict[str, Any]:
-    meta = manifest.get("metadata") or {}
-    ref = {"kind": manifest.get("kind"), "name": meta.get("name"), "action": action}
-    if meta.get("namespace"):
-        ref["namespace"] = meta["namespace"]
-    return ref
-
-
-def diff_key(manifest: Mapping[str, Any]) -> str:
-    meta = manifest.get("metadata") or {}
-    parts = [manifest.get("kind") or "", meta.get("namespace") or "", meta.get("name") or ""]
-    return "/".join(p for p in parts if p)
-
-
-class Changes:
-    """The objects a run changed, and the before/after of each for ``diff``."""
-
-    def __init__(self) -> None:
-        self.objects: list[dict[str, Any]] = []
-        self.before: dict[str, Any] = {}
-        self.after: dict[str, Any] = {}
-
-    def record(
-        self, manifest: Mapping[str, Any], action: str, live: Mapping[str, Any] | None
-    ) -> None:
-        ref = object_ref(manifest, action)
-        if ref not in self.objects:
-            self.objects.append(ref)
-        key = diff_key(manifest)
-        if action == DELETE:
-            self.before[key] = strip_server_fields(live)
-            return
-        if live is not None and key not in self.before:
-            self.before[key] = project(strip_server_fields(live), manifest)
-        merged = dict(self.after.get(key) or {})
-        _merge(merged, manifest)
-        self.after[key] = merged
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.objects)
-
-    def diff(self) -> dict[str, Any]:
-        return {"before": self.before, "after": self.after}
-
-
-def _merge(into: dict[str, Any], extra: Mapping[str, Any]) -> None:
-    for k, v in extra.items():
-        if isinstance(v, Mapping) and isinstance(into.get(k), dict):
-            _merge(into[k], v)
-        else:
-            into[k] = v
-
-
-def object_changes(
-    desired: Sequence[Mapping[str, Any]], live: TenantLive
-) -> list[tuple[Mapping[str, Any], str, Mapping[str, Any] | None]]:
-    """(manifest, create|update, live) for each non-queue object that differs."""
-    out = []
-    for manifest in desired:
-        current = live.objects.get(manifest["kind"], {}).get(manifest["metadata"]["name"])
-        if current is None:
-            out.append((manifest, CREATE, None))
-        elif differs(manifest, current):
-            out.append((manifest, "update", current))
-    return out
-
-
-def dry_run_possible(
-    step: QueueStep, steps: Sequence[QueueStep], live_queues: Mapping[str, Any]
-) -> bool:
-    """In check mode the API server can judge a queue write alone only when no
-    other write in the same run (its parent's or a child's) changes what the
-    webhook compares it with."""
-    names = {s.name for s in steps}
-    queue = step.queue
-    if queue is None:
-        return False
-    if queue.parent not in (ROOT_QUEUE, "") and (
-        queue.parent in names or queue.parent not in live_queues
-    ):
-        return False
-    children = [s for s in steps if s.queue is not None and s.queue.parent == step.name]
-    return not children and not (step.action == CAPACITY and step.name not in live_queues)
-
-
 def write_queue_step(cluster: kube.Cluster, step: QueueStep, timeout: float) -> None:
     if step.action == DELETE:
         kube.retry_while_denied(
@@ -299,14 +159,6 @@ def write_queue_step(cluster: kube.Cluster, step: QueueStep, timeout: float) -> 
         kube.retry_while_denied(lambda: cluster.apply(manifest), timeout=timeout)
 
 
-def step_manifest(step: QueueStep, live_queues: Mapping[str, Any]) -> dict[str, Any]:
-    if step.action == DELETE:
-        return {"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": step.name}}
-    if not (step.queue is not None):  # narrows the type; cannot happen
-        raise AssertionError("step.queue is not None")
-    return step.queue.capacity_manifest() if step.action == CAPACITY else step.queue.to_manifest()
-
-
 def run_queue_steps(
     cluster: kube.Cluster,
     steps: Sequence[QueueStep],
@@ -317,18 +169,15 @@ def run_queue_steps(
     """Write (or in check mode, dry-run where possible) every step, recording it."""
     for step in steps:
         live = live_queues.get(step.name)
-        action = step.action
-        if action == CAPACITY:
-            action = CREATE if live is None else "update"
-        elif action != DELETE and live is None:
-            action = CREATE
+        action = step_action(step, live)
         if step.final or step.action == DELETE:
-            changes.record(step_manifest(step, live_queues), action, live)
+            changes.record(step_manifest(step), action, live)
         if check_mode:
             if step.action != DELETE and dry_run_possible(step, steps, live_queues):
                 write_queue_step(cluster, step, timeout=0)
             continue
         write_queue_step(cluster, step, timeout=QUEUE_WRITE_TIMEOUT)
+        changes.wrote(step_manifest(step), action)
 
 
 def read_parent_queues(cluster: kube.Cluster) -> dict[str, Any] | None:
@@ -360,7 +209,8 @@ def sync_parent_queues(
             return live
         manifest = parent_queues_configmap()
         manifest["data"] = {PARAM_KEY_QUEUES: value}
-        changes.record(manifest, CREATE if live is None else "update", live)
+        action = CREATE if live is None else UPDATE
+        changes.record(manifest, action, live)
         if check_mode and not cluster.dry_run:
             return {**(live or manifest), "data": {**data, PARAM_KEY_QUEUES: value}}
         try:
@@ -385,5 +235,235 @@ def sync_parent_queues(
             continue
         if check_mode:  # a server-side dry run: the live object is unchanged
             return {**(live or manifest), "data": {**data, PARAM_KEY_QUEUES: value}}
+        changes.wrote(manifest, action)
         return written
     return live
+
+
+@contextmanager
+def reported_part_way(what: str, changes: Changes, **report: Any) -> Iterator[None]:
+    """An API or transport error in the block after a real write raises
+    ``PartialWrite``, so the failure names what was written and says
+    ``changed: true``; before the first write the error goes through as it is."""
+    try:
+        yield
+    except (kube.ApiException, TransportError, OSError) as exc:
+        if not changes.done:
+            raise
+        raise PartialWrite(what, changes.done, exc, **report) from exc
+
+
+# -- tenant, state: present ----------------------------------------------------------------
+
+
+def ensure_present(
+    params: Mapping[str, Any], cluster: kube.Cluster, check_mode: bool
+) -> dict[str, Any]:
+    spec = parse_present(params)  # raises before any request
+    live = read_tenant(cluster, spec.name)
+    busy = busy_queues(live.podgroups, live.queues)
+    plan = plan_tenant(spec, live.queues, busy, force=params.get("force", False))
+    if params.get("oversell_check", True):
+        check_purchase_fits(
+            cluster,
+            spec.name,
+            live.queues,
+            spec.subscription,
+            spec.payg,
+            params.get("node_selector") or {},
+        )
+    changes = Changes()
+    with reported_part_way(f"writing tenant {spec.name!r}", changes):
+        write_tenant(cluster, plan, live, changes, check_mode)
+    return {
+        "changed": changes.changed,
+        "objects": changes.objects,
+        "diff": changes.diff(),
+        "added": purchase_added(spec.name, live.queues, spec.subscription, spec.payg),
+    }
+
+
+def write_tenant(
+    cluster: kube.Cluster, plan: TenantPlan, live: TenantLive, changes: Changes, check_mode: bool
+) -> None:
+    """The parent-queues list, the Namespace, RBAC and NetworkPolicy, then the queues."""
+    # A subscription queue is listed as a parent before it gets its first team
+    # and unlisted only after its last team is gone.
+    parents = parent_queue_names(plan.queues)
+    owned = {q.name for q in plan.queues} | set(live.queues) | set(plan.queue_deletes)
+    parent_list = read_parent_queues(cluster)
+    parent_list = sync_parent_queues(cluster, parent_list, parents, parents, changes, check_mode)
+    for manifest, action, current in object_changes(plan.objects, live):
+        changes.record(manifest, action, current)
+        namespaced = manifest["kind"] != "Namespace"
+        if check_mode and namespaced and not live.namespace_exists:
+            continue  # its namespace does not exist yet: nothing to dry-run against
+        cluster.apply(manifest)
+        if not check_mode:
+            changes.wrote(manifest, action)
+    steps = queue_steps(plan.queues, live.queues, plan.queue_deletes)
+    run_queue_steps(cluster, steps, live.queues, changes, check_mode)
+    sync_parent_queues(cluster, parent_list, parents, owned, changes, check_mode)
+
+
+# -- tenant, state: absent -----------------------------------------------------------------
+
+
+def ensure_absent(
+    params: Mapping[str, Any], cluster: kube.Cluster, check_mode: bool
+) -> dict[str, Any]:
+    name = parse_absent(params)  # raises before any request
+    live = read_tenant(cluster, name, workloads=True)
+    jobs, pods = active_jobs(live.jobs), active_pods(live.pods)
+    running = {"jobs": len(jobs), "pods": len(pods)}
+    if (jobs or pods) and not params.get("force"):
+        raise Refused(
+            f"tenant {name!r} still has {len(jobs)} active Volcano Job(s) and {len(pods)} active pod(s) in "
+            f"namespace {namespace_name(name)}; wait for them, or force: true to delete the tenant anyway",
+            running=running,
+        )
+    changes = Changes()
+    with reported_part_way(f"deleting tenant {name!r}", changes, running=running):
+        delete_tenant(cluster, live, jobs, changes, check_mode)
+    if params.get("wait") and not check_mode and changes.changed:
+        timeout = params.get("wait_timeout", DEFAULT_WAIT_TIMEOUT)
+        left = wait_gone(cluster, name, timeout)
+        if left:
+            # Everything was deleted; the API server is still removing these.
+            raise Refused(
+                f"after {timeout}s these objects of tenant {name!r} still exist: {', '.join(left)}",
+                changed=True,
+                objects=changes.objects,
+                running=running,
+            )
+    return {
+        "changed": changes.changed,
+        "objects": changes.objects,
+        "diff": changes.diff(),
+        "running": running,
+    }
+
+
+def delete_tenant(
+    cluster: kube.Cluster,
+    live: TenantLive,
+    jobs: Sequence[Mapping[str, Any]],
+    changes: Changes,
+    check_mode: bool,
+) -> None:
+    """Children before parents: the Volcano Jobs, the team queues, the
+    tenant-level queues, the parent-queues list, RBAC and policy, and the
+    namespace last."""
+    for job in jobs:
+        delete_live(cluster, JOB_API, "Job", job, changes, check_mode)
+    for queue in queues_in_delete_order(live.queues):
+        delete_live(
+            cluster, QUEUE_API, "Queue", queue, changes, check_mode, timeout=QUEUE_DELETE_TIMEOUT
+        )
+    parent_list = read_parent_queues(cluster)
+    sync_parent_queues(cluster, parent_list, [], list(live.queues), changes, check_mode)
+    for api_version, kind in reversed(TENANT_KINDS):
+        for obj in live.objects.get(kind, {}).values():
+            delete_live(cluster, api_version, kind, obj, changes, check_mode)
+
+
+def delete_live(
+    cluster: kube.Cluster,
+    api_version: str,
+    kind: str,
+    obj: Mapping[str, Any],
+    changes: Changes,
+    check_mode: bool,
+    timeout: float | None = None,
+) -> None:
+    """Record one live object as deleted and, outside check mode, delete it;
+    with a ``timeout`` the delete is retried while Volcano's webhook denies it."""
+    changes.record(obj, DELETE, obj)
+    if check_mode:
+        return
+    meta = obj["metadata"]
+
+    def delete() -> bool:
+        return cluster.delete(api_version, kind, meta["name"], namespace=meta.get("namespace"))
+
+    deleted = delete() if timeout is None else kube.retry_while_denied(delete, timeout=timeout)
+    if deleted:
+        changes.wrote({**obj, "kind": kind}, DELETE)
+
+
+def wait_gone(cluster: kube.Cluster, name: str, timeout: float) -> list[str]:
+    """Wait up to ``timeout`` seconds for the tenant's namespace and queues to
+    go; returns what is still there (``Kind/name``), empty once they are gone."""
+    deadline = time.monotonic() + timeout
+    selector = tenant_selector(name)
+    while True:
+        left = cluster.list("v1", "Namespace", label_selector=selector) + cluster.list(
+            QUEUE_API, "Queue", label_selector=selector
+        )
+        if not left or time.monotonic() >= deadline:
+            return [f"{o.get('kind')}/{o['metadata']['name']}" for o in left]
+        time.sleep(WAIT_INTERVAL)
+
+
+def run_tenant(
+    params: Mapping[str, Any], cluster: kube.Cluster, check_mode: bool = False
+) -> dict[str, Any]:
+    """The ``tenant`` module: bad input raises PlatformValidationError before any
+    request, what the cluster's state forbids raises Refused, a write that fails
+    part-way PartialWrite; other API errors go through as ApiException."""
+    if params.get("state", "present") == "absent":
+        return ensure_absent(params, cluster, check_mode)
+    return ensure_present(params, cluster, check_mode)
+
+
+# -- team_queue ------------------------------------------------------------------------------
+
+
+def run_team_queue(
+    params: Mapping[str, Any], cluster: kube.Cluster, check_mode: bool = False
+) -> dict[str, Any]:
+    """The ``team_queue`` module: one team queue of a tenant added, resized or
+    removed, with the tenant's parent-queues entry kept in step."""
+    team = parse_team_queue(params)  # raises before any request
+    tenant = params["tenant"]
+    live = index_by_name(cluster.list(QUEUE_API, "Queue", label_selector=tenant_selector(tenant)))
+    podgroups = (
+        cluster.list(PODGROUP_API, "PodGroup", namespace=namespace_name(tenant)) if live else []
+    )
+    busy = busy_queues(podgroups, live)
+    remove = params["name"] if team is None else None
+    queues = plan_team_change(tenant, team, remove, live, busy, force=params.get("force", False))
+    deletes = [queue_name(tenant, QUEUE_TYPE_TEAM, remove)] if remove else []
+    changes = Changes()
+    # The subscription queue is listed as a parent before its first team is
+    # created and unlisted after its last team is removed.
+    parents = parent_queue_names(queues)
+    owned = set(live) | {q.name for q in queues}
+    with reported_part_way(f"writing team {params['name']!r} of tenant {tenant!r}", changes):
+        parent_list = sync_parent_queues(
+            cluster, read_parent_queues(cluster), parents, parents, changes, check_mode
+        )
+        run_queue_steps(cluster, queue_steps(queues, live, deletes), live, changes, check_mode)
+        sync_parent_queues(cluster, parent_list, parents, owned, changes, check_mode)
+    return {"changed": changes.changed, "objects": changes.objects, "diff": changes.diff()}
+
+
+# -- tenant_info -----------------------------------------------------------------------------
+
+
+def run_info(
+    params: Mapping[str, Any], cluster: kube.Cluster, check_mode: bool = False
+) -> dict[str, Any]:
+    """The ``tenant_info`` module: one list per kind (Namespaces, Queues, Volcano
+    Jobs) however many tenants there are; it never writes."""
+    name = parse_info(params)
+    selector = tenant_selector(name) if name else LABEL_TENANT
+    namespaces = cluster.list("v1", "Namespace", label_selector=selector)
+    queues = cluster.list(QUEUE_API, "Queue", label_selector=selector)
+    if not name:
+        jobs = cluster.list(JOB_API, "Job")
+    elif namespaces:
+        jobs = cluster.list(JOB_API, "Job", namespace=namespace_name(name))
+    else:
+        jobs = []  # no namespace, no jobs: nothing to list
+    return {"changed": False, "tenants": summarize(namespaces, queues, jobs)}

@@ -2,25 +2,23 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
+from urllib3.exceptions import ProtocolError
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
+    PartialWrite,
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.modules import team_queue, tenant
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fake_cluster import FakeCluster
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
+from ansible_collections.gpucloud.platform.plugins.modules import team_queue
+from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster
 
 GPU = "nvidia.com/gpu"
 
 
 def tenant_without_teams():
     cluster = FakeCluster()
-    tenant.run(
+    service.run_tenant(
         {
             "name": "a",
             "subscription": {GPU: 40, "cpu": 160, "memory": "640Gi"},
@@ -63,14 +61,14 @@ def team(**over):
 def test_bad_team_writes_nothing(over, field):
     cluster = tenant_without_teams()
     with pytest.raises(PlatformValidationError) as exc:
-        team_queue.run(team(**over), cluster)
+        service.run_team_queue(team(**over), cluster)
     assert field in [e.field for e in exc.value.errors], exc.value.messages
     assert cluster.writes == []
 
 
 def test_add_resize_remove():
     cluster = tenant_without_teams()
-    result = team_queue.run(team(), cluster)
+    result = service.run_team_queue(team(), cluster)
     parents = {
         "kind": "ConfigMap",
         "name": "platform-parent-queues",
@@ -86,10 +84,10 @@ def test_add_resize_remove():
     q = cluster.kinds("Queue")["tenant-a-ml"]
     assert q["spec"]["parent"] == "tenant-a-subscription"
     assert q["metadata"]["labels"]["platform.io/team"] == "ml"
-    assert team_queue.run(team(), cluster)["changed"] is False
-    result = team_queue.run(team(deserved={GPU: 12}), cluster)
+    assert service.run_team_queue(team(), cluster)["changed"] is False
+    result = service.run_team_queue(team(deserved={GPU: 12}), cluster)
     assert result["diff"]["after"]["Queue/tenant-a-ml"]["spec"]["deserved"][GPU] == 12
-    result = team_queue.run(team(state="absent"), cluster)
+    result = service.run_team_queue(team(state="absent"), cluster)
     # its last team gone, it is unlisted after the delete
     assert result["objects"] == [
         {"kind": "Queue", "name": "tenant-a-ml", "action": "delete"},
@@ -97,7 +95,7 @@ def test_add_resize_remove():
     ]
     assert cluster.store[key]["data"] == {"queues": ""}
     assert "tenant-a-ml" not in cluster.kinds("Queue")
-    assert team_queue.run(team(state="absent"), cluster)["changed"] is False
+    assert service.run_team_queue(team(state="absent"), cluster)["changed"] is False
 
 
 def pg(queue):
@@ -113,28 +111,28 @@ def test_refuses_turning_busy_subscription_into_parent():
     cluster = tenant_without_teams()
     cluster.put(pg("tenant-a-subscription"))
     with pytest.raises(PlatformValidationError) as exc:
-        team_queue.run(team(), cluster)
+        service.run_team_queue(team(), cluster)
     assert "leaf queues" in str(exc.value)
     assert cluster.writes == []
 
 
 def test_refuses_removing_busy_team_unless_forced():
     cluster = tenant_without_teams()
-    team_queue.run(team(), cluster)
+    service.run_team_queue(team(), cluster)
     cluster.put(pg("tenant-a-ml"))
     cluster.writes.clear()
     with pytest.raises(PlatformValidationError) as exc:
-        team_queue.run(team(state="absent"), cluster)
+        service.run_team_queue(team(state="absent"), cluster)
     assert exc.value.errors[0].field == "team.name"
     assert cluster.writes == []
-    team_queue.run(team(state="absent", force=True), cluster)
+    service.run_team_queue(team(state="absent", force=True), cluster)
     assert "tenant-a-ml" not in cluster.kinds("Queue")
 
 
 def test_unknown_tenant_refused():
     cluster = FakeCluster()
     with pytest.raises(PlatformValidationError) as exc:
-        team_queue.run(team(tenant="nobody"), cluster)
+        service.run_team_queue(team(tenant="nobody"), cluster)
     assert "create the tenant first" in str(exc.value)
     assert cluster.writes == []
 
@@ -143,13 +141,82 @@ def test_parent_allocation_of_its_teams_does_not_make_it_busy():
     """Volcano reports a parent queue's status.allocated as the sum of its
     children's: a job in a team queue must not block adding another team."""
     cluster = tenant_without_teams()
-    team_queue.run(team(), cluster)
+    service.run_team_queue(team(), cluster)
     used = {"allocated": {GPU: "1", "cpu": "1", "pods": "1"}}
     for name in ("tenant-a-subscription", "tenant-a-ml"):
         cluster.store[("Queue", "", name)]["status"] = dict(used)
     cluster.put(pg("tenant-a-ml"))
-    result = team_queue.run(team(name="extra", deserved={GPU: 4}), cluster)
+    result = service.run_team_queue(team(name="extra", deserved={GPU: 4}), cluster)
     assert {"kind": "Queue", "name": "tenant-a-extra", "action": "create"} in result["objects"]
     # the team queue itself still counts as busy: removing it is refused
     with pytest.raises(PlatformValidationError):
-        team_queue.run(team(state="absent"), cluster)
+        service.run_team_queue(team(state="absent"), cluster)
+
+
+class DroppedOnQueueWrites(FakeCluster):
+    """The connection drops on every Queue write."""
+
+    def apply(self, manifest, field_manager="gpucloud-platform"):
+        if manifest["kind"] == "Queue":
+            raise ProtocolError("Connection aborted.")
+        return super().apply(manifest, field_manager)
+
+
+def test_write_that_stops_after_the_parent_list_says_so():
+    cluster = DroppedOnQueueWrites(tenant_without_teams().objects("Queue"))
+    with pytest.raises(PartialWrite) as exc:
+        service.run_team_queue(team(), cluster)
+    assert exc.value.done == ["create ConfigMap/platform-system/platform-parent-queues"]
+    assert exc.value.what == "writing team 'ml' of tenant 'a'"
+    assert "tenant-a-ml" not in cluster.kinds("Queue")
+
+
+def test_module_reports_a_partial_write_as_changed(run_module):
+    cluster = DroppedOnQueueWrites(tenant_without_teams().objects("Queue"))
+    result = run_module(team_queue, cluster, tenant="a", name="ml", deserved={GPU: 10})
+    assert result["failed"] is True and result["changed"] is True
+    assert result["msg"].startswith("writing team 'ml' of tenant 'a' failed after 1 change(s): ")
+    assert result["done"] == ["create ConfigMap/platform-system/platform-parent-queues"]
+
+
+# --------------------------------------------------------------------------
+# The module
+# --------------------------------------------------------------------------
+
+
+def test_module_adds_a_team_and_reports_requests(run_module):
+    cluster = tenant_without_teams()
+    result = run_module(team_queue, cluster, tenant="a", name="ml", deserved={GPU: 10})
+    assert result["changed"] is True
+    assert {"kind": "Queue", "name": "tenant-a-ml", "action": "create"} in result["objects"]
+    assert result["requests"] == cluster.requests > 0
+    assert "api_requests" not in result
+    assert "tenant-a-ml" in cluster.kinds("Queue")
+
+
+def test_module_check_mode_writes_nothing(run_module):
+    cluster = tenant_without_teams()
+    cluster.dry_run = True
+    result = run_module(
+        team_queue, cluster, _ansible_check_mode=True, tenant="a", name="ml", deserved={GPU: 10}
+    )
+    assert result["changed"] is True
+    assert cluster.real_writes == []
+    assert "tenant-a-ml" not in cluster.kinds("Queue")
+
+
+def test_module_bad_team_fails_before_connecting(run_module):
+    cluster = tenant_without_teams()
+    result = run_module(team_queue, cluster, tenant="a", name="payg", deserved={GPU: 10})
+    assert result["failed"] is True and result["changed"] is False
+    assert result["errors"][0].startswith("name: ")
+    assert result["requests"] == 0 and cluster.requests == 0
+
+
+def test_module_rule_broken_against_live_queues_fails_with_the_field(run_module):
+    cluster = tenant_without_teams()
+    result = run_module(team_queue, cluster, tenant="a", name="ml", deserved={GPU: 50})
+    assert result["failed"] is True and result["changed"] is False
+    assert any(e.startswith(f"deserved.{GPU}: ") for e in result["errors"]), result["errors"]
+    assert result["requests"] == cluster.requests > 0
+    assert cluster.writes == []

@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import copy
-import sys
-from pathlib import Path
+import json
 
 import pytest
+from kubernetes.client.rest import ApiException
+from kubernetes.dynamic.exceptions import ForbiddenError
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
+    PartialWrite,
     PlatformValidationError,
+    Refused,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
 from ansible_collections.gpucloud.platform.plugins.modules import tenant
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fake_cluster import FakeCluster
+from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster
+from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.test_tenant_spec import (
+    BAD,
+)
 
 GPU = "nvidia.com/gpu"
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "module_utils"))
-from test_tenant_spec import BAD  # noqa: E402
 
 
 def params(**over):
@@ -58,14 +61,14 @@ def gpu_node(name, gpus=8, labels=None, ready=True):
     }
 
 
-def pool(nodes=8, objects=(), dry_run=False):
+def pool(nodes=8, objects=(), dry_run=False, cluster_class=FakeCluster):
     """A fake cluster with a pool like the local cluster's: 8 nodes x 8 GPUs."""
-    return FakeCluster([*(gpu_node(f"gpu-node-{i}") for i in range(nodes)), *objects], dry_run)
+    return cluster_class([*(gpu_node(f"gpu-node-{i}") for i in range(nodes)), *objects], dry_run)
 
 
-def created():
-    cluster = pool()
-    tenant.run(params(), cluster)
+def created(cluster_class=FakeCluster):
+    cluster = pool(cluster_class=cluster_class)
+    service.run_tenant(params(), cluster)
     return cluster
 
 
@@ -74,7 +77,7 @@ def test_bad_input_writes_nothing(what, bad, field):
     cluster = pool()
     full = params(**dict(bad))
     with pytest.raises(PlatformValidationError) as exc:
-        tenant.run(full, cluster)
+        service.run_tenant(full, cluster)
     assert any(m.startswith(f"{field}: ") for m in exc.value.messages), exc.value.messages
     assert cluster.writes == []
 
@@ -87,7 +90,7 @@ def test_bad_input_on_existing_tenant_writes_nothing():
         teams=[{"name": "algo", "deserved": {GPU: 50}, "capability": None, "guarantee": None}]
     )
     with pytest.raises(PlatformValidationError) as exc:
-        tenant.run(bad, cluster)
+        service.run_tenant(bad, cluster)
     assert exc.value.errors[0].field == f"teams[0].deserved.{GPU}"
     assert cluster.writes == []
     assert cluster.store == before
@@ -95,7 +98,7 @@ def test_bad_input_on_existing_tenant_writes_nothing():
 
 def test_create_writes_everything_in_order():
     cluster = pool()
-    result = tenant.run(params(), cluster)
+    result = service.run_tenant(params(), cluster)
     assert result["changed"]
     order = list(cluster.writes)
     # The subscription queue is listed as a parent before its teams exist.
@@ -130,7 +133,7 @@ def test_create_writes_everything_in_order():
 def test_second_run_changes_nothing():
     cluster = created()
     cluster.writes.clear()
-    result = tenant.run(params(), cluster)
+    result = service.run_tenant(params(), cluster)
     assert result["changed"] is False
     assert result["objects"] == []
     assert cluster.writes == []
@@ -140,7 +143,7 @@ def test_spot_capability_set_by_recompute_survives():
     cluster = created()
     cluster.store[("Queue", "", "tenant-a-spot")]["spec"]["capability"] = {GPU: 12}
     cluster.writes.clear()
-    result = tenant.run(params(), cluster)
+    result = service.run_tenant(params(), cluster)
     assert result["changed"] is False
     assert cluster.kinds("Queue")["tenant-a-spot"]["spec"]["capability"] == {GPU: 12}
 
@@ -152,14 +155,14 @@ def test_spot_deserved_written_by_recompute_is_no_change():
     spec["capability"] = {GPU: 12, "cpu": "48", "memory": "192Gi"}
     spec["deserved"] = {GPU: 0, "cpu": "0", "memory": "0"}
     cluster.writes.clear()
-    result = tenant.run(params(), cluster)
+    result = service.run_tenant(params(), cluster)
     assert result["changed"] is False, result.get("objects")
     assert cluster.writes == []
 
 
 def test_check_mode_reports_but_only_dry_runs():
     cluster = pool(dry_run=True)
-    result = tenant.run(params(), cluster, check_mode=True)
+    result = service.run_tenant(params(), cluster, check_mode=True)
     assert result["changed"]
     assert cluster.real_writes == []
     assert {k[0] for k in cluster.store} == {"Node"}
@@ -173,7 +176,9 @@ def test_check_mode_reports_but_only_dry_runs():
 
 def test_diff_shows_a_resize():
     cluster = created()
-    result = tenant.run(params(subscription={GPU: 48, "cpu": 160, "memory": "640Gi"}), cluster)
+    result = service.run_tenant(
+        params(subscription={GPU: 48, "cpu": 160, "memory": "640Gi"}), cluster
+    )
     diff = result["diff"]
     key = "Queue/tenant-a-subscription"
     assert diff["before"][key]["spec"]["deserved"][GPU] == 40
@@ -185,15 +190,15 @@ def test_diff_shows_a_resize():
 
 def test_added_is_what_the_purchase_newly_sells():
     cluster = pool()
-    first = tenant.run(params(payg={GPU: 4}), cluster)
+    first = service.run_tenant(params(payg={GPU: 4}), cluster)
     assert first["added"] == {GPU: 44, "cpu": "160", "memory": "640Gi"}
     # The same purchase again adds nothing; growing both adds both growths.
-    assert tenant.run(params(payg={GPU: 4}), cluster)["added"][GPU] == 0
+    assert service.run_tenant(params(payg={GPU: 4}), cluster)["added"][GPU] == 0
     bigger = params(subscription={GPU: 48, "cpu": 160, "memory": "640Gi"}, payg={GPU: 6})
-    assert tenant.run(bigger, cluster, check_mode=True)["added"][GPU] == 8 + 2
+    assert service.run_tenant(bigger, cluster, check_mode=True)["added"][GPU] == 8 + 2
     # Shrinking frees nothing for the purchase flows to count.
     smaller = params(subscription={GPU: 40, "cpu": 160, "memory": "640Gi"}, payg={GPU: 2})
-    assert tenant.run(smaller, cluster)["added"][GPU] == 0
+    assert service.run_tenant(smaller, cluster)["added"][GPU] == 0
 
 
 def test_capability_below_allocated_refused_then_forced():
@@ -203,10 +208,10 @@ def test_capability_below_allocated_refused_then_forced():
     teams[0] = dict(teams[0], capability={GPU: 24})
     cluster.writes.clear()
     with pytest.raises(PlatformValidationError) as exc:
-        tenant.run(params(teams=teams), cluster)
+        service.run_tenant(params(teams=teams), cluster)
     assert "24 is below the 30" in str(exc.value)
     assert cluster.writes == []
-    tenant.run(params(teams=teams, force=True), cluster)
+    service.run_tenant(params(teams=teams, force=True), cluster)
     assert cluster.kinds("Queue")["tenant-a-algo"]["spec"]["capability"] == {GPU: 24}
 
 
@@ -225,10 +230,10 @@ def test_removing_busy_team_refused():
     cluster.put(podgroup("tenant-a-data"))
     cluster.writes.clear()
     with pytest.raises(PlatformValidationError):
-        tenant.run(params(teams=params()["teams"][:2]), cluster)
+        service.run_tenant(params(teams=params()["teams"][:2]), cluster)
     assert cluster.writes == []
     cluster.put(podgroup("tenant-a-data", phase="Completed"))
-    result = tenant.run(params(teams=params()["teams"][:2]), cluster)
+    result = service.run_tenant(params(teams=params()["teams"][:2]), cluster)
     assert {"kind": "Queue", "name": "tenant-a-data", "action": "delete"} in result["objects"]
     assert "tenant-a-data" not in cluster.kinds("Queue")
 
@@ -247,8 +252,8 @@ def test_absent_refused_while_jobs_run():
     cluster = created()
     cluster.put(vcjob())
     cluster.writes.clear()
-    with pytest.raises(tenant.Refused) as exc:
-        tenant.run({"name": "a", "state": "absent", "force": False}, cluster)
+    with pytest.raises(Refused) as exc:
+        service.run_tenant({"name": "a", "state": "absent", "force": False}, cluster)
     assert "1 active Volcano Job" in str(exc.value)
     assert exc.value.extra["running"] == {"jobs": 1, "pods": 0}
     assert cluster.writes == []
@@ -258,7 +263,7 @@ def test_absent_forced_deletes_children_first_namespace_last():
     cluster = created()
     cluster.put(vcjob())
     cluster.writes.clear()
-    result = tenant.run({"name": "a", "state": "absent", "force": True}, cluster)
+    result = service.run_tenant({"name": "a", "state": "absent", "force": True}, cluster)
     assert result["changed"]
     kinds = [kind for _unused, kind, _unused in cluster.writes]
     names = [name for _unused, _unused, name in cluster.writes]
@@ -277,7 +282,7 @@ def test_absent_forced_deletes_children_first_namespace_last():
 
 def test_absent_of_missing_tenant_changes_nothing():
     cluster = pool()
-    result = tenant.run({"name": "a", "state": "absent"}, cluster)
+    result = service.run_tenant({"name": "a", "state": "absent"}, cluster)
     assert result["changed"] is False
     assert cluster.writes == []
 
@@ -286,7 +291,9 @@ def test_absent_check_mode_writes_nothing():
     cluster = created()
     cluster.writes.clear()
     cluster.dry_run = True
-    result = tenant.run({"name": "a", "state": "absent", "force": True}, cluster, check_mode=True)
+    result = service.run_tenant(
+        {"name": "a", "state": "absent", "force": True}, cluster, check_mode=True
+    )
     assert result["changed"]
     assert cluster.writes == [("dry-run", "ConfigMap", "platform-parent-queues")]
 
@@ -294,7 +301,7 @@ def test_absent_check_mode_writes_nothing():
 def test_reads_one_list_per_kind():
     cluster = created()
     cluster.lists.clear()
-    tenant.run(params(), cluster)
+    service.run_tenant(params(), cluster)
     assert sorted(cluster.lists) == sorted(
         ["Namespace", "Role", "RoleBinding", "NetworkPolicy", "Queue", "PodGroup"]
     )
@@ -302,7 +309,7 @@ def test_reads_one_list_per_kind():
 
 def test_new_tenant_skips_namespaced_reads():
     cluster = pool()
-    tenant.run(params(), cluster)
+    service.run_tenant(params(), cluster)
     assert cluster.lists == ["Namespace", "Queue", "Node", "Queue"]
 
 
@@ -324,13 +331,13 @@ def parent_list(queues: str) -> dict:
 
 def test_parent_queues_keep_other_tenants_and_write_only_on_change():
     cluster = pool(objects=[parent_list("tenant-z-subscription")])
-    tenant.run(params(), cluster)
+    service.run_tenant(params(), cluster)
     assert cluster.store[PARENTS]["data"]["queues"] == "tenant-a-subscription,tenant-z-subscription"
     cluster.writes.clear()
-    assert tenant.run(params(), cluster)["changed"] is False
+    assert service.run_tenant(params(), cluster)["changed"] is False
     assert not [w for w in cluster.writes if w[1] == "ConfigMap"]
     # Without teams the subscription queue is a leaf again: unlisted after the teams are removed.
-    result = tenant.run(params(teams=[]), cluster, check_mode=False)
+    result = service.run_tenant(params(teams=[]), cluster, check_mode=False)
     assert {
         "kind": "ConfigMap",
         "name": "platform-parent-queues",
@@ -344,7 +351,7 @@ def test_parent_queues_keep_other_tenants_and_write_only_on_change():
 
 def test_tenant_without_teams_is_not_listed():
     cluster = pool(objects=[parent_list("")])
-    tenant.run(params(teams=None), cluster)
+    service.run_tenant(params(teams=None), cluster)
     assert cluster.store[PARENTS]["data"]["queues"] == ""
     assert not [w for w in cluster.writes if w[1] == "ConfigMap"]
 
@@ -363,7 +370,7 @@ def buyer(name, gpus, **over):
 
 def sold(cluster):
     """Tenant b bought 40 GPUs and holds 8 pay-as-you-go: 16 of the 64 are left."""
-    tenant.run(buyer("b", 40, payg={GPU: 8}), cluster)
+    service.run_tenant(buyer("b", 40, payg={GPU: 8}), cluster)
     cluster.writes.clear()
     cluster.lists.clear()
     return cluster
@@ -373,7 +380,7 @@ def test_oversold_subscription_is_refused_with_the_numbers_and_nothing_written()
     cluster = sold(pool())
     before = copy.deepcopy(cluster.store)
     with pytest.raises(PlatformValidationError) as exc:
-        tenant.run(buyer("a", 20), cluster)
+        service.run_tenant(buyer("a", 20), cluster)
     assert [e.field for e in exc.value.errors] == [f"subscription.{GPU}"]
     message = exc.value.messages[0]
     assert message.startswith(f"subscription.{GPU}: 20 for the subscription of tenant 'a' exceeds")
@@ -387,16 +394,16 @@ def test_oversold_subscription_is_refused_with_the_numbers_and_nothing_written()
     # One Node list and one list of every managed queue, besides the tenant's own reads.
     assert cluster.lists.count("Node") == 1 and cluster.lists.count("Queue") == 2
     # What is left is accepted.
-    assert tenant.run(buyer("a", 16), cluster)["changed"] is True
+    assert service.run_tenant(buyer("a", 16), cluster)["changed"] is True
 
 
 def test_growing_an_existing_subscription_past_the_pool_is_refused():
     cluster = sold(pool())
-    tenant.run(buyer("a", 10), cluster)
+    service.run_tenant(buyer("a", 10), cluster)
     before = copy.deepcopy(cluster.store)
     cluster.writes.clear()
     with pytest.raises(PlatformValidationError) as exc:
-        tenant.run(buyer("a", 17), cluster)
+        service.run_tenant(buyer("a", 17), cluster)
     # The tenant's own 10 are not counted twice: 64 - 40 - 8 = 16 are left for it.
     assert "= 16); at most 16 can be granted" in exc.value.messages[0]
     assert cluster.writes == []
@@ -406,7 +413,7 @@ def test_growing_an_existing_subscription_past_the_pool_is_refused():
 def test_payg_grant_is_checked_with_the_new_subscription():
     cluster = sold(pool())
     with pytest.raises(PlatformValidationError) as exc:
-        tenant.run(buyer("a", 10, payg={GPU: 8}), cluster)
+        service.run_tenant(buyer("a", 10, payg={GPU: 8}), cluster)
     assert [e.field for e in exc.value.errors] == [f"payg.{GPU}"]
     assert (
         "8 for the pay-as-you-go grant of tenant 'a' exceeds what the pool has left for it "
@@ -419,7 +426,7 @@ def test_payg_grant_is_checked_with_the_new_subscription():
 def test_subscription_and_payg_both_growing_past_the_pool_name_both_fields():
     cluster = sold(pool())
     with pytest.raises(PlatformValidationError) as exc:
-        tenant.run(buyer("a", 20, payg={GPU: 6}), cluster)
+        service.run_tenant(buyer("a", 20, payg={GPU: 6}), cluster)
     assert [e.field for e in exc.value.errors] == [f"subscription.{GPU}", f"payg.{GPU}"]
     assert "- 0 in this tenant's pay-as-you-go = 16); at most 16" in exc.value.messages[0]
     assert "- 20 in this tenant's new subscription = -4); at most 0" in exc.value.messages[1]
@@ -429,7 +436,7 @@ def test_subscription_and_payg_both_growing_past_the_pool_name_both_fields():
 def test_cpu_and_memory_are_guarded_too():
     cluster = pool(nodes=1)  # 8 GPUs, 128 cpu, 1Ti
     with pytest.raises(PlatformValidationError) as exc:
-        tenant.run(
+        service.run_tenant(
             params(name="a", subscription={GPU: 8, "cpu": 129, "memory": "2Ti"}, teams=None),
             cluster,
         )
@@ -440,29 +447,29 @@ def test_cpu_and_memory_are_guarded_too():
 
 def test_subscription_may_grow_into_what_its_own_payg_shrink_frees():
     cluster = sold(pool())
-    tenant.run(buyer("a", 8, payg={GPU: 8}), cluster)  # 64 - 48 - 16 = 0 left
-    result = tenant.run(buyer("a", 16, payg={GPU: 0}), cluster)
+    service.run_tenant(buyer("a", 8, payg={GPU: 8}), cluster)  # 64 - 48 - 16 = 0 left
+    result = service.run_tenant(buyer("a", 16, payg={GPU: 0}), cluster)
     assert result["changed"] is True
     assert cluster.kinds("Queue")["tenant-a-subscription"]["spec"]["deserved"][GPU] == 16
 
 
 def test_keeping_or_shrinking_is_never_refused_even_when_oversold():
     cluster = sold(pool())
-    tenant.run(buyer("a", 16), cluster)
+    service.run_tenant(buyer("a", 16), cluster)
     # Half the nodes leave the pool: 64 -> 32 GPUs, while 40 + 8 + 16 are sold.
     for i in range(4):
         cluster.store[("Node", "", f"gpu-node-{i}")]["spec"]["unschedulable"] = True
     cluster.lists.clear()
-    assert tenant.run(buyer("a", 16), cluster)["changed"] is False
-    assert tenant.run(buyer("a", 12), cluster)["changed"] is True
+    assert service.run_tenant(buyer("a", 16), cluster)["changed"] is False
+    assert service.run_tenant(buyer("a", 12), cluster)["changed"] is True
     assert "Node" not in cluster.lists  # nothing grew: the pool is not even read
     with pytest.raises(PlatformValidationError, match=r"= -16\); at most 0 can be granted"):
-        tenant.run(buyer("a", 13), cluster)
+        service.run_tenant(buyer("a", 13), cluster)
 
 
 def test_oversell_check_false_allows_overselling():
     cluster = sold(pool())
-    result = tenant.run(buyer("a", 100, oversell_check=False), cluster)
+    result = service.run_tenant(buyer("a", 100, oversell_check=False), cluster)
     assert result["changed"] is True
     assert "Node" not in cluster.lists
     sub = cluster.kinds("Queue")["tenant-a-subscription"]["spec"]
@@ -474,23 +481,23 @@ def test_node_selector_limits_the_pool():
     cluster = pool(nodes=4, objects=labelled)  # 64 GPUs, 32 of them labelled
     selector = {"platform.io/pool": "main"}
     with pytest.raises(PlatformValidationError) as exc:
-        tenant.run(buyer("a", 33, node_selector=selector), cluster)
+        service.run_tenant(buyer("a", 33, node_selector=selector), cluster)
     assert "(32 in the pool - 0 in other tenants' subscriptions" in exc.value.messages[0]
     assert cluster.writes == []
-    assert tenant.run(buyer("a", 32, node_selector=selector), cluster)["changed"] is True
+    assert service.run_tenant(buyer("a", 32, node_selector=selector), cluster)["changed"] is True
 
 
 def test_nodes_not_ready_are_not_in_the_pool():
     cluster = pool(nodes=2, objects=[gpu_node("down", ready=False)])
     with pytest.raises(PlatformValidationError, match=r"\(16 in the pool - "):
-        tenant.run(buyer("a", 17), cluster)
+        service.run_tenant(buyer("a", 17), cluster)
 
 
 def test_check_mode_refuses_an_oversell_without_dry_runs():
     cluster = sold(pool())
     cluster.dry_run = True
     with pytest.raises(PlatformValidationError):
-        tenant.run(buyer("a", 20), cluster, check_mode=True)
+        service.run_tenant(buyer("a", 20), cluster, check_mode=True)
     assert cluster.writes == []
 
 
@@ -498,6 +505,211 @@ def test_bad_node_selector_fails_with_the_other_input_errors_before_any_request(
     cluster = pool()
     bad = params(name="Bad_Name", node_selector={"platform.io/pool": 1})
     with pytest.raises(PlatformValidationError) as exc:
-        tenant.run(bad, cluster)
+        service.run_tenant(bad, cluster)
     assert [e.field for e in exc.value.errors] == ["name", "node_selector.platform.io/pool"]
     assert cluster.requests == 0
+
+
+# --------------------------------------------------------------------------
+# state: absent with wait, and writes that stop part-way
+# --------------------------------------------------------------------------
+
+
+class Clock:
+    """Stands in for the ``time`` module in ``tenants.service``: sleeping moves it on."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+class TerminatingNamespaces(FakeCluster):
+    """An API server that keeps a deleted Namespace while it finalizes its content."""
+
+    def delete(self, api_version, kind, name, namespace=None, **kwargs):
+        live = self.store.get(self.key(kind, namespace, name))
+        deleted = super().delete(api_version, kind, name, namespace, **kwargs)
+        if deleted and kind == "Namespace" and not self.dry_run:
+            self.put({**live, "status": {"phase": "Terminating"}})
+        return deleted
+
+
+class Forbidding(FakeCluster):
+    """An API server that forbids one (verb, kind), once ``forbid`` is set."""
+
+    forbid = None
+
+    def refuse(self, verb, kind):
+        if (verb, kind) == self.forbid:
+            exc = ApiException(status=403, reason="Forbidden")
+            exc.body = json.dumps({"message": f"{kind.lower()}s is forbidden: {verb}"})
+            raise ForbiddenError(exc)
+
+    def create(self, manifest):
+        self.refuse("create", manifest["kind"])
+        return super().create(manifest)
+
+    def delete(self, api_version, kind, name, namespace=None, **kwargs):
+        self.refuse("delete", kind)
+        return super().delete(api_version, kind, name, namespace, **kwargs)
+
+
+def absent(**over):
+    return {"name": "a", "state": "absent", "force": True, **over}
+
+
+@pytest.mark.parametrize("timeout", [0, -5])
+def test_wait_timeout_below_one_second_is_refused_before_any_request(timeout):
+    cluster = created()
+    cluster.writes.clear()
+    cluster.requests = 0
+    with pytest.raises(PlatformValidationError) as exc:
+        service.run_tenant(absent(wait=True, wait_timeout=timeout), cluster)
+    [message] = exc.value.messages
+    assert message.startswith(f"wait_timeout: {timeout} must be a whole number of seconds")
+    assert "(rule wait-timeout-positive)" in message
+    assert cluster.requests == 0 and cluster.writes == []
+
+
+def test_wait_timeout_is_not_judged_without_wait():
+    cluster = created()
+    result = service.run_tenant(absent(wait=False, wait_timeout=0), cluster)
+    assert result["changed"] is True
+    assert cluster.kinds("Namespace") == {}
+
+
+def test_wait_returns_once_the_tenant_is_gone(monkeypatch):
+    monkeypatch.setattr(service, "time", Clock())
+    cluster = created()
+    result = service.run_tenant(absent(wait=True, wait_timeout=5), cluster)
+    assert result["changed"] is True
+    assert cluster.lists[-2:] == ["Namespace", "Queue"]  # one look, nothing left
+
+
+def test_wait_that_times_out_after_deleting_reports_changed(monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(service, "time", clock)
+    cluster = created(cluster_class=TerminatingNamespaces)
+    with pytest.raises(Refused) as exc:
+        service.run_tenant(absent(wait=True, wait_timeout=5), cluster)
+    assert str(exc.value) == "after 5s these objects of tenant 'a' still exist: Namespace/tenant-a"
+    assert exc.value.extra["changed"] is True
+    assert {"kind": "Namespace", "name": "tenant-a", "action": "delete"} in exc.value.extra[
+        "objects"
+    ]
+    assert exc.value.extra["running"] == {"jobs": 0, "pods": 0}
+    assert clock.now >= 5
+    assert cluster.kinds("Queue") == {}
+
+
+def test_delete_that_stops_part_way_says_what_was_deleted():
+    cluster = created(cluster_class=Forbidding)
+    cluster.put(vcjob())
+    cluster.forbid = ("delete", "RoleBinding")
+    with pytest.raises(PartialWrite) as exc:
+        service.run_tenant(absent(), cluster)
+    done = exc.value.done
+    assert done[0] == "delete Job/tenant-a/train"
+    assert "update ConfigMap/platform-system/platform-parent-queues" in done
+    assert done[-1] == "delete NetworkPolicy/tenant-a/deny-cross-tenant"
+    assert len(done) == 1 + 6 + 1 + 1  # the job, six queues, the parent list, the policy
+    assert exc.value.what == "deleting tenant 'a'"
+    assert exc.value.report == {"running": {"jobs": 1, "pods": 0}}
+    assert set(cluster.kinds("RoleBinding")) == {"tenant-user"}
+    assert set(cluster.kinds("Namespace")) == {"tenant-a"}
+
+
+def test_failing_first_write_is_the_api_error_itself():
+    cluster = pool(cluster_class=Forbidding)
+    cluster.forbid = ("create", "ConfigMap")
+    with pytest.raises(ForbiddenError):
+        service.run_tenant(params(), cluster)
+    assert cluster.real_writes == []
+
+
+# --------------------------------------------------------------------------
+# The module: input checked before connecting, one result shape
+# --------------------------------------------------------------------------
+
+
+def module_args(**over):
+    args = {k: v for k, v in params(**over).items() if v is not None}
+    args["teams"] = [{k: v for k, v in t.items() if v is not None} for t in args.get("teams", [])]
+    return args
+
+
+def test_module_creates_and_reports_requests(run_module):
+    cluster = pool()
+    result = run_module(tenant, cluster, **module_args())
+    assert result["changed"] is True
+    assert result["requests"] == cluster.requests > 0
+    assert "api_requests" not in result
+    assert "Queue/tenant-a-subscription" in result["diff"]["after"]
+    assert result["added"] == {GPU: 40, "cpu": "160", "memory": "640Gi"}
+    again = run_module(tenant, cluster, _ansible_diff=False, **module_args())
+    assert again["changed"] is False and "diff" not in again
+
+
+def test_module_check_mode_only_dry_runs(run_module):
+    cluster = pool(dry_run=True)
+    result = run_module(tenant, cluster, _ansible_check_mode=True, **module_args())
+    assert result["changed"] is True
+    assert cluster.real_writes == []
+    assert {k[0] for k in cluster.store} == {"Node"}
+
+
+def test_module_bad_input_fails_before_connecting(run_module):
+    cluster = pool()
+    result = run_module(
+        tenant, cluster, **module_args(name="Bad_Name", node_selector={"platform.io/pool": 1})
+    )
+    assert result["failed"] is True and result["changed"] is False
+    assert [e.split(":")[0] for e in result["errors"]] == ["name", "node_selector.platform.io/pool"]
+    assert result["requests"] == 0 and cluster.requests == 0
+
+
+def test_module_refuses_absent_wait_timeout_zero_before_connecting(run_module):
+    cluster = created()
+    cluster.writes.clear()
+    result = run_module(tenant, cluster, name="a", state="absent", wait=True, wait_timeout=0)
+    assert result["failed"] is True and result["changed"] is False
+    assert result["errors"][0].startswith("wait_timeout: 0 must be")
+    assert result["requests"] == 0 and cluster.writes == []
+
+
+def test_module_refusal_reports_what_runs(run_module):
+    cluster = created()
+    cluster.put(vcjob())
+    cluster.writes.clear()
+    result = run_module(tenant, cluster, name="a", state="absent")
+    assert result["failed"] is True and result["changed"] is False
+    assert "1 active Volcano Job(s) and 0 active pod(s)" in result["msg"]
+    assert result["running"] == {"jobs": 1, "pods": 0}
+    assert result["requests"] == cluster.requests > 0
+    assert cluster.writes == []
+
+
+def test_module_wait_timeout_after_deleting_fails_with_changed(run_module, monkeypatch):
+    monkeypatch.setattr(service, "time", Clock())
+    cluster = created(cluster_class=TerminatingNamespaces)
+    result = run_module(tenant, cluster, name="a", state="absent", wait=True, wait_timeout=3)
+    assert result["failed"] is True
+    assert result["changed"] is True
+    assert result["msg"] == "after 3s these objects of tenant 'a' still exist: Namespace/tenant-a"
+    assert {"kind": "Queue", "name": "tenant-a-spot", "action": "delete"} in result["objects"]
+
+
+def test_module_partial_delete_fails_with_changed_and_done(run_module):
+    cluster = created(cluster_class=Forbidding)
+    cluster.forbid = ("delete", "Namespace")
+    result = run_module(tenant, cluster, name="a", state="absent", force=True)
+    assert result["failed"] is True and result["changed"] is True
+    assert result["msg"].startswith("deleting tenant 'a' failed after 10 change(s): ")
+    assert "namespaces is forbidden: delete" in result["msg"]
+    assert result["done"][-1] == "delete Role/tenant-a/tenant-user"
+    assert result["running"] == {"jobs": 0, "pods": 0}

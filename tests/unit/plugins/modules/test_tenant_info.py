@@ -2,13 +2,14 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import pytest
 
-from ansible_collections.gpucloud.platform.plugins.modules import tenant, tenant_info
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fake_cluster import FakeCluster
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
+    PlatformValidationError,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
+from ansible_collections.gpucloud.platform.plugins.modules import tenant_info
+from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster
 
 GPU = "nvidia.com/gpu"
 
@@ -16,7 +17,7 @@ GPU = "nvidia.com/gpu"
 def two_tenants():
     cluster = FakeCluster()
     for name, gpus in (("a", 40), ("b", 8)):
-        tenant.run(
+        service.run_tenant(
             {
                 "name": name,
                 "subscription": {GPU: gpus, "cpu": 16, "memory": "64Gi"},
@@ -45,7 +46,7 @@ def two_tenants():
 
 def test_all_tenants_with_one_list_per_kind():
     cluster = two_tenants()
-    result = tenant_info.run({}, cluster)
+    result = service.run_info({}, cluster)
     assert [t["name"] for t in result["tenants"]] == ["a", "b"]
     assert cluster.lists == ["Namespace", "Queue", "Job"]
     a = result["tenants"][0]
@@ -60,7 +61,40 @@ def test_all_tenants_with_one_list_per_kind():
 
 def test_one_tenant():
     cluster = two_tenants()
-    result = tenant_info.run({"name": "b"}, cluster)
+    result = service.run_info({"name": "b"}, cluster)
     assert [t["name"] for t in result["tenants"]] == ["b"]
     assert result["tenants"][0]["active_jobs"] == 0
     assert cluster.requests == 3
+
+
+def test_unknown_tenant_lists_no_jobs():
+    cluster = two_tenants()
+    result = service.run_info({"name": "nobody"}, cluster)
+    assert result == {"changed": False, "tenants": []}
+    assert cluster.lists == ["Namespace", "Queue"]
+
+
+def test_bad_name_is_refused_before_any_request():
+    cluster = two_tenants()
+    with pytest.raises(PlatformValidationError) as exc:
+        service.run_info({"name": "Bad_Name"}, cluster)
+    assert exc.value.errors[0].field == "name"
+    assert cluster.requests == 0
+
+
+def test_module_reports_tenants_and_requests(run_module):
+    cluster = two_tenants()
+    result = run_module(tenant_info, cluster, name="a")
+    assert result["changed"] is False
+    assert [t["name"] for t in result["tenants"]] == ["a"]
+    assert result["tenants"][0]["active_jobs"] == 2
+    assert result["requests"] == 3
+    assert "api_requests" not in result
+
+
+def test_module_bad_name_fails_before_connecting(run_module):
+    cluster = two_tenants()
+    result = run_module(tenant_info, cluster, name="Bad_Name")
+    assert result["failed"] is True
+    assert result["errors"][0].startswith("name: ")
+    assert result["requests"] == 0
