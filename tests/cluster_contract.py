@@ -126,8 +126,15 @@ CASES: dict[str, Callable[[Any, str], None]] = {
 }
 
 
-def dry_run_case(cluster, ns) -> None:
-    """In a dry run (check mode) an apply answers with the would-be object and stores nothing."""
+def dry_run_case(cluster, ns, existing: str) -> None:
+    """In a dry run (check mode) every write answers as it would and stores nothing:
+    apply and create make no object, delete removes none. ``existing`` names a
+    ConfigMap of ``ns`` that was made before (outside the dry run)."""
     answer = cluster.apply(configmap(ns, "dry", {"k": "v"}))
     assert answer["data"] == {"k": "v"}
     assert cluster.get("v1", "ConfigMap", "dry", namespace=ns) is None
+    cluster.create(configmap(ns, "dry-created", {}))
+    assert cluster.get("v1", "ConfigMap", "dry-created", namespace=ns) is None
+    assert cluster.delete("v1", "ConfigMap", existing, namespace=ns) is True
+    kept = cluster.get("v1", "ConfigMap", existing, namespace=ns)
+    assert kept is not None and not kept["metadata"].get("deletionTimestamp")

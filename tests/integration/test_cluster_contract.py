@@ -10,7 +10,11 @@ from types import SimpleNamespace
 import pytest
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import Cluster
-from ansible_collections.gpucloud.platform.tests.cluster_contract import CASES, dry_run_case
+from ansible_collections.gpucloud.platform.tests.cluster_contract import (
+    CASES,
+    configmap,
+    dry_run_case,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -34,4 +38,5 @@ def test_api_server_keeps_the_contract(case, kubeconfig, namespace):
 
 
 def test_api_server_dry_run_stores_nothing(kubeconfig, namespace):
-    dry_run_case(Cluster(client(kubeconfig, dry_run=True)), namespace)
+    Cluster(client(kubeconfig)).create(configmap(namespace, "kept", {}))
+    dry_run_case(Cluster(client(kubeconfig, dry_run=True)), namespace, "kept")

@@ -170,6 +170,11 @@ class Cluster:
         body: dict[str, Any] = {"propagationPolicy": propagation}
         if preconditions:
             body["preconditions"] = dict(preconditions)
+        if self.dry_run:
+            # A DELETE with a body takes its options from the body alone: the
+            # dryRun query parameter kubernetes.core adds is ignored there, so
+            # without this a check-mode delete would delete for real.
+            body["dryRun"] = ["All"]
         try:
             self._client.delete(
                 self.resource(api_version, kind),

@@ -23,7 +23,7 @@ Service = Callable[[dict[str, Any], Cluster, bool], dict[str, Any]]
 try:  # the transport's own errors: the API server is down or unreachable
     from urllib3.exceptions import HTTPError as TransportError
 except ImportError:  # pragma: no cover - kubernetes always brings urllib3
-    TransportError = OSError
+    TransportError = ConnectionError
 
 
 def failure(exc: BaseException) -> dict[str, Any]:
@@ -47,7 +47,7 @@ def failure(exc: BaseException) -> dict[str, Any]:
     return {"msg": f"cannot reach the Kubernetes API server: {exc}", "changed": False}
 
 
-HANDLED = (PlatformValidationError, Refused, PartialWrite, ApiException, TransportError, OSError)
+HANDLED = (PlatformValidationError, Refused, PartialWrite, ApiException, TransportError)
 
 
 def run_module(

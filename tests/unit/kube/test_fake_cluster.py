@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpucloud.platform.tests.cluster_contract import CASES, dry_run_case
+from ansible_collections.gpucloud.platform.tests.cluster_contract import (
+    CASES,
+    configmap,
+    dry_run_case,
+)
 from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster
 
 
@@ -17,4 +21,6 @@ def test_fake_cluster_keeps_the_contract(case):
 
 
 def test_fake_cluster_dry_run_stores_nothing():
-    dry_run_case(FakeCluster(dry_run=True), "contract")
+    cluster = FakeCluster([configmap("contract", "kept", {})], dry_run=True)
+    dry_run_case(cluster, "contract", "kept")
+    assert cluster.real_writes == []
