@@ -17,9 +17,13 @@ description:
   - "Release: the entry goes when the job runs or is gone. When the deadline passes first the entry is kept as
     C(expired) and the queue is no longer listed, so small jobs are never blocked for long and the same job does not
     engage the throttle again. A namespace without entries has no ConfigMap."
-  - "One list of tenant Namespaces (label C(platform.io/tenant)), one of PodGroups and one of throttle ConfigMaps for
-    all tenants; writes only the ConfigMaps that change. A C(platform-throttle) ConfigMap without
-    C(platform.io/managed-by=gpucloud-platform) is left alone and reported. Safe to run every minute."
+  - "A large job's GPUs are what its Volcano Job asks for (the PodGroup's owner): per task, C(replicas) times one
+    pod's C(nvidia.com/gpu) requests (else limits). A PodGroup whose Volcano Job is gone, or that no Volcano Job owns,
+    engages nothing and its entry is released."
+  - "One list of tenant Namespaces (label C(platform.io/tenant)), one of PodGroups, one of throttle ConfigMaps and,
+    when there is a large-job PodGroup, one of Volcano Jobs, for all tenants; writes only the ConfigMaps that change.
+    A C(platform-throttle) ConfigMap without C(platform.io/managed-by=gpucloud-platform) is left alone and reported.
+    Safe to run every minute."
 version_added: 0.1.0
 author:
   - gpucloud platform team (@gpucloud)
@@ -38,7 +42,8 @@ options:
     elements: str
     default: []
 notes:
-  - Supports check mode (server-side dry run of the writes) and diff mode.
+  - "Supports check mode: a ConfigMap that would be written is a server-side dry run; one that would be deleted (a
+    release) is reported and left in place. Supports diff mode."
 seealso:
   - module: gpucloud.platform.vcjob
 """
@@ -90,73 +95,20 @@ diff:
   type: dict
 """
 
-from datetime import UTC, datetime
-
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.service import (
-    reconcile_all,
-)
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.throttle import (
-    KEY_REASON,
-    KEY_UNTIL,
-    configmap_data,
-    throttled_queues,
+    check_reconcile_input,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (
-    ApiException,
-    Cluster,
-    api_error_message,
-    argument_spec,
-    platform_module,
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+
+OPTIONS = dict(
+    timeout=dict(type="int", default=300),
+    namespaces=dict(type="list", elements="str", default=[]),
 )
 
 
 def main() -> None:
-    module = platform_module(
-        argument_spec=argument_spec(
-            timeout=dict(type="int", default=300),
-            namespaces=dict(type="list", elements="str", default=[]),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
-    if p["timeout"] < 0:
-        module.fail_json(msg=f"timeout: {p['timeout']} must be 0 or more seconds", requests=0)
-    cluster = Cluster.from_module(module)
-    try:
-        changes, skipped = reconcile_all(cluster, datetime.now(UTC), p["timeout"], p["namespaces"])
-    except ApiException as exc:
-        module.fail_json(
-            msg=f"throttle reconcile failed: {api_error_message(exc)}", requests=cluster.requests
-        )
-    result = {
-        "changed": any(c.action != "none" for c in changes),
-        "engaged": [j for c in changes for j in c.engaged],
-        "released": [j for c in changes for j in c.released],
-        "expired": [j for c in changes for j in c.expired],
-        "skipped": skipped,
-        "requests": cluster.requests,
-        "throttles": {},
-    }
-    for c in changes:
-        if c.after:
-            data = configmap_data(c.after, c.namespace)
-            result["throttles"][c.namespace] = {
-                "queues": throttled_queues(c.after),
-                "until": data[KEY_UNTIL],
-                "reason": data[KEY_REASON],
-            }
-    for ns in skipped:
-        module.warn(f"{ns}: ConfigMap platform-throttle is not managed by the platform; left alone")
-    if module._diff:
-        result["diff"] = {
-            "before": {
-                c.namespace: throttled_queues(c.before) for c in changes if c.action != "none"
-            },
-            "after": {
-                c.namespace: throttled_queues(c.after) for c in changes if c.action != "none"
-            },
-        }
-    module.exit_json(**result)
+    run_module(OPTIONS, service.run_throttle, validate=check_reconcile_input)
 
 
 if __name__ == "__main__":

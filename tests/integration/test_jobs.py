@@ -22,19 +22,17 @@ configuration it found.
 
 from __future__ import annotations
 
-import json
-import sys
 import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import ADMISSION_API
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.builders import (
     KINDS,
+    build_job,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy import admission as ap
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
@@ -43,26 +41,13 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
     render_scheduler_conf,
 )
-from ansible_collections.gpucloud.platform.plugins.modules import (
-    large_job_throttle as throttle_module,
-)
-from ansible_collections.gpucloud.platform.plugins.modules import vcjob as vcjob_module
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
-from conformance_kube import Kube, evictions
-from localcluster_helpers import wait_until
+from ansible_collections.gpucloud.platform.tests.conformance.conformance_kube import Kube, evictions
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import wait_until
 
 pytestmark = pytest.mark.integration
 
 VCJOBS = ("batch.volcano.sh/v1alpha1", "Job")
 QUEUES = ("scheduling.volcano.sh/v1beta1", "Queue")
-
-
-def run(module, kubeconfig, capsys, **args):
-    args = {"kubeconfig": str(kubeconfig), **args}
-    with patch_module_args(args), pytest.raises(SystemExit):
-        module.main()
-    return json.loads(capsys.readouterr().out)
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +86,7 @@ def platform_objects(dyn) -> Iterator[None]:
     # finds its parameter (kubernetes/kubernetes#130887, #133827) until the API
     # server restarts. Left alone they only act where a platform-throttle
     # ConfigMap lists a queue.
-    for m in reversed([m for m in created if m["apiVersion"] != ap.API_VERSION]):
+    for m in reversed([m for m in created if m["apiVersion"] != ADMISSION_API]):
         dyn.resources.get(api_version=m["apiVersion"], kind=m["kind"]).delete(
             name=m["metadata"]["name"], namespace=m["metadata"].get("namespace")
         )
@@ -218,25 +203,25 @@ SMALL = {"cpu": "1", "memory": "1Gi", "head_cpu": "1", "head_memory": "1Gi"}
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_each_kind_is_accepted_and_runs(kind, tenant, dyn, kubeconfig, capsys):
+def test_each_kind_is_accepted_and_runs(kind, tenant, dyn, run_module):
     ns = f"tenant-{tenant}"
     name = f"k-{kind.replace('_', '-')}"
-    out = run(
-        vcjob_module,
-        kubeconfig,
-        capsys,
-        tenant=tenant,
-        name=name,
-        queue=f"{ns}-algo",
-        kind=kind,
-        image="registry.example.com/train:v1",
-        gpus_per_pod=1,
-        shm_size="1Gi",
-        wait=True,
-        wait_timeout=90,
-        poll_interval=1,
-        **SMALL,
-        **KIND_ARGS[kind],
+    out = run_module(
+        "vcjob",
+        dict(
+            tenant=tenant,
+            name=name,
+            queue=f"{ns}-algo",
+            kind=kind,
+            image="registry.example.com/train:v1",
+            gpus_per_pod=1,
+            shm_size="1Gi",
+            wait=True,
+            wait_timeout=90,
+            poll_interval=1,
+            **SMALL,
+            **KIND_ARGS[kind],
+        ),
     )
     assert out.get("failed") is not True, out.get("msg")
     assert out["changed"] is True and out["phase"] == "Running"
@@ -246,43 +231,43 @@ def test_each_kind_is_accepted_and_runs(kind, tenant, dyn, kubeconfig, capsys):
     live = dyn.resources.get(api_version=VCJOBS[0], kind=VCJOBS[1]).get(name=name, namespace=ns)
     assert live.metadata.labels["platform.io/job-class"] == "normal"
     assert live.spec.priorityClassName == "normal-job"
-    again = run(
-        vcjob_module,
-        kubeconfig,
-        capsys,
-        tenant=tenant,
-        name=name,
-        queue=f"{ns}-algo",
-        kind=kind,
-        image="registry.example.com/train:v1",
-        gpus_per_pod=1,
-        shm_size="1Gi",
-        **SMALL,
-        **KIND_ARGS[kind],
+    again = run_module(
+        "vcjob",
+        dict(
+            tenant=tenant,
+            name=name,
+            queue=f"{ns}-algo",
+            kind=kind,
+            image="registry.example.com/train:v1",
+            gpus_per_pod=1,
+            shm_size="1Gi",
+            **SMALL,
+            **KIND_ARGS[kind],
+        ),
     )
     assert again["changed"] is False
 
 
-def test_spot_job_with_price_and_checkpoint_runs(tenant, dyn, kubeconfig, capsys):
+def test_spot_job_with_price_and_checkpoint_runs(tenant, dyn, run_module):
     ns = f"tenant-{tenant}"
-    out = run(
-        vcjob_module,
-        kubeconfig,
-        capsys,
-        tenant=tenant,
-        name="spot-1",
-        queue=f"{ns}-spot",
-        kind="single",
-        job_class="spot",
-        spot_price="0.3",
-        image="i",
-        command=["python", "ft.py"],
-        gpus_per_pod=1,
-        checkpoint_command=["/bin/sh", "-c", "python /scripts/checkpoint_save.py"],
-        wait=True,
-        wait_timeout=90,
-        poll_interval=1,
-        **SMALL,
+    out = run_module(
+        "vcjob",
+        dict(
+            tenant=tenant,
+            name="spot-1",
+            queue=f"{ns}-spot",
+            kind="single",
+            job_class="spot",
+            spot_price="0.3",
+            image="i",
+            command=["python", "ft.py"],
+            gpus_per_pod=1,
+            checkpoint_command=["/bin/sh", "-c", "python /scripts/checkpoint_save.py"],
+            wait=True,
+            wait_timeout=90,
+            poll_interval=1,
+            **SMALL,
+        ),
     )
     assert out.get("failed") is not True, out.get("msg")
     pod = wait_until(lambda: _running_on_nodes(dyn, ns, "spot-1", 1), 60, 1, "spot pod")[0]
@@ -291,21 +276,21 @@ def test_spot_job_with_price_and_checkpoint_runs(tenant, dyn, kubeconfig, capsys
     )
 
 
-def test_check_mode_is_a_server_dry_run(tenant, dyn, kubeconfig, capsys):
+def test_check_mode_creates_nothing(tenant, dyn, run_module):
     ns = f"tenant-{tenant}"
-    out = run(
-        vcjob_module,
-        kubeconfig,
-        capsys,
-        tenant=tenant,
-        name="dry",
-        queue=f"{ns}-algo",
-        kind="single",
-        image="i",
-        command=["x"],
-        gpus_per_pod=1,
-        _ansible_check_mode=True,
-        **SMALL,
+    out = run_module(
+        "vcjob",
+        dict(
+            tenant=tenant,
+            name="dry",
+            queue=f"{ns}-algo",
+            kind="single",
+            image="i",
+            command=["x"],
+            gpus_per_pod=1,
+            **SMALL,
+        ),
+        check=True,
     )
     assert out["changed"] is True
     assert not dyn.resources.get(api_version=VCJOBS[0], kind=VCJOBS[1]).get(namespace=ns).items
@@ -363,23 +348,23 @@ def _throttle_cm(dyn, ns):
         return None
 
 
-def _filler(kubeconfig, capsys, tenant, name, job_class, gpus=8):
-    out = run(
-        vcjob_module,
-        kubeconfig,
-        capsys,
-        tenant=tenant,
-        name=name,
-        queue=f"tenant-{tenant}-algo",
-        kind="single",
-        job_class=job_class,
-        image="i",
-        command=["sleep", "inf"],
-        gpus_per_pod=gpus,
-        wait=True,
-        wait_timeout=90,
-        poll_interval=1,
-        **SMALL,
+def _filler(run_module, tenant, name, job_class, gpus=8):
+    out = run_module(
+        "vcjob",
+        dict(
+            tenant=tenant,
+            name=name,
+            queue=f"tenant-{tenant}-algo",
+            kind="single",
+            job_class=job_class,
+            image="i",
+            command=["sleep", "inf"],
+            gpus_per_pod=gpus,
+            wait=True,
+            wait_timeout=90,
+            poll_interval=1,
+            **SMALL,
+        ),
     )
     assert out.get("failed") is not True and out["phase"] == "Running", out.get("msg")
 
@@ -398,7 +383,7 @@ def _since(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
-def test_large_job_throttle_race(platform_scheduler_conf, tenant, dyn, kubeconfig, capsys):
+def test_large_job_throttle_race(platform_scheduler_conf, tenant, dyn, run_module):
     ns = f"tenant-{tenant}"
     jobs = dyn.resources.get(api_version=VCJOBS[0], kind=VCJOBS[1])
     # A node a terminating pod still holds would free up on its own during the race.
@@ -410,28 +395,28 @@ def test_large_job_throttle_race(platform_scheduler_conf, tenant, dyn, kubeconfi
     normal = [f"normal-{i}" for i in range(free_nodes - 4)]
     debug = [f"debug-{i}" for i in range(4)]
     for name in normal:
-        _filler(kubeconfig, capsys, tenant, name, "normal")
+        _filler(run_module, tenant, name, "normal")
     for name in debug:
-        _filler(kubeconfig, capsys, tenant, name, "debug")
+        _filler(run_module, tenant, name, "debug")
     filler_on = {pod.spec.nodeName: job for job in normal + debug for pod in _pods(dyn, ns, job)}
     # throttle_grace 0: engage right after the create. gangpreempt frees the GPUs and the
     # large job runs within a scheduling cycle or two, well inside the default 15 s grace.
-    big = run(
-        vcjob_module,
-        kubeconfig,
-        capsys,
-        tenant=tenant,
-        name="big",
-        queue=f"{ns}-algo",
-        kind="pytorch_ddp",
-        job_class="large",
-        image="i",
-        command=["train.py"],
-        replicas=4,
-        gpus_per_pod=8,
-        throttle_grace=0,
-        poll_interval=1,
-        **SMALL,
+    big = run_module(
+        "vcjob",
+        dict(
+            tenant=tenant,
+            name="big",
+            queue=f"{ns}-algo",
+            kind="pytorch_ddp",
+            job_class="large",
+            image="i",
+            command=["train.py"],
+            replicas=4,
+            gpus_per_pod=8,
+            throttle_grace=0,
+            poll_interval=1,
+            **SMALL,
+        ),
     )
     assert big.get("failed") is not True, big.get("msg")
     assert big["phase"] != "Running" and big["throttle_engaged"] is True
@@ -440,23 +425,23 @@ def test_large_job_throttle_race(platform_scheduler_conf, tenant, dyn, kubeconfi
 
     # While the throttle is engaged: a P100 job to that queue is denied by the admission
     # policy ...
-    denied = run(
-        vcjob_module,
-        kubeconfig,
-        capsys,
-        tenant=tenant,
-        name="late",
-        queue=f"{ns}-algo",
-        kind="single",
-        image="i",
-        command=["x"],
-        gpus_per_pod=1,
-        **SMALL,
+    denied = run_module(
+        "vcjob",
+        dict(
+            tenant=tenant,
+            name="late",
+            queue=f"{ns}-algo",
+            kind="single",
+            image="i",
+            command=["x"],
+            gpus_per_pod=1,
+            **SMALL,
+        ),
     )
     assert denied["failed"] and "accepts no jobs below large-job" in denied["msg"]
     from kubernetes.dynamic.exceptions import ApiException
 
-    body = vcjob_module.build_job(
+    body = build_job(
         {
             "name": "late-raw",
             "tenant": tenant,
@@ -477,18 +462,18 @@ def test_large_job_throttle_race(platform_scheduler_conf, tenant, dyn, kubeconfi
     assert info.value.status in (403, 422)
     assert ap.POLICY_LARGE_JOB_THROTTLE in str(info.value.body)
     # ... and one to another queue of the tenant is not.
-    other = run(
-        vcjob_module,
-        kubeconfig,
-        capsys,
-        tenant=tenant,
-        name="other",
-        queue=f"{ns}-payg",
-        kind="single",
-        image="i",
-        command=["x"],
-        gpus_per_pod=1,
-        **SMALL,
+    other = run_module(
+        "vcjob",
+        dict(
+            tenant=tenant,
+            name="other",
+            queue=f"{ns}-payg",
+            kind="single",
+            image="i",
+            command=["x"],
+            gpus_per_pod=1,
+            **SMALL,
+        ),
     )
     assert other["changed"] is True
     jobs.delete(name="other", namespace=ns)
@@ -498,21 +483,21 @@ def test_large_job_throttle_race(platform_scheduler_conf, tenant, dyn, kubeconfi
     # Each node the large job took had one filler (every free node got one).
     displaced = {filler_on[p.spec.nodeName] for p in big_pods if p.spec.nodeName in filler_on}
     # The held job goes in once the large job runs (vcjob releases the throttle itself).
-    held = run(
-        vcjob_module,
-        kubeconfig,
-        capsys,
-        tenant=tenant,
-        name="late",
-        queue=f"{ns}-algo",
-        kind="single",
-        image="i",
-        command=["x"],
-        gpus_per_pod=1,
-        hold_when_throttled=True,
-        hold_timeout=60,
-        poll_interval=1,
-        **SMALL,
+    held = run_module(
+        "vcjob",
+        dict(
+            tenant=tenant,
+            name="late",
+            queue=f"{ns}-algo",
+            kind="single",
+            image="i",
+            command=["x"],
+            gpus_per_pod=1,
+            hold_when_throttled=True,
+            hold_timeout=60,
+            poll_interval=1,
+            **SMALL,
+        ),
     )
     assert held.get("failed") is not True, held.get("msg")
     assert held["changed"] is True and _throttle_cm(dyn, ns) is None
@@ -540,51 +525,51 @@ def test_large_job_throttle_race(platform_scheduler_conf, tenant, dyn, kubeconfi
     assert len(displaced) == 4, (filler_on, [p.spec.nodeName for p in big_pods])
 
 
-def test_throttle_lifts_after_timeout_for_a_job_that_never_fits(tenant, dyn, kubeconfig, capsys):
+def test_throttle_lifts_after_timeout_for_a_job_that_never_fits(tenant, dyn, run_module):
     ns = f"tenant-{tenant}"
-    never = run(
-        vcjob_module,
-        kubeconfig,
-        capsys,
-        tenant=tenant,
-        name="never",
-        queue=f"{ns}-algo",
-        kind="pytorch_ddp",
-        job_class="large",
-        image="i",
-        command=["train.py"],
-        replicas=4,
-        gpus_per_pod=8,
-        cpu="10000",
-        memory="1Gi",
-        throttle_grace=3,
-        throttle_timeout=15,
-        poll_interval=1,
+    never = run_module(
+        "vcjob",
+        dict(
+            tenant=tenant,
+            name="never",
+            queue=f"{ns}-algo",
+            kind="pytorch_ddp",
+            job_class="large",
+            image="i",
+            command=["train.py"],
+            replicas=4,
+            gpus_per_pod=8,
+            cpu="10000",
+            memory="1Gi",
+            throttle_grace=3,
+            throttle_timeout=15,
+            poll_interval=1,
+        ),
     )
     assert never["throttle_engaged"] is True
-    first = run(throttle_module, kubeconfig, capsys, namespaces=[ns], timeout=15)
+    first = run_module("large_job_throttle", dict(namespaces=[ns], timeout=15))
     assert first["throttles"][ns]["queues"] == [f"{ns}-algo"] and first["changed"] is False
     time.sleep(16)
-    late = run(throttle_module, kubeconfig, capsys, namespaces=[ns], timeout=15)
+    late = run_module("large_job_throttle", dict(namespaces=[ns], timeout=15))
     assert late["expired"] == [f"{ns}/never"] and late["throttles"] == {
         ns: {"queues": [], "until": "", "reason": ""}
     }
-    again = run(throttle_module, kubeconfig, capsys, namespaces=[ns], timeout=15)
+    again = run_module("large_job_throttle", dict(namespaces=[ns], timeout=15))
     assert again["changed"] is False and again["engaged"] == []
-    small = run(
-        vcjob_module,
-        kubeconfig,
-        capsys,
-        tenant=tenant,
-        name="small",
-        queue=f"{ns}-algo",
-        kind="single",
-        image="i",
-        command=["x"],
-        gpus_per_pod=1,
-        wait=True,
-        wait_timeout=60,
-        poll_interval=1,
-        **SMALL,
+    small = run_module(
+        "vcjob",
+        dict(
+            tenant=tenant,
+            name="small",
+            queue=f"{ns}-algo",
+            kind="single",
+            image="i",
+            command=["x"],
+            gpus_per_pod=1,
+            wait=True,
+            wait_timeout=60,
+            poll_interval=1,
+            **SMALL,
+        ),
     )
     assert small.get("failed") is not True and small["phase"] == "Running", small.get("msg")

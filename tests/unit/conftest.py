@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from ansible.module_utils import _internal as _ansible_internal
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import Cluster
@@ -22,6 +23,9 @@ def run_module(monkeypatch, capsys) -> Callable[..., dict[str, Any]]:
 
     def run(module: Any, cluster: Any, **args: Any) -> dict[str, Any]:
         monkeypatch.setattr(Cluster, "from_module", classmethod(lambda cls, m: cluster))
+        # A module's warnings go into its result, as in a module process, even when an
+        # earlier test imported Ansible's controller code (which reroutes them to its display).
+        monkeypatch.setattr(_ansible_internal, "is_controller", False)
         args.setdefault("_ansible_diff", True)
         cluster.requests = 0
         with patch_module_args(args), pytest.raises(SystemExit):

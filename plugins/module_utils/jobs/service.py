@@ -1,34 +1,87 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The large-job throttle against the cluster: read, ask ``throttle``, write.
+"""The jobs domain against the cluster: read, ask the rules, write.
 
-Used by ``large_job_throttle`` (every tenant namespace: one list of tenant
-Namespaces, one of PodGroups, one of throttle ConfigMaps) and by ``vcjob``
-(its own namespace: engage right after a large job fails to start, and
-release while it holds a small job). The decisions are ``throttle``'s.
+* ``run`` is ``vcjob``: read the tenant's Queues (one list) and the live Job,
+  hold while the large-job throttle blocks the queue, create the Job, engage
+  the throttle for a large job that does not start, wait for Running; or
+  delete the Job.
+* ``run_throttle`` is ``large_job_throttle``: one list of tenant Namespaces,
+  one of PodGroups, one of throttle ConfigMaps and, when a large-job PodGroup
+  is among them, one of Volcano Jobs, for all tenants; write the ConfigMaps
+  that change.
+
+The decisions are ``submit``'s and ``throttle``'s. Check mode creates and
+deletes nothing (it reports what would be created or deleted); a ConfigMap
+apply is the server's dry run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import datetime
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from time import monotonic, sleep
 from typing import Any
 
-from ..common.names import LABEL_MANAGED_BY, LABEL_TENANT, MANAGED_BY, PODGROUP_API
-from ..kube.cluster import Cluster
+from ansible.module_utils.common.warnings import warn
+
+from ..common.errors import PartialWrite, Refused
+from ..common.names import (
+    JOB_API,
+    JOB_FAILED_PHASES,
+    JOB_STARTED_PHASES,
+    LABEL_MANAGED_BY,
+    LABEL_TENANT,
+    MANAGED_BY,
+    PODGROUP_API,
+    QUEUE_API,
+    namespace_name,
+)
+from ..common.objects import strip_server_fields
+from ..kube.cluster import ApiException, Cluster, api_error_message
+from ..policy.admission import POLICY_LARGE_JOB_THROTTLE
+from .classes import job_class_table
+from .demand import job_demand
+from .submit import (
+    changed_fields,
+    differs_text,
+    job_for_queues,
+    job_name,
+    job_phase,
+    not_running_text,
+    owned_podgroup,
+    podgroup_summary,
+    still_throttled_text,
+    throttled_text,
+)
 from .throttle import (
     CONFIGMAP,
+    LARGE_PRIORITY_CLASS,
     Change,
     LargeJob,
+    blocks,
     configmap_manifest,
     engage,
+    is_large_podgroup,
     large_jobs,
     plan_namespace,
     read_entries,
+    reconcile_report,
+    unmanaged_warning,
 )
 
+# Polls while a new large job gets its grace to start are at most this far apart.
+GRACE_POLL_SECONDS = 2
 
-def _is_managed(obj: dict[str, Any]) -> bool:
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+# --- the throttle: reading -----------------------------------------------------------
+
+
+def _is_managed(obj: Mapping[str, Any]) -> bool:
     return ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_MANAGED_BY) == MANAGED_BY
 
 
@@ -63,42 +116,77 @@ def throttle_configmaps(
     return managed, sorted(foreign)
 
 
-def write(cluster: Cluster, change: Change) -> None:
+def read_large_jobs(
+    cluster: Cluster, namespaces: Iterable[str], namespace: str | None = None
+) -> list[LargeJob]:
+    """The large jobs of ``namespaces``: one list of PodGroups (of ``namespace``, or of every
+    namespace) and, only when a large-job PodGroup is among them, one list of Volcano Jobs
+    (their owners, whose demand is the GPUs they wait for). PodGroups first: a Job is
+    created before its PodGroup, so a PodGroup's Job missing from the later list is gone."""
+    wanted = set(namespaces)
+    podgroups = cluster.list(PODGROUP_API, "PodGroup", namespace=namespace)
+    if not any(is_large_podgroup(pg, wanted) for pg in podgroups):
+        return []
+    vcjobs = cluster.list(JOB_API, "Job", namespace=namespace)
+    return large_jobs(podgroups, wanted, vcjobs)
+
+
+# --- the throttle: writing -------------------------------------------------------------
+
+
+def write(cluster: Cluster, change: Change, check_mode: bool) -> None:
+    """Apply (a server dry run in check mode) or delete (not in check mode) one ConfigMap."""
     if change.action == "apply" and change.manifest is not None:
         cluster.apply(change.manifest)
-    elif change.action == "delete":
+    elif change.action == "delete" and not check_mode:
         cluster.delete("v1", "ConfigMap", CONFIGMAP, change.namespace, propagation="Background")
 
 
+def write_all(cluster: Cluster, changes: list[Change], check_mode: bool) -> None:
+    """Write each namespace's change in turn; a failure says which were written."""
+    done: list[str] = []
+    for change in changes:
+        try:
+            write(cluster, change, check_mode)
+        except ApiException as exc:
+            raise PartialWrite("throttle reconcile", done, exc) from exc
+        if change.action != "none":
+            done.append(f"{change.action} {change.namespace}/{CONFIGMAP}")
+
+
 def reconcile_all(
-    cluster: Cluster, now: datetime, timeout: int, only: Iterable[str] | None = None
+    cluster: Cluster,
+    now: datetime,
+    timeout: int,
+    only: Iterable[str] | None = None,
+    check_mode: bool = False,
 ) -> tuple[list[Change], list[str]]:
-    """Reconcile every tenant namespace (or ``only`` these); returns the changes (written unless
-    the client dry-runs) and the namespaces skipped because their ConfigMap is not managed."""
+    """Reconcile every tenant namespace (or ``only`` these); returns the changes (written, as
+    far as check mode writes) and the namespaces skipped because their ConfigMap is not
+    managed."""
     namespaces = tenant_namespaces(cluster, only)
-    podgroups = cluster.list(PODGROUP_API, "PodGroup")
+    jobs = read_large_jobs(cluster, namespaces)
     configmaps, foreign = throttle_configmaps(cluster)
-    jobs = large_jobs(podgroups, namespaces)
-    changes = []
-    for ns, tenant in sorted(namespaces.items()):
-        if ns in foreign:
-            continue
-        change = plan_namespace(ns, tenant, configmaps.get(ns), jobs, now, timeout)
-        write(cluster, change)
-        changes.append(change)
+    changes = [
+        plan_namespace(ns, tenant, configmaps.get(ns), jobs, now, timeout)
+        for ns, tenant in sorted(namespaces.items())
+        if ns not in foreign
+    ]
+    write_all(cluster, changes, check_mode)
     return changes, [ns for ns in foreign if ns in namespaces]
 
 
 def reconcile_namespace(
     cluster: Cluster, namespace: str, tenant: str, now: datetime, timeout: int
 ) -> tuple[Change, dict | None]:
-    """Reconcile one namespace; returns the change and the ConfigMap as it now is (None: none)."""
-    podgroups = cluster.list(PODGROUP_API, "PodGroup", namespace=namespace)
+    """Reconcile one namespace (vcjob, while it holds a job: never in check mode); returns
+    the change and the ConfigMap as it now is (None: none)."""
+    jobs = read_large_jobs(cluster, [namespace], namespace)
     cm = cluster.get("v1", "ConfigMap", CONFIGMAP, namespace)
     if cm is not None and not _is_managed(cm):
         return Change(namespace, [], [], "none", None), cm
-    change = plan_namespace(namespace, tenant, cm, large_jobs(podgroups, [namespace]), now, timeout)
-    write(cluster, change)
+    change = plan_namespace(namespace, tenant, cm, jobs, now, timeout)
+    write(cluster, change, check_mode=False)
     if change.action == "delete":
         return change, None
     return change, change.manifest if change.action == "apply" else cm
@@ -116,5 +204,228 @@ def engage_job(cluster: Cluster, tenant: str, job: LargeJob, now: datetime, time
     change = Change(
         job.namespace, before, after, "apply", configmap_manifest(job.namespace, tenant, after)
     )
-    write(cluster, change)
+    write(cluster, change, check_mode=False)
     return change
+
+
+def run_throttle(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+    """large_job_throttle: reconcile the throttle of every tenant namespace (or the given)."""
+    changes, skipped = reconcile_all(
+        cluster, now_utc(), params["timeout"], params["namespaces"], check_mode
+    )
+    for ns in skipped:
+        warn(unmanaged_warning(ns))
+    return reconcile_report(changes, skipped)
+
+
+# --- vcjob -----------------------------------------------------------------------------
+
+
+def throttle_denial(exc: Exception) -> bool:
+    """The API server refused a create because the throttle's admission policy did."""
+    return POLICY_LARGE_JOB_THROTTLE in api_error_message(exc)
+
+
+def wait_phase(
+    cluster: Cluster, namespace: str, name: str, timeout: float, interval: float
+) -> tuple[str, dict | None]:
+    """Poll the job until it started or failed, or ``timeout`` seconds passed."""
+    deadline = monotonic() + timeout
+    while True:
+        live = cluster.get(JOB_API, "Job", name, namespace)
+        phase = job_phase(live)
+        if phase in JOB_STARTED_PHASES or phase in JOB_FAILED_PHASES or monotonic() >= deadline:
+            return phase, live
+        sleep(interval)
+
+
+def hold(
+    cluster: Cluster, p: Mapping[str, Any], queue: str, priority_class: str, result: dict
+) -> None:
+    """Wait while the throttle blocks the queue, reconciling the namespace each poll so that
+    the throttle is released once its large job runs or times out; sets ``held_seconds``."""
+    namespace = namespace_name(p["tenant"])
+    start = monotonic()
+    while True:
+        _change, cm = reconcile_namespace(
+            cluster, namespace, p["tenant"], now_utc(), p["throttle_timeout"]
+        )
+        if not blocks(cm, queue, priority_class):
+            result["held_seconds"] = int(monotonic() - start)
+            return
+        if monotonic() - start >= p["hold_timeout"]:
+            raise Refused(still_throttled_text(cm, queue, p["hold_timeout"]), **result)
+        sleep(p["poll_interval"])
+
+
+def create(cluster: Cluster, p: Mapping[str, Any], desired: dict, result: dict) -> dict:
+    """Create the job; with hold_when_throttled, a denial by the throttle's admission policy
+    (which may see the throttle before this module did) holds and tries again."""
+    meta = desired["metadata"]
+    while True:
+        try:
+            return cluster.create(desired)
+        except ApiException as exc:
+            if not (p["hold_when_throttled"] and throttle_denial(exc)):
+                raise Refused(
+                    f"creating job {meta['namespace']}/{meta['name']} failed: "
+                    f"{api_error_message(exc)}",
+                    **result,
+                ) from exc
+        held_before = result["held_seconds"]
+        hold(cluster, p, desired["spec"]["queue"], desired["spec"]["priorityClassName"], result)
+        result["held_seconds"] += held_before
+
+
+def engage_unless_started(
+    cluster: Cluster, p: Mapping[str, Any], desired: dict, created: dict, result: dict
+) -> str:
+    """A new large job that is not Running within throttle_grace engages the throttle for its
+    queue (its GPUs: rule job-demand). Returns the job's phase."""
+    meta = desired["metadata"]
+    phase, _live = wait_phase(
+        cluster,
+        meta["namespace"],
+        meta["name"],
+        p["throttle_grace"],
+        min(p["poll_interval"], GRACE_POLL_SECONDS),
+    )
+    if phase not in JOB_STARTED_PHASES:
+        uid = (created.get("metadata") or {}).get("uid") or meta["name"]
+        job = LargeJob(
+            uid,
+            meta["namespace"],
+            desired["spec"]["queue"],
+            meta["name"],
+            "",
+            job_demand(desired).gpus,
+            True,
+        )
+        change = engage_job(cluster, p["tenant"], job, now_utc(), p["throttle_timeout"])
+        result["throttle_engaged"] = bool(change.engaged)
+    return phase
+
+
+def wait_running(cluster: Cluster, p: Mapping[str, Any], created: dict, result: dict) -> str:
+    """wait: the job's phase once Running; when it is not in wait_timeout, refuse with its
+    PodGroup's conditions (why the scheduler has not run it)."""
+    meta = created["metadata"]
+    namespace, name = meta["namespace"], meta["name"]
+    phase, latest = wait_phase(cluster, namespace, name, p["wait_timeout"], p["poll_interval"])
+    if phase in JOB_STARTED_PHASES:
+        return phase
+    uid = ((latest or created).get("metadata") or {}).get("uid")
+    podgroups = cluster.list(PODGROUP_API, "PodGroup", namespace=namespace)
+    pg = podgroup_summary(owned_podgroup(podgroups, uid))
+    raise Refused(
+        not_running_text(namespace, name, phase, p["wait_timeout"], pg),
+        podgroup=pg,
+        phase=phase,
+        **result,
+    )
+
+
+def after_create(
+    cluster: Cluster, p: Mapping[str, Any], desired: dict, created: dict, result: dict
+) -> str:
+    """Engage the throttle (a new large job) and wait (``wait``); returns the job's phase."""
+    phase = job_phase(created)
+    large = desired["spec"]["priorityClassName"] == LARGE_PRIORITY_CLASS
+    if result["changed"] and large and p["engage_throttle"]:
+        phase = engage_unless_started(cluster, p, desired, created, result)
+    if p["wait"]:
+        phase = wait_running(cluster, p, created, result)
+    return phase
+
+
+def present(p: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+    """state=present: check the queue, refuse a live job that differs, hold while throttled,
+    create, then engage the throttle and wait as asked."""
+    table = job_class_table(p["job_classes"])
+    queues = cluster.list(QUEUE_API, "Queue", label_selector=f"{LABEL_TENANT}={p['tenant']}")
+    desired, queue_type = job_for_queues(p, table, queues)
+    namespace, name = desired["metadata"]["namespace"], desired["metadata"]["name"]
+    queue, priority_class = desired["spec"]["queue"], desired["spec"]["priorityClassName"]
+    result: dict[str, Any] = {
+        "changed": False,
+        "queue": {"name": queue, "type": queue_type},
+        "held_seconds": 0,
+        "throttle_engaged": False,
+    }
+    live = cluster.get(JOB_API, "Job", name, namespace)
+    if live is not None:
+        diffs = changed_fields(desired, live)
+        if diffs:
+            raise Refused(
+                differs_text(namespace, name, diffs),
+                job=strip_server_fields(live),
+                phase=job_phase(live),
+                **result,
+            )
+        created: dict | None = live
+    else:
+        cm = cluster.get("v1", "ConfigMap", CONFIGMAP, namespace)
+        if blocks(cm, queue, priority_class):
+            text = throttled_text(cm, queue)
+            if not p["hold_when_throttled"]:
+                raise Refused(
+                    text + "; resubmit later, set hold_when_throttled, or use another queue",
+                    **result,
+                )
+            if check_mode:
+                warn(text + "; the job would be held until then")
+                return {**result, "changed": True, "job": desired, "phase": "Held"}
+            hold(cluster, p, queue, priority_class, result)
+        # In check mode this is the API server's dry run: Volcano's webhooks and the
+        # admission policies judge the job and nothing is stored.
+        created = create(cluster, p, desired, result)
+        result["changed"] = True
+    result["job"] = strip_server_fields(created) or desired
+    phase = job_phase(created)
+    if created is not None and not check_mode:
+        try:
+            phase = after_create(cluster, p, desired, created, result)
+        except ApiException as exc:
+            if not result["changed"]:
+                raise
+            raise PartialWrite(
+                f"submitting job {namespace}/{name}",
+                [f"created Job {namespace}/{name}"],
+                exc,
+                **result,
+            ) from exc
+    result["phase"] = phase
+    result["diff"] = {"before": strip_server_fields(live) or {}, "after": desired}
+    return result
+
+
+def absent(p: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+    """state=absent: delete the job (in check mode, report the job that would be deleted)."""
+    namespace, name = namespace_name(p["tenant"]), job_name(p)
+    live = cluster.get(JOB_API, "Job", name, namespace)
+    before = strip_server_fields(live) or {}
+    result = {
+        "changed": False,
+        "job": before,
+        "phase": job_phase(live) if live else "Absent",
+        "diff": {"before": before, "after": {}},
+    }
+    if live is None:
+        return result
+    deleted = True
+    if not check_mode:
+        try:
+            deleted = cluster.delete(JOB_API, "Job", name, namespace, propagation="Background")
+        except ApiException as exc:
+            raise Refused(
+                f"deleting job {namespace}/{name} failed: {api_error_message(exc)}"
+            ) from exc
+    result.update(changed=deleted, phase="Absent")
+    return result
+
+
+def run(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+    """vcjob: submit (state present) or delete (state absent) one Volcano Job."""
+    if params["state"] == "absent":
+        return absent(params, cluster, check_mode)
+    return present(params, cluster, check_mode)

@@ -10,10 +10,16 @@ is its ConfigMap ``platform-throttle``:
 * ``queues``, ``until``, ``reason``: what the ValidatingAdmissionPolicy
   ``gpucloud-large-job-throttle`` reads (the queues it refuses, until when,
   why);
-* ``entries.json``: one entry per waiting large job (its PodGroup's uid,
+* ``entries.json``: one entry per waiting large job (its Volcano Job's uid,
   queue, job, GPUs, engage time, deadline and state ``engaged`` or
   ``expired``), so the deadline survives between runs and a job whose wait
   timed out does not engage the throttle again.
+
+A large job is a PodGroup of PriorityClass ``large-job`` together with the
+Volcano Job that owns it (``ownerReferences``); its GPUs are the Job's demand
+(rule job-demand, ``demand.job_demand``). A PodGroup whose Job is not there
+(deleted, its PodGroup waiting for the garbage collector, or a PodGroup no
+Volcano Job owns) is no large job: it neither engages nor holds a queue.
 
 Transitions (``reconcile``), for each large job of the namespace:
 
@@ -35,7 +41,9 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ..common.errors import FieldError, raise_if
 from ..common.names import LABEL_MANAGED_BY, LABEL_TENANT, MANAGED_BY, PODGROUP_WAITING_PHASES
+from .demand import job_demand
 
 CONFIGMAP = "platform-throttle"
 KEY_QUEUES = "queues"
@@ -46,7 +54,6 @@ LARGE_PRIORITY_CLASS = "large-job"
 DEFAULT_TIMEOUT = 300
 ENGAGED = "engaged"
 EXPIRED = "expired"
-# PodGroup phases in which a job waits for its resources.
 
 
 @dataclass(frozen=True)
@@ -87,14 +94,6 @@ def parse_time(value: object) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def _gpus_of(podgroup: Mapping[str, Any]) -> int:
-    value = ((podgroup.get("spec") or {}).get("minResources") or {}).get("nvidia.com/gpu", 0)
-    try:
-        return int(str(value))
-    except ValueError:
-        return 0
-
-
 def podgroup_waits(podgroup: Mapping[str, Any]) -> bool:
     """Rule throttle-trigger: a PodGroup waits while its phase is Pending or Inqueue and fewer
     than minMember of its pods run (the scheduler could not allocate it)."""
@@ -117,29 +116,44 @@ def owner_job(podgroup: Mapping[str, Any]) -> tuple[str, str]:
     return str(meta.get("name")), str(meta.get("uid") or meta.get("name"))
 
 
-def large_jobs(podgroups: Iterable[Mapping[str, Any]], namespaces: Iterable[str]) -> list[LargeJob]:
-    """The large-job PodGroups in the given namespaces, waiting or not."""
+def is_large_podgroup(podgroup: Mapping[str, Any], namespaces: Iterable[str]) -> bool:
+    """A PodGroup of PriorityClass large-job in one of ``namespaces``, not being deleted."""
+    meta = podgroup.get("metadata") or {}
+    spec = podgroup.get("spec") or {}
+    return (
+        meta.get("namespace") in set(namespaces)
+        and spec.get("priorityClassName") == LARGE_PRIORITY_CLASS
+        and not meta.get("deletionTimestamp")
+    )
+
+
+def large_jobs(
+    podgroups: Iterable[Mapping[str, Any]],
+    namespaces: Iterable[str],
+    vcjobs: Iterable[Mapping[str, Any]],
+) -> list[LargeJob]:
+    """Rule throttle-large-job: the large jobs in the given namespaces, waiting or not. Each is
+    a large-job PodGroup whose owning Volcano Job is in ``vcjobs``, with that Job's GPUs (rule
+    job-demand); a PodGroup whose Job is not listed is none (see the module docstring)."""
     wanted = set(namespaces)
+    by_uid = {(j.get("metadata") or {}).get("uid"): j for j in vcjobs}
     out = []
     for pg in podgroups:
-        meta = pg.get("metadata") or {}
-        spec = pg.get("spec") or {}
-        if (
-            meta.get("namespace") not in wanted
-            or spec.get("priorityClassName") != LARGE_PRIORITY_CLASS
-        ):
-            continue
-        if meta.get("deletionTimestamp"):
+        if not is_large_podgroup(pg, wanted):
             continue
         job, uid = owner_job(pg)
+        vcjob = by_uid.get(uid)
+        if vcjob is None:
+            continue
+        meta = pg.get("metadata") or {}
         out.append(
             LargeJob(
                 uid=uid,
                 namespace=str(meta["namespace"]),
-                queue=str(spec.get("queue") or "default"),
+                queue=str((pg.get("spec") or {}).get("queue") or "default"),
                 job=job,
                 podgroup=str(meta.get("name")),
-                gpus=_gpus_of(pg),
+                gpus=job_demand(vcjob).gpus,
                 waiting=podgroup_waits(pg),
             )
         )
@@ -302,3 +316,41 @@ def blocks(configmap: Mapping[str, Any] | None, queue: str, priority_class: str 
         return False
     listed = ((configmap or {}).get("data") or {}).get(KEY_QUEUES) or ""
     return queue in [q.strip() for q in listed.split(",") if q.strip()]
+
+
+def check_reconcile_input(params: Mapping[str, Any]) -> None:
+    """large_job_throttle's one input check, before connecting: the timeout is 0 or more
+    seconds."""
+    if params["timeout"] < 0:
+        raise_if([FieldError("timeout", f"{params['timeout']} must be 0 or more seconds")])
+
+
+def unmanaged_warning(namespace: str) -> str:
+    return f"{namespace}: ConfigMap {CONFIGMAP} is not managed by the platform; left alone"
+
+
+def reconcile_report(changes: list[Change], skipped: list[str]) -> dict[str, Any]:
+    """large_job_throttle's result: who engaged, released or expired, each namespace's
+    throttle after the run, and (for diff mode) the throttled queues before and after."""
+    written = [c for c in changes if c.action != "none"]
+    throttles = {}
+    for c in changes:
+        if c.after:
+            data = configmap_data(c.after, c.namespace)
+            throttles[c.namespace] = {
+                "queues": throttled_queues(c.after),
+                "until": data[KEY_UNTIL],
+                "reason": data[KEY_REASON],
+            }
+    return {
+        "changed": bool(written),
+        "engaged": [j for c in changes for j in c.engaged],
+        "released": [j for c in changes for j in c.released],
+        "expired": [j for c in changes for j in c.expired],
+        "skipped": skipped,
+        "throttles": throttles,
+        "diff": {
+            "before": {c.namespace: throttled_queues(c.before) for c in written},
+            "after": {c.namespace: throttled_queues(c.after) for c in written},
+        },
+    }

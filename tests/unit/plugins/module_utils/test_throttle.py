@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
+    PlatformValidationError,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import throttle as th
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -35,32 +39,89 @@ def pg(
             "minMember": 4,
             "priorityClassName": pc,
             "queue": queue,
-            "minResources": {"nvidia.com/gpu": "32"},
+            # Not what the throttle counts (the owning Job's demand is).
+            "minResources": {"nvidia.com/gpu": "99"},
         },
         "status": {"phase": phase, "running": running},
     }
 
 
+def vcjob(uid, ns="tenant-a", tasks=((4, 8),)):
+    """A Volcano Job with one task per (replicas, GPUs per pod): 4 x 8 = 32 GPUs by default."""
+    return {
+        "metadata": {"name": uid, "namespace": ns, "uid": uid},
+        "spec": {
+            "tasks": [
+                {
+                    "name": f"t{i}",
+                    "replicas": replicas,
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {"name": "c", "resources": {"limits": {"nvidia.com/gpu": gpus}}}
+                            ]
+                        }
+                    },
+                }
+                for i, (replicas, gpus) in enumerate(tasks)
+            ]
+        },
+    }
+
+
+def owners(pgs):
+    """The Volcano Job of each PodGroup (the uid its ownerReferences name)."""
+    return [vcjob(p["metadata"]["ownerReferences"][0]["uid"]) for p in pgs]
+
+
 def jobs(*pgs):
-    return th.large_jobs(pgs, ["tenant-a"])
+    return th.large_jobs(pgs, ["tenant-a"], owners(pgs))
 
 
 def test_only_waiting_large_jobs_in_tenant_namespaces_count():
-    found = th.large_jobs(
-        [
-            pg("big"),
-            pg("small", pc="normal-job"),
-            pg("other", ns="kube-system"),
-            pg("run", phase="Running", running=4),
-        ],
-        ["tenant-a"],
-    )
+    pgs = [
+        pg("big"),
+        pg("small", pc="normal-job"),
+        pg("other", ns="kube-system"),
+        pg("run", phase="Running", running=4),
+    ]
+    found = th.large_jobs(pgs, ["tenant-a"], owners(pgs))
     assert [(j.job, j.uid, j.waiting, j.gpus) for j in found] == [
         ("big", "job-big", True, 32),
         ("run", "job-run", False, 32),
     ]
     assert th.podgroup_waits(pg("x", phase="Inqueue", running=2))
     assert not th.podgroup_waits(pg("x", phase="Inqueue", running=4))
+
+
+def test_gpus_are_the_owning_jobs_demand():
+    """Rule job-demand over every task of the owner: 2 x 8 + 1 x 0 + 3 x 2 GPUs."""
+    owner = vcjob("job-big", tasks=((2, 8), (1, 0), (3, 2)))
+    [found] = th.large_jobs([pg("big")], ["tenant-a"], [owner])
+    assert found.gpus == 22 and found.uid == "job-big"
+
+
+def test_a_podgroup_without_its_job_is_no_large_job():
+    """Its Job is gone (the PodGroup waits for the garbage collector) or it never had one."""
+    orphan = pg("orphan")
+    orphan["metadata"]["ownerReferences"] = []
+    leaving = pg("leaving")
+    leaving["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    other_job = vcjob("job-big", tasks=((1, 1),))
+    other_job["metadata"]["uid"] = "job-big-recreated"  # same name, a new Job
+    assert th.large_jobs([pg("big"), orphan], ["tenant-a"], [other_job]) == []
+    assert th.large_jobs([leaving], ["tenant-a"], owners([leaving])) == []
+    cm = th.plan_namespace("tenant-a", "a", None, jobs(pg("big")), T0, 300).manifest
+    released = th.plan_namespace(
+        "tenant-a", "a", cm, th.large_jobs([pg("big")], ["tenant-a"], []), T0, 300
+    )
+    assert released.action == "delete" and released.released == ["tenant-a/big"]
+
+
+def test_is_large_podgroup():
+    assert th.is_large_podgroup(pg("big"), ["tenant-a"])
+    assert not th.is_large_podgroup(pg("big"), ["tenant-b"])
+    assert not th.is_large_podgroup(pg("small", pc="normal-job"), ["tenant-a"])
 
 
 def test_engage_then_release_when_running():
@@ -108,6 +169,32 @@ def test_blocks_only_below_large_and_only_listed_queues():
     assert not th.blocks(cm, "q3", "normal-job")
     assert not th.blocks(cm, "q1", "large-job") and not th.blocks(cm, "q1", "critical-job")
     assert not th.blocks(None, "q1", "normal-job")
+
+
+def test_reconcile_report_names_every_transition():
+    engaged = th.plan_namespace("tenant-a", "a", None, jobs(pg("big")), T0, 300)
+    quiet = th.plan_namespace("tenant-b", "b", None, [], T0, 300)
+    report = th.reconcile_report([engaged, quiet], ["tenant-c"])
+    assert report["changed"] is True and report["engaged"] == ["tenant-a/big"]
+    assert (
+        report["released"] == [] and report["expired"] == [] and report["skipped"] == ["tenant-c"]
+    )
+    assert report["throttles"] == {
+        "tenant-a": {
+            "queues": ["tenant-a-algo"],
+            "until": "2026-01-01T12:05:00Z",
+            "reason": "large job tenant-a/big (32 GPUs) is waiting for GPUs in tenant-a-algo "
+            "(preemption is freeing them)",
+        }
+    }
+    assert report["diff"] == {"before": {"tenant-a": []}, "after": {"tenant-a": ["tenant-a-algo"]}}
+    assert th.reconcile_report([quiet], [])["changed"] is False
+
+
+def test_negative_timeout_is_refused():
+    with pytest.raises(PlatformValidationError, match="timeout: -1 must be 0 or more seconds"):
+        th.check_reconcile_input({"timeout": -1})
+    th.check_reconcile_input({"timeout": 0})
 
 
 def test_unreadable_entries_are_dropped():

@@ -1,240 +1,113 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""vcjob and large_job_throttle against an in-memory cluster."""
+"""vcjob and large_job_throttle against the fake cluster."""
 
 from __future__ import annotations
 
-import copy
 import json
-import sys
-from pathlib import Path
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import service
 from ansible_collections.gpucloud.platform.plugins.modules import (
     large_job_throttle as throttle_module,
 )
 from ansible_collections.gpucloud.platform.plugins.modules import vcjob as vcjob_module
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fake_cluster import FakeCluster
-
-
-class JobCluster(FakeCluster):
-    """FakeCluster plus create; new Jobs get a uid and the given phase."""
-
-    def __init__(self, objects, phase="Pending"):
-        super().__init__(objects)
-        self.phase = phase
-
-    def create(self, manifest):
-        self.requests += 1
-        obj = copy.deepcopy(dict(manifest))
-        obj["metadata"]["uid"] = f"uid-{obj['metadata']['name']}"
-        obj["status"] = {"state": {"phase": self.phase}}
-        self.writes.append(("create", obj["kind"], obj["metadata"]["name"]))
-        self.put(obj)
-        return copy.deepcopy(obj)
-
-
-def queue(name, qtype, parent="root", tenant="alpha"):
-    return {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "Queue",
-        "metadata": {
-            "name": name,
-            "labels": {"platform.io/tenant": tenant, "platform.io/queue-type": qtype},
-        },
-        "spec": {"parent": parent},
-    }
-
-
-def cluster(phase="Pending", extra=()):
-    return JobCluster(
-        [
-            {
-                "apiVersion": "v1",
-                "kind": "Namespace",
-                "metadata": {"name": "tenant-alpha", "labels": {"platform.io/tenant": "alpha"}},
-            },
-            queue("tenant-alpha-subscription", "subscription"),
-            queue("tenant-alpha-algo", "team", parent="tenant-alpha-subscription"),
-            queue("tenant-alpha-payg", "payg"),
-            queue("tenant-alpha-spot", "spot"),
-            *extra,
-        ],
-        phase,
-    )
-
-
-def large_pg(phase="Pending", running=0):
-    return {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {
-            "name": "big-pg",
-            "namespace": "tenant-alpha",
-            "uid": "pg-big",
-            "ownerReferences": [
-                {
-                    "apiVersion": "batch.volcano.sh/v1alpha1",
-                    "kind": "Job",
-                    "name": "big",
-                    "uid": "uid-big",
-                }
-            ],
-        },
-        "spec": {
-            "minMember": 4,
-            "queue": "tenant-alpha-algo",
-            "priorityClassName": "large-job",
-            "minResources": {"nvidia.com/gpu": "32"},
-        },
-        "status": {
-            "phase": phase,
-            "running": running,
-            "conditions": [
-                {
-                    "type": "Unschedulable",
-                    "status": "True",
-                    "reason": "NotEnoughResources",
-                    "message": "0/8 nodes are available",
-                }
-            ],
-        },
-    }
+from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.jobs.job_objects import (
+    CM_KEY,
+    LARGE,
+    NS,
+    SINGLE,
+    big_job,
+    cluster,
+    large_pg,
+    throttle_cm,
+    throttled,
+)
 
 
 @pytest.fixture(autouse=True)
 def no_sleep(monkeypatch):
     clock = {"t": 0.0}
-    monkeypatch.setattr(
-        vcjob_module.time, "sleep", lambda s: clock.__setitem__("t", clock["t"] + s)
-    )
-    monkeypatch.setattr(vcjob_module.time, "monotonic", lambda: clock["t"])
+    monkeypatch.setattr(service, "sleep", lambda s: clock.__setitem__("t", clock["t"] + s))
+    monkeypatch.setattr(service, "monotonic", lambda: clock["t"])
     return clock
 
 
-def run(module, fake, monkeypatch, capsys, **args):
-    monkeypatch.setattr(module.Cluster, "from_module", classmethod(lambda cls, m: fake))
-    args.setdefault("_ansible_diff", True)
-    fake.requests = 0
-    with patch_module_args(args), pytest.raises(SystemExit):
-        module.main()
-    return json.loads(capsys.readouterr().out)
+@pytest.fixture
+def warnings(monkeypatch):
+    """The warnings the service gives the module (Ansible's own collector depends on whether
+    controller code was imported into the test process)."""
+    seen = []
+    monkeypatch.setattr(service, "warn", seen.append)
+    return seen
 
 
-SINGLE = {
-    "tenant": "alpha",
-    "name": "eval",
-    "queue": "tenant-alpha-algo",
-    "kind": "single",
-    "image": "i",
-    "command": ["python", "e.py"],
-    "gpus_per_pod": 1,
-}
-
-
-def test_creates_then_is_idempotent(monkeypatch, capsys):
+def test_creates_then_is_idempotent(run_module):
     fake = cluster(phase="Running")
-    out = run(vcjob_module, fake, monkeypatch, capsys, **SINGLE)
+    out = run_module(vcjob_module, fake, **SINGLE)
     assert out["changed"] is True and out["queue"] == {"name": "tenant-alpha-algo", "type": "team"}
     assert fake.writes == [("create", "Job", "eval")]
-    live = fake.store[("Job", "tenant-alpha", "eval")]
+    live = fake.store[("Job", NS, "eval")]
     assert live["metadata"]["labels"]["platform.io/billing-type"] == "subscription"
     assert (
         out["diff"]["before"] == {} and out["diff"]["after"]["spec"]["queue"] == "tenant-alpha-algo"
     )
-    again = run(vcjob_module, fake, monkeypatch, capsys, **SINGLE)
+    assert out["requests"] == 4  # queues, the job, the throttle ConfigMap, the create
+    again = run_module(vcjob_module, fake, **SINGLE)
     assert again["changed"] is False and len(fake.writes) == 1
+    assert again["phase"] == "Running" and again["requests"] == 2
 
 
-def test_existing_job_that_differs_is_refused(monkeypatch, capsys):
+def test_existing_job_that_differs_is_refused(run_module):
     fake = cluster()
-    run(vcjob_module, fake, monkeypatch, capsys, **SINGLE)
-    out = run(vcjob_module, fake, monkeypatch, capsys, **{**SINGLE, "gpus_per_pod": 2})
+    run_module(vcjob_module, fake, **SINGLE)
+    out = run_module(vcjob_module, fake, **{**SINGLE, "gpus_per_pod": 2})
     assert out["failed"] and "exists and differs in spec.tasks" in out["msg"]
+    assert out["changed"] is False and out["job"]["metadata"]["name"] == "eval"
     assert len(fake.writes) == 1
 
 
-def test_bad_input_fails_before_any_request(monkeypatch, capsys):
+def test_bad_input_fails_before_any_request(run_module):
     fake = cluster()
-    out = run(
-        vcjob_module, fake, monkeypatch, capsys, **{**SINGLE, "replicas": 0, "gpus_per_pod": 9}
-    )
+    out = run_module(vcjob_module, fake, **{**SINGLE, "replicas": 0, "gpus_per_pod": 9})
     assert out["failed"] and out["requests"] == 0 and fake.requests == 0
     assert "replicas: 0 must be >= 1" in out["msg"] and "gpus_per_pod: 9" in out["msg"]
+    assert any(e.startswith("gpus_per_pod: 9") for e in out["errors"])
 
 
-def test_queue_must_be_a_leaf_of_the_tenant_and_fit_the_class(monkeypatch, capsys):
+def test_queue_must_be_a_leaf_of_the_tenant_and_fit_the_class(run_module):
     fake = cluster()
-    parent = run(
-        vcjob_module, fake, monkeypatch, capsys, **{**SINGLE, "queue": "tenant-alpha-subscription"}
-    )
+    parent = run_module(vcjob_module, fake, **{**SINGLE, "queue": "tenant-alpha-subscription"})
     assert parent["failed"] and "has team sub-queues (tenant-alpha-algo)" in parent["msg"]
-    missing = run(
-        vcjob_module, fake, monkeypatch, capsys, **{**SINGLE, "queue": "tenant-alpha-other"}
-    )
+    assert parent["requests"] == 1  # the queues only
+    missing = run_module(vcjob_module, fake, **{**SINGLE, "queue": "tenant-alpha-other"})
     assert missing["failed"] and "not a queue of this tenant" in missing["msg"]
-    spot = run(vcjob_module, fake, monkeypatch, capsys, **{**SINGLE, "queue": "tenant-alpha-spot"})
+    spot = run_module(vcjob_module, fake, **{**SINGLE, "queue": "tenant-alpha-spot"})
     assert (
         spot["failed"]
         and "class normal runs only in subscription or team or payg queues" in spot["msg"]
     )
-    debug = run(
-        vcjob_module,
-        fake,
-        monkeypatch,
-        capsys,
-        **{**SINGLE, "queue": "tenant-alpha-payg", "job_class": "debug"},
+    debug = run_module(
+        vcjob_module, fake, **{**SINGLE, "queue": "tenant-alpha-payg", "job_class": "debug"}
     )
     assert debug["failed"] and "is a payg queue" in debug["msg"]
     assert not fake.real_writes
 
 
-def throttle_cm(queues="tenant-alpha-algo"):
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": "platform-throttle",
-            "namespace": "tenant-alpha",
-            "labels": {"platform.io/managed-by": "gpucloud-platform"},
-        },
-        "data": {
-            "queues": queues,
-            "until": "2999-01-01T00:00:00Z",
-            "reason": "large job tenant-alpha/big (32 GPUs) is waiting",
-            "entries.json": json.dumps(
-                [
-                    {
-                        "uid": "uid-big",
-                        "queue": "tenant-alpha-algo",
-                        "job": "big",
-                        "gpus": 32,
-                        "engaged_at": "2998-12-31T23:55:00Z",
-                        "until": "2999-01-01T00:00:00Z",
-                        "state": "engaged",
-                    }
-                ]
-            ),
-        },
-    }
-
-
-def test_throttled_queue_refuses_without_hold(monkeypatch, capsys):
-    fake = cluster(extra=[throttle_cm(), large_pg()])
-    out = run(vcjob_module, fake, monkeypatch, capsys, **SINGLE)
+def test_throttled_queue_refuses_without_hold(run_module):
+    fake = throttled()
+    out = run_module(vcjob_module, fake, **SINGLE)
     assert (
         out["failed"] and "accepts no jobs below large-job until 2999-01-01T00:00:00Z" in out["msg"]
     )
-    other = run(vcjob_module, fake, monkeypatch, capsys, **{**SINGLE, "queue": "tenant-alpha-payg"})
+    assert out["changed"] is False and out["held_seconds"] == 0
+    other = run_module(vcjob_module, fake, **{**SINGLE, "queue": "tenant-alpha-payg"})
     assert other["changed"] is True
 
 
-def test_hold_waits_until_the_large_job_runs(monkeypatch, capsys, no_sleep):
-    fake = cluster(phase="Running", extra=[throttle_cm(), large_pg()])
+def test_hold_waits_until_the_large_job_runs(run_module):
+    fake = throttled(phase="Running")
     calls = {"n": 0}
     original = fake.list
 
@@ -246,105 +119,188 @@ def test_hold_waits_until_the_large_job_runs(monkeypatch, capsys, no_sleep):
         return original(api_version, kind, **kw)
 
     fake.list = list_and_start
-    out = run(
-        vcjob_module, fake, monkeypatch, capsys, **SINGLE, hold_when_throttled=True, poll_interval=5
-    )
+    out = run_module(vcjob_module, fake, **SINGLE, hold_when_throttled=True, poll_interval=5)
     assert out["changed"] is True and out["held_seconds"] == 10
-    assert ("ConfigMap", "tenant-alpha", "platform-throttle") not in fake.store
+    assert CM_KEY not in fake.store
     assert ("delete", "ConfigMap", "platform-throttle") in fake.writes
     assert fake.writes[-1] == ("create", "Job", "eval")
 
 
-def test_hold_gives_up_after_hold_timeout(monkeypatch, capsys):
-    fake = cluster(extra=[throttle_cm(), large_pg()])
-    out = run(
-        vcjob_module, fake, monkeypatch, capsys, **SINGLE, hold_when_throttled=True, hold_timeout=30
-    )
+def test_hold_gives_up_after_hold_timeout(run_module):
+    fake = throttled()
+    out = run_module(vcjob_module, fake, **SINGLE, hold_when_throttled=True, hold_timeout=30)
     assert out["failed"] and "still throttled after 30 s" in out["msg"]
     assert ("create", "Job", "eval") not in fake.writes
 
 
-def test_large_job_that_does_not_start_engages_the_throttle(monkeypatch, capsys):
+def test_hold_releases_a_throttle_whose_large_job_is_gone(run_module):
+    """A PodGroup whose Volcano Job is gone (awaiting the garbage collector) holds nothing."""
+    fake = cluster(phase="Running", extra=[throttle_cm(), large_pg()])
+    out = run_module(vcjob_module, fake, **SINGLE, hold_when_throttled=True)
+    assert out["changed"] is True and out["held_seconds"] == 0
+    assert fake.writes == [("delete", "ConfigMap", "platform-throttle"), ("create", "Job", "eval")]
+
+
+def test_check_mode_reports_a_held_submission_and_writes_nothing(run_module, warnings):
+    fake = throttled()
+    out = run_module(
+        vcjob_module, fake, **SINGLE, hold_when_throttled=True, _ansible_check_mode=True
+    )
+    assert out["changed"] is True and out["phase"] == "Held"
+    assert out["job"]["metadata"]["name"] == "eval"
+    assert warnings == [
+        "spec.queue: tenant-alpha-algo accepts no jobs below large-job until "
+        "2999-01-01T00:00:00Z because large job tenant-alpha/big (32 GPUs) is waiting; "
+        "the job would be held until then"
+    ]
+    assert fake.writes == [] and CM_KEY in fake.store
+
+
+def test_check_mode_creates_nothing(run_module):
+    fake = cluster()
+    fake.dry_run = True  # what check mode makes of the client
+    out = run_module(vcjob_module, fake, **SINGLE, wait=True, _ansible_check_mode=True)
+    assert out["changed"] is True
+    assert out["job"]["spec"]["queue"] == "tenant-alpha-algo"
+    assert out["diff"]["before"] == {} and out["diff"]["after"]["metadata"]["name"] == "eval"
+    # the job goes to the API server as a dry run (its webhooks and policies judge it) only
+    assert fake.writes == [("dry-run", "Job", "eval")] and fake.real_writes == []
+    assert ("Job", NS, "eval") not in fake.store
+
+
+def test_large_job_that_does_not_start_engages_the_throttle(run_module):
     fake = cluster(phase="Pending")
-    out = run(
-        vcjob_module,
-        fake,
-        monkeypatch,
-        capsys,
-        tenant="alpha",
-        name="big",
-        queue="tenant-alpha-algo",
-        kind="pytorch_ddp",
-        job_class="large",
-        image="i",
-        command=["train.py"],
-        replicas=4,
-        gpus_per_pod=8,
-    )
+    out = run_module(vcjob_module, fake, **LARGE)
     assert out["changed"] and out["throttle_engaged"] is True
-    cm = fake.store[("ConfigMap", "tenant-alpha", "platform-throttle")]
+    cm = fake.store[CM_KEY]
     assert cm["data"]["queues"] == "tenant-alpha-algo"
-    assert json.loads(cm["data"]["entries.json"])[0]["uid"] == "uid-big"
+    entry = json.loads(cm["data"]["entries.json"])[0]
+    assert entry["uid"] == "uid-big" and entry["gpus"] == 32
 
 
-def test_wait_timeout_reports_the_podgroup_conditions(monkeypatch, capsys):
-    fake = cluster(
-        phase="Pending",
-        extra=[
-            dict(
-                large_pg(),
-                metadata={
-                    **large_pg()["metadata"],
-                    "ownerReferences": [
-                        {
-                            "apiVersion": "batch.volcano.sh/v1alpha1",
-                            "kind": "Job",
-                            "name": "eval",
-                            "uid": "uid-eval",
-                        }
-                    ],
-                },
-            )
-        ],
-    )
-    out = run(vcjob_module, fake, monkeypatch, capsys, **SINGLE, wait=True, wait_timeout=20)
+def test_large_job_that_starts_within_the_grace_engages_nothing(run_module):
+    fake = cluster(phase="Running")
+    out = run_module(vcjob_module, fake, **LARGE)
+    assert out["changed"] and out["throttle_engaged"] is False and out["phase"] == "Running"
+    assert CM_KEY not in fake.store
+
+
+def test_engage_throttle_false_leaves_the_throttle_alone(run_module):
+    fake = cluster(phase="Pending")
+    out = run_module(vcjob_module, fake, **LARGE, engage_throttle=False)
+    assert out["changed"] and out["throttle_engaged"] is False
+    assert CM_KEY not in fake.store
+
+
+def test_wait_timeout_reports_the_podgroup_conditions(run_module):
+    fake = cluster(phase="Pending", extra=[large_pg(owner="eval")])
+    out = run_module(vcjob_module, fake, **SINGLE, wait=True, wait_timeout=20)
     assert out["failed"] and "is Pending, not Running, after 20 s" in out["msg"]
     assert "Unschedulable=True: NotEnoughResources 0/8 nodes are available" in out["msg"]
-    assert out["podgroup"]["name"] == "big-pg"
+    assert out["podgroup"]["name"] == "eval-pg"
+    assert out["changed"] is True  # the job was created
 
 
-def test_absent_deletes_once(monkeypatch, capsys):
+def test_wait_returns_once_running(run_module):
     fake = cluster(phase="Running")
-    run(vcjob_module, fake, monkeypatch, capsys, **SINGLE)
-    gone = run(vcjob_module, fake, monkeypatch, capsys, tenant="alpha", name="eval", state="absent")
+    out = run_module(vcjob_module, fake, **SINGLE, wait=True)
+    assert out["changed"] is True and out["phase"] == "Running"
+
+
+def test_absent_deletes_once(run_module):
+    fake = cluster(phase="Running")
+    run_module(vcjob_module, fake, **SINGLE)
+    gone = run_module(vcjob_module, fake, tenant="alpha", name="eval", state="absent")
     assert gone["changed"] is True and ("delete", "Job", "eval") in fake.writes
-    again = run(
-        vcjob_module, fake, monkeypatch, capsys, tenant="alpha", name="eval", state="absent"
+    assert gone["phase"] == "Absent" and gone["diff"]["before"]["metadata"]["name"] == "eval"
+    again = run_module(vcjob_module, fake, tenant="alpha", name="eval", state="absent")
+    assert again["changed"] is False and again["requests"] == 1
+
+
+def test_absent_in_check_mode_reports_and_deletes_nothing(run_module):
+    fake = cluster(phase="Running")
+    run_module(vcjob_module, fake, **SINGLE)
+    fake.dry_run = True
+    out = run_module(
+        vcjob_module, fake, tenant="alpha", name="eval", state="absent", _ansible_check_mode=True
     )
-    assert again["changed"] is False
+    assert out["changed"] is True and out["phase"] == "Absent"
+    assert out["job"]["metadata"]["name"] == "eval"
+    assert ("Job", NS, "eval") in fake.store
+    assert [w for w in fake.writes if w[0] != "create"] == []
 
 
-def test_reconcile_engages_releases_and_is_idempotent(monkeypatch, capsys):
-    fake = cluster(extra=[large_pg()])
-    first = run(throttle_module, fake, monkeypatch, capsys)
+def test_absent_needs_a_name(run_module):
+    out = run_module(vcjob_module, cluster(), tenant="alpha", state="absent")
+    assert out["failed"] and out["requests"] == 0
+    assert "name: is required to delete a job" in out["msg"]
+
+
+def test_reconcile_engages_releases_and_is_idempotent(run_module):
+    fake = cluster(extra=[large_pg(), big_job(replicas=2)])
+    first = run_module(throttle_module, fake)
     assert first["changed"] and first["engaged"] == ["tenant-alpha/big"]
     assert first["throttles"]["tenant-alpha"]["queues"] == ["tenant-alpha-algo"]
-    assert first["requests"] == 4  # namespaces, podgroups, configmaps, one apply
+    # the Job's demand (2 x 8), not the PodGroup's minResources
+    assert "(16 GPUs)" in first["throttles"]["tenant-alpha"]["reason"]
+    assert first["requests"] == 5  # namespaces, podgroups, jobs, configmaps, one apply
+    assert fake.lists == ["Namespace", "PodGroup", "Job", "ConfigMap"]
     assert first["diff"] == {
         "before": {"tenant-alpha": []},
         "after": {"tenant-alpha": ["tenant-alpha-algo"]},
     }
-    second = run(throttle_module, fake, monkeypatch, capsys)
-    assert second["changed"] is False and second["requests"] == 3
+    second = run_module(throttle_module, fake)
+    assert second["changed"] is False and second["requests"] == 4
     fake.put(large_pg("Running", 4))
-    third = run(throttle_module, fake, monkeypatch, capsys)
+    third = run_module(throttle_module, fake)
     assert third["released"] == ["tenant-alpha/big"] and third["throttles"] == {}
-    assert ("ConfigMap", "tenant-alpha", "platform-throttle") not in fake.store
+    assert CM_KEY not in fake.store
 
 
-def test_reconcile_leaves_an_unmanaged_configmap_alone(monkeypatch, capsys):
+def test_reconcile_without_large_jobs_lists_no_jobs(run_module):
+    fake = cluster()
+    out = run_module(throttle_module, fake)
+    assert out["changed"] is False and out["requests"] == 3
+    assert "Job" not in fake.lists
+
+
+def test_reconcile_skips_a_podgroup_whose_job_is_gone(run_module):
+    fake = cluster(extra=[large_pg(), throttle_cm()])
+    out = run_module(throttle_module, fake)
+    assert out["engaged"] == [] and out["released"] == ["tenant-alpha/big"]
+    assert CM_KEY not in fake.store
+
+
+def test_reconcile_in_check_mode_does_not_delete(run_module):
+    fake = cluster(extra=[large_pg("Running", 4), big_job(), throttle_cm()])
+    fake.dry_run = True
+    out = run_module(throttle_module, fake, _ansible_check_mode=True)
+    assert out["changed"] is True and out["released"] == ["tenant-alpha/big"]
+    assert CM_KEY in fake.store and fake.writes == []
+
+
+def test_reconcile_in_check_mode_engages_as_a_dry_run(run_module):
+    fake = cluster(extra=[large_pg(), big_job()])
+    fake.dry_run = True
+    out = run_module(throttle_module, fake, _ansible_check_mode=True)
+    assert out["changed"] is True and out["engaged"] == ["tenant-alpha/big"]
+    assert fake.writes == [("dry-run", "ConfigMap", "platform-throttle")]
+    assert CM_KEY not in fake.store
+
+
+def test_reconcile_leaves_an_unmanaged_configmap_alone(run_module, warnings):
     cm = throttle_cm()
     cm["metadata"]["labels"] = {}
-    fake = cluster(extra=[large_pg(), cm])
-    out = run(throttle_module, fake, monkeypatch, capsys)
+    fake = cluster(extra=[large_pg(), big_job(), cm])
+    out = run_module(throttle_module, fake)
     assert out["skipped"] == ["tenant-alpha"] and out["changed"] is False and not fake.real_writes
+    assert warnings == [
+        "tenant-alpha: ConfigMap platform-throttle is not managed by the platform; left alone"
+    ]
+
+
+def test_reconcile_refuses_a_negative_timeout_before_any_request(run_module):
+    fake = cluster()
+    out = run_module(throttle_module, fake, timeout=-1)
+    assert out["failed"] and out["msg"] == "timeout: -1 must be 0 or more seconds"
+    assert out["requests"] == 0 and fake.requests == 0

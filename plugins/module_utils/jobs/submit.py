@@ -1,0 +1,252 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What ``vcjob`` submits and when it refuses, as pure rules.
+
+* the options must make sense together before anything is read
+  (``option_errors``, ``check_submission``);
+* the manifest is built from a kind or completed from the caller's
+  (``desired_job``), once without and once with the queue's type;
+* rule leaf-queue-of-tenant: the queue is a leaf queue of the tenant
+  (``leaf_queue_of_tenant``);
+* rule job-immutable: a Volcano Job cannot change once created, so a live job
+  of that name must already be the desired one (``changed_fields``);
+* what the module reports: the job's phase, its PodGroup's conditions, and the
+  texts of its refusals.
+
+The reading and writing (queues, the live job, the throttle, waiting) is
+``service``'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..common.errors import FieldError, PlatformValidationError, raise_if
+from ..common.names import LABEL_QUEUE_TYPE
+from ..common.objects import differs
+from .builders import JobRequest, build_job, complete_manifest
+from .classes import JobClass, job_class_table
+from .throttle import KEY_REASON, KEY_UNTIL
+
+# The options of vcjob that go to the job builder as they are.
+BUILD_KEYS = (
+    "image",
+    "command",
+    "worker_command",
+    "replicas",
+    "ps_replicas",
+    "gpus_per_pod",
+    "cpu",
+    "memory",
+    "head_cpu",
+    "head_memory",
+    "rdma",
+    "shm_size",
+    "dataset_pvc",
+    "dataset_mount_path",
+    "workspace_pvc",
+    "workspace_mount_path",
+    "env",
+    "max_retry",
+    "spot_price",
+    "termination_grace_seconds",
+    "checkpoint_command",
+    "max_gpus_per_node",
+)
+SECONDS_KEYS = ("wait_timeout", "hold_timeout", "throttle_grace", "throttle_timeout")
+# Shown in the refusal of a live job that differs; the rest are counted, not named.
+MAX_NAMED_FIELDS = 10
+
+
+def job_name(p: Mapping[str, Any]) -> str:
+    """The job's name: the option, else the manifest's."""
+    return p["name"] or ((p["manifest"] or {}).get("metadata") or {}).get("name")
+
+
+def option_errors(p: Mapping[str, Any]) -> list[FieldError]:
+    """The options that do not make sense together, whatever the cluster holds."""
+    errors = []
+    if p["state"] == "present" and not p["kind"] and p["manifest"] is None:
+        errors.append(FieldError("kind", "give kind (with its parameters) or manifest"))
+    if p["state"] == "absent" and not job_name(p):
+        errors.append(FieldError("name", "is required to delete a job"))
+    for key in SECONDS_KEYS:
+        if p[key] < 0:
+            errors.append(FieldError(key, f"{p[key]} must be 0 or more seconds"))
+    if p["poll_interval"] < 1:
+        errors.append(
+            FieldError("poll_interval", f"{p['poll_interval']} must be at least 1 second")
+        )
+    return errors
+
+
+def desired_job(
+    p: Mapping[str, Any], table: Mapping[str, JobClass], queue_type: str | None
+) -> dict[str, Any]:
+    """The manifest to submit; raises PlatformValidationError naming every bad parameter.
+    ``queue_type`` None (not read yet) lets the builder guess it from the queue's name."""
+    if p["manifest"] is not None:
+        manifest = dict(p["manifest"])
+        meta = dict(manifest.get("metadata") or {})
+        if p["name"]:
+            meta["name"] = p["name"]
+        manifest["metadata"] = meta
+        if p["queue"]:
+            manifest["spec"] = {**(manifest.get("spec") or {}), "queue": p["queue"]}
+        return complete_manifest(
+            manifest,
+            p["tenant"],
+            queue_type=queue_type,
+            job_class=p["job_class"],
+            spot_price=p["spot_price"],
+            table=table,
+            max_gpus_per_node=p["max_gpus_per_node"],
+        )
+    params = {k: p[k] for k in BUILD_KEYS}
+    params.update(
+        name=p["name"],
+        tenant=p["tenant"],
+        queue=p["queue"],
+        kind=p["kind"],
+        job_class=p["job_class"] or "normal",
+        queue_type=queue_type,
+    )
+    return build_job(JobRequest.from_mapping(params), table)
+
+
+def check_submission(p: Mapping[str, Any]) -> None:
+    """Every check that needs no cluster, before connecting: the options, the class table
+    and (state present) the job itself; one PlatformValidationError names every problem."""
+    errors = option_errors(p)
+    try:
+        table = job_class_table(p["job_classes"])
+        if p["state"] == "present" and not errors:
+            desired_job(p, table, None)
+    except PlatformValidationError as exc:
+        errors += exc.errors
+    raise_if(errors)
+
+
+def leaf_queue_of_tenant(
+    queue: str, queues: list[Mapping[str, Any]]
+) -> tuple[str | None, list[FieldError]]:
+    """Rule leaf-queue-of-tenant: the queue is one of the tenant's ``queues`` and no queue has
+    it as parent. Returns the queue's type (label platform.io/queue-type) and the errors."""
+    by_name = {q["metadata"]["name"]: q for q in queues}
+    if queue not in by_name:
+        names = ", ".join(sorted(by_name)) or "(none)"
+        return None, [
+            FieldError("queue", f"{queue!r} is not a queue of this tenant; its queues are {names}")
+        ]
+    children = sorted(
+        q["metadata"]["name"] for q in queues if (q.get("spec") or {}).get("parent") == queue
+    )
+    errors = []
+    if children:
+        errors.append(
+            FieldError(
+                "queue",
+                f"{queue!r} has team sub-queues ({', '.join(children)}) and takes no jobs; "
+                "submit to one of them",
+            )
+        )
+    qtype = ((by_name[queue].get("metadata") or {}).get("labels") or {}).get(LABEL_QUEUE_TYPE)
+    return qtype, errors
+
+
+def job_for_queues(
+    p: Mapping[str, Any], table: Mapping[str, JobClass], queues: list[Mapping[str, Any]]
+) -> tuple[dict[str, Any], str | None]:
+    """The manifest to submit now that the tenant's queues are known, and its queue's type;
+    raises PlatformValidationError when the queue breaks leaf-queue-of-tenant or the job
+    does not fit the queue's type."""
+    queue = desired_job(p, table, None)["spec"]["queue"]
+    queue_type, errors = leaf_queue_of_tenant(queue, queues)
+    desired: dict[str, Any] = {}
+    if not errors:
+        try:
+            desired = desired_job(p, table, queue_type)
+        except PlatformValidationError as exc:
+            errors += exc.errors
+    raise_if(errors)
+    return desired, queue_type
+
+
+def changed_fields(desired: Any, live: Any, path: str = "") -> list[str]:
+    """Rule job-immutable: the dotted paths where ``live`` lacks or contradicts ``desired``
+    (fields the server added are no difference). A Volcano Job cannot be changed, so any
+    path is a refusal."""
+    if isinstance(desired, dict) and isinstance(live, dict):
+        out = []
+        for k, v in desired.items():
+            out += changed_fields(v, live.get(k), f"{path}.{k}" if path else k)
+        return out
+    return [path or "(root)"] if differs(desired, live) else []
+
+
+def differs_text(namespace: str, name: str, fields: list[str]) -> str:
+    return (
+        f"job {namespace}/{name} exists and differs in {', '.join(fields[:MAX_NAMED_FIELDS])}; "
+        "a Volcano Job cannot be changed: delete it (state: absent) or submit under another name"
+    )
+
+
+def job_phase(job: Mapping[str, Any] | None) -> str:
+    """A job's ``status.state.phase``; a job without one (just created) is Pending."""
+    return (((job or {}).get("status") or {}).get("state") or {}).get("phase") or "Pending"
+
+
+def throttled_text(configmap: Mapping[str, Any] | None, queue: str) -> str:
+    """Why a job below large-job is held, in the admission policy's own words."""
+    data = (configmap or {}).get("data") or {}
+    return (
+        f"spec.queue: {queue} accepts no jobs below large-job until {data.get(KEY_UNTIL)} "
+        f"because {data.get(KEY_REASON)}"
+    )
+
+
+def still_throttled_text(configmap: Mapping[str, Any] | None, queue: str, timeout: int) -> str:
+    data = (configmap or {}).get("data") or {}
+    return (
+        f"queue {queue} was still throttled after {timeout} s (until {data.get(KEY_UNTIL)}: "
+        f"{data.get(KEY_REASON)}); try again later or submit to another queue"
+    )
+
+
+def owned_podgroup(podgroups: list[Mapping[str, Any]], uid: str | None) -> Mapping[str, Any] | None:
+    """The PodGroup whose ownerReferences name the job with ``uid``."""
+    for pg in podgroups:
+        for ref in (pg.get("metadata") or {}).get("ownerReferences") or []:
+            if ref.get("uid") == uid:
+                return pg
+    return None
+
+
+def podgroup_summary(pg: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A PodGroup's name, phase and conditions: why the scheduler has not run its job."""
+    if not pg:
+        return {}
+    status = pg.get("status") or {}
+    return {
+        "name": pg["metadata"]["name"],
+        "phase": status.get("phase"),
+        "conditions": [
+            {k: c.get(k) for k in ("type", "status", "reason", "message") if c.get(k) is not None}
+            for c in status.get("conditions") or []
+        ],
+    }
+
+
+def not_running_text(
+    namespace: str, name: str, phase: str, timeout: int, pg: Mapping[str, Any]
+) -> str:
+    """The failure of a wait that timed out, with the PodGroup's conditions."""
+    text = f"job {namespace}/{name} is {phase}, not Running, after {timeout} s"
+    if not pg:
+        return text + "; it has no PodGroup yet"
+    detail = "; ".join(
+        f"{c.get('type')}={c.get('status')}: {c.get('reason', '')} {c.get('message', '')}".strip()
+        for c in pg.get("conditions", [])
+    )
+    return text + f"; PodGroup {pg['name']} is {pg['phase']}: {detail}"

@@ -1,0 +1,185 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The objects the jobs tests start from: a tenant with four queues, a large job and its
+PodGroup, a throttle ConfigMap, and the fake cluster with Volcano's job controller."""
+
+from __future__ import annotations
+
+import json
+
+from ansible_collections.gpucloud.platform.plugins.modules import vcjob as vcjob_module
+from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster
+
+NS = "tenant-alpha"
+CM_KEY = ("ConfigMap", NS, "platform-throttle")
+
+
+class JobController(FakeCluster):
+    """The fake cluster plus what Volcano's job controller does to a new Job: it reports
+    ``phase`` in ``status.state``."""
+
+    def __init__(self, objects=(), phase="Pending"):
+        super().__init__(objects)
+        self.phase = phase
+
+    def create(self, manifest):
+        created = super().create(manifest)
+        if created["kind"] == "Job" and not self.dry_run:
+            meta = created["metadata"]
+            status = {"state": {"phase": self.phase}}
+            self.store[self.key("Job", meta.get("namespace"), meta["name"])]["status"] = status
+            created["status"] = status
+        return created
+
+
+def queue(name, qtype, parent="root", tenant="alpha"):
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {
+            "name": name,
+            "labels": {"platform.io/tenant": tenant, "platform.io/queue-type": qtype},
+        },
+        "spec": {"parent": parent},
+    }
+
+
+def cluster(phase="Pending", extra=()):
+    return JobController(
+        [
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": NS, "labels": {"platform.io/tenant": "alpha"}},
+            },
+            queue("tenant-alpha-subscription", "subscription"),
+            queue("tenant-alpha-algo", "team", parent="tenant-alpha-subscription"),
+            queue("tenant-alpha-payg", "payg"),
+            queue("tenant-alpha-spot", "spot"),
+            *extra,
+        ],
+        phase,
+    )
+
+
+def big_job(replicas=4, gpus=8):
+    """The Volcano Job that owns large_pg(): ``replicas`` x ``gpus`` GPUs (uid uid-big)."""
+    container = {"name": "main", "resources": {"requests": {"nvidia.com/gpu": gpus}}}
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "big", "namespace": NS},
+        "spec": {
+            "queue": "tenant-alpha-algo",
+            "priorityClassName": "large-job",
+            "tasks": [
+                {
+                    "name": "worker",
+                    "replicas": replicas,
+                    "template": {"spec": {"containers": [container]}},
+                }
+            ],
+        },
+    }
+
+
+def large_pg(phase="Pending", running=0, owner="big"):
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": f"{owner}-pg",
+            "namespace": NS,
+            "uid": f"pg-{owner}",
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch.volcano.sh/v1alpha1",
+                    "kind": "Job",
+                    "name": owner,
+                    "uid": f"uid-{owner}",
+                }
+            ],
+        },
+        "spec": {
+            "minMember": 4,
+            "queue": "tenant-alpha-algo",
+            "priorityClassName": "large-job",
+            # Not what the throttle counts: it counts the owning Job's demand.
+            "minResources": {"nvidia.com/gpu": "99"},
+        },
+        "status": {
+            "phase": phase,
+            "running": running,
+            "conditions": [
+                {
+                    "type": "Unschedulable",
+                    "status": "True",
+                    "reason": "NotEnoughResources",
+                    "message": "0/8 nodes are available",
+                }
+            ],
+        },
+    }
+
+
+SINGLE = {
+    "tenant": "alpha",
+    "name": "eval",
+    "queue": "tenant-alpha-algo",
+    "kind": "single",
+    "image": "i",
+    "command": ["python", "e.py"],
+    "gpus_per_pod": 1,
+}
+LARGE = {
+    "tenant": "alpha",
+    "name": "big",
+    "queue": "tenant-alpha-algo",
+    "kind": "pytorch_ddp",
+    "job_class": "large",
+    "image": "i",
+    "command": ["train.py"],
+    "replicas": 4,
+    "gpus_per_pod": 8,
+}
+
+
+def throttle_cm(queues="tenant-alpha-algo"):
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "platform-throttle",
+            "namespace": NS,
+            "labels": {"platform.io/managed-by": "gpucloud-platform"},
+        },
+        "data": {
+            "queues": queues,
+            "until": "2999-01-01T00:00:00Z",
+            "reason": "large job tenant-alpha/big (32 GPUs) is waiting",
+            "entries.json": json.dumps(
+                [
+                    {
+                        "uid": "uid-big",
+                        "queue": "tenant-alpha-algo",
+                        "job": "big",
+                        "gpus": 32,
+                        "engaged_at": "2998-12-31T23:55:00Z",
+                        "until": "2999-01-01T00:00:00Z",
+                        "state": "engaged",
+                    }
+                ]
+            ),
+        },
+    }
+
+
+def throttled(phase="Pending"):
+    return cluster(phase=phase, extra=[throttle_cm(), large_pg(), big_job()])
+
+
+def vcjob_params(**kw):
+    """vcjob's parameters as the module passes them to the service: every option, at its
+    default unless given."""
+    defaults = {name: option.get("default") for name, option in vcjob_module.OPTIONS.items()}
+    return {**defaults, **kw}
