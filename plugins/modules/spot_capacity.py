@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import QUEUE_API
-
 DOCUMENTATION = r"""
 module: spot_capacity
 short_description: Recompute every tenant's spot queue capability from the idle GPU pool
@@ -95,84 +93,16 @@ diff:
 """
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
-    label_selector,
-    selector_errors,
+    validate_node_selector,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
-    PartialWrite,
-    PlatformValidationError,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
-    CAPACITY_FIELD_MANAGER,
-    MANAGED_SELECTOR,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.quantity import render
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (
-    ApiException,
-    Cluster,
-    api_error_message,
-    argument_spec,
-    platform_module,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import failure
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot.capacity_plan import (
-    plan_spot_capacity,
-)
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot import service
+
+OPTIONS = dict(node_selector=dict(type="dict", default={}))
 
 
 def main() -> None:
-    module = platform_module(
-        argument_spec=argument_spec(node_selector=dict(type="dict", default={})),
-        supports_check_mode=True,
-    )
-    selector = module.params["node_selector"] or {}
-    early = selector_errors(selector)
-    if early:
-        err = PlatformValidationError(early)
-        module.fail_json(msg=str(err), errors=err.messages)
-
-    cluster = Cluster.from_module(module)
-    try:
-        nodes = cluster.list("v1", "Node", label_selector=label_selector(selector))
-        queues = cluster.list(QUEUE_API, "Queue", label_selector=MANAGED_SELECTOR)
-    except ApiException as exc:
-        module.fail_json(msg=f"reading Nodes and Queues failed: {api_error_message(exc)}")
-
-    try:
-        plan = plan_spot_capacity(nodes, queues, selector)
-    except PlatformValidationError as exc:
-        module.fail_json(msg=str(exc), errors=exc.messages)
-
-    for warning in plan.warnings:
-        module.warn(warning)
-    result = dict(
-        changed=bool(plan.changes),
-        pool=render(plan.pool),
-        idle=render(plan.idle),
-        tenants=plan.rows,
-        updated=[m["metadata"]["name"] for m in plan.changes],
-    )
-    done: list[str] = []
-    try:
-        for manifest in plan.changes:
-            cluster.apply(manifest, field_manager=CAPACITY_FIELD_MANAGER)
-            done.append(manifest["metadata"]["name"])
-    except ApiException as exc:
-        module.fail_json(
-            requests=cluster.requests,
-            **failure(
-                PartialWrite(
-                    "updating spot queues",
-                    done,
-                    exc,
-                    **{k: v for k, v in result.items() if k != "changed"},
-                )
-            ),
-        )
-    result["requests"] = cluster.requests
-    if module._diff:
-        result["diff"] = dict(before=plan.before, after=plan.after)
-    module.exit_json(**result)
+    run_module(OPTIONS, service.run_recompute, validate=validate_node_selector)
 
 
 if __name__ == "__main__":

@@ -154,129 +154,27 @@ diff:
   type: dict
 """
 
-import os
-import socket
-
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import selector_errors
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
-    FieldError,
-    PlatformValidationError,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (
-    ApiException,
-    Cluster,
-    api_error_message,
-    argument_spec,
-    platform_module,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot.service import (
-    ReclaimError,
-    ReclaimRequest,
-    reclaim,
-    seconds_time,
-    utc_now,
-    validate_request,
-    wait_until_free,
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import (
+    validate_reclaim_input,
 )
 
-
-def input_errors(params: dict) -> list[FieldError]:
-    """Every input check, before the first request."""
-    errors = []
-    if params["need"] < 0:
-        errors.append(
-            FieldError("need", f"{params['need']} is negative; a demand is 0 or more GPUs")
-        )
-    errors.extend(selector_errors(params["node_selector"]))
-    errors.extend(validate_request(params))
-    if not (params["demand_reason"] or "").strip():
-        errors.append(
-            FieldError("demand_reason", "must say what the GPUs are for (a non-empty string)")
-        )
-    return errors
+OPTIONS = dict(
+    need=dict(type="int", required=True),
+    demand_reason=dict(type="str", default="an operator's request"),
+    node_selector=dict(type="dict", default={}),
+    allow_partial=dict(type="bool", default=False),
+    history_size=dict(type="int", default=100),
+    lease_duration=dict(type="int", default=60),
+    holder_identity=dict(type="str"),
+    wait=dict(type="bool", default=False),
+    wait_timeout=dict(type="int", default=300),
+)
 
 
 def main() -> None:
-    module = platform_module(
-        argument_spec=argument_spec(
-            need=dict(type="int", required=True),
-            demand_reason=dict(type="str", default="an operator's request"),
-            node_selector=dict(type="dict", default={}),
-            allow_partial=dict(type="bool", default=False),
-            history_size=dict(type="int", default=100),
-            lease_duration=dict(type="int", default=60),
-            holder_identity=dict(type="str"),
-            wait=dict(type="bool", default=False),
-            wait_timeout=dict(type="int", default=300),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
-    early = input_errors(p)
-    if early:
-        err = PlatformValidationError(early)
-        module.fail_json(msg=str(err), errors=err.messages)
-
-    request = ReclaimRequest(
-        demand=p["need"],
-        reason=p["demand_reason"],
-        node_selector=p["node_selector"] or {},
-        allow_partial=p["allow_partial"],
-        history_size=p["history_size"],
-        holder=p["holder_identity"] or f"{socket.gethostname()}-{os.getpid()}",
-        lease_duration=p["lease_duration"],
-    )
-    cluster = Cluster.from_module(module)
-    now = utc_now()
-    try:
-        result = reclaim(cluster, request, module.check_mode, now)
-    except ReclaimError as exc:
-        module.fail_json(msg=str(exc), requests=cluster.requests, **exc.result)
-    except PlatformValidationError as exc:
-        module.fail_json(msg=str(exc), errors=exc.messages, requests=cluster.requests)
-    except ApiException as exc:
-        module.fail_json(
-            msg=f"spot reclaim failed: {api_error_message(exc)}", requests=cluster.requests
-        )
-
-    for warning in result.pop("warnings", []):
-        module.warn(warning)
-    result["reclaim"] = {
-        "time": seconds_time(now),
-        "reason": request.reason,
-        **{
-            k: result[k]
-            for k in ("demand", "pool", "allocated", "free", "shortfall", "freed", "victims")
-        },
-    }
-    result["waited"] = False
-    if p["wait"] and not module.check_mode:
-        try:
-            reached, free_after = wait_until_free(
-                cluster, request.node_selector, request.demand, p["wait_timeout"]
-            )
-        except ApiException as exc:
-            module.fail_json(
-                msg=f"waiting for free GPUs failed: {api_error_message(exc)}", **result
-            )
-        result["waited"] = True
-        result["free_after"] = free_after
-        if not reached:
-            module.fail_json(
-                msg=(
-                    f"{request.demand} GPUs were not free within {p['wait_timeout']} s after deleting "
-                    f"{len(result['victims'])} spot job(s): {free_after} free"
-                ),
-                requests=cluster.requests,
-                **result,
-            )
-    result["requests"] = cluster.requests
-    if module._diff:
-        result["diff"] = dict(
-            before={f"{v['namespace']}/{v['name']}": "running" for v in result["victims"]},
-            after={f"{v['namespace']}/{v['name']}": "deleted" for v in result["victims"]},
-        )
-    module.exit_json(**result)
+    run_module(OPTIONS, service.run_reclaim, validate=validate_reclaim_input)
 
 
 if __name__ == "__main__":

@@ -99,7 +99,7 @@ def names(run_module, api_client):
     yield pair
     for name in pair:
         run_module(
-            "gpucloud.platform.tenant",
+            "tenant",
             {"name": name, "state": "absent", "force": True, "wait": True},
         )
 
@@ -112,14 +112,14 @@ def test_subscription_beyond_the_pool_is_refused_and_nothing_written(names, run_
     subs, payg = sold_gpus(api_client)
     held = (pool - subs - payg) // 2
     assert held > 0, (subs, payg)
-    first = run_module("gpucloud.platform.tenant", args(holder, held, payg={GPU: 2}))
+    first = run_module("tenant", args(holder, held, payg={GPU: 2}))
     assert not first.get("failed"), first.get("msg")
 
     subs, payg = sold_gpus(api_client)
     left = pool - subs - payg
     asked = left + 1
     for check in (True, False):
-        result = run_module("gpucloud.platform.tenant", args(buyer, asked), check=check)
+        result = run_module("tenant", args(buyer, asked), check=check)
         assert result.get("failed") is True, result
         assert result["errors"] == [
             f"subscription.{GPU}: {asked} for the subscription of tenant '{buyer}' exceeds what "
@@ -131,22 +131,22 @@ def test_subscription_beyond_the_pool_is_refused_and_nothing_written(names, run_
 
     # Exactly what is left is sold; one GPU more on top of it is refused and
     # leaves the live objects as they were.
-    exact = run_module("gpucloud.platform.tenant", args(buyer, left))
+    exact = run_module("tenant", args(buyer, left))
     assert not exact.get("failed"), exact.get("msg")
     before = tenant_objects(api_client, buyer)
     assert f"tenant-{buyer}-subscription" in before
-    grow = run_module("gpucloud.platform.tenant", args(buyer, left + 1))
+    grow = run_module("tenant", args(buyer, left + 1))
     assert grow.get("failed") is True
     assert f"= {left}); at most {left} can be granted" in grow["msg"]
     assert tenant_objects(api_client, buyer) == before
     # The other tenant's pay-as-you-go grant is guarded by the same rule.
-    more_payg = run_module("gpucloud.platform.tenant", args(holder, held, payg={GPU: 3}))
+    more_payg = run_module("tenant", args(holder, held, payg={GPU: 3}))
     assert more_payg.get("failed") is True
     assert more_payg["errors"][0].startswith(
         f"payg.{GPU}: 3 for the pay-as-you-go grant of tenant '{holder}' exceeds"
     )
     # A platform that oversells on purpose turns the guard off.
-    forced = run_module("gpucloud.platform.tenant", args(buyer, left + 1, oversell_check=False))
+    forced = run_module("tenant", args(buyer, left + 1, oversell_check=False))
     assert not forced.get("failed"), forced.get("msg")
     assert forced["changed"] is True
 

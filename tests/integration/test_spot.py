@@ -26,10 +26,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
-
-from ansible_collections.gpucloud.platform.plugins.modules import spot_capacity as capacity_module
-from ansible_collections.gpucloud.platform.plugins.modules import spot_reclaim as reclaim_module
 
 from localcluster_helpers import run_playbook as playbook_run
 from localcluster_helpers import wait_until
@@ -41,15 +37,6 @@ ROOT = Path(__file__).resolve().parents[2]
 GPU = "nvidia.com/gpu"
 VOLCANO = ("scheduling.volcano.sh", "v1beta1", "queues")
 VCJOBS = ("batch.volcano.sh", "v1alpha1", "jobs")
-
-
-def run_module(module, kubeconfig, capsys, **args):
-    args = {"kubeconfig": str(kubeconfig), **args}
-    with patch_module_args(args), pytest.raises(SystemExit):
-        module.main()
-    out = json.loads(capsys.readouterr().out)
-    assert not out.get("failed"), out.get("msg")
-    return out
 
 
 def queue_body(tenant, queue_type, gpus_deserved, gpus_capability):
@@ -181,7 +168,7 @@ def run_playbook(ansible_env, playbook, extra_vars):
 
 
 def test_purchase_reclaims_spot_jobs_in_order_and_recomputes_capacity(
-    kubeconfig, api_client, namespace, tenants, capsys, ansible_env
+    api_client, namespace, tenants, ansible_env, run_module
 ):
     from kubernetes import client
 
@@ -191,7 +178,8 @@ def test_purchase_reclaims_spot_jobs_in_order_and_recomputes_capacity(
     spot_a, spot_b = f"tenant-{names['a']}-spot", f"tenant-{names['b']}-spot"
     buyer = names["buyer"]
 
-    idle = run_module(reclaim_module, kubeconfig, capsys, need=0, _ansible_check_mode=True)
+    idle = run_module("spot_reclaim", {"need": 0}, check=True)
+    assert not idle.get("failed"), idle.get("msg")
     if idle["free"] != idle["pool"] or idle["pool"] % 8 or idle["pool"] < 32:
         pytest.skip(f"needs an idle cluster of 8-GPU nodes; {idle['free']} of {idle['pool']} free")
     filler_pods = (idle["pool"] - 24) // 8
@@ -213,7 +201,8 @@ def test_purchase_reclaims_spot_jobs_in_order_and_recomputes_capacity(
         )
         time.sleep(1.1)  # distinct start times (seconds resolution)
 
-    preview = run_module(reclaim_module, kubeconfig, capsys, need=12, _ansible_check_mode=True)
+    preview = run_module("spot_reclaim", {"need": 12}, check=True)
+    assert not preview.get("failed"), preview.get("msg")
     assert preview["free"] == 0 and preview["shortfall"] == 12
     assert [v["name"] for v in preview["victims"]] == ["spot-a", "spot-b"]
     assert all(job_phase(custom, namespace, n) == "Running" for n in jobs)  # nothing deleted
@@ -298,7 +287,8 @@ def test_purchase_reclaims_spot_jobs_in_order_and_recomputes_capacity(
             assert int(live["spec"]["deserved"][GPU]) == 0
             assert live["metadata"]["labels"]["platform.io/queue-type"] == "spot"
             assert live["spec"]["parent"] == "root"  # the partial apply kept them
-        again = run_module(capacity_module, kubeconfig, capsys)
+        again = run_module("spot_capacity", {})
+        assert not again.get("failed"), again.get("msg")
         assert again["changed"] is False
 
         # The buyer adds a pay-as-you-go grant through tenant_update.yml while no GPU is

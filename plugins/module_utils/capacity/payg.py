@@ -12,21 +12,29 @@ Rules held here:
   in use; deserved always equals capability.
 * Rule payg-growth (``payg_growth_gpus``): how many more GPUs a resize grants,
   which is the demand a grow puts on the pool.
+* Rule payg-oversell (``payg_oversell_errors``): a growing grant passes the
+  oversell guard against every subscription and every other PAYG grant.
+* Rule payg-input (``payg_input_errors``): the checks ``payg_capacity`` makes
+  before its first request.
+
+``resize_table`` is what ``payg_capacity`` reports and writes for a plan.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from ..common.errors import FieldError, PlatformValidationError
-from ..common.names import JOB_FINISHED_PHASES
+from ..common.errors import FieldError, PlatformValidationError, raise_if
+from ..common.names import JOB_FINISHED_PHASES, QUEUE_API, tenant_name_errors
+from ..common.objects import differs
 from ..common.quantity import GPU, Resources, fmt, parse_resources, render
 from ..jobs.demand import job_demand
-from .pool import POOL_RESOURCES
-
-# Volcano Job phases after which a job holds and asks for nothing.
+from ..spot.reclaim import reclaim_option_errors
+from .oversell import oversell_errors
+from .pool import POOL_RESOURCES, TenantCommitment, committed_total, selector_errors
 
 
 def payg_in_use(
@@ -122,7 +130,7 @@ def plan_payg(
 
     Each entry: tenant, queue, live (granted), in_use, target, growth (GPUs).
     Refuses an unknown tenant and a target below what is in use, all before
-    any change. ``commitments`` is ``spot_pool.commitments_from_queues``' result.
+    any change. ``commitments`` is ``pool.commitments_from_queues``' result.
     """
     job_list = list(jobs)
     with_payg = sorted(t for t, c in commitments.items() if c.payg_queue)
@@ -161,3 +169,141 @@ def plan_payg(
     if errors:
         raise PlatformValidationError(errors)
     return rows
+
+
+def payg_queue_manifest(queue: str, target: Mapping[str, Decimal]) -> dict[str, Any]:
+    """A partial Queue for server-side apply: only the fields a resize owns."""
+    return {
+        "apiVersion": QUEUE_API,
+        "kind": "Queue",
+        "metadata": {"name": queue},
+        "spec": payg_queue_spec(target),
+    }
+
+
+@dataclass
+class PaygResize:
+    """What one payg_capacity run reports and writes: ``table`` has a row per
+    queue looked at, ``changes`` the (plan row, manifest) of each queue whose
+    value changes, ``before``/``after`` their fields for the diff."""
+
+    table: list[dict[str, Any]] = field(default_factory=list)
+    changes: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    before: dict[str, Any] = field(default_factory=dict)
+    after: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def growth(self) -> int:
+        """The GPUs the changed queues grant beyond what they grant now."""
+        return sum(row["growth"] for row, _unused in self.changes)
+
+    @property
+    def growing(self) -> list[dict[str, Any]]:
+        """The changed queues that grow in some resource (these meet the oversell guard)."""
+        return [
+            row
+            for row, _unused in self.changes
+            if any(v > row["live"].get(r, 0) for r, v in row["target"].items())
+        ]
+
+    @property
+    def updated(self) -> list[str]:
+        return [manifest["metadata"]["name"] for _unused, manifest in self.changes]
+
+
+def resize_table(
+    rows: Iterable[Mapping[str, Any]], queues: Iterable[Mapping[str, Any]]
+) -> PaygResize:
+    """For ``plan_payg``'s rows and the live queues: the report rows, and the
+    queues whose capability or deserved differ from the target."""
+    live_specs = {q["metadata"]["name"]: q.get("spec") or {} for q in queues}
+    resize = PaygResize()
+    for row in rows:
+        desired = payg_queue_spec(row["target"])
+        live_spec = live_specs.get(row["queue"]) or {}
+        live = {k: live_spec.get(k) for k in desired}
+        changed = differs(desired, live)
+        resize.table.append(
+            {
+                "tenant": row["tenant"],
+                "queue": row["queue"],
+                "old": dict(render(row["live"])),
+                "in_use": dict(render(row["in_use"])),
+                "new": dict(render(row["target"])),
+                "growth": row["growth"],
+                "changed": changed,
+            }
+        )
+        if changed:
+            resize.changes.append((dict(row), payg_queue_manifest(row["queue"], row["target"])))
+            resize.before[row["queue"]] = live
+            resize.after[row["queue"]] = desired
+    return resize
+
+
+def payg_oversell_errors(
+    growing: Sequence[Mapping[str, Any]],
+    pool: Mapping[str, Decimal],
+    commitments: Mapping[str, TenantCommitment],
+) -> list[FieldError]:
+    """Rule payg-oversell: each growing grant, in the resources it grows, must fit
+    in the pool beside every subscription (its own tenant's included) and every
+    other tenant's PAYG grant (rule oversell-guard)."""
+    errors: list[FieldError] = []
+    for row in growing:
+        grown = {r: v for r, v in row["target"].items() if v > row["live"].get(r, 0)}
+        errors += oversell_errors(
+            "capability",
+            pool,
+            committed_total(commitments.values(), skip_payg_of=row["tenant"]),
+            grown,
+            what=f"the pay-as-you-go queue of tenant {row['tenant']!r}",
+        )
+    return errors
+
+
+def no_reclaim_error(growth: int, shortfall: int, free: int, pool: int) -> FieldError:
+    """A growth that needs spot GPUs reclaimed while ``reclaim`` is off."""
+    return FieldError(
+        f"capability.{GPU}",
+        f"growing by {growth} GPUs needs {shortfall} more free GPUs than the {free} free "
+        f"of {pool}; set reclaim: true to reclaim spot jobs first",
+    )
+
+
+def growth_reason(
+    params: Mapping[str, Any], growing: Sequence[Mapping[str, Any]], growth: int
+) -> str:
+    """What a growth's reclaim is for, in its Events and history."""
+    tenant = params.get("tenant") or ", ".join(row["tenant"] for row in growing)
+    return (
+        params.get("demand_reason") or f"pay-as-you-go growth of tenant {tenant} by {growth} GPUs"
+    )
+
+
+def payg_input_errors(params: Mapping[str, Any]) -> list[FieldError]:
+    """Rule payg-input: a capability (with a tenant) or fit_to_use; a DNS-1123
+    tenant name; a capability of pool resources; a node selector; the reclaim
+    options."""
+    if params["capability"] is None and not params["fit_to_use"]:
+        return [
+            FieldError(
+                "capability", "give the new capability (with tenant), or set fit_to_use: true"
+            )
+        ]
+    errors: list[FieldError] = []
+    if params["tenant"] is not None:
+        errors.extend(tenant_name_errors(params["tenant"], "tenant"))
+    if params["capability"] is not None:
+        try:
+            parse_target(params["capability"])
+        except PlatformValidationError as exc:
+            errors.extend(exc.errors)
+    errors.extend(selector_errors(params["node_selector"]))
+    errors.extend(reclaim_option_errors(params))
+    return errors
+
+
+def validate_payg_input(params: Mapping[str, Any]) -> None:
+    """``payg_input_errors``, raising PlatformValidationError."""
+    raise_if(payg_input_errors(params))

@@ -10,20 +10,20 @@ Rules held here:
   queue's deserved and the pay-as-you-go queue's granted capacity.
 * Rule idle-for-spot (``idle_for_spot``): pool - subscriptions - PAYG, never
   below 0.
-* Rule oversell-guard (``oversell_errors``, ``check_oversell``; for a
-  tenant's purchase ``tenant_oversell_errors``): subscriptions + PAYG never
-  exceed the pool.
 * Rule allocated (``allocated_from_pods``): what the pods on pool nodes hold now.
+* Rule node-selector (``selector_errors``): which nodes a pool is made of.
+
+The oversell guard is in ``oversell``, what a purchase sells in ``purchase``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from ..common.errors import FieldError, PlatformValidationError
+from ..common.errors import FieldError, raise_if
 from ..common.names import (
     LABEL_QUEUE_TYPE,
     LABEL_TENANT,
@@ -32,7 +32,7 @@ from ..common.names import (
     QUEUE_TYPE_SPOT,
     QUEUE_TYPE_SUBSCRIPTION,
 )
-from ..common.quantity import Resources, fmt, parse
+from ..common.quantity import Resources, parse
 from ..jobs.demand import DEMAND_RESOURCES, pod_demand
 
 POOL_RESOURCES = DEMAND_RESOURCES
@@ -67,6 +67,12 @@ def selector_errors(node_selector: object, field_name: str = "node_selector") ->
                 )
             )
     return errors
+
+
+def validate_node_selector(params: Mapping[str, Any]) -> None:
+    """Rule node-selector for a module's ``node_selector`` option, raising
+    PlatformValidationError."""
+    raise_if(selector_errors(params.get("node_selector") or {}))
 
 
 def label_selector(node_selector: Mapping[str, str] | None) -> str | None:
@@ -212,173 +218,6 @@ def idle_for_spot(
         for r in POOL_RESOURCES:
             idle[r] -= Decimal(item.get(r, 0))
     return {r: max(Decimal(0), v) for r, v in idle.items()}
-
-
-def oversell_errors(
-    field_name: str,
-    pool: Mapping[str, Decimal],
-    committed_elsewhere: Mapping[str, Decimal],
-    requested: Mapping[str, Decimal],
-    what: str = "the grant",
-    parts: Sequence[tuple[str, Mapping[str, Decimal]]] | None = None,
-) -> list[FieldError]:
-    """Rule oversell-guard: ``committed_elsewhere`` (every other subscription
-    and PAYG grant) plus ``requested`` must fit in the pool, per resource.
-
-    Returns one error per resource that does not fit, with the numbers, for example
-    ``capability.nvidia.com/gpu: 30 ... (64 in the pool - 40 sold as subscriptions
-    and pay-as-you-go = 24)``. ``parts`` (label, amounts), when given, shows
-    ``committed_elsewhere`` term by term instead of as one number; the parts
-    add up to it.
-    """
-    errors = []
-    for r in POOL_RESOURCES:
-        if r not in requested:
-            continue
-        want = Decimal(requested[r])
-        have = Decimal(pool.get(r, 0))
-        used = Decimal(committed_elsewhere.get(r, 0))
-        left = have - used
-        if want > left:
-            if parts is None:
-                terms = f"{fmt(used, r)} sold as subscriptions and pay-as-you-go"
-            else:
-                terms = " - ".join(
-                    f"{fmt(Decimal(amounts.get(r, 0)), r)} {label}" for label, amounts in parts
-                )
-            errors.append(
-                FieldError(
-                    f"{field_name}.{r}",
-                    f"{fmt(want, r)} for {what} exceeds what the pool has left for it "
-                    f"({fmt(have, r)} in the pool - {terms} = {_signed(left, r)}); "
-                    f"at most {fmt(max(left, Decimal(0)), r)} can be granted (rule oversell-guard)",
-                )
-            )
-    return errors
-
-
-def check_oversell(
-    field_name: str,
-    pool: Mapping[str, Decimal],
-    committed_elsewhere: Mapping[str, Decimal],
-    requested: Mapping[str, Decimal],
-    what: str = "the grant",
-) -> None:
-    """Rule oversell-guard (``oversell_errors``), raising PlatformValidationError."""
-    errors = oversell_errors(field_name, pool, committed_elsewhere, requested, what)
-    if errors:
-        raise PlatformValidationError(errors)
-
-
-def purchase_growth(
-    current: TenantCommitment | None,
-    subscription: Mapping[str, Decimal],
-    payg: Mapping[str, Decimal] | None,
-) -> tuple[Resources, Resources]:
-    """What a tenant's new purchase adds, for the oversell guard: the pool
-    resources whose subscription (and, when ``payg`` is given, PAYG grant)
-    would be larger than ``current`` (None for a new tenant), each with its
-    new value. A PAYG grant left out means the live one is kept; a resource
-    left out of a given ``payg`` is 0. Shrinking or keeping a value never
-    counts: a purchase that does not grow is never refused."""
-    live = current or TenantCommitment("")
-    grown_sub = {
-        r: Decimal(subscription[r])
-        for r in POOL_RESOURCES
-        if r in subscription and Decimal(subscription[r]) > live.subscription[r]
-    }
-    grown_payg: Resources = {}
-    if payg is not None:
-        grown_payg = {
-            r: Decimal(payg.get(r, 0))
-            for r in POOL_RESOURCES
-            if Decimal(payg.get(r, 0)) > live.payg[r]
-        }
-    return grown_sub, grown_payg
-
-
-def purchase_demand(
-    current: TenantCommitment | None,
-    subscription: Mapping[str, Decimal],
-    payg: Mapping[str, Decimal] | None,
-) -> Resources:
-    """Rule purchase-demand: how much of each pool resource a purchase newly
-    sells, the growth of the subscription plus the growth of the PAYG grant
-    over ``current`` (``purchase_growth``; what shrinks counts 0). The purchase
-    flows free this many spot GPUs before they apply the purchase."""
-    live = current or TenantCommitment("")
-    grown_sub, grown_payg = purchase_growth(current, subscription, payg)
-    return {
-        r: grown_sub.get(r, live.subscription[r])
-        - live.subscription[r]
-        + grown_payg.get(r, live.payg[r])
-        - live.payg[r]
-        for r in POOL_RESOURCES
-    }
-
-
-def tenant_oversell_errors(
-    tenant: str,
-    pool: Mapping[str, Decimal],
-    commitments: Mapping[str, TenantCommitment],
-    subscription: Mapping[str, Decimal],
-    payg: Mapping[str, Decimal] | None = None,
-) -> list[FieldError]:
-    """Rule oversell-guard for one tenant's purchase (``subscription`` and,
-    when given, ``payg``): every other tenant's subscription and PAYG grant
-    (``commitments``, from ``commitments_from_queues`` over every managed
-    queue) plus this tenant's new values must fit in the pool.
-
-    Only what grows is checked (``purchase_growth``). The subscription is
-    checked first, with this tenant's PAYG grant as it stays (the live one,
-    or the new one when this run shrinks it), reported as
-    ``subscription.<resource>``; then a growing PAYG grant on top of the new
-    subscription, reported as ``payg.<resource>``. When both pass, the
-    tenant's new values fit with everything else sold."""
-    current = commitments.get(tenant)
-    grown_sub, grown_payg = purchase_growth(current, subscription, payg)
-    if not grown_sub and not grown_payg:
-        return []
-    others_sub, others_payg = _zero(), _zero()
-    for c in commitments.values():
-        if c.tenant == tenant:
-            continue
-        for r in POOL_RESOURCES:
-            others_sub[r] += c.subscription[r]
-            others_payg[r] += c.payg[r]
-    new_sub = {r: Decimal(subscription.get(r, 0)) for r in POOL_RESOURCES}
-    # The PAYG grant the subscription shares the pool with: the live one, or
-    # what is kept of it when this run shrinks it.
-    own_payg = dict(current.payg) if current is not None else _zero()
-    if payg is not None:
-        own_payg = {r: min(own_payg[r], Decimal(payg.get(r, 0))) for r in POOL_RESOURCES}
-    others = [
-        ("in other tenants' subscriptions", others_sub),
-        ("in other tenants' pay-as-you-go", others_payg),
-    ]
-    errors: list[FieldError] = []
-    checks = (
-        ("subscription", "subscription", grown_sub, ("in this tenant's pay-as-you-go", own_payg)),
-        ("payg", "pay-as-you-go grant", grown_payg, ("in this tenant's new subscription", new_sub)),
-    )
-    for field_name, what, grown, own in checks:
-        if not grown:
-            continue
-        parts = [*others, own]
-        elsewhere = {r: sum((Decimal(p[1][r]) for p in parts), Decimal(0)) for r in POOL_RESOURCES}
-        errors += oversell_errors(
-            field_name,
-            pool,
-            elsewhere,
-            grown,
-            what=f"the {what} of tenant {tenant!r}",
-            parts=parts,
-        )
-    return errors
-
-
-def _signed(value: Decimal, resource: str) -> str:
-    return f"-{fmt(-value, resource)}" if value < 0 else str(fmt(value, resource))
 
 
 def allocated_from_pods(

@@ -4,7 +4,8 @@
 
 Puts rule pool, rule committed, rule idle-for-spot and rule
 spot-apportionment together: from the Nodes and the managed Queues, every
-spot queue's new capability (deserved 0), and which queues change.
+spot queue's new capability (deserved 0), which queues change, and the
+table ``spot_capacity`` reports.
 """
 
 from __future__ import annotations
@@ -96,3 +97,14 @@ def plan_spot_capacity(
             plan.after[c.spot_queue] = desired
         plan.rows.append(row)
     return plan
+
+
+def recompute_result(plan: SpotCapacityPlan) -> dict[str, Any]:
+    """spot_capacity's result for a plan: pool, idle, one row per tenant and the
+    spot queues it changes (``changed`` and ``diff`` come with the writes)."""
+    return {
+        "pool": render(plan.pool),
+        "idle": render(plan.idle),
+        "tenants": plan.rows,
+        "updated": [m["metadata"]["name"] for m in plan.changes],
+    }

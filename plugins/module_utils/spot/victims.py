@@ -33,8 +33,6 @@ from ..common.names import ANNOTATION_SPOT_PRICE, JOB_HOLDING_PHASES, LABEL_BILL
 from ..jobs.demand import job_demand
 
 SPOT = "spot"
-# A job holds its GPUs in these phases; Pending and Inqueue jobs hold none yet,
-# finished ones none any more.
 
 
 @dataclass(frozen=True)
@@ -227,6 +225,7 @@ def candidates_from_vcjobs(
         if queue not in queues or meta.get("deletionTimestamp"):
             continue
         state = (job.get("status") or {}).get("state") or {}
+        # Pending and Inqueue jobs hold no GPUs yet, finished ones none any more.
         if state.get("phase") not in JOB_HOLDING_PHASES:
             continue
         namespace = meta.get("namespace", "")

@@ -1,15 +1,16 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Manifests and an in-memory cluster for the spot and pay-as-you-go tests."""
+"""Manifests and a populated fake cluster for the spot and pay-as-you-go tests."""
 
 from __future__ import annotations
 
-import copy
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubernetes.client.rest import ApiException
-from kubernetes.dynamic.exceptions import ConflictError
+
+from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster, conflict
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -109,117 +110,38 @@ def pod(name, node_name, gpus, namespace="tenant-x", phase="Running", deleting=F
     }
 
 
-def conflict() -> ConflictError:
-    return ConflictError(ApiException(status=409, reason="Conflict"))
+def _field(obj: dict[str, Any], path: str) -> Any:
+    node: Any = obj
+    for part in path.split("."):
+        node = (node or {}).get(part)
+    return node
 
 
-def _matches(obj, selector):
-    if not selector:
-        return True
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    for part in selector.split(","):
-        key, value = part.split("=", 1)
-        if labels.get(key) != value:
-            return False
-    return True
-
-
-class FakeCluster:
-    """Enough of kube.Cluster for the spot modules: objects by kind, label
-    selectors, create conflicts, resourceVersion checks, a request count."""
-
-    def __init__(self, objects=(), dry_run=False):
-        self.store: dict[tuple[str, str | None, str], dict] = {}
-        self.requests = 0
-        self.writes: list[tuple[str, str, str]] = []
-        self.dry_run = dry_run
-        self.version = 0
-        for obj in objects:
-            self._put(obj)
-
-    def _key(self, kind, namespace, name):
-        return (kind, namespace, name)
-
-    def _put(self, obj):
-        obj = copy.deepcopy(obj)
-        self.version += 1
-        obj.setdefault("metadata", {})["resourceVersion"] = str(self.version)
-        meta = obj["metadata"]
-        self.store[self._key(obj["kind"], meta.get("namespace"), meta["name"])] = obj
-        return copy.deepcopy(obj)
-
-    def objects(self, kind):
-        return [copy.deepcopy(o) for (k, _unused, _unused), o in self.store.items() if k == kind]
+class SpotCluster(FakeCluster):
+    """The shared FakeCluster plus two answers of the API server the reclaim
+    relies on: ``!=`` terms in a field selector (the pool reads pods with
+    ``status.phase!=Succeeded,status.phase!=Failed``) and a ``resourceVersion``
+    delete precondition (the reclaim gives its Lease back only if unchanged)."""
 
     def list(self, api_version, kind, namespace=None, label_selector=None, field_selector=None):
-        self.requests += 1
-        return [
-            o
-            for o in self.objects(kind)
-            if _matches(o, label_selector)
-            and (namespace is None or o["metadata"].get("namespace") == namespace)
-        ]
-
-    def get(self, api_version, kind, name, namespace=None):
-        self.requests += 1
-        obj = self.store.get(self._key(kind, namespace, name))
-        return copy.deepcopy(obj) if obj else None
-
-    def create(self, manifest):
-        self.requests += 1
-        meta = manifest["metadata"]
-        if self._key(manifest["kind"], meta.get("namespace"), meta["name"]) in self.store:
-            raise conflict()
-        self.writes.append(("create", manifest["kind"], meta["name"]))
-        return self._put(manifest)
-
-    def replace(self, manifest):
-        self.requests += 1
-        meta = manifest["metadata"]
-        key = self._key(manifest["kind"], meta.get("namespace"), meta["name"])
-        live = self.store.get(key)
-        if live is None or live["metadata"]["resourceVersion"] != meta.get("resourceVersion"):
-            raise conflict()
-        self.writes.append(("replace", manifest["kind"], meta["name"]))
-        return self._put(manifest)
-
-    def apply(self, manifest, field_manager="gpucloud-platform"):
-        self.requests += 1
-        meta = manifest["metadata"]
-        key = self._key(manifest["kind"], meta.get("namespace"), meta["name"])
-        self.writes.append(("apply", manifest["kind"], meta["name"]))
-        live = copy.deepcopy(
-            self.store.get(key)
-            or {"apiVersion": manifest["apiVersion"], "kind": manifest["kind"], "metadata": {}}
-        )
-        for field, value in manifest.items():
-            if field == "metadata":
-                live["metadata"].update({k: v for k, v in value.items() if k != "labels"})
-                if "labels" in value:
-                    live["metadata"].setdefault("labels", {}).update(value["labels"])
-            elif isinstance(value, dict) and isinstance(live.get(field), dict):
-                live[field].update(copy.deepcopy(value))
-            else:
-                live[field] = copy.deepcopy(value)
-        return self._put(live)
+        terms = [t.strip() for t in (field_selector or "").split(",") if t.strip()]
+        unequal = [t.split("!=", 1) for t in terms if "!=" in t]
+        equal = ",".join(t for t in terms if "!=" not in t) or None
+        found = super().list(api_version, kind, namespace, label_selector, equal)
+        return [o for o in found if all(_field(o, path) != value for path, value in unequal)]
 
     def delete(
         self, api_version, kind, name, namespace=None, propagation="Foreground", preconditions=None
     ):
-        self.requests += 1
-        key = self._key(kind, namespace, name)
-        live = self.store.get(key)
-        if live is None:
-            return False
-        for field, value in (preconditions or {}).items():
-            if live["metadata"].get(field) != value:
-                raise conflict()
-        self.writes.append(("delete", kind, name))
-        del self.store[key]
-        return True
+        want = (preconditions or {}).get("resourceVersion")
+        live = self.store.get(self.key(kind, namespace, name))
+        if want and live is not None and live["metadata"].get("resourceVersion") != want:
+            self.requests += 1
+            raise conflict()
+        return super().delete(api_version, kind, name, namespace, propagation, preconditions)
 
 
-def spot_cluster(extra=()):
+def spot_objects(extra=()):
     """Eight 8-GPU nodes (64 GPUs); tenants alpha (40 subscribed) and beta (8
     subscribed, 4 PAYG); four spot jobs: the design's worked example A-D."""
     nodes = [node(f"n{i}") for i in range(8)]
@@ -258,4 +180,42 @@ def spot_cluster(extra=()):
         p["apiVersion"], p["kind"] = "v1", "Pod"
     for n in nodes:
         n["apiVersion"], n["kind"] = "v1", "Node"
-    return FakeCluster([*nodes, *queues, *jobs, *pods, *extra])
+    return [*nodes, *queues, *jobs, *pods, *extra]
+
+
+def spot_cluster(extra=(), dry_run=False):
+    """``spot_objects`` in a SpotCluster (``dry_run`` as the cluster is in check mode)."""
+    return SpotCluster(spot_objects(extra), dry_run=dry_run)
+
+
+def api_error(status: int = 422, message: str = "spec.capability: Invalid value") -> ApiException:
+    """An API server's refusal, its message in the body as the server sends it."""
+    exc = ApiException(status=status, reason="Refused")
+    exc.body = json.dumps({"message": message})
+    return exc
+
+
+class RefusingCluster(SpotCluster):
+    """A SpotCluster whose API server refuses chosen writes: ``refuse`` maps
+    (verb, kind, name) to the ApiException it answers with. A refused request
+    still counts, as ``kube.cluster.Cluster`` counts it."""
+
+    def __init__(self, objects=(), dry_run=False, refuse=None):
+        super().__init__(objects, dry_run=dry_run)
+        self.refuse = dict(refuse or {})
+
+    def _answer(self, verb, kind, name):
+        exc = self.refuse.get((verb, kind, name))
+        if exc is not None:
+            self.requests += 1
+            raise exc
+
+    def apply(self, manifest, field_manager="gpucloud-platform"):
+        self._answer("apply", manifest["kind"], manifest["metadata"]["name"])
+        return super().apply(manifest, field_manager=field_manager)
+
+    def delete(
+        self, api_version, kind, name, namespace=None, propagation="Foreground", preconditions=None
+    ):
+        self._answer("delete", kind, name)
+        return super().delete(api_version, kind, name, namespace, propagation, preconditions)

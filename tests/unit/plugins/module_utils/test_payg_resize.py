@@ -2,19 +2,23 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 from __future__ import annotations
 
-import sys
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.payg import (
+    growth_reason,
+    no_reclaim_error,
     parse_target,
     payg_growth_gpus,
     payg_in_use,
+    payg_input_errors,
+    payg_oversell_errors,
     payg_queue_spec,
     payg_target,
     plan_payg,
+    resize_table,
+    validate_payg_input,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
     commitments_from_queues,
@@ -22,9 +26,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool im
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from spot_fixtures import queue, vcjob
+from ansible_collections.gpucloud.platform.tests.unit.plugins.spot_fixtures import queue, vcjob
 
 GPU = "nvidia.com/gpu"
 
@@ -100,3 +102,90 @@ def test_plan_unknown_tenant_and_all_tenants():
     ]
     grow = plan_payg(commitments, [], "beta", {GPU: Decimal(10)})
     assert grow[0]["growth"] == 6
+
+
+def payg_params(**given):
+    base = {
+        "tenant": None,
+        "capability": None,
+        "fit_to_use": False,
+        "node_selector": {},
+        "history_size": 100,
+        "lease_duration": 60,
+        "wait_timeout": 300,
+    }
+    return base | given
+
+
+def test_input_needs_a_capability_or_fit_to_use_before_anything_else():
+    errors = payg_input_errors(payg_params(tenant="Bad_Name"))
+    assert [str(e) for e in errors] == [
+        "capability: give the new capability (with tenant), or set fit_to_use: true"
+    ]
+
+
+def test_input_collects_every_problem():
+    errors = payg_input_errors(
+        payg_params(
+            tenant="Bad_Name",
+            capability={"pods": 3},
+            node_selector={"a": 1},
+            lease_duration=0,
+        )
+    )
+    fields = [e.field for e in errors]
+    assert fields == ["tenant", "capability.pods", "node_selector.a", "lease_duration"]
+    assert payg_input_errors(payg_params(fit_to_use=True)) == []
+    with pytest.raises(PlatformValidationError, match="lease_duration: 0 is too small"):
+        validate_payg_input(payg_params(fit_to_use=True, lease_duration=0))
+
+
+def test_resize_table_reports_every_row_and_changes_only_what_differs():
+    queues = [
+        queue("alpha", "payg", deserved={GPU: 8}, capability={GPU: 8}),
+        queue("beta", "payg", deserved={GPU: 4}, capability={GPU: 4}),
+    ]
+    commitments = commitments_from_queues(queues)
+    rows = plan_payg(commitments, [], None, None)  # alpha and beta use nothing
+    rows[1]["target"] = rows[1]["live"]  # beta stays as it is
+    resize = resize_table(rows, queues)
+    assert [(r["tenant"], r["old"], r["new"], r["changed"]) for r in resize.table] == [
+        ("alpha", {GPU: 8}, {GPU: 0}, True),
+        ("beta", {GPU: 4}, {GPU: 4}, False),
+    ]
+    assert resize.updated == ["tenant-alpha-payg"]
+    manifest = resize.changes[0][1]
+    assert manifest["metadata"] == {"name": "tenant-alpha-payg"}
+    assert manifest["spec"] == {"capability": {GPU: 0}, "deserved": {GPU: 0}}
+    assert resize.before == {"tenant-alpha-payg": {"capability": {GPU: 8}, "deserved": {GPU: 8}}}
+    assert resize.growth == 0 and resize.growing == []
+
+
+def test_growth_meets_the_oversell_guard_beside_every_subscription():
+    queues = [
+        queue("alpha", "subscription", deserved={GPU: 40}),
+        queue("alpha", "payg", deserved={GPU: 0}, capability={GPU: 0}),
+        queue("beta", "payg", deserved={GPU: 4}, capability={GPU: 4}),
+    ]
+    commitments = commitments_from_queues(queues)
+    resize = resize_table(plan_payg(commitments, [], "alpha", {GPU: Decimal(21)}), queues)
+    assert resize.growth == 21 and [r["tenant"] for r in resize.growing] == ["alpha"]
+    pool = {GPU: Decimal(64)}
+    errors = payg_oversell_errors(resize.growing, pool, commitments)
+    assert [str(e) for e in errors] == [
+        "capability.nvidia.com/gpu: 21 for the pay-as-you-go queue of tenant 'alpha' exceeds what "
+        "the pool has left for it (64 in the pool - 44 sold as subscriptions and pay-as-you-go = "
+        "20); at most 20 can be granted (rule oversell-guard)"
+    ]
+    assert payg_oversell_errors(resize.growing, {GPU: Decimal(65)}, commitments) == []
+
+
+def test_growth_reason_and_the_no_reclaim_refusal():
+    growing = [{"tenant": "alpha"}, {"tenant": "beta"}]
+    assert growth_reason({}, growing, 8) == "pay-as-you-go growth of tenant alpha, beta by 8 GPUs"
+    assert growth_reason({"tenant": "alpha"}, growing[:1], 8).endswith("tenant alpha by 8 GPUs")
+    assert growth_reason({"demand_reason": "job 42"}, growing, 8) == "job 42"
+    assert str(no_reclaim_error(8, 4, 4, 64)) == (
+        "capability.nvidia.com/gpu: growing by 8 GPUs needs 4 more free GPUs than the 4 free "
+        "of 64; set reclaim: true to reclaim spot jobs first"
+    )

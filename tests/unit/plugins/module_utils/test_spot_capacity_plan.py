@@ -2,15 +2,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.capacity_plan import (
     plan_spot_capacity,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from spot_fixtures import node, queue
+from ansible_collections.gpucloud.platform.tests.unit.plugins.spot_fixtures import node, queue
 
 GPU = "nvidia.com/gpu"
 

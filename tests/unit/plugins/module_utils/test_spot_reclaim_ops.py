@@ -3,26 +3,40 @@
 from __future__ import annotations
 
 import json
-import sys
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot.service import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import Refused
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import (
     ReclaimError,
     ReclaimRequest,
-    acquire_lease,
     lease_blocker,
     lease_manifest,
     push_history,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.service import (
+    acquire_lease,
     reclaim,
     release_lease,
     wait_until_free,
 )
+from ansible_collections.gpucloud.platform.tests.unit.plugins.spot_fixtures import (
+    NOW,
+    SpotCluster,
+    spot_cluster,
+    spot_objects,
+)
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from spot_fixtures import NOW, spot_cluster
+
+class RecreatingCluster(SpotCluster):
+    """Someone deletes spot-a and creates it again under its name (a new uid)
+    between the reclaim's list and its delete."""
+
+    def delete(self, api_version, kind, name, namespace=None, **kw):
+        if (kind, name) == ("Job", "spot-a"):
+            self.store[self.key("Job", namespace, name)]["metadata"]["uid"] = "uid-spot-a-new"
+        return super().delete(api_version, kind, name, namespace, **kw)
 
 
 def test_nothing_to_do_when_enough_is_free():
@@ -34,15 +48,7 @@ def test_nothing_to_do_when_enough_is_free():
 
 
 def test_a_victim_recreated_under_its_name_since_the_list_is_left_alone():
-    cluster = spot_cluster()
-    real_delete = cluster.delete
-
-    def delete_after_recreate(api_version, kind, name, namespace=None, **kw):
-        if (kind, name) == ("Job", "spot-a"):
-            cluster.store[("Job", namespace, name)]["metadata"]["uid"] = "uid-spot-a-new"
-        return real_delete(api_version, kind, name, namespace, **kw)
-
-    cluster.delete = delete_after_recreate
+    cluster = RecreatingCluster(spot_objects())
     # reclaim lists the jobs, then deletes each by the uid it listed
     result = reclaim(cluster, ReclaimRequest(demand=16, holder="me"), check_mode=False, now=NOW)
     deletes = [w[2] for w in cluster.writes if w[:2] == ("delete", "Job")]
@@ -98,8 +104,10 @@ def test_too_little_spot_fails_before_deleting():
     with pytest.raises(
         ReclaimError,
         match=r"demand 40 GPUs: 4 of the pool's 64 GPUs are free, 36 must be reclaimed",
-    ):
+    ) as info:
         reclaim(cluster, ReclaimRequest(demand=40, holder="me"), check_mode=False, now=NOW)
+    # a refusal: reported with what the run found
+    assert isinstance(info.value, Refused) and info.value.result["shortfall"] == 36
     assert not [w for w in cluster.writes if w[0] == "delete" and w[1] == "Job"]
     assert cluster.objects("Lease") == []
 

@@ -2,9 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 from __future__ import annotations
 
-import sys
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -23,9 +21,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims imp
     reclaim_need,
     victim_order_key,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from spot_fixtures import NOW, vcjob
+from ansible_collections.gpucloud.platform.tests.unit.plugins.spot_fixtures import NOW, vcjob
 
 T0 = NOW.timestamp()
 

@@ -1,0 +1,153 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pay-as-you-go resizing against the cluster: the ``payg_capacity`` module.
+
+One list of managed Queues and one of Volcano Jobs; Nodes and Pods only when
+a queue grows. A growth meets the oversell guard first, then, when fewer GPUs
+are free than it grants, the spot reclaim (``spot.service.reclaim``: the same
+Lease, Events and history as ``spot_reclaim``). Then a server-side apply of
+just the capability and deserved of each queue whose value changes, under the
+capacity field manager. The decisions are the pure rules of ``capacity.payg``,
+``capacity.pool`` and ``capacity.oversell``.
+
+In check mode nothing is deleted (the reclaim reports its victims) and the
+applies are the cluster's server-side dry runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..common.errors import PartialWrite, PlatformValidationError, Refused
+from ..common.names import CAPACITY_FIELD_MANAGER, JOB_API
+from ..kube.cluster import ApiException, Cluster
+from ..spot.reclaim import ReclaimError, reclaim_request, victim_names
+from ..spot.service import (
+    default_holder,
+    read_pool,
+    read_queues,
+    reclaim,
+    wait_until_free,
+)
+from ..spot.victims import reclaim_need
+from .payg import (
+    PaygResize,
+    growth_reason,
+    no_reclaim_error,
+    parse_target,
+    payg_oversell_errors,
+    plan_payg,
+    resize_table,
+)
+from .pool import TenantCommitment, commitments_from_queues
+
+WHAT = "updating pay-as-you-go queues"
+
+
+def run(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+    """The ``payg_capacity`` module: resize one tenant's pay-as-you-go queue to
+    ``capability`` or shrink the queues to what they use (``fit_to_use``)."""
+    requested = None if params["capability"] is None else parse_target(params["capability"])
+    queues = read_queues(cluster)
+    jobs = cluster.list(JOB_API, "Job")
+    commitments = commitments_from_queues(queues)
+    resize = resize_table(plan_payg(commitments, jobs, params["tenant"], requested), queues)
+    reclaimed = make_room(params, cluster, check_mode, resize, commitments)
+    write_grants(params, cluster, check_mode, resize, reclaimed)
+    return {
+        "changed": bool(resize.changes) or bool(reclaimed and reclaimed.get("changed")),
+        "queues": resize.table,
+        "updated": resize.updated,
+        "reclaim": reclaimed,
+        "diff": {"before": resize.before, "after": resize.after},
+    }
+
+
+def make_room(
+    params: dict[str, Any],
+    cluster: Cluster,
+    check_mode: bool,
+    resize: PaygResize,
+    commitments: dict[str, TenantCommitment],
+) -> dict[str, Any] | None:
+    """Before a queue grows: the oversell guard, then the reclaim of as many spot
+    GPUs as the growth finds short of free ones. Returns the reclaim's result,
+    or None when nothing grows or enough is free."""
+    growing = resize.growing
+    if not growing:
+        return None
+    state = read_pool(cluster, params["node_selector"] or {})
+    _refuse_if(payg_oversell_errors(growing, state.pool, commitments), resize)
+    growth = resize.growth
+    shortfall = reclaim_need(state.pool_gpus, state.allocated_gpus, growth)
+    if not shortfall:
+        return None
+    if not params["reclaim"]:
+        _refuse_if([no_reclaim_error(growth, shortfall, state.free_gpus, state.pool_gpus)], resize)
+    request = reclaim_request(
+        params, growth, growth_reason(params, growing, growth), default_holder()
+    )
+    try:
+        return reclaim(cluster, request, check_mode)
+    except ReclaimError as exc:
+        raise Refused(str(exc), queues=resize.table, reclaim=exc.result) from None
+    except PartialWrite as exc:
+        raise PartialWrite(
+            exc.what, exc.done, exc.cause, queues=resize.table, reclaim=exc.report, updated=[]
+        ) from exc
+
+
+def _refuse_if(errors: list, resize: PaygResize) -> None:
+    """Valid input the pool cannot take: the errors and the table, nothing written."""
+    if errors:
+        err = PlatformValidationError(errors)
+        raise Refused(str(err), errors=err.messages, queues=resize.table)
+
+
+def write_grants(
+    params: dict[str, Any],
+    cluster: Cluster,
+    check_mode: bool,
+    resize: PaygResize,
+    reclaimed: dict[str, Any] | None,
+) -> None:
+    """Apply each changed queue's capability and deserved; after a reclaim with
+    ``wait``, wait until the growth's GPUs are free. A write or read refused
+    part-way raises PartialWrite naming the jobs deleted and the queues written."""
+    victims = (reclaimed or {}).get("victims") or []
+    done = [] if check_mode else victim_names(victims)
+    updated: list[str] = []
+    try:
+        for _row, manifest in resize.changes:
+            cluster.apply(manifest, field_manager=CAPACITY_FIELD_MANAGER)
+            updated.append(manifest["metadata"]["name"])
+            done.append(manifest["metadata"]["name"])
+        if victims and params["wait"] and not check_mode:
+            _wait_for_growth(params, cluster, resize, reclaimed, updated, done)
+    except ApiException as exc:
+        raise PartialWrite(
+            WHAT, done, exc, queues=resize.table, reclaim=reclaimed, updated=updated
+        ) from exc
+
+
+def _wait_for_growth(
+    params: dict[str, Any],
+    cluster: Cluster,
+    resize: PaygResize,
+    reclaimed: dict[str, Any],
+    updated: list[str],
+    done: list[str],
+) -> None:
+    growth, timeout = resize.growth, params["wait_timeout"]
+    reached, free_after = wait_until_free(cluster, params["node_selector"] or {}, growth, timeout)
+    reclaimed["waited"] = True
+    reclaimed["free_after"] = free_after
+    if not reached:
+        # The jobs are deleted and the queues written: the failure says so.
+        raise Refused(
+            f"{growth} GPUs were not free within {timeout} s after the reclaim: {free_after} free",
+            changed=bool(done),
+            queues=resize.table,
+            reclaim=reclaimed,
+            updated=updated,
+        )

@@ -1,0 +1,365 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a spot reclaim asks for, checks, records and reports (pure: no I/O).
+
+The victims themselves are chosen by ``victims``; ``service`` reads and
+writes. Rules held here:
+
+* Rule reclaim-lease (``lease_blocker``): who holds the ``spot-reclaim`` Lease
+  so that this run must not delete.
+* Rule reclaim-history (``push_history``): newest first, bounded.
+* Rule reclaim-input (``reclaim_option_errors``, ``reclaim_input_errors``):
+  the checks a reclaiming module makes before its first request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ..capacity.pool import selector_errors
+from ..common.errors import FieldError, Refused, raise_if
+from ..common.names import (
+    EVENT_REASON_SPOT_RECLAIMED,
+    JOB_API,
+    LABEL_MANAGED_BY,
+    LEASE_API,
+    MANAGED_BY,
+    PLATFORM_NAMESPACE,
+    SPOT_RECLAIM_HISTORY,
+    SPOT_RECLAIM_LEASE,
+)
+from ..common.quantity import GPU, Resources
+from .victims import SpotJob
+
+HISTORY_KEY = "history.json"
+# What the reclaim summary (``reclaim`` in the result) repeats of the run.
+SUMMARY_FIELDS = ("demand", "pool", "allocated", "free", "shortfall", "freed", "victims")
+
+
+class ReclaimError(Refused):
+    """A reclaim the cluster's state forbids (the lease is held, the spot jobs
+    hold too few GPUs); ``result`` holds what is known, reported with it."""
+
+    @property
+    def result(self) -> dict[str, Any]:
+        return dict(self.extra)
+
+
+def micro_time(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def seconds_time(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse_micro(value: object) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    text = value[:-1] + "+00:00" if value.endswith("Z") else value
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+# --- the pool as a reclaim sees it ---------------------------------------------------
+
+
+@dataclass
+class PoolState:
+    pool: Resources
+    members: list[str]
+    held: Resources
+    leaving: Resources
+
+    @property
+    def pool_gpus(self) -> int:
+        return int(self.pool[GPU])
+
+    @property
+    def allocated_gpus(self) -> int:
+        return int(self.held[GPU])
+
+    @property
+    def free_gpus(self) -> int:
+        """Free now, counting GPUs of pods on their way out as free."""
+        return max(0, self.pool_gpus - self.allocated_gpus)
+
+    @property
+    def free_gpus_settled(self) -> int:
+        """Free with the pods on their way out still counted as holding."""
+        return max(0, self.pool_gpus - self.allocated_gpus - int(self.leaving[GPU]))
+
+
+# --- the request ---------------------------------------------------------------------
+
+
+@dataclass
+class ReclaimRequest:
+    demand: int
+    reason: str = "a paying demand"
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    allow_partial: bool = False
+    history_size: int = 100
+    holder: str = MANAGED_BY
+    lease_duration: int = 60
+
+
+def reclaim_request(
+    params: Mapping[str, Any], demand: int, reason: str, holder: str, allow_partial: bool = False
+) -> ReclaimRequest:
+    """The reclaim a module's options ask for (``node_selector``,
+    ``history_size``, ``lease_duration``; ``holder`` when no
+    ``holder_identity`` is given)."""
+    return ReclaimRequest(
+        demand=demand,
+        reason=reason,
+        node_selector=params.get("node_selector") or {},
+        allow_partial=allow_partial,
+        history_size=params["history_size"],
+        holder=params.get("holder_identity") or holder,
+        lease_duration=params["lease_duration"],
+    )
+
+
+def reclaim_option_errors(params: Mapping[str, Any]) -> list[FieldError]:
+    """Rule reclaim-input, the options every reclaiming module shares."""
+    errors: list[FieldError] = []
+    for name in ("history_size", "lease_duration", "wait_timeout"):
+        value = params.get(name)
+        least = 1 if name == "lease_duration" else 0
+        if value is not None and value < least:
+            errors.append(FieldError(name, f"{value} is too small; {least} or more is accepted"))
+    return errors
+
+
+def reclaim_input_errors(params: Mapping[str, Any]) -> list[FieldError]:
+    """Rule reclaim-input for ``spot_reclaim``: every check before the first request."""
+    errors = []
+    if params["need"] < 0:
+        errors.append(
+            FieldError("need", f"{params['need']} is negative; a demand is 0 or more GPUs")
+        )
+    errors.extend(selector_errors(params["node_selector"]))
+    errors.extend(reclaim_option_errors(params))
+    if not (params["demand_reason"] or "").strip():
+        errors.append(
+            FieldError("demand_reason", "must say what the GPUs are for (a non-empty string)")
+        )
+    return errors
+
+
+def validate_reclaim_input(params: Mapping[str, Any]) -> None:
+    """``reclaim_input_errors``, raising PlatformValidationError."""
+    raise_if(reclaim_input_errors(params))
+
+
+# --- the lease -----------------------------------------------------------------------
+
+
+def lease_blocker(lease: Mapping[str, Any] | None, holder: str, now: datetime) -> str | None:
+    """Rule reclaim-lease: who blocks ``holder`` from taking the lease, or None.
+
+    The lease is free when it does not exist, has no holder, is ``holder``'s
+    own, or was last renewed more than its duration ago."""
+    if not lease:
+        return None
+    spec = lease.get("spec") or {}
+    other = spec.get("holderIdentity")
+    if not other or other == holder:
+        return None
+    renewed = _parse_micro(spec.get("renewTime")) or _parse_micro(spec.get("acquireTime"))
+    duration = spec.get("leaseDurationSeconds") or 0
+    if renewed is None:
+        return None
+    expires = renewed.timestamp() + float(duration)
+    if expires <= now.timestamp():
+        return None
+    return (
+        f"Lease {PLATFORM_NAMESPACE}/{SPOT_RECLAIM_LEASE} is held by {other!r} until "
+        f"{seconds_time(datetime.fromtimestamp(expires, tz=UTC))}; another spot reclaim is "
+        "running, try again after it ends"
+    )
+
+
+LEASE_RACE = (
+    f"Lease {PLATFORM_NAMESPACE}/{SPOT_RECLAIM_LEASE} was taken by another spot reclaim "
+    "at the same time; try again"
+)
+
+
+def lease_manifest(
+    holder: str, duration: int, now: datetime, transitions: int = 0
+) -> dict[str, Any]:
+    return {
+        "apiVersion": LEASE_API,
+        "kind": "Lease",
+        "metadata": {
+            "name": SPOT_RECLAIM_LEASE,
+            "namespace": PLATFORM_NAMESPACE,
+            "labels": {LABEL_MANAGED_BY: MANAGED_BY},
+        },
+        "spec": {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": int(duration),
+            "acquireTime": micro_time(now),
+            "renewTime": micro_time(now),
+            "leaseTransitions": transitions,
+        },
+    }
+
+
+def lease_takeover(
+    live: Mapping[str, Any], holder: str, duration: int, now: datetime
+) -> dict[str, Any]:
+    """The update that takes a free live lease over, guarded by its resourceVersion
+    (a holder change counts as one more transition)."""
+    spec = live.get("spec") or {}
+    transitions = int(spec.get("leaseTransitions") or 0) + (
+        0 if spec.get("holderIdentity") == holder else 1
+    )
+    manifest = lease_manifest(holder, duration, now, transitions)
+    manifest["metadata"]["resourceVersion"] = (live.get("metadata") or {}).get("resourceVersion")
+    return manifest
+
+
+# --- what a reclaim records ----------------------------------------------------------
+
+
+def event_manifest(
+    job: SpotJob,
+    uid: str | None,
+    demand: int,
+    shortfall: int,
+    reason: str,
+    now: datetime,
+    order: int = 1,
+) -> dict[str, Any]:
+    """The ``SpotReclaimed`` Event recorded on a deleted spot job.
+
+    ``order`` is the job's place in the kill order (1 first). It is recorded
+    in the annotation ``platform.io/reclaim-order`` and added (in nanoseconds)
+    to the run's time in the Event's name suffix, so that the Events of one
+    reclaim, which share a timestamp, still sort in kill order by name."""
+    stamp = int(now.timestamp() * 1_000_000_000) + order
+    involved = {
+        "apiVersion": JOB_API,
+        "kind": "Job",
+        "name": job.name,
+        "namespace": job.namespace,
+    }
+    if uid:
+        involved["uid"] = uid
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{job.name[:200]}.{stamp:x}",
+            "namespace": job.namespace,
+            "labels": {LABEL_MANAGED_BY: MANAGED_BY},
+            "annotations": {
+                "platform.io/spot-price": str(job.price),
+                "platform.io/reclaimed-gpus": str(job.gpus),
+                "platform.io/reclaim-demand": str(demand),
+                "platform.io/reclaim-order": str(order),
+            },
+        },
+        "involvedObject": involved,
+        "reason": EVENT_REASON_SPOT_RECLAIMED,
+        "type": "Warning",
+        "message": (
+            f"spot job {job.namespace}/{job.name} (price {job.price}, {job.gpus} GPUs, {job.pods} pods) "
+            f"was deleted to free GPUs for {reason}: demand {demand} GPUs, {shortfall} short of free GPUs"
+        ),
+        "source": {"component": MANAGED_BY},
+        "firstTimestamp": seconds_time(now),
+        "lastTimestamp": seconds_time(now),
+        "count": 1,
+    }
+
+
+def history_entry(
+    result: Mapping[str, Any], reason: str, holder: str, now: datetime
+) -> dict[str, Any]:
+    return {
+        "time": seconds_time(now),
+        "reason": reason,
+        "holder": holder,
+        **{k: result[k] for k in SUMMARY_FIELDS},
+    }
+
+
+def push_history(entries: list[Any], entry: Mapping[str, Any], size: int) -> list[Any]:
+    """Rule reclaim-history: newest first, at most ``size`` entries."""
+    return ([dict(entry), *entries])[: max(size, 0)]
+
+
+def read_history(configmap: Mapping[str, Any] | None) -> list[Any]:
+    raw = ((configmap or {}).get("data") or {}).get(HISTORY_KEY)
+    if not raw:
+        return []
+    try:
+        loaded = json.loads(raw)
+    except ValueError:
+        return []
+    return loaded if isinstance(loaded, list) else []
+
+
+def history_manifest(entries: list[Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": SPOT_RECLAIM_HISTORY,
+            "namespace": PLATFORM_NAMESPACE,
+            "labels": {LABEL_MANAGED_BY: MANAGED_BY},
+        },
+        "data": {HISTORY_KEY: json.dumps(entries, indent=1, sort_keys=True)},
+    }
+
+
+# --- what a reclaim reports ----------------------------------------------------------
+
+
+def reclaim_report(demand: int, state: PoolState, shortfall: int) -> dict[str, Any]:
+    """The reclaim's result before any victim is chosen."""
+    return {
+        "demand": demand,
+        "pool": state.pool_gpus,
+        "allocated": state.allocated_gpus,
+        "free": state.free_gpus,
+        "shortfall": shortfall,
+        "freed": 0,
+        "victims": [],
+        "warnings": [],
+    }
+
+
+def too_little_spot(demand: int, state: PoolState, shortfall: int, why: object) -> str:
+    return (
+        f"demand {demand} GPUs: {state.free_gpus} of the pool's {state.pool_gpus} GPUs are free, "
+        f"{shortfall} must be reclaimed, but {why}"
+    )
+
+
+def victim_names(victims: list[Mapping[str, Any]]) -> list[str]:
+    return [f"{v['namespace']}/{v['name']}" for v in victims]
+
+
+def reclaim_summary(result: Mapping[str, Any], reason: str, now: datetime) -> dict[str, Any]:
+    """The run's summary for ``set_stats`` (``reclaim`` in spot_reclaim's result)."""
+    return {"time": seconds_time(now), "reason": reason, **{k: result[k] for k in SUMMARY_FIELDS}}
+
+
+def reclaim_diff(victims: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """The victims before (running) and after (deleted)."""
+    names = victim_names(victims)
+    return {
+        "before": {name: "running" for name in names},
+        "after": {name: "deleted" for name in names},
+    }

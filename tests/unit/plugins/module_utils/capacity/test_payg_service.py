@@ -1,0 +1,145 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""capacity.service.run (payg_capacity) against the fake cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.capacity import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
+    PartialWrite,
+    PlatformValidationError,
+    Refused,
+)
+from ansible_collections.gpucloud.platform.plugins.modules import payg_capacity
+from ansible_collections.gpucloud.platform.tests.unit.plugins.spot_fixtures import (
+    RefusingCluster,
+    SpotCluster,
+    api_error,
+    spot_cluster,
+    spot_objects,
+)
+
+GPU = "nvidia.com/gpu"
+
+
+def params(**given):
+    """The module's options with their defaults, as the runner passes them."""
+    return {name: spec.get("default") for name, spec in payg_capacity.OPTIONS.items()} | given
+
+
+def capability(cluster, queue):
+    return cluster.store[cluster.key("Queue", None, queue)]["spec"]["capability"]
+
+
+def oversized_beta():
+    """spot_objects with beta's PAYG queue granted 10 GPUs while it uses 4."""
+    objects = spot_objects()
+    beta = next(o for o in objects if o["metadata"]["name"] == "tenant-beta-payg")
+    beta["spec"]["capability"] = beta["spec"]["deserved"] = {GPU: 10}
+    return objects
+
+
+def test_grow_reclaims_then_writes_only_the_capacity_fields():
+    cluster = spot_cluster()
+    result = service.run(params(tenant="alpha", capability={GPU: 12}), cluster, check_mode=False)
+    assert result["changed"] is True and result["updated"] == ["tenant-alpha-payg"]
+    assert [v["name"] for v in result["reclaim"]["victims"]] == ["spot-a", "spot-b"]
+    assert result["diff"]["before"]["tenant-alpha-payg"]["capability"] == {GPU: 0}
+    assert capability(cluster, "tenant-alpha-payg") == {GPU: 12}
+    assert ("apply:gpucloud-platform-capacity", "Queue", "tenant-alpha-payg") in cluster.writes
+    queue = cluster.store[cluster.key("Queue", None, "tenant-alpha-payg")]
+    assert queue["metadata"]["labels"]["platform.io/queue-type"] == "payg"  # kept
+
+
+def test_check_mode_writes_nothing():
+    cluster = spot_cluster(dry_run=True)
+    result = service.run(params(tenant="alpha", capability={GPU: 12}), cluster, check_mode=True)
+    assert result["changed"] is True and result["updated"] == ["tenant-alpha-payg"]
+    assert [v["name"] for v in result["reclaim"]["victims"]] == ["spot-a", "spot-b"]
+    assert cluster.real_writes == []
+    assert [w[0] for w in cluster.writes] == ["dry-run"]  # the queue's apply, as a dry run
+    assert capability(cluster, "tenant-alpha-payg") == {GPU: 0}
+    assert cluster.objects("Lease") == [] and cluster.objects("Event") == []
+
+
+def test_a_write_refused_part_way_raises_partial_write_with_done():
+    refusal = api_error(message="spec.capability: Invalid value")
+    objects = [*oversized_beta()]
+    alpha = next(o for o in objects if o["metadata"]["name"] == "tenant-alpha-payg")
+    alpha["spec"]["capability"] = alpha["spec"]["deserved"] = {GPU: 2}  # uses 0: shrinks to 0
+    cluster = RefusingCluster(objects, refuse={("apply", "Queue", "tenant-beta-payg"): refusal})
+    with pytest.raises(PartialWrite) as info:
+        service.run(params(fit_to_use=True), cluster, check_mode=False)
+    assert info.value.what == "updating pay-as-you-go queues"
+    assert info.value.done == ["tenant-alpha-payg"] and info.value.cause is refusal
+    assert info.value.report["updated"] == ["tenant-alpha-payg"]
+    assert {r["tenant"] for r in info.value.report["queues"]} == {"alpha", "beta"}
+    assert capability(cluster, "tenant-alpha-payg") == {GPU: 0}
+
+
+def test_a_write_refused_after_the_reclaim_counts_the_deleted_jobs_as_done():
+    refusal = api_error()
+    cluster = RefusingCluster(
+        spot_objects(), refuse={("apply", "Queue", "tenant-alpha-payg"): refusal}
+    )
+    with pytest.raises(PartialWrite) as info:
+        service.run(params(tenant="alpha", capability={GPU: 12}), cluster, check_mode=False)
+    assert info.value.done == ["tenant-alpha/spot-a", "tenant-alpha/spot-b"]
+    assert info.value.report["reclaim"]["freed"] == 12 and info.value.report["updated"] == []
+
+
+def test_a_delete_refused_part_way_raises_partial_write_with_done():
+    refusal = api_error(403, "forbidden")
+    cluster = RefusingCluster(spot_objects(), refuse={("delete", "Job", "spot-b"): refusal})
+    with pytest.raises(PartialWrite) as info:
+        service.run(params(tenant="alpha", capability={GPU: 12}), cluster, check_mode=False)
+    assert info.value.what == "reclaiming spot jobs"
+    assert info.value.done == ["tenant-alpha/spot-a"]
+    assert [v["name"] for v in info.value.report["reclaim"]["victims"]] == ["spot-a"]
+    assert capability(cluster, "tenant-alpha-payg") == {GPU: 0}  # not grown
+
+
+def test_oversell_is_refused_with_the_errors_and_the_table():
+    cluster = spot_cluster()
+    with pytest.raises(Refused) as info:
+        service.run(params(tenant="alpha", capability={GPU: 17}), cluster, check_mode=False)
+    assert info.value.extra["errors"][0].startswith(
+        "capability.nvidia.com/gpu: 17 for the pay-as-you-go queue of tenant 'alpha' exceeds"
+    )
+    assert info.value.extra["queues"][0]["growth"] == 17
+    assert cluster.writes == []
+
+
+def test_a_lease_held_elsewhere_refuses_the_growth():
+    from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import (
+        lease_manifest,
+    )
+    from ansible_collections.gpucloud.platform.plugins.module_utils.spot.service import utc_now
+
+    cluster = SpotCluster(spot_objects([lease_manifest("other-run", 600, utc_now())]))
+    with pytest.raises(Refused, match="held by 'other-run'") as info:
+        service.run(params(tenant="alpha", capability={GPU: 12}), cluster, check_mode=False)
+    assert info.value.extra["reclaim"] == {} and "queues" in info.value.extra
+    assert not [w for w in cluster.writes if w[1] in ("Job", "Queue")]
+
+
+def test_below_use_is_refused_before_any_write():
+    cluster = spot_cluster()
+    with pytest.raises(PlatformValidationError, match="2 is below what tenant 'beta' uses"):
+        service.run(params(tenant="beta", capability={GPU: 2}), cluster, check_mode=False)
+    assert cluster.writes == []
+
+
+def test_growth_not_free_in_time_is_refused_after_the_writes(monkeypatch):
+    monkeypatch.setattr(service, "wait_until_free", lambda *args: (False, 4))
+    cluster = spot_cluster()
+    with pytest.raises(Refused, match="12 GPUs were not free within 300 s") as info:
+        service.run(
+            params(tenant="alpha", capability={GPU: 12}, wait=True), cluster, check_mode=False
+        )
+    assert info.value.extra["changed"] is True  # jobs deleted, queue grown
+    assert info.value.extra["reclaim"]["waited"] is True
+    assert info.value.extra["reclaim"]["free_after"] == 4
+    assert info.value.extra["updated"] == ["tenant-alpha-payg"]
