@@ -14,7 +14,7 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 from kubernetes.dynamic import DynamicClient
 
-from localcluster_helpers import (
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     load_scheduler_conf,
     scheduler_conf,
 )

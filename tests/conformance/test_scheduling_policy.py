@@ -27,8 +27,12 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
     render_scheduler_conf,
 )
-
-from conformance_kube import Kube, PodDeletions, evictions, wait_for
+from ansible_collections.gpucloud.platform.tests.conformance.conformance_kube import (
+    Kube,
+    PodDeletions,
+    evictions,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.conformance, pytest.mark.slow]
 

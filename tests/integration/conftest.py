@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import sys as _sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,8 +20,11 @@ from typing import Any
 
 import pytest
 
-_sys.path.insert(0, str(Path(__file__).resolve().parent))
-from localcluster_helpers import CLUSTER, ROOT, wait_until
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    CLUSTER,
+    ROOT,
+    wait_until,
+)
 
 
 @pytest.fixture(scope="session")

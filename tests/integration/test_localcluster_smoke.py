@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from localcluster_helpers import (
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     CLUSTER,
     ROOT,
     load_scheduler_conf,

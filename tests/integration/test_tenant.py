@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from localcluster_helpers import wait_until
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import wait_until
 
 pytestmark = pytest.mark.integration
 

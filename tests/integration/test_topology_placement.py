@@ -25,8 +25,7 @@ import pytest
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
     render_scheduler_conf,
 )
-
-from localcluster_helpers import (
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     load_scheduler_conf,
     restore_scheduler_conf,
     scheduler_conf,
