@@ -108,7 +108,9 @@ def run_module(ansible_env: dict[str, str]) -> Callable[..., dict[str, Any]]:
     ) -> dict[str, Any]:
         if "." not in module:
             module = f"gpucloud.platform.{module}"
-        cmd = ["ansible", "localhost", "-m", module, "-a", json.dumps(args)]
+        cmd = ["ansible", "localhost", "-m", module]
+        # `-a '{}'` is read as raw parameters, which the collection's modules do not take
+        cmd += ["-a", json.dumps(args)] if args else []
         cmd += ["--check"] if check else []
         cmd += ["--diff"] if diff else []
         proc = subprocess.run(
