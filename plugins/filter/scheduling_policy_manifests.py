@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.admission import (
+    DEFAULT_PLATFORM_GROUPS,
     admission_manifests,
     parent_queues_configmap,
 )
@@ -18,6 +19,15 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler
     scheduler_configmap,
 )
 
+ADMISSION_TOGGLES = (
+    "queue_tenant",
+    "queue_leaf",
+    "queue_priority",
+    "queue_billing",
+    "large_job_throttle",
+    "pod_placement",
+    "platform_state",
+)
 PARTS = ("priority_classes", "scheduler_configmap", "admission_policies", "parent_queues_configmap")
 
 
@@ -30,7 +40,7 @@ def scheduler_conf_text(tiers=None, actions=None, configurations=None):
     )
 
 
-def scheduling_policy_manifests(conf_text, parts=PARTS, admission=None):
+def scheduling_policy_manifests(conf_text, parts=PARTS, admission=None, platform_groups=None):
     """The manifests to apply: PriorityClasses, the scheduler ConfigMap holding conf_text,
     the admission policies with their bindings, and the parent-queues parameter ConfigMap."""
     admission = dict(admission or {})
@@ -40,12 +50,9 @@ def scheduling_policy_manifests(conf_text, parts=PARTS, admission=None):
     if "scheduler_configmap" in parts:
         out.append(scheduler_configmap(conf_text))
     if "admission_policies" in parts:
-        out += admission_manifests(
-            queue_tenant=bool(admission.get("queue_tenant", True)),
-            queue_leaf=bool(admission.get("queue_leaf", True)),
-            queue_priority=bool(admission.get("queue_priority", True)),
-            large_job_throttle=bool(admission.get("large_job_throttle", True)),
-        )
+        toggles = {name: bool(admission.get(name, True)) for name in ADMISSION_TOGGLES}
+        groups = list(platform_groups) if platform_groups else list(DEFAULT_PLATFORM_GROUPS)
+        out += admission_manifests(platform_groups=groups, **toggles)
     if "parent_queues_configmap" in parts:
         out.append(parent_queues_configmap())
     return out

@@ -843,27 +843,42 @@ def test_site_on_the_local_inventory_converges(kubeconfig):
 def test_scheduling_policy_refuses_to_remove_the_last_parameterised_binding(
     tmp_path, kubeconfig, api_client
 ):
-    """Both parameterised policies switched off while theirs are the only bindings with a
+    """Every parameterised policy switched off while theirs are the only bindings with a
     ConfigMap parameter: refused before any write (kubernetes/kubernetes#133827)."""
     from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.exceptions import NotFoundError
 
+    from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+        ADMISSION_API,
+    )
     from ansible_collections.gpucloud.platform.plugins.module_utils.policy import admission as ap
 
     dyn = DynamicClient(api_client)
-    bindings = dyn.resources.get(
-        api_version=ap.API_VERSION, kind="ValidatingAdmissionPolicyBinding"
-    )
+    bindings = dyn.resources.get(api_version=ADMISSION_API, kind="ValidatingAdmissionPolicyBinding")
     # The throttle policy and binding stay installed afterwards, as the job tests leave them:
     # deleting them is exactly what freezes the informer.
-    for manifest in ap.admission_manifests(False, False, False, True):
+    for manifest in ap.admission_manifests(
+        queue_tenant=False,
+        queue_leaf=False,
+        queue_priority=False,
+        queue_billing=False,
+        pod_placement=False,
+        platform_state=False,
+    ):
         resource = dyn.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
         try:
             resource.get(name=manifest["metadata"]["name"])
         except NotFoundError:
             resource.create(body=manifest)
     param_bindings = {b.metadata.name for b in bindings.get().items if b.spec.paramRef}
-    if param_bindings - {"gpucloud-queue-leaf", "gpucloud-large-job-throttle"}:
+    parameterised = {
+        "gpucloud-queue-tenant",
+        "gpucloud-queue-leaf",
+        "gpucloud-queue-priority",
+        "gpucloud-queue-billing",
+        "gpucloud-large-job-throttle",
+    }
+    if param_bindings - parameterised:
         pytest.skip(f"other bindings with a parameter exist: {sorted(param_bindings)}")
 
     run = run_role(
@@ -876,6 +891,7 @@ def test_scheduling_policy_refuses_to_remove_the_last_parameterised_binding(
                 "queue_tenant": False,
                 "queue_leaf": False,
                 "queue_priority": False,
+                "queue_billing": False,
                 "large_job_throttle": False,
             },
         },

@@ -2,20 +2,28 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """ValidatingAdmissionPolicies (CEL, enforced by the API server for every client).
 
-Four policies, each with its binding:
+The queue policies, each with its binding (the workload and platform-state
+policies are in ``pod_placement.py`` and ``platform_state.py``):
 
-* queue-tenant: a Volcano Job or PodGroup names a queue of its own tenant
-  (the namespace's ``platform.io/tenant`` label; queue names start with
-  ``tenant-<tenant>-``).
+* queue-tenant: a Volcano Job or PodGroup names one of its own tenant's leaf
+  queues. The tenant's queues are the policy's parameter: ConfigMap
+  ``platform-queues`` in the tenant's own namespace (queue name -> queue
+  type), written by the tenant modules and unwritable by tenants (rule
+  platform-state), so no tenant name can reach another tenant's queues.
 * queue-leaf: never a queue that has children. The parent queues are the
   policy's parameter: ConfigMap ``platform-parent-queues`` in
   ``platform-system``, key ``queues``, comma-separated, kept by the tenant
   modules.
-* queue-priority: the PriorityClass fits the queue type (spot queues only
-  spot-job; spot-job only in spot queues; critical-job only where the
-  namespace has ``platform.io/allow-critical: "true"``, and only on task
-  templates marked ``volcano.sh/preemptable: "false"`` so that neither
-  preempt nor reclaim takes it).
+* queue-priority: every Job and PodGroup names a platform PriorityClass, and
+  it fits the queue type (spot queues only spot-job; spot-job only in spot
+  queues; critical-job only where the namespace has
+  ``platform.io/allow-critical: "true"``, and only on task templates marked
+  ``volcano.sh/preemptable: "false"`` so that neither preempt nor reclaim
+  takes it).
+* queue-billing: a Job's ``platform.io/billing-type`` label is its queue's
+  (spot, payg, or subscription for team and subscription queues), and a spot
+  Job carries a finite ``platform.io/spot-price``, so no job in a spot queue
+  escapes reclaim.
 * large-job-throttle: while a queue is listed in the namespace's ConfigMap
   ``platform-throttle`` (key ``queues``), new Jobs below priority 800 are
   refused until ``until`` (written by the platform, which deletes the
@@ -24,21 +32,26 @@ Four policies, each with its binding:
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..common.names import (
-    ADMISSION_API,
-    LABEL_MANAGED_BY,
+    ANNOTATION_SPOT_PRICE,
+    LABEL_BILLING_TYPE,
     LABEL_TENANT,
-    MANAGED_BY,
     PLATFORM_NAMESPACE,
     PREFIX,
     PRIORITY_CLASSES,
+    namespace_name,
+    tenant_labels,
 )
+from .platform_state import DEFAULT_PLATFORM_GROUPS, POLICY_PLATFORM_STATE, platform_state_policy
+from .pod_placement import POLICY_POD_PLACEMENT, pod_placement_policy
+from .vap import POLICY_PREFIX, binding, cel_list, managed_labels, policy, tenant_match
 
-POLICY_PREFIX = "gpucloud-"
 LABEL_ALLOW_CRITICAL = PREFIX + "allow-critical"
 PARENT_QUEUES_CONFIGMAP = "platform-parent-queues"
+TENANT_QUEUES_CONFIGMAP = "platform-queues"
 THROTTLE_CONFIGMAP = "platform-throttle"
 PARAM_KEY_QUEUES = "queues"
 PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
@@ -47,90 +60,58 @@ THROTTLE_EXEMPT_CLASSES = ("critical-job", "large-job")
 POLICY_QUEUE_TENANT = POLICY_PREFIX + "queue-tenant"
 POLICY_QUEUE_LEAF = POLICY_PREFIX + "queue-leaf"
 POLICY_QUEUE_PRIORITY = POLICY_PREFIX + "queue-priority"
+POLICY_QUEUE_BILLING = POLICY_PREFIX + "queue-billing"
 POLICY_LARGE_JOB_THROTTLE = POLICY_PREFIX + "large-job-throttle"
-POLICY_NAMES = (
+QUEUE_POLICY_NAMES = (
     POLICY_QUEUE_TENANT,
     POLICY_QUEUE_LEAF,
     POLICY_QUEUE_PRIORITY,
+    POLICY_QUEUE_BILLING,
     POLICY_LARGE_JOB_THROTTLE,
 )
-
-
-def _cel_list(values: list[str] | tuple[str, ...]) -> str:
-    return "[" + ", ".join(f"'{v}'" for v in values) + "]"
+POLICY_NAMES = (*QUEUE_POLICY_NAMES, POLICY_POD_PLACEMENT, POLICY_PLATFORM_STATE)
+# The largest spot price admitted, per GPU-hour: a bound, so that a price is a
+# number every consumer can compare (no 1e400, no negative, at most 6 decimals).
+SPOT_PRICE_PATTERN = "^[0-9]{1,6}([.][0-9]{1,6})?$"
 
 
 _QUEUE = "has(object.spec.queue) && object.spec.queue != '' ? object.spec.queue : 'default'"
 _TENANT = f"namespaceObject.metadata.labels['{LABEL_TENANT}']"
 _PRIORITY_CLASS = "has(object.spec.priorityClassName) && object.spec.priorityClassName != '' ? object.spec.priorityClassName : ''"
+# The namespace's own leaf queues (the platform-queues parameter: queue -> type).
+_OWN_QUEUES = "has(params.data) ? params.data.map(q, q) : []"
+_QUEUE_TYPE = (
+    "has(params.data) && variables.queue in params.data ? params.data[variables.queue] : ''"
+)
 # Comma-separated list in a ConfigMap parameter, trimmed, empties dropped.
 _PARAM_QUEUES = (
     f"has(params.data) && '{PARAM_KEY_QUEUES}' in params.data ? "
     f"params.data['{PARAM_KEY_QUEUES}'].split(',').map(q, q.trim()).filter(q, q != '') : []"
 )
 
-
-def _labels() -> dict[str, str]:
-    return {LABEL_MANAGED_BY: MANAGED_BY}
-
-
-def _match(resources: list[tuple[str, str]], operations: list[str]) -> dict[str, Any]:
-    """Volcano Jobs and/or PodGroups in namespaces that carry a tenant label."""
-    return {
-        "namespaceSelector": {"matchExpressions": [{"key": LABEL_TENANT, "operator": "Exists"}]},
-        "resourceRules": [
-            {
-                "apiGroups": [group],
-                "apiVersions": ["*"],
-                "operations": list(operations),
-                "resources": [resource],
-            }
-            for group, resource in resources
-        ],
-    }
-
-
 JOBS_AND_PODGROUPS = [("batch.volcano.sh", "jobs"), ("scheduling.volcano.sh", "podgroups")]
 
 
-def _policy(name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": ADMISSION_API,
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": name, "labels": _labels()},
-        "spec": {"failurePolicy": "Fail", **spec},
-    }
-
-
-def _binding(policy: str, param_ref: dict[str, Any] | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"policyName": policy, "validationActions": ["Deny"]}
-    if param_ref is not None:
-        spec["paramRef"] = param_ref
-    return {
-        "apiVersion": ADMISSION_API,
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": policy, "labels": _labels()},
-        "spec": spec,
-    }
-
-
 def queue_tenant_policy() -> dict[str, Any]:
-    """Rule queue-of-own-tenant: a Job or PodGroup names a queue of its namespace's tenant."""
-    return _policy(
+    """Rule queue-of-own-tenant: a Job or PodGroup names a leaf queue listed in its namespace's
+    ``platform-queues`` parameter, which holds exactly the queues the platform made for the
+    namespace's tenant (not a name prefix, which two tenants can share)."""
+    return policy(
         POLICY_QUEUE_TENANT,
         {
-            "matchConstraints": _match(JOBS_AND_PODGROUPS, ["CREATE", "UPDATE"]),
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": tenant_match(JOBS_AND_PODGROUPS, ["CREATE", "UPDATE"]),
             "variables": [
                 {"name": "queue", "expression": _QUEUE},
                 {"name": "tenant", "expression": _TENANT},
+                {"name": "own", "expression": _OWN_QUEUES},
             ],
             "validations": [
                 {
-                    "expression": "variables.queue.startsWith('tenant-' + variables.tenant + '-')",
+                    "expression": "variables.queue in variables.own",
                     "messageExpression": (
                         "'spec.queue: ' + variables.queue + ' is not a queue of tenant ' + variables.tenant + "
-                        "'; submit to one of your own queues: tenant-' + variables.tenant + '-<team>, tenant-' + "
-                        "variables.tenant + '-payg or tenant-' + variables.tenant + '-spot'"
+                        "'; submit to one of your own queues: ' + variables.own.join(', ')"
                     ),
                     "reason": "Forbidden",
                 }
@@ -142,11 +123,11 @@ def queue_tenant_policy() -> dict[str, Any]:
 def queue_leaf_policy() -> dict[str, Any]:
     """Rule leaf-queue-only: never a queue listed as a parent queue (one PodGroup in a parent
     queue stops capacity's hierarchical scheduling for the whole cluster)."""
-    return _policy(
+    return policy(
         POLICY_QUEUE_LEAF,
         {
             "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
-            "matchConstraints": _match(JOBS_AND_PODGROUPS, ["CREATE", "UPDATE"]),
+            "matchConstraints": tenant_match(JOBS_AND_PODGROUPS, ["CREATE", "UPDATE"]),
             "variables": [
                 {"name": "queue", "expression": _QUEUE},
                 {"name": "parents", "expression": _PARAM_QUEUES},
@@ -168,20 +149,22 @@ def queue_leaf_policy() -> dict[str, Any]:
 def queue_priority_policy() -> dict[str, Any]:
     """Rule priority-fits-queue: spot queues take only spot-job, spot-job only spot queues,
     critical-job only where the tenant is allowed it, marked non-preemptable."""
-    classes = _cel_list(tuple(PRIORITY_CLASSES))
+    classes = cel_list(tuple(PRIORITY_CLASSES))
     non_preemptable = (
         "object.spec.tasks.all(t, has(t.template.metadata) && has(t.template.metadata.annotations) && "
         f"'{PREEMPTABLE_ANNOTATION}' in t.template.metadata.annotations && "
         f"t.template.metadata.annotations['{PREEMPTABLE_ANNOTATION}'] == 'false')"
     )
-    return _policy(
+    return policy(
         POLICY_QUEUE_PRIORITY,
         {
-            "matchConstraints": _match(JOBS_AND_PODGROUPS, ["CREATE", "UPDATE"]),
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": tenant_match(JOBS_AND_PODGROUPS, ["CREATE", "UPDATE"]),
             "variables": [
                 {"name": "queue", "expression": _QUEUE},
                 {"name": "pc", "expression": _PRIORITY_CLASS},
-                {"name": "spotQueue", "expression": "variables.queue.endsWith('-spot')"},
+                {"name": "queueType", "expression": _QUEUE_TYPE},
+                {"name": "spotQueue", "expression": "variables.queueType == 'spot'"},
                 {
                     "name": "criticalAllowed",
                     "expression": (
@@ -192,11 +175,10 @@ def queue_priority_policy() -> dict[str, Any]:
             ],
             "validations": [
                 {
-                    "expression": f"variables.pc == '' || variables.pc in {classes}",
+                    "expression": f"variables.pc in {classes}",
                     "messageExpression": (
-                        "'spec.priorityClassName: ' + variables.pc + ' is not a platform PriorityClass; use one of "
-                        + ", ".join(PRIORITY_CLASSES)
-                        + "'"
+                        "'spec.priorityClassName: ' + (variables.pc == '' ? '(none)' : variables.pc) + ' is not a "
+                        "platform PriorityClass; set one of " + ", ".join(PRIORITY_CLASSES) + "'"
                     ),
                     "reason": "Invalid",
                 },
@@ -242,15 +224,74 @@ def queue_priority_policy() -> dict[str, Any]:
     )
 
 
+def queue_billing_policy() -> dict[str, Any]:
+    """Rule billing-fits-queue: a Job is labelled with its queue's billing type, and a spot
+    Job has a finite spot price, so every job in a spot queue is a reclaim candidate."""
+    return policy(
+        POLICY_QUEUE_BILLING,
+        {
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": tenant_match([("batch.volcano.sh", "jobs")], ["CREATE", "UPDATE"]),
+            "variables": [
+                {"name": "queue", "expression": _QUEUE},
+                {"name": "queueType", "expression": _QUEUE_TYPE},
+                {
+                    "name": "billing",
+                    "expression": (
+                        "variables.queueType == 'spot' ? 'spot' : variables.queueType == 'payg' ? 'payg' "
+                        ": 'subscription'"
+                    ),
+                },
+                {
+                    "name": "labelled",
+                    "expression": (
+                        f"has(object.metadata.labels) && '{LABEL_BILLING_TYPE}' in object.metadata.labels "
+                        f"? object.metadata.labels['{LABEL_BILLING_TYPE}'] : ''"
+                    ),
+                },
+                {
+                    "name": "price",
+                    "expression": (
+                        f"has(object.metadata.annotations) && '{ANNOTATION_SPOT_PRICE}' in object.metadata.annotations "
+                        f"? object.metadata.annotations['{ANNOTATION_SPOT_PRICE}'] : ''"
+                    ),
+                },
+            ],
+            "validations": [
+                {
+                    "expression": "variables.queueType == '' || variables.labelled == variables.billing",
+                    "messageExpression": (
+                        f"'metadata.labels.{LABEL_BILLING_TYPE}: ' + (variables.labelled == '' ? '(none)' : "
+                        "variables.labelled) + ' does not match queue ' + variables.queue + '; set "
+                        f"{LABEL_BILLING_TYPE}: ' + variables.billing + ' for this queue'"
+                    ),
+                    "reason": "Invalid",
+                },
+                {
+                    "expression": (
+                        f"variables.billing != 'spot' || variables.price.matches('{SPOT_PRICE_PATTERN}')"
+                    ),
+                    "messageExpression": (
+                        f"'metadata.annotations.{ANNOTATION_SPOT_PRICE}: ' + (variables.price == '' ? '(none)' : "
+                        "variables.price) + ' is not a spot price; set a decimal price per GPU-hour, for "
+                        "example 0.35 (at most 6 digits before and after the point)'"
+                    ),
+                    "reason": "Invalid",
+                },
+            ],
+        },
+    )
+
+
 def large_job_throttle_policy() -> dict[str, Any]:
     """Rule large-job-throttle: while the namespace's ConfigMap platform-throttle lists a queue,
     Jobs below priority 800 are not admitted to it."""
-    exempt = _cel_list(THROTTLE_EXEMPT_CLASSES)
-    return _policy(
+    exempt = cel_list(THROTTLE_EXEMPT_CLASSES)
+    return policy(
         POLICY_LARGE_JOB_THROTTLE,
         {
             "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
-            "matchConstraints": _match([("batch.volcano.sh", "jobs")], ["CREATE"]),
+            "matchConstraints": tenant_match([("batch.volcano.sh", "jobs")], ["CREATE"]),
             "variables": [
                 {"name": "queue", "expression": _QUEUE},
                 {"name": "pc", "expression": _PRIORITY_CLASS},
@@ -290,25 +331,48 @@ def parent_queues_configmap() -> dict[str, Any]:
         "metadata": {
             "name": PARENT_QUEUES_CONFIGMAP,
             "namespace": PLATFORM_NAMESPACE,
-            "labels": _labels(),
+            "labels": managed_labels(),
         },
     }
+
+
+def tenant_queues_configmap(tenant: str, leaves: Mapping[str, str]) -> dict[str, Any]:
+    """The queue policies' parameter for one tenant: its leaf queues, name -> queue type,
+    in the tenant's own namespace (rule queue-of-own-tenant)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": TENANT_QUEUES_CONFIGMAP,
+            "namespace": namespace_name(tenant),
+            "labels": tenant_labels(tenant),
+        },
+        "data": dict(sorted(leaves.items())),
+    }
+
+
+# The tenant's own queue list, read in the namespace of the object admitted.
+_TENANT_QUEUES_PARAM = {"name": TENANT_QUEUES_CONFIGMAP, "parameterNotFoundAction": "Deny"}
 
 
 def admission_manifests(
     queue_tenant: bool = True,
     queue_leaf: bool = True,
     queue_priority: bool = True,
+    queue_billing: bool = True,
     large_job_throttle: bool = True,
+    pod_placement: bool = True,
+    platform_state: bool = True,
+    platform_groups: Sequence[str] = DEFAULT_PLATFORM_GROUPS,
 ) -> list[dict[str, Any]]:
     """Policies and bindings, each binding after its policy."""
     out: list[dict[str, Any]] = []
     if queue_tenant:
-        out += [queue_tenant_policy(), _binding(POLICY_QUEUE_TENANT)]
+        out += [queue_tenant_policy(), binding(POLICY_QUEUE_TENANT, _TENANT_QUEUES_PARAM)]
     if queue_leaf:
         out += [
             queue_leaf_policy(),
-            _binding(
+            binding(
                 POLICY_QUEUE_LEAF,
                 {
                     "name": PARENT_QUEUES_CONFIGMAP,
@@ -318,13 +382,19 @@ def admission_manifests(
             ),
         ]
     if queue_priority:
-        out += [queue_priority_policy(), _binding(POLICY_QUEUE_PRIORITY)]
+        out += [queue_priority_policy(), binding(POLICY_QUEUE_PRIORITY, _TENANT_QUEUES_PARAM)]
+    if queue_billing:
+        out += [queue_billing_policy(), binding(POLICY_QUEUE_BILLING, _TENANT_QUEUES_PARAM)]
     if large_job_throttle:
         out += [
             large_job_throttle_policy(),
-            _binding(
+            binding(
                 POLICY_LARGE_JOB_THROTTLE,
                 {"name": THROTTLE_CONFIGMAP, "parameterNotFoundAction": "Allow"},
             ),
         ]
+    if pod_placement:
+        out += [pod_placement_policy(), binding(POLICY_POD_PLACEMENT)]
+    if platform_state:
+        out += [platform_state_policy(platform_groups), binding(POLICY_PLATFORM_STATE)]
     return out

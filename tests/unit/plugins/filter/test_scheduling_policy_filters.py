@@ -35,8 +35,8 @@ def test_manifests_filter_returns_everything_in_apply_order():
     assert kinds[:5] == ["PriorityClass"] * 5
     assert kinds[5] == "ConfigMap" and manifests[5]["data"]["volcano-scheduler.conf"] == text
     assert (
-        kinds.count("ValidatingAdmissionPolicy") == 4
-        and kinds.count("ValidatingAdmissionPolicyBinding") == 4
+        kinds.count("ValidatingAdmissionPolicy") == 7
+        and kinds.count("ValidatingAdmissionPolicyBinding") == 7
     )
     assert manifests[-1]["metadata"]["name"] == "platform-parent-queues"
 
@@ -45,9 +45,23 @@ def test_manifests_filter_parts_and_toggles():
     manifests = f_manifests.scheduling_policy_manifests(
         "x",
         parts=["admission_policies"],
-        admission={"queue_tenant": False, "large_job_throttle": False},
+        admission={
+            "queue_tenant": False,
+            "large_job_throttle": False,
+            "queue_billing": False,
+            "pod_placement": False,
+        },
+        platform_groups=["ops:platform"],
     )
     assert {m["metadata"]["name"] for m in manifests} == {
         "gpucloud-queue-leaf",
         "gpucloud-queue-priority",
+        "gpucloud-platform-state",
     }
+    state = next(
+        m
+        for m in manifests
+        if m["kind"] == "ValidatingAdmissionPolicy"
+        and m["metadata"]["name"] == "gpucloud-platform-state"
+    )
+    assert "['ops:platform']" in state["spec"]["validations"][0]["expression"]

@@ -14,7 +14,7 @@ def by_kind_name(manifests):
 def test_each_policy_has_its_binding():
     manifests = ap.admission_manifests()
     index = by_kind_name(manifests)
-    assert len(manifests) == 8
+    assert len(manifests) == 2 * len(ap.POLICY_NAMES) == 14
     for name in ap.POLICY_NAMES:
         policy = index[("ValidatingAdmissionPolicy", name)]
         binding = index[("ValidatingAdmissionPolicyBinding", name)]
@@ -35,8 +35,20 @@ def test_every_validation_has_cel_and_a_message_saying_what_to_do(name):
         assert isinstance(v["expression"], str) and v["expression"].strip()
         assert v["expression"].count("(") == v["expression"].count(")")
         message = v["messageExpression"]
-        assert message.startswith("'spec.") and any(
-            w in message for w in ("instead", "; use", "; set", "; submit", "; add", "; resubmit")
+        # the message names the field first (for pod specs: where the spec sits in the object)
+        assert message.startswith(("'spec.", "'metadata.", "(request.kind.kind")) and any(
+            w in message
+            for w in (
+                "instead",
+                "; use",
+                "; set",
+                "; submit",
+                "; add",
+                "; resubmit",
+                "; remove",
+                "; leave",
+                "; tolerate",
+            )
         )
     for var in policy["spec"].get("variables", []):
         assert var["name"] and var["expression"]
@@ -46,12 +58,22 @@ def test_every_validation_has_cel_and_a_message_saying_what_to_do(name):
     ]
 
 
-def test_tenant_policy_reads_the_namespace_label_and_queue_prefix():
+def test_tenant_policy_reads_the_tenants_own_queue_list_not_a_name_prefix():
     spec = ap.queue_tenant_policy()["spec"]
     variables = {v["name"]: v["expression"] for v in spec["variables"]}
     assert "namespaceObject.metadata.labels['platform.io/tenant']" in variables["tenant"]
     assert "object.spec.queue" in variables["queue"]
-    assert "startsWith('tenant-' + variables.tenant + '-')" in spec["validations"][0]["expression"]
+    assert "params.data" in variables["own"]
+    assert spec["validations"][0]["expression"] == "variables.queue in variables.own"
+    assert "startsWith" not in str(spec)
+    binding = by_kind_name(ap.admission_manifests())[
+        ("ValidatingAdmissionPolicyBinding", ap.POLICY_QUEUE_TENANT)
+    ]
+    # no namespace: the parameter is read in the namespace of the admitted object
+    assert binding["spec"]["paramRef"] == {
+        "name": "platform-queues",
+        "parameterNotFoundAction": "Deny",
+    }
     groups = {
         (r["apiGroups"][0], r["resources"][0]) for r in spec["matchConstraints"]["resourceRules"]
     }
@@ -89,7 +111,8 @@ def test_priority_policy_covers_spot_and_critical_rules():
         "platform.io/allow-critical" in variables["criticalAllowed"]
         and "'true'" in variables["criticalAllowed"]
     )
-    assert "endsWith('-spot')" in variables["spotQueue"]
+    assert variables["spotQueue"] == "variables.queueType == 'spot'"
+    assert "params.data[variables.queue]" in variables["queueType"]
 
 
 def test_throttle_policy_is_namespace_scoped_and_allows_without_params():
@@ -110,6 +133,79 @@ def test_throttle_policy_is_namespace_scoped_and_allows_without_params():
 
 
 def test_policies_can_be_switched_off():
-    manifests = ap.admission_manifests(queue_leaf=False, large_job_throttle=False)
+    manifests = ap.admission_manifests(
+        queue_leaf=False, large_job_throttle=False, pod_placement=False, platform_state=False
+    )
     names = {m["metadata"]["name"] for m in manifests}
-    assert names == {ap.POLICY_QUEUE_TENANT, ap.POLICY_QUEUE_PRIORITY}
+    assert names == {ap.POLICY_QUEUE_TENANT, ap.POLICY_QUEUE_PRIORITY, ap.POLICY_QUEUE_BILLING}
+
+
+def test_tenant_queue_parameter_lists_the_leaves_in_the_tenants_namespace():
+    cm = ap.tenant_queues_configmap(
+        "alpha", {"tenant-alpha-spot": "spot", "tenant-alpha-a": "team"}
+    )
+    assert cm["metadata"]["namespace"] == "tenant-alpha"
+    assert cm["metadata"]["name"].startswith("platform-")  # protected by rule platform-state
+    assert cm["data"] == {"tenant-alpha-a": "team", "tenant-alpha-spot": "spot"}
+
+
+def test_platform_state_lets_the_named_groups_and_platform_service_accounts_write():
+    policy = by_kind_name(ap.admission_manifests(platform_groups=["ops:platform"]))[
+        ("ValidatingAdmissionPolicy", ap.POLICY_PLATFORM_STATE)
+    ]
+    expression = policy["spec"]["validations"][0]["expression"]
+    assert "['ops:platform']" in expression and "system:masters" not in expression
+    assert "system:serviceaccount:platform-system:" in expression
+    assert policy["spec"]["matchConditions"][0]["expression"] == (
+        "request.name.startsWith('platform-')"
+    )
+    rules = policy["spec"]["matchConstraints"]["resourceRules"]
+    assert rules[0]["resources"] == ["configmaps"]
+    assert rules[0]["operations"] == ["CREATE", "UPDATE", "DELETE"]
+
+
+def test_billing_policy_ties_the_label_to_the_queue_type_and_bounds_the_price():
+    policy = ap.queue_billing_policy()
+    variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
+    assert "variables.queueType == 'spot' ? 'spot'" in variables["billing"]
+    price_rule = policy["spec"]["validations"][1]["expression"]
+    assert ap.SPOT_PRICE_PATTERN in price_rule
+    import re
+
+    pattern = re.compile(ap.SPOT_PRICE_PATTERN)
+    assert all(pattern.match(p) for p in ("0", "0.35", "123456.123456"))
+    assert not any(pattern.match(p) for p in ("1e400", "-1", "1234567", "0.1234567", "", ".5"))
+
+
+def test_pod_placement_checks_every_pod_spec_a_tenant_can_submit():
+    from ansible_collections.gpucloud.platform.plugins.module_utils.policy import pod_placement
+
+    policy = pod_placement.pod_placement_policy()
+    rules = policy["spec"]["matchConstraints"]["resourceRules"]
+    assert {(r["apiGroups"][0], r["resources"][0]) for r in rules} == {
+        ("", "pods"),
+        ("batch.volcano.sh", "jobs"),
+        ("apps", "deployments"),
+        ("apps", "replicasets"),
+    }
+    fields = [
+        v["messageExpression"].split("'.", 1)[1].split(":", 1)[0]
+        for v in policy["spec"]["validations"]
+    ]
+    assert fields == [
+        "schedulerName",
+        "nodeName",
+        "priorityClassName",
+        "metadata volcano.sh/preemptable",
+        "tolerations",
+        "hostNetwork",
+        "volumes",
+        "containers[].securityContext.privileged",
+    ]
+    # every rule holds for every pod spec of the object
+    assert all(
+        v["expression"].startswith("variables.pods.all(p, ") for v in policy["spec"]["validations"]
+    )
+    # an apostrophe in a message is escaped for CEL
+    assert "node\\'s" in policy["spec"]["validations"][5]["messageExpression"]
+    assert "virtual-kubelet.io/provider" in policy["spec"]["validations"][4]["expression"]

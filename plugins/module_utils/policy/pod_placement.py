@@ -1,0 +1,158 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Rule pods-through-volcano: every pod of a tenant runs through Volcano, at a
+platform class, on the nodes the platform gives it.
+
+One ValidatingAdmissionPolicy checks the pod spec wherever a tenant can put
+one: Pods themselves (whoever creates them: the Volcano job controller, a
+ReplicaSet, a tenant), the task templates of Volcano Jobs, and the templates
+of Deployments and ReplicaSets (inference). The template checks refuse a bad
+workload when it is submitted, with the field named; the Pod check is the one
+that nothing gets around.
+
+Each pod spec:
+
+* is scheduled by ``volcano`` (a Volcano Job's template may leave it out: the
+  job controller fills in the Job's ``schedulerName``), so every GPU passes
+  through a queue's quota and kube-scheduler never preempts for a tenant;
+* has no ``nodeName`` (that skips every scheduler);
+* names a platform PriorityClass; in a Volcano Job's template, none or the
+  Job's own (the controller copies the Job's into the pod);
+* carries ``volcano.sh/preemptable: "false"`` only at critical-job;
+* tolerates no taint by wildcard and none of the platform's own taints
+  (``PLATFORM_TAINT_KEYS``, for example the cloud-burst nodes' taint);
+* runs no privileged container and joins no host namespace or host path (Pod
+  Security ``baseline`` enforces the same on Pods; checking the templates says
+  so at submission, not when the controller's pod creation fails).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..common.names import PRIORITY_CLASSES
+from .vap import POLICY_PREFIX, cel_list, policy, tenant_match
+
+POLICY_POD_PLACEMENT = POLICY_PREFIX + "pod-placement"
+PREEMPTABLE_KEY = "volcano.sh/preemptable"
+CRITICAL_CLASS = "critical-job"
+# Taints a tenant's pod may never tolerate: they keep tenants off nodes the
+# platform hands out itself (Virtual Kubelet cloud nodes, the control plane).
+PLATFORM_TAINT_KEYS = (
+    "virtual-kubelet.io/provider",
+    "node-role.kubernetes.io/control-plane",
+)
+
+WORKLOADS = [
+    ("", "pods"),
+    ("batch.volcano.sh", "jobs"),
+    ("apps", "deployments"),
+    ("apps", "replicasets"),
+]
+
+# (pod metadata, pod spec, PriorityClass it runs at) for each pod the object makes.
+_PODS = (
+    "request.kind.kind == 'Pod' ? [[object.metadata, object.spec]] : "
+    "request.kind.kind == 'Job' ? object.spec.tasks.map(t, "
+    "[has(t.template.metadata) ? t.template.metadata : {}, has(t.template.spec) ? t.template.spec : {}]) : "
+    "[[has(object.spec.template.metadata) ? object.spec.template.metadata : {}, object.spec.template.spec]]"
+)
+_JOB_CLASS = "request.kind.kind == 'Job' && has(object.spec.priorityClassName) ? object.spec.priorityClassName : ''"
+# The class a pod runs at: its own, else (in a Volcano Job) the Job's.
+_CLASS_OF = "(has(p[1].priorityClassName) && p[1].priorityClassName != '' ? p[1].priorityClassName : variables.jobClass)"
+_SPEC_PATH = (
+    "(request.kind.kind == 'Pod' ? 'spec' : request.kind.kind == 'Job' ? "
+    "'spec.tasks[].template.spec' : 'spec.template.spec')"
+)
+
+
+def _rule(expression: str, field: str, problem: str, fix: str, reason: str = "Forbidden"):
+    """One validation over every pod spec ``p`` ([metadata, spec]) of the object."""
+    text = f"{field}: {problem}; {fix}".replace("'", "\\'")
+    return {
+        "expression": f"variables.pods.all(p, {expression})",
+        "messageExpression": f"{_SPEC_PATH} + '.{text}'",
+        "reason": reason,
+    }
+
+
+def pod_placement_policy() -> dict[str, Any]:
+    """Rule pods-through-volcano, as one policy over Pods and every pod template."""
+    classes = cel_list(tuple(PRIORITY_CLASSES))
+    taints = cel_list(PLATFORM_TAINT_KEYS)
+    preemptable_off = (
+        f"((has(p[0].annotations) && '{PREEMPTABLE_KEY}' in p[0].annotations && "
+        f"p[0].annotations['{PREEMPTABLE_KEY}'] == 'false') || (has(p[0].labels) && "
+        f"'{PREEMPTABLE_KEY}' in p[0].labels && p[0].labels['{PREEMPTABLE_KEY}'] == 'false'))"
+    )
+    volcano_scheduler = (
+        "(has(p[1].schedulerName) && p[1].schedulerName == 'volcano') || "
+        "(request.kind.kind == 'Job' && (!has(p[1].schedulerName) || p[1].schedulerName == ''))"
+    )
+    return policy(
+        POLICY_POD_PLACEMENT,
+        {
+            "matchConstraints": tenant_match(WORKLOADS, ["CREATE", "UPDATE"]),
+            "variables": [
+                {"name": "pods", "expression": _PODS},
+                {"name": "jobClass", "expression": _JOB_CLASS},
+            ],
+            "validations": [
+                _rule(
+                    volcano_scheduler,
+                    "schedulerName",
+                    "pods in tenant namespaces are scheduled by Volcano",
+                    "set schedulerName: volcano (a Volcano Job may leave it out)",
+                ),
+                _rule(
+                    "!has(p[1].nodeName) || p[1].nodeName == ''",
+                    "nodeName",
+                    "a pod may not pick its node",
+                    "leave nodeName out and use a nodeSelector or the job class instead",
+                ),
+                _rule(
+                    f"(has(p[1].priorityClassName) && p[1].priorityClassName in {classes}) || "
+                    "(request.kind.kind == 'Job' && (!has(p[1].priorityClassName) || "
+                    "p[1].priorityClassName == '' || p[1].priorityClassName == variables.jobClass))",
+                    "priorityClassName",
+                    "not a platform PriorityClass (or, in a Volcano Job template, not the Job's own)",
+                    f"set one of {', '.join(PRIORITY_CLASSES)}; in a Volcano Job set it on the Job only",
+                    "Invalid",
+                ),
+                _rule(
+                    f"!{preemptable_off} || {_CLASS_OF} == '{CRITICAL_CLASS}'",
+                    f"metadata {PREEMPTABLE_KEY}",
+                    f'only a {CRITICAL_CLASS} may be marked non-preemptable ({PREEMPTABLE_KEY}: "false")',
+                    "remove the mark, or submit a critical job",
+                ),
+                _rule(
+                    "!has(p[1].tolerations) || p[1].tolerations.all(t, has(t.key) && t.key != '' "
+                    f"&& !(t.key in {taints}))",
+                    "tolerations",
+                    "a toleration without a key, or of a platform taint "
+                    f"({', '.join(PLATFORM_TAINT_KEYS)}), is not allowed",
+                    "tolerate only the taints of your own nodes, by key",
+                ),
+                _rule(
+                    "!(has(p[1].hostNetwork) && p[1].hostNetwork) && !(has(p[1].hostPID) && p[1].hostPID) "
+                    "&& !(has(p[1].hostIPC) && p[1].hostIPC)",
+                    "hostNetwork",
+                    "a tenant pod may not join the node's network, PID or IPC namespace",
+                    "remove hostNetwork, hostPID and hostIPC",
+                ),
+                _rule(
+                    "!has(p[1].volumes) || p[1].volumes.all(v, !has(v.hostPath))",
+                    "volumes",
+                    "a tenant pod may not mount a path of the node (hostPath)",
+                    "use a PersistentVolumeClaim instead",
+                ),
+                _rule(
+                    "!has(p[1].containers) || p[1].containers.all(c, !has(c.securityContext) || "
+                    "!has(c.securityContext.privileged) || !c.securityContext.privileged)",
+                    "containers[].securityContext.privileged",
+                    "a tenant container may not run privileged",
+                    "remove privileged: true",
+                ),
+            ],
+        },
+    )
