@@ -111,6 +111,9 @@ def tenant_queues(tenant: str, gpus: int) -> list[dict[str, Any]]:
             "cpu": str(gpus * CPU_PER_GPU),
             "memory": f"{gpus * MEMORY_PER_GPU_GI}Gi",
         },
+        # only the queues are used; the networks just let the plan be made offline
+        "pod_cidr": "10.128.0.0/12",
+        "service_cidr": "10.96.0.0/12",
     }
     return [queue_manifest(q) for q in plan_tenant(parse_tenant_spec(params), {}).queues]
 

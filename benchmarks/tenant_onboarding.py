@@ -80,9 +80,18 @@ MODULE_PLAYBOOK = """\
 """
 
 
+# The local cluster's networks, given so that the module and the baseline write the same
+# NetworkPolicy (the module would otherwise read them from the cluster).
+NETWORKS = {"pod_cidr": "10.128.0.0/12", "service_cidr": "10.96.0.0/12"}
+
+
 def tenant_params(prefix: str, count: int) -> list[dict[str, Any]]:
     return [
-        {"name": f"{prefix}{i:04d}", "subscription": SUBSCRIPTIONS[i % len(SUBSCRIPTIONS)]}
+        {
+            "name": f"{prefix}{i:04d}",
+            "subscription": SUBSCRIPTIONS[i % len(SUBSCRIPTIONS)],
+            **NETWORKS,
+        }
         for i in range(count)
     ]
 

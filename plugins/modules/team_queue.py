@@ -21,6 +21,12 @@ description:
   - Keeps the subscription queue listed in the key C(queues) of ConfigMap C(platform-system/platform-parent-queues)
     while it has teams (added before its first team is created, removed after its last team is gone), so that the
     admission policy C(gpucloud-queue-leaf) refuses jobs in it; the ConfigMap is written only when the list changes.
+  - Keeps the tenant's ConfigMap C(platform-queues) (in C(tenant-<tenant>); each leaf queue of the tenant mapped to
+    its queue type, which the queue admission policies read) and the C(resourceNames) of its queue-reader ClusterRole
+    C(gpucloud-tenant-<tenant>-queues) in step with the queues the tenant has after the change, both written after
+    the queue and only when they differ.
+  - Refuses a team whose queue name already exists for another tenant (tenant C(pa) with team C(b-x) and tenant
+    C(pa-b) with team C(x) are both C(tenant-pa-b-x)), before any write.
   - Every input is checked before the first write; a bad input writes nothing.
 options:
   tenant:
@@ -62,6 +68,11 @@ requirements:
   - kubernetes >= 24.2.0
 notes:
   - Supports check mode and diff mode.
+  - Reads the tenant's Queues (one list, by label C(platform.io/tenant)) and, when it has any, its PodGroups (one
+    list); one GET of the new team's queue when the tenant does not have it yet; one GET of the parent-queues
+    ConfigMap; and after the queue write one GET each of the C(platform-queues) ConfigMap and the queue-reader
+    ClusterRole, each applied only when it differs.
+  - The ClusterRoleBinding of the queue reader and the rest of the tenant are M(gpucloud.platform.tenant)'s.
 """
 
 EXAMPLES = r"""

@@ -12,12 +12,27 @@ author: gpucloud platform team (@gpucloud)
 description:
   - With O(state=present), makes sure tenant O(name) has everything it is entitled to, in one idempotent run
     that writes only what differs (server-side apply, field manager C(gpucloud-platform)).
-  - Namespace C(tenant-<name>) labelled C(platform.io/tenant=<name>).
+  - Namespace C(tenant-<name>) labelled C(platform.io/tenant=<name>), with Pod Security C(baseline) enforced and
+    C(restricted) audited and warned about (labels C(pod-security.kubernetes.io/*), version C(v1.35)), and
+    C(platform.io/allow-critical) set from O(allow_critical).
   - Role C(tenant-user) (Volcano Jobs, pod groups read-only, KServe inference services, pods and their logs and
     events read-only, config maps, secrets, services and persistent volume claims) bound to O(subjects).
-    Volcano Queues are cluster-scoped, so tenants get no access to them.
+  - ClusterRole and ClusterRoleBinding C(gpucloud-tenant-<name>-queues), granting O(subjects) C(get) and C(watch) on
+    exactly the tenant's own Volcano Queues (by C(resourceNames)); Queues are cluster-scoped, so the namespaced Role
+    cannot grant them, and no tenant may list them all.
+  - ConfigMap C(platform-queues) in the tenant namespace, each of the tenant's leaf queues (the queues that take
+    jobs) mapped to its queue type. The queue admission policies read it, so a job names one of its own tenant's
+    queues only.
   - NetworkPolicy C(deny-cross-tenant) allowing all traffic inside the namespace, DNS to C(kube-system) on port 53,
-    and egress to O(egress_cidrs) with the cluster's O(pod_cidr) and O(service_cidr) cut out.
+    and egress to O(egress_cidrs) with the cluster's pod and service networks, the nodes' addresses (unless
+    O(egress_to_nodes=true)) and the cloud metadata address C(169.254.169.254/32) (unless
+    O(egress_to_metadata=true)) cut out.
+  - The pod and service networks are O(pod_cidr) and O(service_cidr) when given, else the cluster's own - the
+    C(spec.podCIDRs) of its Nodes and the C(spec.cidrs) of its C(networking.k8s.io/v1) ServiceCIDR objects. Nothing
+    is guessed - when the cluster does not tell a network and it is not given, the run fails naming the option to
+    set, before any write.
+  - A queue the tenant is to get that already exists for another tenant (tenant C(pa) with team C(b-x) and tenant
+    C(pa-b) with team C(x) are both C(tenant-pa-b-x)) is refused, naming the field, before any write.
   - Queues under C(root), labelled C(platform.io/tenant) and C(platform.io/queue-type) -
     C(tenant-<name>-subscription) (deserved = capability = O(subscription)),
     one C(tenant-<name>-<team>) per entry of O(teams) under the subscription queue,
@@ -39,8 +54,9 @@ description:
     subscriptions - 4 in other tenants' pay-as-you-go - 0 in this tenant's pay-as-you-go = 28); at most 28 can be
     granted (rule oversell-guard))."
   - With O(state=absent), refuses while any Volcano Job or pod is still active in the tenant namespace unless
-    O(force=true); then deletes the Volcano Jobs, team queues, the tenant-level queues, the RoleBinding, Role and
-    NetworkPolicy, and the Namespace last.
+    O(force=true); then deletes the Volcano Jobs, team queues, the tenant-level queues, the queue-reader
+    ClusterRoleBinding and ClusterRole, the C(platform-queues) ConfigMap, the NetworkPolicy, RoleBinding and Role,
+    and the Namespace last.
   - In check mode nothing is written; objects the API server can judge alone are sent as a server-side dry run.
 options:
   name:
@@ -104,21 +120,51 @@ options:
     elements: dict
   egress_cidrs:
     description:
-      - External networks the tenant's pods may reach. A CIDR that contains O(pod_cidr) or O(service_cidr) gets
-        them as exceptions; a CIDR inside one of them is refused, because it would open other tenants' pods.
+      - External networks the tenant's pods may reach. A CIDR that contains the pod or service network, a node
+        address or the metadata address gets them as exceptions.
+      - A CIDR inside the pod or service network is refused, because it would open other tenants' pods and
+        services; so is one inside a node address or the metadata address while O(egress_to_nodes) or
+        O(egress_to_metadata) do not allow it, and one made of nothing but the cluster's own networks.
     type: list
     elements: str
     default: [0.0.0.0/0]
   pod_cidr:
     description:
       - The cluster's pod network, cut out of every egress CIDR.
+      - When left out (null), the pod CIDRs the cluster gave its Nodes (C(spec.podCIDRs), else C(spec.podCIDR)),
+        from one list of the Nodes. Nothing is guessed - when no Node has one, the run fails and asks for this
+        option.
+      - Give the whole pod network here (the controller manager's C(--cluster-cidr)) where nodes join later, since
+        the Nodes tell only the ranges given out so far.
     type: str
-    default: 10.244.0.0/16
   service_cidr:
     description:
       - The cluster's service network, cut out of every egress CIDR.
+      - When left out (null), the C(spec.cidrs) of the cluster's C(networking.k8s.io/v1) ServiceCIDR objects (the
+        API server makes C(kubernetes) from its C(--service-cluster-ip-range)), from one list of them. Nothing is
+        guessed - on an API server without ServiceCIDRs, or without any, the run fails and asks for this option.
     type: str
-    default: 10.96.0.0/12
+  egress_to_nodes:
+    description:
+      - Let the tenant's pods reach the nodes' addresses (their C(InternalIP) and C(ExternalIP)), where an egress
+        CIDR covers them.
+      - By default every node address is cut out of the egress CIDRs - kubelets and host-network daemons are no
+        tenant's business.
+    type: bool
+    default: false
+  egress_to_metadata:
+    description:
+      - Let the tenant's pods reach the cloud metadata address C(169.254.169.254/32), where an egress CIDR covers it.
+      - By default it is cut out - it serves the nodes' cloud credentials.
+    type: bool
+    default: false
+  allow_critical:
+    description:
+      - Sets the namespace label C(platform.io/allow-critical) to C("true") (else C("false")). The queue-priority
+        admission policy (C(gpucloud-queue-priority)) admits jobs of priority class C(critical-job) only in
+        namespaces with C(platform.io/allow-critical=true).
+    type: bool
+    default: false
   node_selector:
     description:
       - Node labels (name to value) a node must carry to count in the pool the oversell guard checks against, as in
@@ -160,8 +206,14 @@ requirements:
   - kubernetes >= 24.2.0
 notes:
   - Supports check mode and diff mode.
-  - Reads with one list call per kind, selected by label C(platform.io/tenant=<name>); the oversell guard adds one
-    list of Nodes and one of the Queues labelled C(platform.io/managed-by=gpucloud-platform) when the purchase grows.
+  - Reads with one list call per kind, selected by label C(platform.io/tenant=<name>).
+  - With O(state=present) it also reads one list of the Nodes (pod CIDRs and node addresses) and, unless
+    O(service_cidr) is given, one list of the ServiceCIDRs; and one GET per queue the tenant does not have yet, to
+    refuse a name another tenant already has (none on a re-run).
+  - The oversell guard adds one list of Nodes and one of the Queues labelled
+    C(platform.io/managed-by=gpucloud-platform) when the purchase grows.
+  - The network policy holds the pod networks as the run found them; after nodes join with new pod CIDRs, run the
+    module again (or give O(pod_cidr)).
 """
 
 EXAMPLES = r"""
@@ -186,6 +238,20 @@ EXAMPLES = r"""
     name: alpha
     subscription: {nvidia.com/gpu: 40, cpu: 160, memory: 640Gi}
     egress_cidrs: [203.0.113.0/24]
+
+- name: On a cluster that does not tell its networks, give them; let the pods reach the cloud metadata address
+  gpucloud.platform.tenant:
+    name: delta
+    subscription: {nvidia.com/gpu: 8, cpu: 32, memory: 128Gi}
+    pod_cidr: 10.244.0.0/16
+    service_cidr: 10.96.0.0/12
+    egress_to_metadata: true
+
+- name: A tenant whose jobs may run as critical-job
+  gpucloud.platform.tenant:
+    name: ops
+    subscription: {nvidia.com/gpu: 8, cpu: 32, memory: 128Gi}
+    allow_critical: true
 
 - name: Sell only what the main node pool holds (the oversell guard counts nodes labelled platform.io/pool=main)
   gpucloud.platform.tenant:
@@ -277,8 +343,11 @@ OPTIONS = {
     "teams": {"type": "list", "elements": "dict", "options": TEAM_OPTIONS},
     "subjects": {"type": "list", "elements": "dict"},
     "egress_cidrs": {"type": "list", "elements": "str", "default": ["0.0.0.0/0"]},
-    "pod_cidr": {"type": "str", "default": "10.244.0.0/16"},
-    "service_cidr": {"type": "str", "default": "10.96.0.0/12"},
+    "pod_cidr": {"type": "str"},
+    "service_cidr": {"type": "str"},
+    "egress_to_nodes": {"type": "bool", "default": False},
+    "egress_to_metadata": {"type": "bool", "default": False},
+    "allow_critical": {"type": "bool", "default": False},
     "node_selector": {"type": "dict", "default": {}, "aliases": ["pool_node_selector"]},
     "oversell_check": {"type": "bool", "default": True},
     "force": {"type": "bool", "default": False},

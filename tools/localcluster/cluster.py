@@ -60,6 +60,10 @@ PORT_OFFSET = int(os.environ.get("GPUCLOUD_LOCALCLUSTER_PORT_OFFSET", "0"))
 PORTS = {name: port + PORT_OFFSET for name, port in _BASE_PORTS.items()}
 APISERVER = f"https://{HOST}:{PORTS['kube-apiserver']}"
 SERVICE_CIDR = "10.96.0.0/12"
+# Pods get their IPs here (kwok hands them out); the controller-manager gives
+# each node a /24 of it as spec.podCIDR, as a real cluster's IPAM does, so
+# the tenant flows can discover the pod network instead of guessing it.
+POD_CIDR = "10.128.0.0/12"
 VOLCANO_NS = "volcano-system"
 SCHEDULER_CONFIGMAP = "volcano-scheduler-configmap"
 SCHEDULER_CONF_KEY = "volcano-scheduler.conf"
@@ -352,6 +356,9 @@ def components(state: Path, bins: Path) -> list[Component]:
                 f"--root-ca-file={p / 'ca.crt'}",
                 "--use-service-account-credentials=false",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--allocate-node-cidrs=true",
+                f"--cluster-cidr={POD_CIDR}",
+                "--node-cidr-mask-size=24",
                 "--concurrent-gc-syncs=5",
                 "--node-monitor-grace-period=60s",
             ],
@@ -379,7 +386,7 @@ def components(state: Path, bins: Path) -> list[Component]:
                 f"--config={kwok_stages(state)}",
                 "--manage-all-nodes=false",
                 f"--manage-nodes-with-annotation-selector={topology.KWOK_ANNOTATION}=fake",
-                "--cidr=10.128.0.1/12",
+                f"--cidr={POD_CIDR.replace('.0/', '.1/', 1)}",
                 f"--node-ip={h}",
                 f"--server-address={h}:{PORTS['kwok']}",
                 "--node-lease-duration-seconds=40",

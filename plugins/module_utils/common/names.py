@@ -19,6 +19,7 @@ JOB_API = "batch.volcano.sh/v1alpha1"
 HYPERNODE_API = "topology.volcano.sh/v1alpha1"
 ADMISSION_API = "admissionregistration.k8s.io/v1"
 LEASE_API = "coordination.k8s.io/v1"
+SERVICE_CIDR_API = "networking.k8s.io/v1"
 
 # Phases, as Volcano and Kubernetes report them.
 JOB_FINISHED_PHASES = ("Completed", "Failed", "Terminated", "Aborted")  # a Job that holds nothing

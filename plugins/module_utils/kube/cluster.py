@@ -32,9 +32,14 @@ except ImportError:  # pragma: no cover - only when kubernetes.core is absent
     HAS_KUBERNETES_CORE = False
 
 try:
-    from kubernetes.dynamic.exceptions import ApiException, ConflictError, NotFoundError
+    from kubernetes.dynamic.exceptions import (
+        ApiException,
+        ConflictError,
+        NotFoundError,
+        ResourceNotFoundError,
+    )
 except ImportError:  # pragma: no cover - the module reports the missing library
-    ApiException = ConflictError = NotFoundError = Exception
+    ApiException = ConflictError = NotFoundError = ResourceNotFoundError = Exception
 
 
 def argument_spec(**options: Any) -> dict[str, Any]:
@@ -231,6 +236,7 @@ __all__ = [
     "ApiException",
     "Cluster",
     "ConflictError",
+    "ResourceNotFoundError",
     "argument_spec",
     "platform_module",
     "retry_while_denied",

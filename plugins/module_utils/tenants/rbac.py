@@ -1,12 +1,14 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A tenant's Role ``tenant-user`` and the RoleBinding that grants it.
+"""A tenant's Role ``tenant-user``, the RoleBinding that grants it, and the
+queue reader.
 
 The Role is namespaced, so it grants nothing outside ``tenant-<name>``.
-Volcano Queues are cluster-scoped: a namespaced Role cannot grant even
-read access to them, and tenants get none (the platform reports queue usage
-through ``gpucloud.platform.tenant_info`` instead). Which queue a job may
-name is the admission policy's business, not RBAC's.
+Volcano Queues are cluster-scoped: a namespaced Role cannot grant even read
+access to them, so the queue reader (a ClusterRole and its binding) grants
+``get`` and ``watch`` on exactly the tenant's own queues, by name; no tenant
+may list them all. Which queue a job may name is the admission policy's
+business, not RBAC's.
 """
 
 from __future__ import annotations
@@ -126,3 +128,34 @@ def role_binding(tenant: str, subjects: Sequence[Mapping[str, str]]) -> dict[str
         "roleRef": {"apiGroup": _RBAC_GROUP, "kind": "Role", "name": ROLE_NAME},
         "subjects": rendered,
     }
+
+
+def queue_reader_name(tenant: str) -> str:
+    return f"gpucloud-tenant-{tenant}-queues"
+
+
+def queue_reader(
+    tenant: str, subjects: Sequence[Mapping[str, str]], queues: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Rule tenant-reads-own-queues: a ClusterRole that lets the tenant's subjects get (by
+    name) and watch exactly its own Queues, and its binding. Queues are cluster-scoped, so
+    the namespaced Role cannot grant them, and a list of all Queues would show every tenant."""
+    name = queue_reader_name(tenant)
+    cluster_role = {
+        "apiVersion": f"{_RBAC_GROUP}/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name, "labels": tenant_labels(tenant)},
+        "rules": [
+            {
+                "apiGroups": ["scheduling.volcano.sh"],
+                "resources": ["queues"],
+                "resourceNames": sorted(queues),
+                "verbs": ["get", "watch"],
+            }
+        ],
+    }
+    binding = role_binding(tenant, subjects)
+    binding.update(kind="ClusterRoleBinding")
+    binding["metadata"] = {"name": name, "labels": tenant_labels(tenant)}
+    binding["roleRef"] = {"apiGroup": _RBAC_GROUP, "kind": "ClusterRole", "name": name}
+    return [cluster_role, binding]

@@ -30,22 +30,39 @@ from ..common.names import (
     PODGROUP_API,
     QUEUE_API,
     QUEUE_TYPE_TEAM,
+    SERVICE_CIDR_API,
     namespace_name,
     queue_name,
 )
-from ..common.objects import index_by_name
+from ..common.objects import differs, index_by_name
 from ..common.quantity import Resources, render
 from ..kube import cluster as kube
+from ..kube.cluster import NotFoundError, ResourceNotFoundError
 from ..kube.runner import TransportError
-from ..policy.admission import PARAM_KEY_QUEUES, PARENT_QUEUES_CONFIGMAP, parent_queues_configmap
+from ..policy.admission import (
+    PARAM_KEY_QUEUES,
+    PARENT_QUEUES_CONFIGMAP,
+    TENANT_QUEUES_CONFIGMAP,
+    parent_queues_configmap,
+    tenant_queues_configmap,
+)
 from ..queues.model import Queue
 from ..queues.parent_list import parent_queue_names, updated_queue_list
 from ..queues.plan import CAPACITY, CREATE, DELETE, UPDATE, QueueStep, queue_steps
 from .changes import Changes, dry_run_possible, object_changes, step_action, step_manifest
 from .inputs import DEFAULT_WAIT_TIMEOUT, parse_absent, parse_info, parse_present, parse_team_queue
 from .live import TenantLive, active_jobs, active_pods, busy_queues, queues_in_delete_order
+from .network import ClusterNetworks, discovered_networks
+from .rbac import queue_reader
 from .report import summarize
-from .spec import TenantPlan, plan_team_change, plan_tenant
+from .spec import (
+    TenantPlan,
+    TenantSpec,
+    leaf_queue_types,
+    plan_team_change,
+    plan_tenant,
+    queue_name_collisions,
+)
 
 # How long a queue write waits for Volcano's webhook cache to catch up.
 QUEUE_WRITE_TIMEOUT = 30.0
@@ -67,7 +84,11 @@ TENANT_KINDS = (
     ("rbac.authorization.k8s.io/v1", "Role"),
     ("rbac.authorization.k8s.io/v1", "RoleBinding"),
     ("networking.k8s.io/v1", "NetworkPolicy"),
+    ("v1", "ConfigMap"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
 )
+CLUSTER_SCOPED_KINDS = ("Namespace", "ClusterRole", "ClusterRoleBinding")
 
 
 def tenant_selector(tenant: str) -> str:
@@ -82,13 +103,14 @@ def read_tenant(cluster: kube.Cluster, tenant: str, workloads: bool = False) -> 
     ns = namespace_name(tenant)
     live = TenantLive(name=tenant)
     for api_version, kind in TENANT_KINDS:
-        if kind != "Namespace" and not live.namespace_exists:
+        cluster_scoped = kind in CLUSTER_SCOPED_KINDS
+        if not cluster_scoped and not live.namespace_exists:
             live.objects[kind] = {}
             continue
         items = cluster.list(
             api_version,
             kind,
-            namespace=None if kind == "Namespace" else ns,
+            namespace=None if cluster_scoped else ns,
             label_selector=selector,
         )
         live.objects[kind] = index_by_name(items)
@@ -125,6 +147,39 @@ def check_purchase_fits(
     queues = cluster.list(QUEUE_API, "Queue", label_selector=MANAGED_SELECTOR)
     commitments = commitments_from_queues(queues)
     raise_if(tenant_oversell_errors(tenant, pool, commitments, subscription, payg))
+
+
+def read_cluster_networks(cluster: kube.Cluster, spec: TenantSpec) -> ClusterNetworks:
+    """Rule cluster-networks' input: one Node list (pod CIDRs, node addresses) and, unless
+    the service CIDR is given, one ServiceCIDR list."""
+    nodes = cluster.list("v1", "Node")
+    service_cidrs: list[dict[str, Any]] = []
+    if spec.service_cidr is None:
+        try:
+            service_cidrs = cluster.list(SERVICE_CIDR_API, "ServiceCIDR")
+        except (ResourceNotFoundError, NotFoundError):
+            # An API server that does not serve ServiceCIDRs: service_cidr is required. Any
+            # other error (a forbidden list, say) goes through as it is.
+            service_cidrs = []
+    return discovered_networks(nodes, service_cidrs)
+
+
+def check_queue_names_free(
+    cluster: kube.Cluster,
+    tenant: str,
+    queues: Sequence[Queue],
+    live_queues: Mapping[str, Mapping[str, Any]],
+) -> None:
+    """Rule queue-name-owned: a queue the tenant does not have yet must not exist for someone
+    else (tenant ``pa``'s team ``b-x`` and tenant ``pa-b``'s team ``x`` are both
+    ``tenant-pa-b-x``). One GET per new queue; none on a re-run."""
+    found = {}
+    for queue in queues:
+        if queue.name not in live_queues:
+            other = cluster.get(QUEUE_API, "Queue", queue.name)
+            if other is not None:
+                found[queue.name] = other
+    raise_if(queue_name_collisions(tenant, queues, found))
 
 
 def purchase_added(
@@ -262,7 +317,14 @@ def ensure_present(
     spec = parse_present(params)  # raises before any request
     live = read_tenant(cluster, spec.name)
     busy = busy_queues(live.podgroups, live.queues)
-    plan = plan_tenant(spec, live.queues, busy, force=params.get("force", False))
+    plan = plan_tenant(
+        spec,
+        live.queues,
+        busy,
+        force=params.get("force", False),
+        discovered=read_cluster_networks(cluster, spec),
+    )
+    check_queue_names_free(cluster, spec.name, plan.queues, live.queues)
     if params.get("oversell_check", True):
         check_purchase_fits(
             cluster,
@@ -283,6 +345,36 @@ def ensure_present(
     }
 
 
+def queue_list_stale(manifest: Mapping[str, Any], live: Mapping[str, Any] | None) -> bool:
+    """The tenant's queue list (the queue policies' parameter) names a queue the tenant no
+    longer has. ``differs`` sees only what the live object lacks or contradicts, but this
+    list must be exactly the tenant's queues: a removed team's name left in it would admit
+    the tenant's jobs to any later queue of that name, another tenant's too."""
+    meta = manifest.get("metadata") or {}
+    if (
+        live is None
+        or manifest.get("kind") != "ConfigMap"
+        or meta.get("name") != TENANT_QUEUES_CONFIGMAP
+    ):
+        return False
+    return set(live.get("data") or {}) != set(manifest.get("data") or {})
+
+
+def tenant_object_changes(
+    desired: Sequence[Mapping[str, Any]], live: TenantLive
+) -> list[tuple[Mapping[str, Any], str, Mapping[str, Any] | None]]:
+    """``object_changes``, with the tenant's queue list also updated when it is stale."""
+    found = {id(change[0]): change for change in object_changes(desired, live)}
+    out = []
+    for manifest in desired:
+        current = live.objects.get(manifest["kind"], {}).get(manifest["metadata"]["name"])
+        if id(manifest) in found:
+            out.append(found[id(manifest)])
+        elif queue_list_stale(manifest, current):
+            out.append((manifest, UPDATE, current))
+    return out
+
+
 def write_tenant(
     cluster: kube.Cluster, plan: TenantPlan, live: TenantLive, changes: Changes, check_mode: bool
 ) -> None:
@@ -293,9 +385,9 @@ def write_tenant(
     owned = {q.name for q in plan.queues} | set(live.queues) | set(plan.queue_deletes)
     parent_list = read_parent_queues(cluster)
     parent_list = sync_parent_queues(cluster, parent_list, parents, parents, changes, check_mode)
-    for manifest, action, current in object_changes(plan.objects, live):
+    for manifest, action, current in tenant_object_changes(plan.objects, live):
         changes.record(manifest, action, current)
-        namespaced = manifest["kind"] != "Namespace"
+        namespaced = manifest["kind"] not in CLUSTER_SCOPED_KINDS
         if check_mode and namespaced and not live.namespace_exists:
             continue  # its namespace does not exist yet: nothing to dry-run against
         cluster.apply(manifest)
@@ -433,6 +525,7 @@ def run_team_queue(
     busy = busy_queues(podgroups, live)
     remove = params["name"] if team is None else None
     queues = plan_team_change(tenant, team, remove, live, busy, force=params.get("force", False))
+    check_queue_names_free(cluster, tenant, queues, live)  # a new team: one GET
     deletes = [queue_name(tenant, QUEUE_TYPE_TEAM, remove)] if remove else []
     changes = Changes()
     # The subscription queue is listed as a parent before its first team is
@@ -445,7 +538,42 @@ def run_team_queue(
         )
         run_queue_steps(cluster, queue_steps(queues, live, deletes), live, changes, check_mode)
         sync_parent_queues(cluster, parent_list, parents, owned, changes, check_mode)
+        sync_queue_access(cluster, tenant, queues, changes, check_mode)
     return {"changed": changes.changed, "objects": changes.objects, "diff": changes.diff()}
+
+
+def sync_queue_access(
+    cluster: kube.Cluster,
+    tenant: str,
+    queues: Sequence[Queue],
+    changes: Changes,
+    check_mode: bool,
+) -> None:
+    """After a team change: the tenant's queue list (the queue policies' parameter) and the
+    ClusterRole that lets it read its queues name the queues it has now."""
+    ns = namespace_name(tenant)
+    desired = [
+        tenant_queues_configmap(tenant, leaf_queue_types(queues)),
+        queue_reader(tenant, [], sorted(q.name for q in queues))[0],
+    ]
+    for manifest in desired:
+        meta = manifest["metadata"]
+        live = cluster.get(
+            manifest["apiVersion"], manifest["kind"], meta["name"], meta.get("namespace")
+        )
+        if (
+            live is not None
+            and not differs(manifest, live)
+            and not queue_list_stale(manifest, live)
+        ):
+            continue
+        action = CREATE if live is None else UPDATE
+        changes.record(manifest, action, live)
+        if check_mode and meta.get("namespace") == ns and live is None:
+            continue  # a dry run of a namespaced create needs nothing else; skip the round trip
+        cluster.apply(manifest)
+        if not check_mode:
+            changes.wrote(manifest, action)
 
 
 # -- tenant_info -----------------------------------------------------------------------------

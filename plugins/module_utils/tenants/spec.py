@@ -31,6 +31,7 @@ from typing import Any
 from ..common import quantity
 from ..common.errors import FieldError, PlatformValidationError, raise_if
 from ..common.names import (
+    LABEL_TENANT,
     QUEUE_TYPE_PAYG,
     QUEUE_TYPE_SPOT,
     QUEUE_TYPE_SUBSCRIPTION,
@@ -41,18 +42,33 @@ from ..common.names import (
     tenant_labels,
     tenant_name_errors,
 )
+from ..policy.admission import LABEL_ALLOW_CRITICAL, tenant_queues_configmap
 from ..queues.model import Queue, allocated
+from ..queues.parent_list import parent_queue_names
 from ..queues.rules import rule_capability_above_allocated, tree_errors
 from .network import (
     DEFAULT_EGRESS_CIDRS,
-    DEFAULT_POD_CIDR,
-    DEFAULT_SERVICE_CIDR,
+    ClusterNetworks,
     Network,
+    cluster_networks,
+    egress_blocks,
     network_policy,
     parse_cidr,
-    rule_egress_outside_cluster,
 )
-from .rbac import default_subjects, role, role_binding, subject_errors
+from .rbac import default_subjects, queue_reader, role, role_binding, subject_errors
+
+# Pod Security for tenant namespaces: baseline is enforced (GPU images commonly run as
+# root, which restricted refuses); restricted is audited and warned about, so a tenant
+# sees what a stricter cluster would refuse. Pinned to the cluster's minor version.
+POD_SECURITY_VERSION = "v1.35"
+POD_SECURITY_LABELS = {
+    "pod-security.kubernetes.io/enforce": "baseline",
+    "pod-security.kubernetes.io/enforce-version": POD_SECURITY_VERSION,
+    "pod-security.kubernetes.io/audit": "restricted",
+    "pod-security.kubernetes.io/audit-version": POD_SECURITY_VERSION,
+    "pod-security.kubernetes.io/warn": "restricted",
+    "pod-security.kubernetes.io/warn-version": POD_SECURITY_VERSION,
+}
 
 TEAM_FIELDS = ("name", "deserved", "capability", "guarantee")
 
@@ -74,7 +90,12 @@ class TenantSpec:
     payg: quantity.Resources | None = None
     teams: list[TeamSpec] | None = None
     subjects: list[dict[str, str]] = field(default_factory=list)
-    egress: list[tuple[Network, list[str]]] = field(default_factory=list)
+    egress_cidrs: list[Network] = field(default_factory=list)
+    pod_cidr: Network | None = None  # None: the cluster's own (rule cluster-networks)
+    service_cidr: Network | None = None
+    egress_to_nodes: bool = False
+    egress_to_metadata: bool = False
+    allow_critical: bool = False
 
 
 @dataclass
@@ -158,35 +179,46 @@ def parse_teams(
 
 def parse_egress(
     egress_cidrs: object, pod_cidr: object, service_cidr: object
-) -> tuple[list[tuple[Network, list[str]]], list[FieldError]]:
+) -> tuple[list[Network], Network | None, Network | None, list[FieldError]]:
+    """The egress CIDRs and the pod and service CIDRs the caller gave (None: read the
+    cluster's); each must be a CIDR. Whether an egress CIDR reaches into the cluster is
+    ``network.egress_blocks``' decision (``given_egress_errors`` and ``plan_tenant``)."""
     errors: list[FieldError] = []
-    cluster: list[tuple[str, Network]] = []
-    for what, value, path in (
-        ("pod", pod_cidr, "pod_cidr"),
-        ("service", service_cidr, "service_cidr"),
-    ):
-        net, errs = parse_cidr(value, path)
-        errors += errs
-        if net is not None:
-            cluster.append((what, net))
+    given: list[Network | None] = []
+    for value, path in ((pod_cidr, "pod_cidr"), (service_cidr, "service_cidr")):
+        net = None
+        if value is not None:
+            net, errs = parse_cidr(value, path)
+            errors += errs
+        given.append(net)
     if egress_cidrs is None:
         egress_cidrs = list(DEFAULT_EGRESS_CIDRS)
     if not isinstance(egress_cidrs, Sequence) or isinstance(egress_cidrs, str):
-        return [], [
-            *errors,
-            FieldError("egress_cidrs", f"{egress_cidrs!r} must be a list of CIDRs"),
-        ]
-    egress = []
+        errors.append(FieldError("egress_cidrs", f"{egress_cidrs!r} must be a list of CIDRs"))
+        return [], given[0], given[1], errors
+    egress: list[Network] = []
     for i, value in enumerate(egress_cidrs):
-        path = f"egress_cidrs[{i}]"
-        net, errs = parse_cidr(value, path)
+        net, errs = parse_cidr(value, f"egress_cidrs[{i}]")
         errors += errs
-        if net is None:
-            continue
-        excepts, errs = rule_egress_outside_cluster(net, path, cluster)
-        errors += errs
-        egress.append((net, excepts))
-    return egress, errors
+        if net is not None:
+            egress.append(net)
+    return egress, given[0], given[1], errors
+
+
+def given_egress_errors(
+    egress: Sequence[Network],
+    pod_cidr: Network | None,
+    service_cidr: Network | None,
+    egress_to_metadata: bool,
+) -> list[FieldError]:
+    """Rule egress-outside-cluster against what is known before any request (the pod and
+    service CIDRs given, the metadata address), so that such an egress CIDR is reported with
+    the other input errors; ``plan_tenant`` judges it again with the cluster's networks."""
+    given = ClusterNetworks(
+        pods=[pod_cidr] if pod_cidr is not None else [],
+        services=[service_cidr] if service_cidr is not None else [],
+    )
+    return egress_blocks(egress, given, egress_to_metadata=egress_to_metadata)[1]
 
 
 def parse_tenant_spec(params: Mapping[str, Any]) -> TenantSpec:
@@ -217,12 +249,13 @@ def parse_tenant_spec(params: Mapping[str, Any]) -> TenantSpec:
     if subjects is None:
         subjects = default_subjects(tenant)
     errors += subject_errors(subjects)
-    egress, egress_errors = parse_egress(
-        params.get("egress_cidrs"),
-        params.get("pod_cidr", DEFAULT_POD_CIDR),
-        params.get("service_cidr", DEFAULT_SERVICE_CIDR),
+    egress, pod_cidr, service_cidr, egress_errors = parse_egress(
+        params.get("egress_cidrs"), params.get("pod_cidr"), params.get("service_cidr")
     )
     errors += egress_errors
+    errors += given_egress_errors(
+        egress, pod_cidr, service_cidr, bool(params.get("egress_to_metadata", False))
+    )
     if tenant and subscription and teams and not tenant_name_errors(name, "name"):
         errors += input_tree_errors(tenant, subscription, guarantee, teams)
     raise_if(errors)
@@ -233,7 +266,12 @@ def parse_tenant_spec(params: Mapping[str, Any]) -> TenantSpec:
         payg=payg,
         teams=teams,
         subjects=[dict(s) for s in subjects],
-        egress=egress,
+        egress_cidrs=egress,
+        pod_cidr=pod_cidr,
+        service_cidr=service_cidr,
+        egress_to_nodes=bool(params.get("egress_to_nodes", False)),
+        egress_to_metadata=bool(params.get("egress_to_metadata", False)),
+        allow_critical=bool(params.get("allow_critical", False)),
     )
 
 
@@ -407,28 +445,54 @@ def plan_tenant(
     live_queues: Mapping[str, Mapping[str, Any]],
     busy: Mapping[str, int] | None = None,
     force: bool = False,
+    discovered: ClusterNetworks | None = None,
 ) -> TenantPlan:
     """Every object the tenant should have; raises with every rule the change
-    would break (queue tree, capability below allocated, busy removals)."""
+    would break (queue tree, capability below allocated, busy removals, egress
+    into the cluster, a cluster network neither given nor discovered)."""
     busy = busy or {}
     queues, removed = desired_queues(spec, live_queues)
     errors = tree_errors(queues, busy)
     if not force:
         errors += changed_capability_errors(queues, live_queues)
         errors += removal_errors(removed, busy, "teams")
-    raise_if(errors)
-    namespace = {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {"name": namespace_name(spec.name), "labels": tenant_labels(spec.name)},
-    }
+    networks, network_errors = cluster_networks(
+        spec.pod_cidr, spec.service_cidr, discovered or ClusterNetworks()
+    )
+    egress, egress_errors = egress_blocks(
+        spec.egress_cidrs, networks, spec.egress_to_nodes, spec.egress_to_metadata
+    )
+    raise_if([*errors, *network_errors, *egress_errors])
+    namespace = tenant_namespace(spec.name, spec.allow_critical)
     objects = [
         namespace,
         role(spec.name),
         role_binding(spec.name, spec.subjects),
-        network_policy(spec.name, spec.egress),
+        network_policy(spec.name, egress),
+        tenant_queues_configmap(spec.name, leaf_queue_types(queues)),
+        *queue_reader(spec.name, spec.subjects, sorted(q.name for q in queues)),
     ]
     return TenantPlan(namespace=namespace, objects=objects, queues=queues, queue_deletes=removed)
+
+
+def tenant_namespace(tenant: str, allow_critical: bool = False) -> dict[str, Any]:
+    """Rule tenant-namespace: the tenant's namespace, with Pod Security ``baseline``
+    enforced (no privileged pod, host namespace or hostPath; ``restricted`` audited and
+    warned about) and, where the platform allows it, critical jobs."""
+    labels = {**tenant_labels(tenant), **POD_SECURITY_LABELS}
+    labels[LABEL_ALLOW_CRITICAL] = "true" if allow_critical else "false"
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": namespace_name(tenant), "labels": labels},
+    }
+
+
+def leaf_queue_types(queues: Sequence[Queue]) -> dict[str, str]:
+    """Rule queue-of-own-tenant's parameter: the tenant's queues that take jobs (every
+    queue that is no other queue's parent), each with its type."""
+    parents = parent_queue_names(queues)
+    return {q.name: str(q.queue_type) for q in queues if q.name not in parents}
 
 
 def plan_team_change(
@@ -462,3 +526,25 @@ def plan_team_change(
             errors += removal_errors([name], busy, "team.name")
     raise_if(errors)
     return queues
+
+
+def queue_name_collisions(
+    tenant: str, queues: Sequence[Queue], found: Mapping[str, Mapping[str, Any]]
+) -> list[FieldError]:
+    """Rule queue-name-owned: every queue the tenant is to get that already exists belongs to
+    it. ``found`` holds the live queues of those names the tenant does not have yet."""
+    errors = []
+    for queue in queues:
+        other = found.get(queue.name)
+        if other is None:
+            continue
+        owner = ((other.get("metadata") or {}).get("labels") or {}).get(LABEL_TENANT)
+        whose = f"tenant {owner!r}" if owner else "no tenant of the platform"
+        errors.append(
+            FieldError(
+                queue.source or "name",
+                f"makes queue {queue.name}, which already exists and belongs to {whose}; "
+                "choose another name",
+            )
+        )
+    return errors

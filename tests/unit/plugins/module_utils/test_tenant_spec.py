@@ -186,7 +186,15 @@ def test_good_input_builds_three_queues_and_teams():
     assert spot.deserved == {GPU: 0} and spot.capability == {GPU: 0}
     assert spot.write_capacity and payg.write_capacity
     kinds = [o["kind"] for o in plan.objects]
-    assert kinds == ["Namespace", "Role", "RoleBinding", "NetworkPolicy"]
+    assert kinds == [
+        "Namespace",
+        "Role",
+        "RoleBinding",
+        "NetworkPolicy",
+        "ConfigMap",  # platform-queues: the queue policies' parameter
+        "ClusterRole",  # the queue reader and its binding
+        "ClusterRoleBinding",
+    ]
     assert plan.objects[0]["metadata"]["labels"]["platform.io/tenant"] == "a"
 
 
@@ -214,9 +222,10 @@ def test_network_policy_cuts_cluster_cidrs_out_of_egress():
     blocks = [
         to["ipBlock"] for rule in policy["spec"]["egress"] for to in rule["to"] if "ipBlock" in to
     ]
+    # in address order; 0.0.0.0/0 also loses the cloud metadata address
     assert blocks == [
-        {"cidr": "0.0.0.0/0", "except": ["10.244.0.0/16", "10.96.0.0/12"]},
-        {"cidr": "10.0.0.0/8", "except": ["10.244.0.0/16", "10.96.0.0/12"]},
+        {"cidr": "0.0.0.0/0", "except": ["10.96.0.0/12", "10.244.0.0/16", "169.254.169.254/32"]},
+        {"cidr": "10.0.0.0/8", "except": ["10.96.0.0/12", "10.244.0.0/16"]},
         {"cidr": "203.0.113.0/24"},
     ]
     dns = policy["spec"]["egress"][1]

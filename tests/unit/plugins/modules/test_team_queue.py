@@ -12,17 +12,23 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
 from ansible_collections.gpucloud.platform.plugins.modules import team_queue
 from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster
+from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.tenants.tenant_objects import (
+    GPU,
+    control_plane,
+    podgroup,
+)
 
-GPU = "nvidia.com/gpu"
+QUEUE_LIST = ("ConfigMap", "tenant-a", "platform-queues")
+QUEUE_READER = ("ClusterRole", "", "gpucloud-tenant-a-queues")
 
 
 def tenant_without_teams():
-    cluster = FakeCluster()
+    cluster = FakeCluster(control_plane())
     service.run_tenant(
         {
             "name": "a",
             "subscription": {GPU: 40, "cpu": 160, "memory": "640Gi"},
-            "oversell_check": False,  # the fake cluster has no nodes
+            "oversell_check": False,  # the fake cluster's one node has no GPUs
         },
         cluster,
     )
@@ -74,11 +80,23 @@ def test_add_resize_remove():
         "name": "platform-parent-queues",
         "namespace": "platform-system",
     }
-    # the subscription queue is listed as a parent first, then gets its team
+    queue_list = {"kind": "ConfigMap", "name": "platform-queues", "namespace": "tenant-a"}
+    reader = {"kind": "ClusterRole", "name": "gpucloud-tenant-a-queues"}
+    # the subscription queue is listed as a parent first, then gets its team; then the
+    # tenant's queue list and queue reader name the team's queue
     assert result["objects"] == [
         {**parents, "action": "create"},
         {"kind": "Queue", "name": "tenant-a-ml", "action": "create"},
+        {**queue_list, "action": "update"},
+        {**reader, "action": "update"},
     ]
+    # the subscription queue is a parent now: not a queue to name in a job
+    assert cluster.store[QUEUE_LIST]["data"] == {
+        "tenant-a-ml": "team",
+        "tenant-a-payg": "payg",
+        "tenant-a-spot": "spot",
+    }
+    assert "tenant-a-ml" in cluster.store[QUEUE_READER]["rules"][0]["resourceNames"]
     key = ("ConfigMap", "platform-system", "platform-parent-queues")
     assert cluster.store[key]["data"] == {"queues": "tenant-a-subscription"}
     q = cluster.kinds("Queue")["tenant-a-ml"]
@@ -88,28 +106,27 @@ def test_add_resize_remove():
     result = service.run_team_queue(team(deserved={GPU: 12}), cluster)
     assert result["diff"]["after"]["Queue/tenant-a-ml"]["spec"]["deserved"][GPU] == 12
     result = service.run_team_queue(team(state="absent"), cluster)
-    # its last team gone, it is unlisted after the delete
+    # its last team gone, it is unlisted after the delete; a leaf again, it takes jobs
     assert result["objects"] == [
         {"kind": "Queue", "name": "tenant-a-ml", "action": "delete"},
         {**parents, "action": "update"},
+        {**queue_list, "action": "update"},
+        {**reader, "action": "update"},
     ]
+    assert set(cluster.store[QUEUE_LIST]["data"]) == {
+        "tenant-a-subscription",
+        "tenant-a-payg",
+        "tenant-a-spot",
+    }
+    assert "tenant-a-ml" not in cluster.store[QUEUE_READER]["rules"][0]["resourceNames"]
     assert cluster.store[key]["data"] == {"queues": ""}
     assert "tenant-a-ml" not in cluster.kinds("Queue")
     assert service.run_team_queue(team(state="absent"), cluster)["changed"] is False
 
 
-def pg(queue):
-    return {
-        "kind": "PodGroup",
-        "metadata": {"name": "pg", "namespace": "tenant-a"},
-        "spec": {"queue": queue},
-        "status": {"phase": "Running"},
-    }
-
-
 def test_refuses_turning_busy_subscription_into_parent():
     cluster = tenant_without_teams()
-    cluster.put(pg("tenant-a-subscription"))
+    cluster.put(podgroup("tenant-a-subscription"))
     with pytest.raises(PlatformValidationError) as exc:
         service.run_team_queue(team(), cluster)
     assert "leaf queues" in str(exc.value)
@@ -119,7 +136,7 @@ def test_refuses_turning_busy_subscription_into_parent():
 def test_refuses_removing_busy_team_unless_forced():
     cluster = tenant_without_teams()
     service.run_team_queue(team(), cluster)
-    cluster.put(pg("tenant-a-ml"))
+    cluster.put(podgroup("tenant-a-ml"))
     cluster.writes.clear()
     with pytest.raises(PlatformValidationError) as exc:
         service.run_team_queue(team(state="absent"), cluster)
@@ -145,7 +162,7 @@ def test_parent_allocation_of_its_teams_does_not_make_it_busy():
     used = {"allocated": {GPU: "1", "cpu": "1", "pods": "1"}}
     for name in ("tenant-a-subscription", "tenant-a-ml"):
         cluster.store[("Queue", "", name)]["status"] = dict(used)
-    cluster.put(pg("tenant-a-ml"))
+    cluster.put(podgroup("tenant-a-ml"))
     result = service.run_team_queue(team(name="extra", deserved={GPU: 4}), cluster)
     assert {"kind": "Queue", "name": "tenant-a-extra", "action": "create"} in result["objects"]
     # the team queue itself still counts as busy: removing it is refused
@@ -190,6 +207,14 @@ def test_module_adds_a_team_and_reports_requests(run_module):
     assert result["changed"] is True
     assert {"kind": "Queue", "name": "tenant-a-ml", "action": "create"} in result["objects"]
     assert result["requests"] == cluster.requests > 0
+    assert result["requests"] == (
+        2  # list of the tenant's Queues and PodGroups
+        + 1  # GET tenant-a-ml: is the name free (rule queue-name-owned)
+        + 2  # GET and create of the parent-queues ConfigMap
+        + 1  # apply of the team queue
+        + 2  # GET and apply of the tenant's platform-queues ConfigMap
+        + 2  # GET and apply of its queue-reader ClusterRole
+    )
     assert "api_requests" not in result
     assert "tenant-a-ml" in cluster.kinds("Queue")
 

@@ -17,53 +17,20 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
 from ansible_collections.gpucloud.platform.plugins.modules import tenant
 from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster
+from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.tenants.tenant_objects import (
+    GPU,
+    node,
+    parent_list,
+    podgroup,
+    pool,
+    vcjob,
+)
+from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.tenants.tenant_objects import (
+    tenant_params as params,
+)
 from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.test_tenant_spec import (
     BAD,
 )
-
-GPU = "nvidia.com/gpu"
-
-
-def params(**over):
-    p = {
-        "name": "a",
-        "state": "present",
-        "subscription": {GPU: 40, "cpu": 160, "memory": "640Gi"},
-        "teams": [
-            {"name": "algo", "deserved": {GPU: 20}, "capability": {GPU: 40}, "guarantee": None},
-            {"name": "eng", "deserved": {GPU: 10}, "capability": None, "guarantee": None},
-            {"name": "data", "deserved": {GPU: 10}, "capability": None, "guarantee": None},
-        ],
-        "subjects": None,
-        "egress_cidrs": ["0.0.0.0/0"],
-        "pod_cidr": "10.244.0.0/16",
-        "service_cidr": "10.96.0.0/12",
-        "node_selector": {},
-        "oversell_check": True,
-        "force": False,
-        "wait": False,
-        "wait_timeout": 120,
-    }
-    p.update(over)
-    return p
-
-
-def gpu_node(name, gpus=8, labels=None, ready=True):
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": dict(labels or {})},
-        "spec": {},
-        "status": {
-            "allocatable": {GPU: str(gpus), "cpu": "128", "memory": "1Ti"},
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-        },
-    }
-
-
-def pool(nodes=8, objects=(), dry_run=False, cluster_class=FakeCluster):
-    """A fake cluster with a pool like the local cluster's: 8 nodes x 8 GPUs."""
-    return cluster_class([*(gpu_node(f"gpu-node-{i}") for i in range(nodes)), *objects], dry_run)
 
 
 def created(cluster_class=FakeCluster):
@@ -124,10 +91,44 @@ def test_create_writes_everything_in_order():
         "Role",
         "RoleBinding",
         "NetworkPolicy",
+        "ClusterRole",
+        "ClusterRoleBinding",
         "Queue",
     }
-    # The tenant's own queues, then (the oversell guard) the Nodes and every managed queue.
-    assert cluster.lists == ["Namespace", "Queue", "Node", "Queue"]
+    # The tenant's objects after the parent list and its Namespace, before its queues.
+    assert order[1:8] == [
+        ("apply", "Namespace", "tenant-a"),
+        ("apply", "Role", "tenant-user"),
+        ("apply", "RoleBinding", "tenant-user"),
+        ("apply", "NetworkPolicy", "deny-cross-tenant"),
+        ("apply", "ConfigMap", "platform-queues"),
+        ("apply", "ClusterRole", "gpucloud-tenant-a-queues"),
+        ("apply", "ClusterRoleBinding", "gpucloud-tenant-a-queues"),
+    ]
+    # The tenant's own cluster-scoped objects and queues (its namespace does not exist yet),
+    # the cluster networks (Nodes, ServiceCIDRs), then (the oversell guard) the Nodes and
+    # every managed queue.
+    assert cluster.lists == [
+        "Namespace",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Queue",
+        "Node",
+        "ServiceCIDR",
+        "Node",
+        "Queue",
+    ]
+    assert (
+        cluster.requests
+        == (
+            8  # the lists above
+            + 6  # a GET per new queue: is its name free (rule queue-name-owned)
+            + 2  # GET and create of the parent-queues ConfigMap
+            + 7  # apply of the Namespace, Role, RoleBinding, NetworkPolicy, ConfigMap, ClusterRole(Binding)
+            + 6  # apply of each queue
+            + 2  # capacity applies of the new payg and spot queues
+        )
+    )
 
 
 def test_second_run_changes_nothing():
@@ -165,10 +166,13 @@ def test_check_mode_reports_but_only_dry_runs():
     result = service.run_tenant(params(), cluster, check_mode=True)
     assert result["changed"]
     assert cluster.real_writes == []
-    assert {k[0] for k in cluster.store} == {"Node"}
-    # nothing namespaced is sent while its namespace does not exist yet
+    assert {k[0] for k in cluster.store} == {"Node", "ServiceCIDR"}
+    # nothing in the tenant namespace is sent while it does not exist yet: only cluster-scoped
+    # objects and the parent list in platform-system
     assert all(
-        kind in ("Namespace", "Queue", "ConfigMap") for _unused, kind, _unused in cluster.writes
+        kind in ("Namespace", "ClusterRole", "ClusterRoleBinding", "Queue")
+        or name == "platform-parent-queues"
+        for _unused, kind, name in cluster.writes
     )
     assert ("dry-run", "ConfigMap", "platform-parent-queues") in cluster.writes
     assert "Queue/tenant-a-subscription" in result["diff"]["after"]
@@ -215,16 +219,6 @@ def test_capability_below_allocated_refused_then_forced():
     assert cluster.kinds("Queue")["tenant-a-algo"]["spec"]["capability"] == {GPU: 24}
 
 
-def podgroup(queue, phase="Running"):
-    return {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": f"pg-{queue}", "namespace": "tenant-a"},
-        "spec": {"queue": queue},
-        "status": {"phase": phase},
-    }
-
-
 def test_removing_busy_team_refused():
     cluster = created()
     cluster.put(podgroup("tenant-a-data"))
@@ -236,16 +230,6 @@ def test_removing_busy_team_refused():
     result = service.run_tenant(params(teams=params()["teams"][:2]), cluster)
     assert {"kind": "Queue", "name": "tenant-a-data", "action": "delete"} in result["objects"]
     assert "tenant-a-data" not in cluster.kinds("Queue")
-
-
-def vcjob(phase="Running"):
-    return {
-        "apiVersion": "batch.volcano.sh/v1alpha1",
-        "kind": "Job",
-        "metadata": {"name": "train", "namespace": "tenant-a"},
-        "spec": {"queue": "tenant-a-algo"},
-        "status": {"state": {"phase": phase}},
-    }
 
 
 def test_absent_refused_while_jobs_run():
@@ -277,7 +261,7 @@ def test_absent_forced_deletes_children_first_namespace_last():
     assert names.index("platform-parent-queues") > names.index("tenant-a-subscription")
     parents = cluster.store.pop(("ConfigMap", "platform-system", "platform-parent-queues"))
     assert parents["data"] == {"queues": ""}
-    assert not [k for k in cluster.store if k[0] not in ("Job", "Node")]
+    assert not [k for k in cluster.store if k[0] not in ("Job", "Node", "ServiceCIDR")]
 
 
 def test_absent_of_missing_tenant_changes_nothing():
@@ -301,32 +285,45 @@ def test_absent_check_mode_writes_nothing():
 def test_reads_one_list_per_kind():
     cluster = created()
     cluster.lists.clear()
+    cluster.requests = 0
     service.run_tenant(params(), cluster)
+    # The tenant's kinds, its queues and pod groups, and the cluster networks (Nodes and
+    # ServiceCIDRs); the purchase does not grow, so the oversell guard reads nothing.
     assert sorted(cluster.lists) == sorted(
-        ["Namespace", "Role", "RoleBinding", "NetworkPolicy", "Queue", "PodGroup"]
+        [
+            "Namespace",
+            "Role",
+            "RoleBinding",
+            "NetworkPolicy",
+            "ConfigMap",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Queue",
+            "PodGroup",
+            "Node",
+            "ServiceCIDR",
+        ]
     )
+    # 11 lists and the GET of the parent-queues ConfigMap; no queue name to check, no write
+    assert cluster.requests == 11 + 1
 
 
 def test_new_tenant_skips_namespaced_reads():
     cluster = pool()
     service.run_tenant(params(), cluster)
-    assert cluster.lists == ["Namespace", "Queue", "Node", "Queue"]
+    assert cluster.lists == [
+        "Namespace",
+        "ClusterRole",  # cluster-scoped: listed although the namespace does not exist
+        "ClusterRoleBinding",
+        "Queue",
+        "Node",  # the cluster networks
+        "ServiceCIDR",
+        "Node",  # the oversell guard
+        "Queue",
+    ]
 
 
 PARENTS = ("ConfigMap", "platform-system", "platform-parent-queues")
-
-
-def parent_list(queues: str) -> dict:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": "platform-parent-queues",
-            "namespace": "platform-system",
-            "resourceVersion": "7",
-        },
-        "data": {"queues": queues},
-    }
 
 
 def test_parent_queues_keep_other_tenants_and_write_only_on_change():
@@ -353,7 +350,7 @@ def test_tenant_without_teams_is_not_listed():
     cluster = pool(objects=[parent_list("")])
     service.run_tenant(params(teams=None), cluster)
     assert cluster.store[PARENTS]["data"]["queues"] == ""
-    assert not [w for w in cluster.writes if w[1] == "ConfigMap"]
+    assert not [w for w in cluster.writes if w[2] == "platform-parent-queues"]
 
 
 # --------------------------------------------------------------------------
@@ -391,8 +388,9 @@ def test_oversold_subscription_is_refused_with_the_numbers_and_nothing_written()
     assert "at most 16 can be granted (rule oversell-guard)" in message
     assert cluster.writes == []
     assert cluster.store == before
-    # One Node list and one list of every managed queue, besides the tenant's own reads.
-    assert cluster.lists.count("Node") == 1 and cluster.lists.count("Queue") == 2
+    # One Node list and one list of every managed queue, besides the tenant's own reads
+    # (its queues, and the Nodes for the cluster networks).
+    assert cluster.lists.count("Node") == 1 + 1 and cluster.lists.count("Queue") == 2
     # What is left is accepted.
     assert service.run_tenant(buyer("a", 16), cluster)["changed"] is True
 
@@ -462,7 +460,9 @@ def test_keeping_or_shrinking_is_never_refused_even_when_oversold():
     cluster.lists.clear()
     assert service.run_tenant(buyer("a", 16), cluster)["changed"] is False
     assert service.run_tenant(buyer("a", 12), cluster)["changed"] is True
-    assert "Node" not in cluster.lists  # nothing grew: the pool is not even read
+    # nothing grew: the pool is not even read (one Node list per run, the cluster networks',
+    # and only the tenant's own queues)
+    assert cluster.lists.count("Node") == 2 and cluster.lists.count("Queue") == 2
     with pytest.raises(PlatformValidationError, match=r"= -16\); at most 0 can be granted"):
         service.run_tenant(buyer("a", 13), cluster)
 
@@ -471,13 +471,14 @@ def test_oversell_check_false_allows_overselling():
     cluster = sold(pool())
     result = service.run_tenant(buyer("a", 100, oversell_check=False), cluster)
     assert result["changed"] is True
-    assert "Node" not in cluster.lists
+    # the cluster networks' Node list only: neither the pool nor every managed queue is read
+    assert cluster.lists.count("Node") == 1 and cluster.lists.count("Queue") == 1
     sub = cluster.kinds("Queue")["tenant-a-subscription"]["spec"]
     assert sub["deserved"][GPU] == 100
 
 
 def test_node_selector_limits_the_pool():
-    labelled = [gpu_node(f"main-{i}", labels={"platform.io/pool": "main"}) for i in range(4)]
+    labelled = [node(f"main-{i}", 4 + i, labels={"platform.io/pool": "main"}) for i in range(4)]
     cluster = pool(nodes=4, objects=labelled)  # 64 GPUs, 32 of them labelled
     selector = {"platform.io/pool": "main"}
     with pytest.raises(PlatformValidationError) as exc:
@@ -488,7 +489,7 @@ def test_node_selector_limits_the_pool():
 
 
 def test_nodes_not_ready_are_not_in_the_pool():
-    cluster = pool(nodes=2, objects=[gpu_node("down", ready=False)])
+    cluster = pool(nodes=2, objects=[node("down", 2, ready=False)])
     with pytest.raises(PlatformValidationError, match=r"\(16 in the pool - "):
         service.run_tenant(buyer("a", 17), cluster)
 
@@ -616,8 +617,14 @@ def test_delete_that_stops_part_way_says_what_was_deleted():
     done = exc.value.done
     assert done[0] == "delete Job/tenant-a/train"
     assert "update ConfigMap/platform-system/platform-parent-queues" in done
-    assert done[-1] == "delete NetworkPolicy/tenant-a/deny-cross-tenant"
-    assert len(done) == 1 + 6 + 1 + 1  # the job, six queues, the parent list, the policy
+    assert done[-4:] == [
+        "delete ClusterRoleBinding/gpucloud-tenant-a-queues",
+        "delete ClusterRole/gpucloud-tenant-a-queues",
+        "delete ConfigMap/tenant-a/platform-queues",
+        "delete NetworkPolicy/tenant-a/deny-cross-tenant",
+    ]
+    # the job, six queues, the parent list, the queue reader (2), the queue list, the policy
+    assert len(done) == 1 + 6 + 1 + 2 + 1 + 1
     assert exc.value.what == "deleting tenant 'a'"
     assert exc.value.report == {"running": {"jobs": 1, "pods": 0}}
     assert set(cluster.kinds("RoleBinding")) == {"tenant-user"}
@@ -660,7 +667,7 @@ def test_module_check_mode_only_dry_runs(run_module):
     result = run_module(tenant, cluster, _ansible_check_mode=True, **module_args())
     assert result["changed"] is True
     assert cluster.real_writes == []
-    assert {k[0] for k in cluster.store} == {"Node"}
+    assert {k[0] for k in cluster.store} == {"Node", "ServiceCIDR"}
 
 
 def test_module_bad_input_fails_before_connecting(run_module):
@@ -709,7 +716,9 @@ def test_module_partial_delete_fails_with_changed_and_done(run_module):
     cluster.forbid = ("delete", "Namespace")
     result = run_module(tenant, cluster, name="a", state="absent", force=True)
     assert result["failed"] is True and result["changed"] is True
-    assert result["msg"].startswith("deleting tenant 'a' failed after 10 change(s): ")
+    # six queues, the parent list, the queue reader (2), the queue list, the NetworkPolicy,
+    # the RoleBinding and the Role
+    assert result["msg"].startswith("deleting tenant 'a' failed after 13 change(s): ")
     assert "namespaces is forbidden: delete" in result["msg"]
     assert result["done"][-1] == "delete Role/tenant-a/tenant-user"
     assert result["running"] == {"jobs": 0, "pods": 0}

@@ -10,19 +10,21 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
 from ansible_collections.gpucloud.platform.plugins.modules import tenant_info
 from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster
-
-GPU = "nvidia.com/gpu"
+from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.tenants.tenant_objects import (
+    GPU,
+    control_plane,
+)
 
 
 def two_tenants():
-    cluster = FakeCluster()
+    cluster = FakeCluster(control_plane())
     for name, gpus in (("a", 40), ("b", 8)):
         service.run_tenant(
             {
                 "name": name,
                 "subscription": {GPU: gpus, "cpu": 16, "memory": "64Gi"},
                 "teams": [{"name": "ml", "deserved": {GPU: gpus // 2}}],
-                "oversell_check": False,  # the fake cluster has no nodes
+                "oversell_check": False,  # the fake cluster's one node has no GPUs
             },
             cluster,
         )

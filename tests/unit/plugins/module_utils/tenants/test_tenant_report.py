@@ -9,8 +9,14 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec imp
     parse_tenant_spec,
     plan_tenant,
 )
+from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.tenants.tenant_objects import (
+    GPU,
+    control_plane,
+    networks_of,
+)
 
-GPU = "nvidia.com/gpu"
+# What the tenant module reads from a cluster (rule cluster-networks).
+NETWORKS = networks_of(control_plane())
 
 
 def tenant_queues(name, gpus):
@@ -21,7 +27,7 @@ def tenant_queues(name, gpus):
             "teams": [{"name": "ml", "deserved": {GPU: gpus}}],
         }
     )
-    return [q.to_manifest() for q in plan_tenant(spec, {}).queues]
+    return [q.to_manifest() for q in plan_tenant(spec, {}, discovered=NETWORKS).queues]
 
 
 def namespace(tenant):
