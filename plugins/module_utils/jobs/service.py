@@ -34,12 +34,12 @@ from ..common.names import (
     LABEL_TENANT,
     MANAGED_BY,
     PODGROUP_API,
-    QUEUE_API,
     namespace_name,
 )
 from ..common.objects import strip_server_fields
 from ..kube.cluster import ApiException, Cluster, api_error_message
-from ..policy.admission import POLICY_LARGE_JOB_THROTTLE
+from ..policy.admission import POLICY_LARGE_JOB_THROTTLE, TENANT_QUEUES_CONFIGMAP
+from ..policy.platform_state import POLICY_PLATFORM_STATE
 from .classes import job_class_table
 from .demand import job_demand
 from .submit import (
@@ -52,6 +52,7 @@ from .submit import (
     owned_podgroup,
     podgroup_summary,
     still_throttled_text,
+    tenant_leaves,
     throttled_text,
 )
 from .throttle import (
@@ -142,6 +143,23 @@ def write(cluster: Cluster, change: Change, check_mode: bool) -> None:
         cluster.delete("v1", "ConfigMap", CONFIGMAP, change.namespace, propagation="Background")
 
 
+def write_as_submitter(cluster: Cluster, change: Change) -> bool:
+    """vcjob writes the throttle as whoever submits. A tenant's own identity may not write
+    platform state (rule platform-state): then the platform's scheduled large_job_throttle
+    run engages and releases it, and this says so. Returns whether it was written."""
+    try:
+        write(cluster, change, check_mode=False)
+    except ApiException as exc:
+        if POLICY_PLATFORM_STATE not in api_error_message(exc):
+            raise
+        warn(
+            f"the throttle of {change.namespace} is platform state this identity may not write; "
+            "the platform's scheduled large_job_throttle run keeps it"
+        )
+        return False
+    return True
+
+
 def write_all(cluster: Cluster, changes: list[Change], check_mode: bool) -> None:
     """Write each namespace's change in turn; a failure says which were written."""
     done: list[str] = []
@@ -186,7 +204,8 @@ def reconcile_namespace(
     if cm is not None and not _is_managed(cm):
         return Change(namespace, [], [], "none", None), cm
     change = plan_namespace(namespace, tenant, cm, jobs, now, timeout)
-    write(cluster, change, check_mode=False)
+    if change.action != "none" and not write_as_submitter(cluster, change):
+        return Change(namespace, change.before, change.before, "none", None), cm
     if change.action == "delete":
         return change, None
     return change, change.manifest if change.action == "apply" else cm
@@ -204,7 +223,8 @@ def engage_job(cluster: Cluster, tenant: str, job: LargeJob, now: datetime, time
     change = Change(
         job.namespace, before, after, "apply", configmap_manifest(job.namespace, tenant, after)
     )
-    write(cluster, change, check_mode=False)
+    if not write_as_submitter(cluster, change):
+        return Change(job.namespace, before, before, "none", None)
     return change
 
 
@@ -342,8 +362,12 @@ def present(p: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, 
     """state=present: check the queue, refuse a live job that differs, hold while throttled,
     create, then engage the throttle and wait as asked."""
     table = job_class_table(p["job_classes"])
-    queues = cluster.list(QUEUE_API, "Queue", label_selector=f"{LABEL_TENANT}={p['tenant']}")
-    desired, queue_type = job_for_queues(p, table, queues)
+    # The tenant's own queue list, in its namespace: a tenant's identity can read it (it
+    # cannot list the cluster's Queues), and the admission policies judge by the same list.
+    queue_list = cluster.get(
+        "v1", "ConfigMap", TENANT_QUEUES_CONFIGMAP, namespace_name(p["tenant"])
+    )
+    desired, queue_type = job_for_queues(p, table, tenant_leaves(queue_list, p["tenant"]))
     namespace, name = desired["metadata"]["namespace"], desired["metadata"]["name"]
     queue, priority_class = desired["spec"]["queue"], desired["spec"]["priorityClassName"]
     result: dict[str, Any] = {

@@ -23,8 +23,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..common.errors import FieldError, PlatformValidationError, raise_if
-from ..common.names import LABEL_QUEUE_TYPE
+from ..common.names import QUEUE_TYPE_SUBSCRIPTION, namespace_name, queue_name
 from ..common.objects import differs
+from ..policy.admission import TENANT_QUEUES_CONFIGMAP
 from .builders import JobRequest, build_job, complete_manifest
 from .classes import JobClass, job_class_table
 from .throttle import KEY_REASON, KEY_UNTIL
@@ -129,40 +130,45 @@ def check_submission(p: Mapping[str, Any]) -> None:
 
 
 def leaf_queue_of_tenant(
-    queue: str, queues: list[Mapping[str, Any]]
+    queue: str, leaves: Mapping[str, str], tenant: str
 ) -> tuple[str | None, list[FieldError]]:
-    """Rule leaf-queue-of-tenant: the queue is one of the tenant's ``queues`` and no queue has
-    it as parent. Returns the queue's type (label platform.io/queue-type) and the errors."""
-    by_name = {q["metadata"]["name"]: q for q in queues}
-    if queue not in by_name:
-        names = ", ".join(sorted(by_name)) or "(none)"
-        return None, [
-            FieldError("queue", f"{queue!r} is not a queue of this tenant; its queues are {names}")
-        ]
-    children = sorted(
-        q["metadata"]["name"] for q in queues if (q.get("spec") or {}).get("parent") == queue
-    )
-    errors = []
-    if children:
-        errors.append(
-            FieldError(
-                "queue",
-                f"{queue!r} has team sub-queues ({', '.join(children)}) and takes no jobs; "
-                "submit to one of them",
-            )
+    """Rule leaf-queue-of-tenant: the queue is one of the tenant's leaf queues, as the tenant's
+    ``platform-queues`` ConfigMap lists them (name -> queue type; the same list the
+    admission policies read). Returns the queue's type and the errors."""
+    if queue in leaves:
+        return leaves[queue], []
+    names = ", ".join(sorted(leaves)) or "(none)"
+    if queue == queue_name(tenant, QUEUE_TYPE_SUBSCRIPTION):
+        problem = "has team sub-queues and takes no jobs; submit to one of them"
+    else:
+        problem = "is not a queue of this tenant"
+    return None, [FieldError("queue", f"{queue!r} {problem}; its queues are {names}")]
+
+
+def tenant_leaves(configmap: Mapping[str, Any] | None, tenant: str) -> dict[str, str]:
+    """The tenant's leaf queues from its ``platform-queues`` ConfigMap; refused when the
+    tenant has none (the tenant module writes it)."""
+    if configmap is None:
+        raise_if(
+            [
+                FieldError(
+                    "tenant",
+                    f"{tenant!r} has no queue list (ConfigMap {TENANT_QUEUES_CONFIGMAP} in "
+                    f"{namespace_name(tenant)}); create or update the tenant first",
+                )
+            ]
         )
-    qtype = ((by_name[queue].get("metadata") or {}).get("labels") or {}).get(LABEL_QUEUE_TYPE)
-    return qtype, errors
+    return dict((configmap or {}).get("data") or {})
 
 
 def job_for_queues(
-    p: Mapping[str, Any], table: Mapping[str, JobClass], queues: list[Mapping[str, Any]]
+    p: Mapping[str, Any], table: Mapping[str, JobClass], leaves: Mapping[str, str]
 ) -> tuple[dict[str, Any], str | None]:
-    """The manifest to submit now that the tenant's queues are known, and its queue's type;
-    raises PlatformValidationError when the queue breaks leaf-queue-of-tenant or the job
-    does not fit the queue's type."""
+    """The manifest to submit now that the tenant's leaf queues are known, and its queue's
+    type; raises PlatformValidationError when the queue breaks leaf-queue-of-tenant or the
+    job does not fit the queue's type."""
     queue = desired_job(p, table, None)["spec"]["queue"]
-    queue_type, errors = leaf_queue_of_tenant(queue, queues)
+    queue_type, errors = leaf_queue_of_tenant(queue, leaves, p["tenant"])
     desired: dict[str, Any] = {}
     if not errors:
         try:

@@ -79,7 +79,7 @@ def test_bad_input_fails_before_any_request(run_module):
 def test_queue_must_be_a_leaf_of_the_tenant_and_fit_the_class(run_module):
     fake = cluster()
     parent = run_module(vcjob_module, fake, **{**SINGLE, "queue": "tenant-alpha-subscription"})
-    assert parent["failed"] and "has team sub-queues (tenant-alpha-algo)" in parent["msg"]
+    assert parent["failed"] and "has team sub-queues and takes no jobs" in parent["msg"]
     assert parent["requests"] == 1  # the queues only
     missing = run_module(vcjob_module, fake, **{**SINGLE, "queue": "tenant-alpha-other"})
     assert missing["failed"] and "not a queue of this tenant" in missing["msg"]
@@ -304,3 +304,33 @@ def test_reconcile_refuses_a_negative_timeout_before_any_request(run_module):
     out = run_module(throttle_module, fake, timeout=-1)
     assert out["failed"] and out["msg"] == "timeout: -1 must be 0 or more seconds"
     assert out["requests"] == 0 and fake.requests == 0
+
+
+def test_a_tenant_identity_submits_a_large_job_and_leaves_the_throttle_to_the_platform(
+    run_module, warnings
+):
+    """Rule platform-state: a tenant's own identity may not write platform-throttle; the
+    job is still submitted, and the platform's reconcile engages the throttle."""
+    from kubernetes.client.rest import ApiException
+
+    class TenantIdentity(type(cluster())):
+        def apply(self, manifest, field_manager="gpucloud-platform"):
+            if (
+                manifest["kind"] == "ConfigMap"
+                and manifest["metadata"]["name"] == "platform-throttle"
+            ):
+                self.requests += 1
+                exc = ApiException(status=403, reason="Forbidden")
+                exc.body = json.dumps(
+                    {
+                        "message": "ValidatingAdmissionPolicy 'gpucloud-platform-state' denied request"
+                    }
+                )
+                raise exc
+            return super().apply(manifest, field_manager)
+
+    fake = TenantIdentity(list(cluster().store.values()), "Pending")
+    out = run_module(vcjob_module, fake, **LARGE)
+    assert out["changed"] is True and out["throttle_engaged"] is False
+    assert ("create", "Job", "big") in fake.writes and CM_KEY not in fake.store
+    assert any("large_job_throttle run keeps it" in w for w in warnings)

@@ -44,6 +44,26 @@ def queue(name, qtype, parent="root", tenant="alpha"):
     }
 
 
+# The tenant's leaf queues as the tenant module lists them (ConfigMap platform-queues).
+LEAVES = {"tenant-alpha-algo": "team", "tenant-alpha-payg": "payg", "tenant-alpha-spot": "spot"}
+
+
+def queue_list(leaves=LEAVES):
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "platform-queues",
+            "namespace": NS,
+            "labels": {
+                "platform.io/tenant": "alpha",
+                "platform.io/managed-by": "gpucloud-platform",
+            },
+        },
+        "data": dict(leaves),
+    }
+
+
 def cluster(phase="Pending", extra=()):
     return JobController(
         [
@@ -52,6 +72,7 @@ def cluster(phase="Pending", extra=()):
                 "kind": "Namespace",
                 "metadata": {"name": NS, "labels": {"platform.io/tenant": "alpha"}},
             },
+            queue_list(),
             queue("tenant-alpha-subscription", "subscription"),
             queue("tenant-alpha-algo", "team", parent="tenant-alpha-subscription"),
             queue("tenant-alpha-payg", "payg"),

@@ -176,12 +176,12 @@ def test_a_failed_delete_is_refused_with_the_servers_words():
 
 
 def test_a_read_error_goes_through():
-    class FailingLists(JobController):
-        def list(self, *args, **kwargs):
+    class FailingReads(JobController):
+        def get(self, *args, **kwargs):
             raise api_error(500, "etcdserver: leader changed")
 
     with pytest.raises(ApiException):
-        service.run(params(**SINGLE), FailingLists(objects_of(cluster())), check_mode=False)
+        service.run(params(**SINGLE), FailingReads(objects_of(cluster())), check_mode=False)
 
 
 def second_tenant():

@@ -30,11 +30,8 @@ def queue(name, qtype, parent="root"):
     }
 
 
-QUEUES = [
-    queue("tenant-alpha-subscription", "subscription"),
-    queue("tenant-alpha-algo", "team", parent="tenant-alpha-subscription"),
-    queue("tenant-alpha-payg", "payg"),
-]
+# The tenant's leaf queues (its platform-queues ConfigMap): the subscription has a team.
+QUEUES = {"tenant-alpha-algo": "team", "tenant-alpha-payg": "payg"}
 
 
 def fields_of(exc_info):
@@ -70,17 +67,28 @@ def test_check_submission_collects_options_classes_and_the_job():
 
 
 def test_leaf_queue_of_tenant():
-    assert submit.leaf_queue_of_tenant("tenant-alpha-algo", QUEUES) == ("team", [])
-    assert submit.leaf_queue_of_tenant("tenant-alpha-payg", QUEUES) == ("payg", [])
-    qtype, errors = submit.leaf_queue_of_tenant("tenant-alpha-subscription", QUEUES)
-    assert qtype == "subscription"
+    assert submit.leaf_queue_of_tenant("tenant-alpha-algo", QUEUES, "alpha") == ("team", [])
+    assert submit.leaf_queue_of_tenant("tenant-alpha-payg", QUEUES, "alpha") == ("payg", [])
+    qtype, errors = submit.leaf_queue_of_tenant("tenant-alpha-subscription", QUEUES, "alpha")
+    assert qtype is None
     assert [str(e) for e in errors] == [
-        "queue: 'tenant-alpha-subscription' has team sub-queues (tenant-alpha-algo) and takes "
-        "no jobs; submit to one of them"
+        "queue: 'tenant-alpha-subscription' has team sub-queues and takes no jobs; submit to one "
+        "of them; its queues are tenant-alpha-algo, tenant-alpha-payg"
     ]
-    qtype, errors = submit.leaf_queue_of_tenant("tenant-beta-algo", QUEUES)
-    assert qtype is None and "its queues are tenant-alpha-algo, tenant-alpha-payg" in str(errors[0])
-    assert "its queues are (none)" in str(submit.leaf_queue_of_tenant("q", [])[1][0])
+    # a queue of another tenant, even one whose name starts like this tenant's
+    for other in ("tenant-beta-algo", "tenant-alpha-b-x"):
+        qtype, errors = submit.leaf_queue_of_tenant(other, QUEUES, "alpha")
+        assert qtype is None and f"{other!r} is not a queue of this tenant" in str(errors[0])
+    assert "its queues are (none)" in str(submit.leaf_queue_of_tenant("q", {}, "alpha")[1][0])
+
+
+def test_a_tenant_without_its_queue_list_is_refused():
+    with pytest.raises(PlatformValidationError) as info:
+        submit.tenant_leaves(None, "alpha")
+    assert "tenant: 'alpha' has no queue list (ConfigMap platform-queues in tenant-alpha)" in str(
+        info.value
+    )
+    assert submit.tenant_leaves({"data": {"q": "team"}}, "alpha") == {"q": "team"}
 
 
 def test_job_for_queues_uses_the_queue_type():
