@@ -20,9 +20,17 @@ from ansible_collections.gpucloud.platform.tests.integration.localcluster_helper
 )
 
 GPU = "nvidia.com/gpu"
+# A scenario's queues are typed by their name's last word, as the tenant module names them.
+BILLING_OF_TYPE = {"spot": "spot", "payg": "payg"}
 NODE_LABEL = "platform.io/conformance"
 FIELD_MANAGER = "gpucloud-platform-conformance"
 TIMEOUT = float(os.environ.get("CONFORMANCE_TIMEOUT_SECONDS", "240"))
+
+
+def queue_type_of(queue: str) -> str:
+    """spot, payg, subscription or team, from the queue's name (tenant-<t>-<what>)."""
+    last = queue.rsplit("-", 1)[-1]
+    return last if last in ("spot", "payg", "subscription") else "team"
 
 
 def wait_for(
@@ -185,7 +193,6 @@ class Kube:
                     },
                 }
             ],
-            "tolerations": [{"operator": "Exists"}],
         }
         if node_value:
             pod_spec["nodeSelector"] = {NODE_LABEL: node_value}
@@ -195,10 +202,19 @@ class Kube:
         }
         if annotations:
             template["metadata"]["annotations"] = annotations
+        # Labelled and priced as the queue-billing policy asks (vcjob does the same).
+        qtype = queue_type_of(queue)
+        metadata: dict[str, Any] = {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"platform.io/billing-type": BILLING_OF_TYPE.get(qtype, "subscription")},
+        }
+        if qtype == "spot":
+            metadata["annotations"] = {"platform.io/spot-price": "0.1"}
         return {
             "apiVersion": "batch.volcano.sh/v1alpha1",
             "kind": "Job",
-            "metadata": {"name": name, "namespace": namespace},
+            "metadata": metadata,
             "spec": {
                 "schedulerName": "volcano",
                 "queue": queue,
@@ -207,6 +223,25 @@ class Kube:
                 "tasks": [{"name": "worker", "replicas": replicas, "template": template}],
             },
         }
+
+    def dry_run_create(self, manifest: dict[str, Any]) -> str | None:
+        """None when admitted, else the denial message (the policies apply to dry runs too)."""
+        group, version = manifest["apiVersion"].split("/")
+        plural = {"Job": "jobs", "PodGroup": "podgroups"}[manifest["kind"]]
+        try:
+            self.custom.create_namespaced_custom_object(
+                group,
+                version,
+                manifest["metadata"]["namespace"],
+                plural,
+                manifest,
+                dry_run="All",
+            )
+            return None
+        except ApiException as exc:
+            if exc.status not in (400, 403, 422):
+                raise
+            return exc.body if isinstance(exc.body, str) else str(exc.body)
 
     def submit(self, manifest: dict[str, Any]) -> None:
         self.custom.create_namespaced_custom_object(

@@ -31,6 +31,7 @@ from ansible_collections.gpucloud.platform.tests.conformance.conformance_kube im
     Kube,
     PodDeletions,
     evictions,
+    queue_type_of,
     wait_for,
 )
 
@@ -89,6 +90,7 @@ class Scenario:
         self.nodes = kube.free_gpu_nodes(nodes)
         self.namespaces: list[str] = []
         self.queues: list[str] = []
+        self.leaves: dict[str, dict[str, str]] = {}  # namespace -> its platform-queues
         kube.label_nodes(self.nodes, self.name)
 
     def tenant(self, tenant: str, **labels: str) -> str:
@@ -104,7 +106,27 @@ class Scenario:
         self.kube.queue(name, **kw)
         self.queues.append(name)
         self.kube.wait_queue_open(name)
+        self._list_queue(name, kw.get("parent"))
         return name
+
+    def _list_queue(self, name: str, parent: str | None) -> None:
+        """Keep the owning tenant's queue list (the queue policies' parameter) as the tenant
+        module does, leaves only, and wait until the API server's policies read it."""
+        ns = next((n for n in self.namespaces if name.startswith(n + "-")), None)
+        if ns is None:
+            return
+        leaves = self.leaves.setdefault(ns, {})
+        leaves.pop(parent or "", None)
+        leaves[name] = queue_type_of(name)
+        tenant = ns.removeprefix("tenant-")
+        self.kube.apply(ap.tenant_queues_configmap(tenant, leaves))
+        pc = "spot-job" if leaves[name] == "spot" else "normal-job"
+        probe = self.kube.job_manifest(f"probe-{uuid.uuid4().hex[:6]}", ns, name, pc, 1, 1)
+        wait_for(
+            f"the queue policies to read {name} in {ns}'s queue list",
+            lambda: self.kube.dry_run_create(probe) is None,
+            timeout=60,
+        )
 
     def job(
         self, name, namespace, queue, priority_class, replicas, gpus, wait=True, annotations=None
@@ -367,23 +389,7 @@ def _pod_group(namespace: str, queue: str) -> dict:
 
 
 def _dry_run(kube: Kube, manifest: dict) -> str | None:
-    """None when admitted, else the denial message (the policies apply to dry runs too)."""
-    group, version = manifest["apiVersion"].split("/")
-    plural = {"Job": "jobs", "PodGroup": "podgroups"}[manifest["kind"]]
-    try:
-        kube.custom.create_namespaced_custom_object(
-            group,
-            version,
-            manifest["metadata"]["namespace"],
-            plural,
-            manifest,
-            dry_run="All",
-        )
-        return None
-    except ApiException as exc:
-        if exc.status not in (400, 403, 422):
-            raise
-        return exc.body if isinstance(exc.body, str) else str(exc.body)
+    return kube.dry_run_create(manifest)
 
 
 def test_admission_policies_deny_wrong_queues_and_classes(admission):
@@ -414,8 +420,11 @@ def test_admission_policies_deny_wrong_queues_and_classes(admission):
         # child ("can only submit job to leaf queue"); its PodGroup webhook does not, and that
         # is what the leaf policy is for.
         denied(job(parent, "normal-job"), "queue")
+        # Two policies refuse it: the leaf policy (a parent queue) and the tenant policy (not a
+        # leaf of the tenant's queue list); the API server reports whichever it ran first.
         pg = _pod_group(nsa, parent)
-        denied(pg, "has team sub-queues", "instead")
+        message = wait_for("the policies to deny", lambda: _dry_run(kube, pg), timeout=30)
+        assert "has team sub-queues" in message or "is not a queue of tenant" in message, message
         assert _dry_run(kube, _pod_group(nsa, team)) is None
         denied(job(spot, "normal-job"), "cannot run in spot queue", "spot-job")
         denied(job(team, "spot-job"), "runs only in a spot queue")

@@ -75,7 +75,16 @@ def _ensure(dyn, manifests) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def platform_objects(dyn) -> Iterator[None]:
-    throttle = list(ap.admission_manifests(False, False, False, True))
+    throttle = list(
+        ap.admission_manifests(
+            queue_tenant=False,
+            queue_leaf=False,
+            queue_priority=False,
+            queue_billing=False,
+            pod_placement=False,
+            platform_state=False,
+        )
+    )
     # The leaf policy (when the scheduling policy is installed) denies without its parameter.
     created = _ensure(dyn, [*priority_class_manifests(), *throttle, ap.parent_queues_configmap()])
     time.sleep(5 if created else 0)  # the API server's policy and parameter informers
@@ -133,7 +142,29 @@ def tenant(dyn, platform_objects) -> Iterator[str]:
                 "spec": {"parent": "root", "weight": 1, "reclaimable": False},
             }
         )
+    # The tenant's queue list, as the tenant module writes it: vcjob reads it, and so do the
+    # queue admission policies where the scheduling policy is installed.
+    leaves = {f"{ns}-algo": "team", f"{ns}-payg": "payg", f"{ns}-spot": "spot"}
+    dyn.resources.get(api_version="v1", kind="ConfigMap").create(
+        body=ap.tenant_queues_configmap(name, leaves), namespace=ns
+    )
     wait_until(lambda: _default_sa(dyn, ns), 60, 0.5, f"default ServiceAccount in {ns}")
+    probe = build_job(
+        {
+            "name": "probe",
+            "tenant": name,
+            "queue": f"{ns}-algo",
+            "kind": "single",
+            "image": "i",
+            "command": ["x"],
+            "gpus_per_pod": 1,
+            **SMALL,
+        }
+    )
+    jobs = dyn.resources.get(api_version=VCJOBS[0], kind=VCJOBS[1])
+    wait_until(
+        lambda: not _denied_in_dry_run(jobs, probe), 60, 0.5, f"the policies to read {ns}'s queues"
+    )
     yield name
     jobs = dyn.resources.get(api_version=VCJOBS[0], kind=VCJOBS[1])
     for job in jobs.get(namespace=ns).items:

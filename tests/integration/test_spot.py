@@ -61,6 +61,8 @@ def queue_body(tenant, queue_type, gpus_deserved, gpus_capability):
 
 
 def job_body(name, namespace, queue, gpus_per_pod, replicas, price=None, billing="spot"):
+    """A Volcano Job as the admission policies of a tenant namespace accept it: a platform
+    PriorityClass for its billing type, its billing label, no toleration of every taint."""
     meta = {"name": name, "namespace": namespace, "labels": {"platform.io/billing-type": billing}}
     if price is not None:
         meta["annotations"] = {"platform.io/spot-price": price}
@@ -71,6 +73,7 @@ def job_body(name, namespace, queue, gpus_per_pod, replicas, price=None, billing
         "spec": {
             "schedulerName": "volcano",
             "queue": queue,
+            "priorityClassName": "spot-job" if billing == "spot" else "normal-job",
             "minAvailable": replicas,
             "tasks": [
                 {
@@ -79,7 +82,6 @@ def job_body(name, namespace, queue, gpus_per_pod, replicas, price=None, billing
                     "template": {
                         "spec": {
                             "restartPolicy": "Never",
-                            "tolerations": [{"operator": "Exists"}],
                             "containers": [
                                 {
                                     "name": "worker",
