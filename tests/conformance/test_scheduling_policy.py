@@ -42,7 +42,8 @@ pytestmark = [pytest.mark.conformance, pytest.mark.slow]
 NEGATIVE_WAIT = float(os.environ.get("CONFORMANCE_NEGATIVE_WAIT_SECONDS", "20"))
 
 DESIGN_CONF = (
-    Path(__file__).resolve().parents[1] / "unit/plugins/module_utils/data/design_scheduler.conf"
+    Path(__file__).resolve().parents[1]
+    / "unit/plugins/module_utils/policy/data/design_scheduler.conf"
 ).read_text()
 # The design's tier layout (capacity in the second tier) with the collection's actions and
 # arguments, so that the only difference from the policy is where capacity sits.

@@ -28,7 +28,7 @@ from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.tenan
 from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.tenants.tenant_objects import (
     tenant_params as params,
 )
-from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.test_tenant_spec import (
+from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.tenants.test_tenant_spec import (
     BAD,
 )
 
