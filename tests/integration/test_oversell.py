@@ -12,7 +12,10 @@ from decimal import Decimal
 
 import pytest
 
-from localcluster_helpers import run_playbook, wait_until
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    run_playbook,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 

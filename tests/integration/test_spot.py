@@ -27,8 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from localcluster_helpers import run_playbook as playbook_run
-from localcluster_helpers import wait_until
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    run_playbook as playbook_run,
+)
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import wait_until
 
 pytestmark = pytest.mark.integration
 
