@@ -320,3 +320,32 @@ def test_purchase_reclaims_spot_jobs_in_order_and_recomputes_capacity(
             "tenant_delete.yml",
             {"tenant_name": buyer, "tenant_confirm": buyer, "tenant_force": True},
         )
+
+
+def test_two_reclaims_with_one_holder_identity_exclude_each_other(api_client, run_module):
+    """An AWX template launched twice gives both runs the same holder_identity; the Lease is
+    still one run's (rule reclaim-lease-holder), so the second run is refused, not let in."""
+    from datetime import UTC, datetime
+
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import (
+        lease_manifest,
+        run_holder,
+    )
+
+    with contextlib.suppress(ApiException):  # 409: it exists
+        client.CoreV1Api(api_client).create_namespace({"metadata": {"name": "platform-system"}})
+    coordination = client.CoordinationV1Api(api_client)
+    first_run = run_holder("awx-tenant-create", "first-run")
+    lease = lease_manifest(first_run, 120, datetime.now(tz=UTC))
+    try:
+        coordination.create_namespaced_lease("platform-system", lease)
+        second = run_module(
+            "spot_reclaim", {"need": 100000, "holder_identity": "awx-tenant-create"}
+        )
+        assert second.get("failed") and f"held by {first_run!r}" in second["msg"], second
+        assert second["changed"] is False
+    finally:
+        coordination.delete_namespaced_lease("spot-reclaim", "platform-system")

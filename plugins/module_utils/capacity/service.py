@@ -27,6 +27,7 @@ from ..spot.service import (
     read_pool,
     read_queues,
     reclaim,
+    run_id,
     wait_until_free,
 )
 from ..spot.victims import reclaim_need
@@ -85,7 +86,7 @@ def make_room(
     if not params["reclaim"]:
         _refuse_if([no_reclaim_error(growth, shortfall, state.free_gpus, state.pool_gpus)], resize)
     request = reclaim_request(
-        params, growth, growth_reason(params, growing, growth), default_holder()
+        params, growth, growth_reason(params, growing, growth), default_holder(), run_id=run_id()
     )
     try:
         return reclaim(cluster, request, check_mode)

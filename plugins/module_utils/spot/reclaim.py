@@ -111,20 +111,32 @@ class ReclaimRequest:
 
 
 def reclaim_request(
-    params: Mapping[str, Any], demand: int, reason: str, holder: str, allow_partial: bool = False
+    params: Mapping[str, Any],
+    demand: int,
+    reason: str,
+    holder: str,
+    allow_partial: bool = False,
+    run_id: str = "",
 ) -> ReclaimRequest:
     """The reclaim a module's options ask for (``node_selector``,
     ``history_size``, ``lease_duration``; ``holder`` when no
-    ``holder_identity`` is given)."""
+    ``holder_identity`` is given), held as ``run_holder``."""
     return ReclaimRequest(
         demand=demand,
         reason=reason,
         node_selector=params.get("node_selector") or {},
         allow_partial=allow_partial,
         history_size=params["history_size"],
-        holder=params.get("holder_identity") or holder,
+        holder=run_holder(params.get("holder_identity") or holder, run_id),
         lease_duration=params["lease_duration"],
     )
+
+
+def run_holder(identity: str, run_id: str) -> str:
+    """Rule reclaim-lease-holder: the Lease is held by one run, not by an identity. Two
+    runs that share ``holder_identity`` (two launches of one AWX template) would each
+    find the Lease their own and both reclaim; the run id makes each a holder of its own."""
+    return f"{identity}/{run_id}" if run_id else identity
 
 
 def reclaim_option_errors(params: Mapping[str, Any]) -> list[FieldError]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -81,6 +82,11 @@ _UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 def utc_now() -> datetime:
     return datetime.now(tz=UTC)
+
+
+def run_id() -> str:
+    """A fresh id for this run's Lease holder (rule reclaim-lease-holder)."""
+    return uuid.uuid4().hex[:12]
 
 
 def default_holder() -> str:
@@ -343,6 +349,7 @@ def run_reclaim(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> d
         params["demand_reason"],
         default_holder(),
         allow_partial=params["allow_partial"],
+        run_id=run_id(),
     )
     now = utc_now()
     result = reclaim(cluster, request, check_mode, now)

@@ -67,6 +67,8 @@ def test_request_takes_the_module_options():
     assert (request.history_size, request.lease_duration) == (100, 60)
     named = reclaim_request(OPTIONS | {"holder_identity": "me"}, 3, "why", "host-1", True)
     assert named.holder == "me" and named.allow_partial is True
+    run = reclaim_request(OPTIONS | {"holder_identity": "me"}, 3, "why", "host-1", run_id="r1")
+    assert run.holder == "me/r1"
 
 
 def test_summary_history_and_diff_repeat_the_run():

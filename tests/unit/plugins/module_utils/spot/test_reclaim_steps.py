@@ -14,6 +14,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim imp
     lease_blocker,
     lease_manifest,
     push_history,
+    reclaim_request,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.service import (
     acquire_lease,
@@ -120,6 +121,22 @@ def test_a_held_lease_blocks_and_names_the_holder():
         reclaim(cluster, ReclaimRequest(demand=16, holder="me"), check_mode=False, now=NOW)
     assert not [w for w in cluster.writes if w[0] == "delete"]
     assert cluster.objects("Lease")[0]["spec"]["holderIdentity"] == "other-run"
+
+
+OPTIONS = {"holder_identity": "awx", "history_size": 100, "lease_duration": 60}
+
+
+def test_two_runs_that_share_an_identity_exclude_each_other():
+    """Rule reclaim-lease-holder: a second launch of the same AWX template (same
+    holder_identity) finds the Lease held by the first run, not by itself."""
+    first = reclaim_request(OPTIONS, 16, "order 1", "host-1", run_id="run-1")
+    second = reclaim_request(OPTIONS, 16, "order 1", "host-1", run_id="run-2")
+    assert first.holder != second.holder
+    held = lease_manifest(first.holder, 60, NOW - timedelta(seconds=10)) | {"kind": "Lease"}
+    cluster = spot_cluster([held])
+    with pytest.raises(ReclaimError, match=r"held by 'awx/run-1'"):
+        reclaim(cluster, second, check_mode=False, now=NOW)
+    assert not [w for w in cluster.writes if w[0] == "delete"]
 
 
 def test_an_expired_lease_is_taken_over():
