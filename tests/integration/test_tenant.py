@@ -70,6 +70,7 @@ def job_body(name, namespace, queue):
         "spec": {
             "schedulerName": "volcano",
             "queue": queue,
+            "priorityClassName": "normal-job",
             "minAvailable": 1,
             "tasks": [
                 {
@@ -236,3 +237,35 @@ def test_delete_refused_while_jobs_run_then_forced(tenants, run_module, api_clie
     assert f"tenant-{A}-subscription" not in parent_queues(api_client)
     core = client.CoreV1Api(api_client)
     assert core.list_namespace(label_selector=f"platform.io/tenant={A}").items == []
+
+
+def test_a_shrink_that_unsets_a_team_capability_and_drops_a_team_applies_whole(tenants, run_module):
+    """Subscription 40 -> 30 while team c is dropped and team a's capability of 40 becomes
+    unset: Volcano's queue webhook refuses a parent below a child's capability, so team a
+    is lowered to 30 first (rule effective-capability) and the whole update lands."""
+    first = dict(
+        name=B,
+        subscription={GPU: 40, "cpu": 160, "memory": "640Gi"},
+        teams=[
+            {"name": "a", "deserved": {GPU: 20}, "capability": {GPU: 40}},
+            {"name": "b", "deserved": {GPU: 10}},
+            {"name": "c", "deserved": {GPU: 10}},
+        ],
+        oversell_check=False,
+    )
+    made = run_module("tenant", first)
+    assert not made.get("failed"), made.get("msg")
+    second = dict(
+        first,
+        subscription={GPU: 30, "cpu": 120, "memory": "480Gi"},
+        teams=[{"name": "a", "deserved": {GPU: 20}}, {"name": "b", "deserved": {GPU: 10}}],
+    )
+    updated = run_module("tenant", second)
+    assert not updated.get("failed"), updated.get("msg")
+    info = run_module("tenant_info", {"name": B})
+    queues = {q["name"]: q for q in info["tenants"][0]["queues"]}
+    assert f"tenant-{B}-c" not in queues
+    assert queues[f"tenant-{B}-subscription"]["capability"][GPU] == 30
+    assert GPU not in (queues[f"tenant-{B}-a"]["capability"] or {})  # unset again at the end
+    again = run_module("tenant", second)
+    assert again["changed"] is False

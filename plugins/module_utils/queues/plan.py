@@ -49,14 +49,51 @@ def _min_limit(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> quantity.R
     return out
 
 
-def lower_bound(old: Queue, new: Queue) -> Queue:
-    """The queue at the per-resource minimum of its old and new values."""
+def lower_bound(
+    old: Queue,
+    new: Queue,
+    new_bound: Mapping[str, Decimal] | None = None,
+    old_bound: Mapping[str, Decimal] | None = None,
+) -> Queue:
+    """The queue at the per-resource minimum of its old and new values. A capability left
+    unset counts at what its parent lets it have (``new_bound`` in the new tree,
+    ``old_bound`` in the live one; rule effective-capability): unset is not unlimited, so
+    a child is never written above a parent that has not grown yet, nor kept above one
+    that shrinks."""
+    new_cap = {
+        **{k: v for k, v in (new_bound or {}).items() if k in old.capability},
+        **new.capability,
+    }
+    old_cap = {
+        **{k: v for k, v in (old_bound or {}).items() if k in new.capability},
+        **old.capability,
+    }
     return replace(
         new,
         deserved=_min_present(old.deserved, new.deserved),
         guarantee=_min_present(old.guarantee, new.guarantee),
-        capability=_min_limit(old.capability, new.capability),
+        capability=_min_limit(old_cap, new_cap),
     )
+
+
+def effective_capability(queue: Queue, by_name: Mapping[str, Queue]) -> quantity.Resources:
+    """Rule effective-capability: per resource, the queue's own capability, else its nearest
+    ancestor's (Volcano bounds a child by its parent); a resource no one limits is absent."""
+    out: dict[str, Decimal] = {}
+    seen: set[str] = set()
+    current: Queue | None = queue
+    while current is not None and current.name not in seen:
+        seen.add(current.name)
+        for key, value in current.capability.items():
+            out.setdefault(key, value)
+        current = by_name.get(current.parent) if current.parent != ROOT_QUEUE else None
+    return out
+
+
+def _bound(parent: str, tree: Mapping[str, Queue]) -> quantity.Resources | None:
+    """What ``parent`` lets a child have in ``tree`` (None under root)."""
+    queue = tree.get(parent)
+    return effective_capability(queue, tree) if queue is not None else None
 
 
 def _depth(queue: Queue, by_name: Mapping[str, Queue]) -> int:
@@ -78,10 +115,9 @@ def queue_steps(
     by_name = {q.name: q for q in desired}
     steps = [QueueStep(DELETE, name) for name in deletes if name in live]
     current: dict[str, Queue] = {}
-    for q in desired:
-        if q.name in live:
-            with contextlib.suppress(ValueError):
-                current[q.name] = Queue.from_manifest(live[q.name])
+    for name, manifest in live.items():
+        with contextlib.suppress(ValueError):
+            current[name] = Queue.from_manifest(manifest)
     order = sorted(desired, key=lambda q: _depth(q, by_name))
     shrink: list[QueueStep] = []
     final: list[QueueStep] = []
@@ -98,7 +134,7 @@ def queue_steps(
             continue
         old = current.get(q.name)
         if old is not None and old.parent == q.parent:
-            low = lower_bound(old, q)
+            low = lower_bound(old, q, _bound(q.parent, by_name), _bound(old.parent, current))
             if not same_spec(low, old.to_manifest()) and not same_spec(low, q.to_manifest()):
                 shrink.append(QueueStep(UPDATE, q.name, low, final=False))
             elif same_spec(low, q.to_manifest()):

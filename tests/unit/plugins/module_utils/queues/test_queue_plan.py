@@ -36,6 +36,7 @@ def sub(gpu, cpu):
 
 
 def team(name, d_gpu, d_cpu, cap_gpu):
+    """A team queue; ``cap_gpu`` None leaves its capability unset (bounded by the parent)."""
     return Queue(
         name=f"tenant-a-{name}",
         parent="tenant-a-subscription",
@@ -43,7 +44,7 @@ def team(name, d_gpu, d_cpu, cap_gpu):
         tenant="a",
         team=name,
         deserved={GPU: D(d_gpu), CPU: D(d_cpu)},
-        capability={GPU: D(cap_gpu)},
+        capability={} if cap_gpu is None else {GPU: D(cap_gpu)},
     )
 
 
@@ -95,12 +96,15 @@ def test_lower_bound_keeps_unlimited_capability_and_drops_one_sided_deserved():
     assert low.capability == {GPU: D(8)}
 
 
-team_values = st.tuples(st.integers(0, 20), st.integers(0, 50), st.integers(0, 40))
+team_values = st.tuples(
+    st.integers(0, 20), st.integers(0, 50), st.one_of(st.none(), st.integers(0, 40))
+)
 
 
 def valid_tree(sub_gpu, sub_cpu, teams):
     queues = [sub(sub_gpu, sub_cpu)] + [
-        team(f"t{i}", d, c, max(d, cap)) for i, (d, c, cap) in enumerate(teams)
+        team(f"t{i}", d, c, None if cap is None else max(d, cap))
+        for i, (d, c, cap) in enumerate(teams)
     ]
     return queues if not tree_errors(queues) else None
 
@@ -130,5 +134,37 @@ def test_every_intermediate_tree_is_valid(og, oc, old_teams, ng, nc, new_teams):
             state[step.name] = step.queue
         errors = tree_errors(list(state.values()))
         assert errors == [], (step, errors)
+        assert not volcano_refuses(state), (step, state)
     assert {n: q.to_manifest() for n, q in state.items()} == {q.name: q.to_manifest() for q in new}
     assert all(s.action in (CREATE, UPDATE, DELETE) for s in steps)
+
+
+def volcano_refuses(state):
+    """Volcano's queue webhook: a parent's capability is at least every child's, and an
+    unset child capability is the parent's (not unlimited)."""
+    by_name = dict(state)
+    for q in state.values():
+        parent = by_name.get(q.parent)
+        if parent is None:
+            continue
+        for key, limit in parent.capability.items():
+            if q.capability.get(key, limit) > limit:
+                return True
+    return False
+
+
+def test_a_capability_that_becomes_unset_under_a_shrinking_parent_is_lowered_first():
+    """The subscription shrinks 40 -> 30 while team c goes and team a's capability of 40
+    becomes unset: team a is written at 30 before the subscription shrinks."""
+    old = [sub(40, 100), team("a", 10, 10, 40), team("b", 10, 10, 20), team("c", 10, 10, 20)]
+    new = [sub(30, 100), team("a", 10, 10, None), team("b", 10, 10, 20)]
+    live = {q.name: q.to_manifest() for q in old}
+    steps = queue_steps(new, live, ["tenant-a-c"])
+    assert [(s.action, s.name) for s in steps] == [
+        (DELETE, "tenant-a-c"),
+        (UPDATE, "tenant-a-a"),
+        (UPDATE, "tenant-a-subscription"),
+        (UPDATE, "tenant-a-a"),
+    ]
+    assert steps[1].queue.capability == {GPU: D(30)} and steps[1].final is False
+    assert steps[3].queue.capability == {}
