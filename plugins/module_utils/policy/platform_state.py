@@ -9,7 +9,10 @@ a tenant namespace are all named ``platform-*`` (the throttle state
 ``platform-throttle`` and the tenant's queue list ``platform-queues``); this
 policy lets only the platform's identities create, change or delete them:
 members of ``platform_groups`` (default ``system:masters``) and the service
-accounts of the platform namespace.
+accounts of the platform namespace. Kubernetes' own controllers (the service
+accounts of ``kube-system``) and the deletion of a whole namespace (which
+removes its ConfigMaps with one delete-collection) pass as well, and so does
+nothing else without a name: a delete-collection of ConfigMaps is judged too.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from .vap import POLICY_PREFIX, cel_list, policy, tenant_match
 POLICY_PLATFORM_STATE = POLICY_PREFIX + "platform-state"
 PLATFORM_STATE_PREFIX = "platform-"
 DEFAULT_PLATFORM_GROUPS = ("system:masters",)
+# Kubernetes' controllers, with their own service account credentials (the garbage
+# collector, the namespace controller).
+CONTROLLERS = "system:serviceaccount:kube-system:"
 
 
 def platform_state_policy(
@@ -37,18 +43,25 @@ def platform_state_policy(
             "matchConstraints": tenant_match([("", "configmaps")], ["CREATE", "UPDATE", "DELETE"]),
             "matchConditions": [
                 {
+                    # a name that is the platform's, or none (a delete-collection)
                     "name": "platform-object",
-                    "expression": f"request.name.startsWith('{PLATFORM_STATE_PREFIX}')",
+                    "expression": (
+                        f"!has(request.name) || request.name == '' || "
+                        f"request.name.startsWith('{PLATFORM_STATE_PREFIX}')"
+                    ),
                 }
             ],
             "validations": [
                 {
                     "expression": (
                         f"request.userInfo.username.startsWith('{service_accounts}') || "
-                        f"(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {groups}))"
+                        f"request.userInfo.username.startsWith('{CONTROLLERS}') || "
+                        f"(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {groups})) || "
+                        "(has(namespaceObject.metadata.deletionTimestamp))"
                     ),
                     "messageExpression": (
-                        "'metadata.name: ' + request.name + ' is platform state (ConfigMaps named "
+                        "'metadata.name: ' + (has(request.name) && request.name != '' ? request.name : "
+                        "'(every ConfigMap)') + ' is platform state (ConfigMaps named "
                         f"{PLATFORM_STATE_PREFIX}*) and only the platform writes it; use another name for your own "
                         "ConfigMaps'"
                     ),

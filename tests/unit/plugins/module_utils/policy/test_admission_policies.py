@@ -156,9 +156,12 @@ def test_platform_state_lets_the_named_groups_and_platform_service_accounts_writ
     expression = policy["spec"]["validations"][0]["expression"]
     assert "['ops:platform']" in expression and "system:masters" not in expression
     assert "system:serviceaccount:platform-system:" in expression
-    assert policy["spec"]["matchConditions"][0]["expression"] == (
-        "request.name.startsWith('platform-')"
-    )
+    condition = policy["spec"]["matchConditions"][0]["expression"]
+    assert "request.name.startsWith('platform-')" in condition
+    assert "!has(request.name)" in condition  # a delete-collection is judged too
+    # a namespace being deleted (its controller removes every ConfigMap) passes
+    assert "namespaceObject.metadata.deletionTimestamp" in expression
+    assert "system:serviceaccount:kube-system:" in expression
     rules = policy["spec"]["matchConstraints"]["resourceRules"]
     assert rules[0]["resources"] == ["configmaps"]
     assert rules[0]["operations"] == ["CREATE", "UPDATE", "DELETE"]
