@@ -143,10 +143,15 @@ def restore_scheduler_conf(api_client: Any, before: str | None) -> None:
 
 
 def run_playbook(
-    ansible_env: dict[str, str], playbook: str, extra_vars: dict[str, Any]
+    ansible_env: dict[str, str],
+    playbook: str,
+    extra_vars: dict[str, Any],
+    check: bool = False,
+    inventory: str = "localhost,",
 ) -> tuple[int, dict[str, dict[str, Any]]]:
     """Run ``playbooks/<playbook>`` on localhost as AWX would (``ansible_env`` sets the json
-    callback); its exit code and its task results keyed by task name."""
+    callback), in check mode with ``check``; its exit code and its task results keyed by
+    task name."""
     import json
     import subprocess
     import sys
@@ -154,12 +159,13 @@ def run_playbook(
     cmd = [
         str(Path(sys.executable).parent / "ansible-playbook"),
         "-i",
-        "localhost,",
+        inventory,
         "-e",
         f"ansible_python_interpreter={sys.executable}",
         "-e",
         json.dumps(extra_vars),
         str(ROOT / "playbooks" / playbook),
+        *(["--check"] if check else []),
     ]
     proc = subprocess.run(
         cmd, cwd=ROOT, env=ansible_env, capture_output=True, text=True, timeout=600, check=False
@@ -168,5 +174,11 @@ def run_playbook(
         data = json.loads(proc.stdout)
     except ValueError:
         pytest.fail(f"{playbook} gave no JSON result:\n{proc.stdout}\n{proc.stderr}")
-    tasks = {t["task"]["name"]: t["hosts"].get("localhost", {}) for t in data["plays"][0]["tasks"]}
+    # the localhost play's tasks (site.yml's first plays run on the GPU nodes)
+    plays = [p for p in data["plays"] if any("localhost" in t["hosts"] for t in p["tasks"])]
+    tasks = {
+        t["task"]["name"]: t["hosts"].get("localhost", {})
+        for play in plays or data["plays"][:1]
+        for t in play["tasks"]
+    }
     return proc.returncode, tasks

@@ -1,0 +1,234 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Check mode writes nothing: every module and every playbook, on the local cluster.
+
+Each run is given input that would write (a new tenant, a team to add, a job to
+delete, a HyperNode to prune, a reclaim with a shortfall, ...). Before and after,
+every object of the kinds the collection writes is read; no object may appear,
+vanish or change what it says (its spec, data, rules, labels). A new module or
+playbook is covered by adding it to ``MODULES`` or ``PLAYBOOKS``: a test checks
+that both lists name everything in ``plugins/modules`` and ``playbooks``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    ROOT,
+    run_playbook,
+)
+
+pytestmark = pytest.mark.integration
+
+GPU = "nvidia.com/gpu"
+TENANT = f"ck{uuid.uuid4().hex[:5]}"
+NS = f"tenant-{TENANT}"
+NEW_TENANT = f"cn{uuid.uuid4().hex[:5]}"
+STALE_HYPERNODE = f"ck-stale-{uuid.uuid4().hex[:5]}"
+
+# (api_version, kind): what the collection writes, and so what check mode must leave alone.
+WATCHED = [
+    ("v1", "Namespace"),
+    ("v1", "ConfigMap"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("networking.k8s.io/v1", "NetworkPolicy"),
+    ("scheduling.volcano.sh/v1beta1", "Queue"),
+    ("batch.volcano.sh/v1alpha1", "Job"),
+    ("topology.volcano.sh/v1alpha1", "HyperNode"),
+    ("coordination.k8s.io/v1", "Lease"),
+    ("scheduling.k8s.io/v1", "PriorityClass"),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"),
+]
+# Written by the cluster's own components while the test runs, not by the collection.
+IGNORED_NAMESPACES = {"kube-node-lease", "kube-system", "volcano-system"}
+
+
+def tenant_args(name: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "subscription": {GPU: 2, "cpu": 8, "memory": "16Gi"},
+        "teams": [{"name": "algo", "deserved": {GPU: 2}}],
+        "oversell_check": False,
+        **extra,
+    }
+
+
+def job_args(name: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "tenant": TENANT,
+        "name": name,
+        "queue": f"{NS}-algo",
+        "kind": "single",
+        "image": "busybox",
+        "command": ["sleep", "600"],
+        "gpus_per_pod": 1,
+        "cpu": "1",
+        "memory": "1Gi",
+        **extra,
+    }
+
+
+# module -> the check-mode runs that would write
+MODULES: dict[str, list[dict[str, Any]]] = {
+    "tenant": [
+        tenant_args(NEW_TENANT),
+        tenant_args(TENANT, subscription={GPU: 3, "cpu": 12, "memory": "24Gi"}),
+        {"name": TENANT, "state": "absent", "force": True},
+    ],
+    "team_queue": [
+        {"tenant": TENANT, "name": "extra", "deserved": {GPU: 0}},
+        {"tenant": TENANT, "name": "algo", "state": "absent", "force": True},
+    ],
+    "tenant_info": [{}],
+    "payg_capacity": [{"tenant": TENANT, "capability": {GPU: 1}, "reclaim": False}],
+    "spot_capacity": [{}],
+    "spot_reclaim": [{"need": 100000, "allow_partial": True}],
+    "vcjob": [job_args("ck-new"), {"tenant": TENANT, "name": "ck-held", "state": "absent"}],
+    "large_job_throttle": [{}],
+    "topology": [{"prune": True}],
+    "topology_info": [{}],
+    "hypernode": [
+        {"name": f"ck-new-{uuid.uuid4().hex[:5]}", "tier": 1, "members": [{"node": "gpu-node-0"}]},
+        {"name": STALE_HYPERNODE, "state": "absent"},
+    ],
+}
+
+PLAYBOOKS: dict[str, dict[str, Any] | None] = {
+    "site.yml": {},
+    "tenant_create.yml": {
+        "tenant_name": NEW_TENANT,
+        "tenant_gpus": 2,
+        "tenant_cpu": "8",
+        "tenant_memory": "16Gi",
+        "tenant_oversell_check": False,
+    },
+    "tenant_update.yml": {
+        "tenant_name": TENANT,
+        "tenant_gpus": 3,
+        "tenant_cpu": "12",
+        "tenant_memory": "24Gi",
+        "tenant_oversell_check": False,
+    },
+    "tenant_delete.yml": {"tenant_name": TENANT, "tenant_confirm": TENANT, "tenant_force": True},
+    "team_queue.yml": {"tenant_name": TENANT, "team_name": "extra2", "team_deserved_gpus": 0},
+    "job_submit.yml": {
+        "tenant_name": TENANT,
+        "job_name": "ck-pb",
+        "job_queue": f"{NS}-algo",
+        "job_kind": "single",
+        "job_image": "busybox",
+        "job_gpus_per_pod": 1,
+        "job_cpu": "1",
+        "job_memory": "1Gi",
+    },
+    "payg_scale.yml": {"tenant": TENANT, "payg_capability": {GPU: 1}},
+    "payg_reconcile.yml": {},
+    "spot_recompute.yml": {},
+    "throttle_reconcile.yml": {},
+    "hypernode_sync.yml": {},
+    # Configures an AWX server, which the local cluster does not have.
+    "awx_configure.yml": None,
+}
+
+
+def snapshot(dyn) -> dict[str, str]:
+    """Every watched object: kind/namespace/name -> a digest of what it says."""
+    from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+    out: dict[str, str] = {}
+    for api_version, kind in WATCHED:
+        try:
+            resource = dyn.resources.get(api_version=api_version, kind=kind)
+        except ResourceNotFoundError:
+            continue
+        for obj in resource.get().to_dict().get("items") or []:
+            meta = obj["metadata"]
+            if meta.get("namespace") in IGNORED_NAMESPACES:
+                continue
+            said = {
+                k: obj.get(k)
+                for k in ("spec", "data", "rules", "subjects", "roleRef", "value")
+                if k in obj
+            }
+            said["labels"] = meta.get("labels") or {}
+            said["uid"] = meta.get("uid")
+            said["deleting"] = bool(meta.get("deletionTimestamp"))
+            digest = hashlib.sha256(json.dumps(said, sort_keys=True, default=str).encode())
+            out[f"{kind}/{meta.get('namespace') or ''}/{meta['name']}"] = digest.hexdigest()
+    return out
+
+
+def changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    return sorted(
+        [f"appeared {k}" for k in after.keys() - before.keys()]
+        + [f"vanished {k}" for k in before.keys() - after.keys()]
+        + [f"changed {k}" for k in before.keys() & after.keys() if before[k] != after[k]]
+    )
+
+
+@pytest.fixture(scope="module")
+def dyn(api_client):
+    from kubernetes import dynamic
+
+    return dynamic.DynamicClient(api_client)
+
+
+@pytest.fixture(scope="module")
+def world(run_module):
+    """A tenant with a held job and a managed HyperNode no node backs: something for every
+    check-mode run to want to change."""
+    made = run_module("tenant", tenant_args(TENANT))
+    assert not made.get("failed"), made.get("msg")
+    held = run_module("vcjob", job_args("ck-held"))
+    assert not held.get("failed"), held.get("msg")
+    stale = run_module(
+        "hypernode",
+        {"name": STALE_HYPERNODE, "tier": 1, "members": [{"node": "no-such-node"}]},
+    )
+    assert not stale.get("failed"), stale.get("msg")
+    yield
+    run_module("vcjob", {"tenant": TENANT, "name": "ck-held", "state": "absent"})
+    run_module("hypernode", {"name": STALE_HYPERNODE, "state": "absent"})
+    run_module("tenant", {"name": TENANT, "state": "absent", "force": True, "wait": True})
+
+
+def test_every_module_and_playbook_is_covered():
+    modules = {p.stem for p in (Path(ROOT) / "plugins" / "modules").glob("*.py")}
+    playbooks = {p.name for p in (Path(ROOT) / "playbooks").glob("*.yml")}
+    assert set(MODULES) == modules
+    assert set(PLAYBOOKS) == playbooks
+
+
+@pytest.mark.parametrize(
+    ("module", "index"), [(m, i) for m, runs in sorted(MODULES.items()) for i in range(len(runs))]
+)
+def test_a_module_in_check_mode_writes_nothing(module, index, world, dyn, run_module):
+    before = snapshot(dyn)
+    result = run_module(module, MODULES[module][index], check=True, diff=True)
+    after = snapshot(dyn)
+    assert changes(before, after) == [], result
+    assert "cannot reach" not in str(result.get("msg", "")), result
+
+
+@pytest.mark.parametrize("playbook", sorted(p for p, v in PLAYBOOKS.items() if v is not None))
+def test_a_playbook_in_check_mode_writes_nothing(playbook, world, dyn, ansible_env):
+    before = snapshot(dyn)
+    inventory = "inventories/local" if playbook == "site.yml" else "localhost,"
+    rc, tasks = run_playbook(
+        ansible_env, playbook, PLAYBOOKS[playbook], check=True, inventory=inventory
+    )
+    after = snapshot(dyn)
+    assert changes(before, after) == [], {
+        n: r.get("msg") for n, r in tasks.items() if r.get("failed")
+    }
