@@ -99,7 +99,11 @@ MODULES: dict[str, list[dict[str, Any]]] = {
     "topology": [{"prune": True}],
     "topology_info": [{}],
     "hypernode": [
-        {"name": f"ck-new-{uuid.uuid4().hex[:5]}", "tier": 1, "members": [{"node": "gpu-node-0"}]},
+        {
+            "name": f"ck-new-{uuid.uuid4().hex[:5]}",
+            "tier": 1,
+            "members": [{"type": "Node", "selector": {"exactMatch": {"name": "gpu-node-0"}}}],
+        },
         {"name": STALE_HYPERNODE, "state": "absent"},
     ],
 }
@@ -194,7 +198,11 @@ def world(run_module):
     assert not held.get("failed"), held.get("msg")
     stale = run_module(
         "hypernode",
-        {"name": STALE_HYPERNODE, "tier": 1, "members": [{"node": "no-such-node"}]},
+        {
+            "name": STALE_HYPERNODE,
+            "tier": 1,
+            "members": [{"type": "Node", "selector": {"exactMatch": {"name": "no-such-node"}}}],
+        },
     )
     assert not stale.get("failed"), stale.get("msg")
     yield

@@ -262,8 +262,10 @@ CANNOT: dict[str, tuple[str, Callable[[Any], Callable[[], Any]]]] = {
         "is not a queue of tenant pa",
         lambda eve: submit(eve, job(queue=f"{OTHER_NS}-x")),
     ),
+    # refused by the tenant policy and by the priority policy (not one of pa's spot queues);
+    # the API server reports whichever it ran first
     "prefix-spot-queue": (
-        "is not a queue of tenant pa",
+        "tenant-pa-b-spot",
         lambda eve: submit(
             eve, job(queue=f"{OTHER_NS}-spot", pc="spot-job", billing="spot", price="0.1")
         ),
