@@ -19,12 +19,9 @@ description:
   - Reads the cluster with one list call for HyperNodes (and one for Nodes when a leaf uses C(regexMatch) or
     C(labelMatch)), and writes with server-side apply under the field manager C(gpucloud-platform).
 version_added: 0.1.0
-author:
-  - gpucloud platform team (@gpucloud)
-requirements:
-  - kubernetes >= 24.2.0
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpucloud.platform.module
 options:
   name:
     description: The HyperNode's name (a DNS-1123 subdomain).
@@ -59,8 +56,7 @@ options:
         type: dict
         required: true
 notes:
-  - Supports check mode (a creation or update is sent as a server-side dry run, a deletion is only
-    reported in RV(action)) and diff mode.
+  - In check mode a creation or update is sent as a server-side dry run; a deletion is only reported in RV(action).
 seealso:
   - module: gpucloud.platform.topology
 """
@@ -109,14 +105,14 @@ action:
   returned: always
   type: str
   sample: created
-requests:
-  description: API requests the run made (also when it fails).
-  returned: always
-  type: int
 diff:
-  description: The HyperNode before and after (diff mode only).
+  description: The HyperNode before and after.
   returned: when diff mode is on
   type: dict
+requests:
+  description: How many API requests the run made.
+  returned: always
+  type: int
 """
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module

@@ -25,12 +25,9 @@ description:
     A C(platform-throttle) ConfigMap without C(platform.io/managed-by=gpucloud-platform) is left alone and reported.
     Safe to run every minute."
 version_added: 0.1.0
-author:
-  - gpucloud platform team (@gpucloud)
-requirements:
-  - kubernetes >= 24.2.0
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpucloud.platform.module
 options:
   timeout:
     description: Seconds a large job may hold its queue before the throttle is released anyway (design, 5 minutes).
@@ -41,9 +38,15 @@ options:
     type: list
     elements: str
     default: []
+attributes:
+  diff_mode:
+    support: partial
+    details:
+      - The diff holds each written namespace's throttled queues, not its entries; RV(engaged), RV(released) and
+        RV(expired) name the jobs whose entries changed.
 notes:
-  - "Supports check mode: a ConfigMap that would be written is a server-side dry run; one that would be deleted (a
-    release) is reported and left in place. Supports diff mode."
+  - In check mode a ConfigMap that would be written is a server-side dry run; one that would be deleted (a release) is
+    reported and left in place.
 seealso:
   - module: gpucloud.platform.vcjob
 """
@@ -85,14 +88,21 @@ skipped:
   returned: always
   type: list
   elements: str
-requests:
-  description: API requests the run made.
-  returned: always
-  type: int
 diff:
   description: Throttled queues per namespace before and after.
   returned: when diff mode is on
   type: dict
+done:
+  description:
+    - When the run fails part-way, the writes it had made (C(changed) is true when there are any); running again
+      finishes the change.
+  returned: when the run fails part-way
+  type: list
+  elements: str
+requests:
+  description: How many API requests the run made.
+  returned: always
+  type: int
 """
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import service

@@ -21,12 +21,11 @@ description:
     queues whose value changes, with a server-side apply of just C(spec.capability) and C(spec.deserved) under the field
     manager C(gpucloud-platform-capacity).
 version_added: 0.1.0
-author:
-  - gpucloud platform team (@gpucloud)
-requirements:
-  - kubernetes >= 24.2.0
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpucloud.platform.module
+  - gpucloud.platform.pool
+  - gpucloud.platform.reclaim
 options:
   tenant:
     description: The tenant. Required with O(capability); without it O(fit_to_use=true) acts on every tenant.
@@ -41,10 +40,6 @@ options:
     description: Shrink the queue(s) to what they use now instead of setting O(capability).
     type: bool
     default: false
-  node_selector:
-    description: Node labels (name to value) a node must carry to count in the pool. Empty means every Ready, schedulable node.
-    type: dict
-    default: {}
   reclaim:
     description: When a growth finds too few free GPUs, reclaim spot jobs first. When false such a growth fails.
     type: bool
@@ -52,27 +47,14 @@ options:
   demand_reason:
     description: What the growth is for, written into the reclaim Events and history. Defaults to the tenant and the growth.
     type: str
-  history_size:
-    description: How many reclaims the history ConfigMap keeps (newest first).
-    type: int
-    default: 100
-  lease_duration:
-    description: Seconds the reclaim Lease is valid.
-    type: int
-    default: 60
-  holder_identity:
-    description: The name a reclaim holds the Lease under. Defaults to the controller's host name and process id.
-    type: str
-  wait:
-    description: After a reclaim, wait until the growth's GPUs are actually free.
-    type: bool
-    default: false
-  wait_timeout:
-    description: Seconds to wait with O(wait=true) before failing.
-    type: int
-    default: 300
+attributes:
+  diff_mode:
+    support: partial
+    details:
+      - The diff holds the queues' capability and deserved; the spot jobs a growth reclaims are in RV(reclaim), not in
+        the diff.
 notes:
-  - Supports check mode (writes are sent as server-side dry runs; a reclaim only reports its victims) and diff mode.
+  - In check mode the writes are sent as server-side dry runs and a reclaim only reports its victims.
 seealso:
   - module: gpucloud.platform.spot_reclaim
   - module: gpucloud.platform.spot_capacity
@@ -112,14 +94,21 @@ reclaim:
   description: The spot reclaim the growth needed (same fields as M(gpucloud.platform.spot_reclaim) returns), or null.
   returned: always
   type: dict
-requests:
-  description: API requests the run made.
-  returned: always
-  type: int
 diff:
   description: The changed queues' capability and deserved before and after, by queue name.
   returned: when diff mode is on
   type: dict
+done:
+  description:
+    - When the run fails part-way, the writes it had made (C(changed) is true when there are any); running again
+      finishes the change.
+  returned: when the run fails part-way
+  type: list
+  elements: str
+requests:
+  description: How many API requests the run made.
+  returned: always
+  type: int
 """
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.capacity import service
@@ -127,19 +116,15 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.payg im
     validate_payg_input,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import RECLAIM_OPTIONS
 
 OPTIONS = dict(
     tenant=dict(type="str"),
     capability=dict(type="dict"),
     fit_to_use=dict(type="bool", default=False),
-    node_selector=dict(type="dict", default={}),
     reclaim=dict(type="bool", default=True),
     demand_reason=dict(type="str"),
-    history_size=dict(type="int", default=100),
-    lease_duration=dict(type="int", default=60),
-    holder_identity=dict(type="str"),
-    wait=dict(type="bool", default=False),
-    wait_timeout=dict(type="int", default=300),
+    **RECLAIM_OPTIONS,
 )
 
 

@@ -20,21 +20,12 @@ description:
     C(gpucloud-platform-capacity), only for the spot queues whose value changes.
   - Safe to run every minute.
 version_added: 0.1.0
-author:
-  - gpucloud platform team (@gpucloud)
-requirements:
-  - kubernetes >= 24.2.0
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
-options:
-  node_selector:
-    description:
-      - Node labels (name to value) a node must carry to count in the pool, for example to leave out cloud-burst or
-        maintenance nodes. Empty means every Ready, schedulable node.
-    type: dict
-    default: {}
+  - gpucloud.platform.module
+  - gpucloud.platform.pool
 notes:
-  - Supports check mode (writes are sent as server-side dry runs) and diff mode.
+  - In check mode the writes are sent as server-side dry runs.
 seealso:
   - module: gpucloud.platform.spot_reclaim
   - module: gpucloud.platform.payg_capacity
@@ -81,24 +72,31 @@ updated:
   returned: always
   type: list
   elements: str
-requests:
-  description: API requests the run made.
-  returned: always
-  type: int
-  sample: 3
 diff:
   description: The changed spot queues' capability and deserved before and after, by queue name.
   returned: when diff mode is on
   type: dict
+done:
+  description:
+    - When the run fails part-way, the writes it had made (C(changed) is true when there are any); running again
+      finishes the change.
+  returned: when the run fails part-way
+  type: list
+  elements: str
+requests:
+  description: How many API requests the run made.
+  returned: always
+  type: int
 """
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
+    POOL_OPTIONS,
     validate_node_selector,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot import service
 
-OPTIONS = dict(node_selector=dict(type="dict", default={}))
+OPTIONS = dict(POOL_OPTIONS)
 
 
 def main() -> None:

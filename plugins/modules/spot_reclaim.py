@@ -22,12 +22,11 @@ description:
     O(history_size) entries.
   - In check mode it returns the victims it would delete and deletes nothing.
 version_added: 0.1.0
-author:
-  - gpucloud platform team (@gpucloud)
-requirements:
-  - kubernetes >= 24.2.0
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpucloud.platform.module
+  - gpucloud.platform.pool
+  - gpucloud.platform.reclaim
 options:
   need:
     description: GPUs the demand needs free (0 or more).
@@ -37,37 +36,19 @@ options:
     description: What the GPUs are for; written into the Events and the history (for example a purchase order).
     type: str
     default: an operator's request
-  node_selector:
-    description: Node labels (name to value) a node must carry to count in the pool. Empty means every Ready, schedulable node.
-    type: dict
-    default: {}
   allow_partial:
     description:
       - When the spot jobs together hold fewer GPUs than are missing, delete them all instead of failing.
       - Without it such a run fails before deleting anything.
     type: bool
     default: false
-  history_size:
-    description: How many reclaims the history ConfigMap keeps (newest first).
-    type: int
-    default: 100
-  lease_duration:
-    description: Seconds the Lease is valid; a run that dies holding it blocks others for at most this long.
-    type: int
-    default: 60
-  holder_identity:
-    description: The name this run holds the Lease under. Defaults to the controller's host name and process id.
-    type: str
-  wait:
-    description: After deleting, wait until O(need) GPUs are actually free (the deleted jobs' pods are gone).
-    type: bool
-    default: false
-  wait_timeout:
-    description: Seconds to wait with O(wait=true) before failing.
-    type: int
-    default: 300
+attributes:
+  diff_mode:
+    support: partial
+    details:
+      - The diff holds the deleted jobs; the Events and the history entry the reclaim records are not in it (RV(history)
+        is the history after the run).
 notes:
-  - Supports check mode (nothing is deleted; the victims are returned) and diff mode.
   - Pass RV(reclaim) to M(ansible.builtin.set_stats) to show the reclaim in AWX.
 seealso:
   - module: gpucloud.platform.spot_capacity
@@ -144,32 +125,35 @@ free_after:
   description: Free GPUs (pods on their way out counted as holding) when the wait ended.
   returned: when O(wait=true)
   type: int
-requests:
-  description: API requests the run made.
-  returned: always
-  type: int
 diff:
   description: The victims before (running) and after (deleted).
   returned: when diff mode is on
   type: dict
+done:
+  description:
+    - When the run fails part-way, the writes it had made (C(changed) is true when there are any); running again
+      finishes the change.
+  returned: when the run fails part-way
+  type: list
+  elements: str
+requests:
+  description: How many API requests the run made.
+  returned: always
+  type: int
 """
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import (
+    RECLAIM_OPTIONS,
     validate_reclaim_input,
 )
 
 OPTIONS = dict(
     need=dict(type="int", required=True),
     demand_reason=dict(type="str", default="an operator's request"),
-    node_selector=dict(type="dict", default={}),
     allow_partial=dict(type="bool", default=False),
-    history_size=dict(type="int", default=100),
-    lease_duration=dict(type="int", default=60),
-    holder_identity=dict(type="str"),
-    wait=dict(type="bool", default=False),
-    wait_timeout=dict(type="int", default=300),
+    **RECLAIM_OPTIONS,
 )
 
 

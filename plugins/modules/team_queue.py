@@ -8,7 +8,6 @@ DOCUMENTATION = r"""
 module: team_queue
 short_description: Add, resize or remove one team sub-queue of a tenant's subscription queue
 version_added: 0.1.0
-author: gpucloud platform team (@gpucloud)
 description:
   - Manages the Volcano queue C(tenant-<tenant>-<name>) under C(tenant-<tenant>-subscription), leaving the
     tenant's other queues as they are.
@@ -64,10 +63,8 @@ options:
     default: false
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
-requirements:
-  - kubernetes >= 24.2.0
+  - gpucloud.platform.module
 notes:
-  - Supports check mode and diff mode.
   - Reads the tenant's Queues (one list, by label C(platform.io/tenant)) and, when it has any, its PodGroups (one
     list); one GET of the new team's queue when the tenant does not have it yet; one GET of the parent-queues
     ConfigMap; and after the queue write one GET each of the C(platform-queues) ConfigMap and the queue-reader
@@ -92,24 +89,24 @@ EXAMPLES = r"""
 
 RETURN = r"""
 changed:
-  description: Whether the queue was (or in check mode would be) written or deleted.
+  description: Whether an object was (in check mode, would be) written or deleted.
   returned: always
   type: bool
 objects:
-  description: The queues written or deleted.
+  description: The objects written or deleted (in check mode, that would be), in order.
   returned: always
   type: list
   elements: dict
   sample: [{kind: Queue, name: tenant-alpha-research, action: create}]
 diff:
-  description: Before and after of the changed queue.
+  description: Before and after of every changed object, keyed C(Kind/namespace/name); only the fields the module owns.
   returned: when diff mode is on
   type: dict
 done:
   description:
-    - When a write fails part-way, the writes already made (for example C(create Queue/tenant-alpha-research)); the
-      failure then reports C(changed=true). Every write is idempotent, so running again finishes the change.
-  returned: on a failure after a write
+    - When the run fails part-way, the writes it had made (C(changed) is true when there are any); running again
+      finishes the change.
+  returned: when the run fails part-way
   type: list
   elements: str
 requests:

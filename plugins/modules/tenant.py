@@ -8,7 +8,6 @@ DOCUMENTATION = r"""
 module: tenant
 short_description: Create, resize or retire a GPU cloud tenant with its namespace, RBAC, network policy and Volcano queues
 version_added: 0.1.0
-author: gpucloud platform team (@gpucloud)
 description:
   - With O(state=present), makes sure tenant O(name) has everything it is entitled to, in one idempotent run
     that writes only what differs (server-side apply, field manager C(gpucloud-platform)).
@@ -202,10 +201,8 @@ options:
     default: 120
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
-requirements:
-  - kubernetes >= 24.2.0
+  - gpucloud.platform.module
 notes:
-  - Supports check mode and diff mode.
   - Reads with one list call per kind, selected by label C(platform.io/tenant=<name>).
   - With O(state=present) it also reads one list of the Nodes (pod CIDRs and node addresses) and, unless
     O(service_cidr) is given, one list of the ServiceCIDRs; and one GET per queue the tenant does not have yet, to
@@ -276,11 +273,11 @@ EXAMPLES = r"""
 
 RETURN = r"""
 changed:
-  description: Whether any object was (or in check mode would be) written or deleted.
+  description: Whether an object was (in check mode, would be) written or deleted.
   returned: always
   type: bool
 objects:
-  description: The objects written or deleted, in order.
+  description: The objects written or deleted (in check mode, that would be), in order.
   returned: always
   type: list
   elements: dict
@@ -289,13 +286,6 @@ diff:
   description: Before and after of every changed object, keyed C(Kind/namespace/name); only the fields the module owns.
   returned: when diff mode is on
   type: dict
-  contains:
-    before:
-      description: The live fields before the run.
-      type: dict
-    after:
-      description: The fields after the run.
-      type: dict
 added:
   description:
     - What the purchase newly sells, per pool resource (C(nvidia.com/gpu), C(cpu), C(memory)) - the growth of
@@ -312,9 +302,9 @@ running:
   sample: {jobs: 1, pods: 2}
 done:
   description:
-    - When a write fails part-way, the writes already made (for example C(delete Queue/tenant-alpha-algo)); the
-      failure then reports C(changed=true). Every write is idempotent, so running again finishes the change.
-  returned: on a failure after a write
+    - When the run fails part-way, the writes it had made (C(changed) is true when there are any); running again
+      finishes the change.
+  returned: when the run fails part-way
   type: list
   elements: str
 requests:

@@ -8,7 +8,6 @@ DOCUMENTATION = r"""
 module: tenant_info
 short_description: Report tenants with their queues, quotas, allocation and running jobs
 version_added: 0.1.0
-author: gpucloud platform team (@gpucloud)
 description:
   - Lists every tenant, or the one named by O(name), with each of its Volcano queues - type, team, parent,
     guarantee, deserved, capability and allocated per resource, queue state, and active Volcano Jobs.
@@ -20,10 +19,11 @@ options:
     type: str
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
-requirements:
-  - kubernetes >= 24.2.0
-notes:
-  - Supports check mode (it never writes).
+  - gpucloud.platform.module
+attributes:
+  diff_mode:
+    support: N/A
+    details: The module never writes.
 """
 
 EXAMPLES = r"""

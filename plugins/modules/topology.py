@@ -19,12 +19,10 @@ description:
     with server-side apply under the field manager C(gpucloud-platform).
   - Every input is checked before the first write; a refused input names the switch or node and the rule.
 version_added: 0.1.0
-author:
-  - gpucloud platform team (@gpucloud)
-requirements:
-  - kubernetes >= 24.2.0
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpucloud.platform.module
+  - gpucloud.platform.topology_tree
 options:
   source:
     description:
@@ -34,37 +32,13 @@ options:
     type: str
     choices: [labels, inventory]
     default: labels
-  tier_labels:
-    description:
-      - With O(source=labels), the node label keys that name a node's switch at each tier, lowest tier first
-        (tier 1 is the switch the node hangs off). Any number of tiers.
-    type: list
-    elements: str
-    default: [topology.volcano.sh/tor, topology.volcano.sh/spine]
-  name_template:
-    description:
-      - With O(source=labels), how a label value becomes a HyperNode name. Must contain C({value}); may contain C({tier}).
-    type: str
-    default: "{value}"
-  switches:
-    description:
-      - With O(source=inventory), the switches. Each has C(name), C(tier) (1 or more), optionally C(tier_name),
-        and either C(nodes) (node names), C(node_pattern) (a regular expression, leaf only),
-        C(node_labels) (a label map, leaf only), or C(switches) (names of member switches).
-    type: list
-    elements: dict
-  node_selector:
-    description:
-      - A label selector limiting the Nodes the run considers (for example only GPU nodes).
-    type: str
   prune:
     description:
       - Delete managed HyperNodes the tree no longer needs. When false they are kept and returned in RV(stale).
     type: bool
     default: false
 notes:
-  - Supports check mode (creations and updates are sent as server-side dry runs, deletions are only
-    reported in RV(deleted)) and diff mode.
+  - In check mode creations and updates are sent as server-side dry runs; deletions are only reported in RV(deleted).
 seealso:
   - module: gpucloud.platform.hypernode
   - module: gpucloud.platform.topology_info
@@ -137,40 +111,35 @@ tree:
   returned: always
   type: str
   sample: "spine-0 (tier 2)\n└── tor-0 (tier 1)\n    ├── gpu-0\n    └── gpu-1\n"
-requests:
-  description: API requests the run made (also when it fails).
-  returned: always
-  type: int
-  sample: 2
-done:
-  description: When a write fails part-way, the writes made before it (C(created tor-0), ...).
-  returned: on a failed write
-  type: list
-  elements: str
 diff:
-  description: The HyperNodes before and after, by name (diff mode only).
+  description: The HyperNodes before and after, by name.
   returned: when diff mode is on
   type: dict
+done:
+  description:
+    - When the run fails part-way, the writes it had made (C(changed) is true when there are any); running again
+      finishes the change.
+  returned: when the run fails part-way
+  type: list
+  elements: str
+requests:
+  description: How many API requests the run made.
+  returned: always
+  type: int
 """
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (
-    DEFAULT_NAME_TEMPLATE,
     SOURCES,
+    TREE_OPTIONS,
     check_source_options,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (
-    DEFAULT_TIER_LABELS,
 )
 
 OPTIONS = dict(
     source=dict(type="str", choices=list(SOURCES), default="labels"),
-    tier_labels=dict(type="list", elements="str", default=list(DEFAULT_TIER_LABELS)),
-    name_template=dict(type="str", default=DEFAULT_NAME_TEMPLATE),
-    switches=dict(type="list", elements="dict"),
-    node_selector=dict(type="str"),
     prune=dict(type="bool", default=False),
+    **TREE_OPTIONS,
 )
 
 

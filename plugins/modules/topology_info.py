@@ -15,12 +15,10 @@ description:
     C(dot) program is installed on the host the module runs on. Files are written only when their content changes.
   - Reads the cluster with one list call for Nodes and, with O(source=cluster), one for HyperNodes.
 version_added: 0.1.0
-author:
-  - gpucloud platform team (@gpucloud)
-requirements:
-  - kubernetes >= 24.2.0
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpucloud.platform.module
+  - gpucloud.platform.topology_tree
 options:
   source:
     description:
@@ -33,22 +31,6 @@ options:
     description: With O(source=cluster), show only the HyperNodes labelled C(platform.io/managed-by=gpucloud-platform).
     type: bool
     default: false
-  tier_labels:
-    description: With O(source=labels), the node label keys per tier, lowest tier first.
-    type: list
-    elements: str
-    default: [topology.volcano.sh/tor, topology.volcano.sh/spine]
-  name_template:
-    description: With O(source=labels), how a label value becomes a HyperNode name (must contain C({value})).
-    type: str
-    default: "{value}"
-  switches:
-    description: With O(source=inventory), the switches, as for M(gpucloud.platform.topology).
-    type: list
-    elements: dict
-  node_selector:
-    description: A label selector limiting the Nodes considered.
-    type: str
   dest:
     description: A directory to write the renderings into; created when missing. Nothing is written without it.
     type: path
@@ -62,8 +44,12 @@ options:
     elements: str
     choices: [mermaid, dot, png]
     default: [mermaid, dot, png]
-notes:
-  - Supports check mode (nothing is written) and diff mode is not applicable.
+attributes:
+  check_mode:
+    details: No file is written; RV(files) lists the renderings and C(changed) says whether one would change.
+  diff_mode:
+    support: none
+    details: The module returns no diff of the files it writes.
 seealso:
   - module: gpucloud.platform.topology
 """
@@ -120,25 +106,23 @@ files:
   returned: always
   type: list
   elements: str
-requests:
-  description: API requests the run made (also when it fails).
-  returned: always
-  type: int
-  sample: 2
 done:
-  description: When writing a file or running Graphviz fails, the files written before it.
-  returned: on a failed write
+  description:
+    - When the run fails part-way, the writes it had made (C(changed) is true when there are any); running again
+      finishes the change.
+  returned: when the run fails part-way
   type: list
   elements: str
+requests:
+  description: How many API requests the run made.
+  returned: always
+  type: int
 """
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (
-    DEFAULT_NAME_TEMPLATE,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (
-    DEFAULT_TIER_LABELS,
+    TREE_OPTIONS,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.view import (
     RENDERING_FORMATS,
@@ -148,10 +132,6 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.topology.view im
 OPTIONS = dict(
     source=dict(type="str", choices=list(VIEW_SOURCES), default="cluster"),
     managed_only=dict(type="bool", default=False),
-    tier_labels=dict(type="list", elements="str", default=list(DEFAULT_TIER_LABELS)),
-    name_template=dict(type="str", default=DEFAULT_NAME_TEMPLATE),
-    switches=dict(type="list", elements="dict"),
-    node_selector=dict(type="str"),
     dest=dict(type="path"),
     basename=dict(type="str", default="topology"),
     formats=dict(
@@ -160,6 +140,7 @@ OPTIONS = dict(
         choices=list(RENDERING_FORMATS),
         default=list(RENDERING_FORMATS),
     ),
+    **TREE_OPTIONS,
 )
 
 

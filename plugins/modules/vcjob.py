@@ -27,12 +27,9 @@ description:
   - "After creating a C(large-job) that is not Running within O(throttle_grace) seconds, the module engages the
     throttle for its queue (O(engage_throttle)); M(gpucloud.platform.large_job_throttle) releases it."
 version_added: 0.1.0
-author:
-  - gpucloud platform team (@gpucloud)
-requirements:
-  - kubernetes >= 24.2.0
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpucloud.platform.module
 options:
   state:
     description: C(present) creates the job, C(absent) deletes it.
@@ -193,9 +190,14 @@ options:
     description: Seconds between polls while waiting or holding.
     type: int
     default: 5
+attributes:
+  diff_mode:
+    support: partial
+    details:
+      - The diff holds the job; the throttle ConfigMap the module engages (or, holding, releases) is not in it.
 notes:
-  - "Supports check mode: every check and read is made, the job that would be created or deleted is reported and
-    nothing is created or deleted (a throttled submission is reported, not held). Supports diff mode."
+  - In check mode every check and read is made and the job that would be created or deleted is reported; nothing is
+    created or deleted, and a throttled submission is reported, not held.
 seealso:
   - module: gpucloud.platform.large_job_throttle
 """
@@ -279,14 +281,21 @@ throttle_engaged:
   description: Whether the module engaged the throttle for the job's queue (a large job that did not start).
   returned: when O(state=present)
   type: bool
-requests:
-  description: API requests the run made.
-  returned: always
-  type: int
 diff:
   description: The job before and after.
   returned: when diff mode is on
   type: dict
+done:
+  description:
+    - When the run fails part-way, the writes it had made (C(changed) is true when there are any); running again
+      finishes the change.
+  returned: when the run fails part-way
+  type: list
+  elements: str
+requests:
+  description: How many API requests the run made.
+  returned: always
+  type: int
 """
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import service

@@ -237,6 +237,6 @@ def test_a_playbook_in_check_mode_writes_nothing(playbook, world, dyn, ansible_e
         ansible_env, playbook, PLAYBOOKS[playbook], check=True, inventory=inventory
     )
     after = snapshot(dyn)
-    assert changes(before, after) == [], {
-        n: r.get("msg") for n, r in tasks.items() if r.get("failed")
-    }
+    failed = {n: r.get("msg") for n, r in tasks.items() if r.get("failed")}
+    assert changes(before, after) == [], failed
+    assert rc == 0, failed  # a check-mode run also tells the truth about what would happen

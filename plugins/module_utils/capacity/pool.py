@@ -37,6 +37,12 @@ from ..jobs.demand import DEMAND_RESOURCES, pod_demand
 
 POOL_RESOURCES = DEMAND_RESOURCES
 
+# The argument spec of a module that counts the pool (documented by the doc
+# fragment gpucloud.platform.pool).
+POOL_OPTIONS: dict[str, dict[str, Any]] = {
+    "node_selector": {"type": "dict", "default": {}},
+}
+
 
 def _zero() -> Resources:
     return {name: Decimal(0) for name in POOL_RESOURCES}

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..capacity.pool import selector_errors
+from ..capacity.pool import POOL_OPTIONS, selector_errors
 from ..common.errors import FieldError, Refused, raise_if
 from ..common.names import (
     EVENT_REASON_SPOT_RECLAIMED,
@@ -97,6 +97,17 @@ class PoolState:
 
 
 # --- the request ---------------------------------------------------------------------
+
+# The argument spec every module that reclaims shares (documented by the doc
+# fragments gpucloud.platform.pool and gpucloud.platform.reclaim).
+RECLAIM_OPTIONS: dict[str, dict[str, Any]] = {
+    **POOL_OPTIONS,
+    "history_size": {"type": "int", "default": 100},
+    "lease_duration": {"type": "int", "default": 60},
+    "holder_identity": {"type": "str"},
+    "wait": {"type": "bool", "default": False},
+    "wait_timeout": {"type": "int", "default": 300},
+}
 
 
 @dataclass

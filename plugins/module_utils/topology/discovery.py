@@ -24,6 +24,7 @@ from typing import Any
 
 from ..common.errors import FieldError, raise_if
 from .tree import (
+    DEFAULT_TIER_LABELS,
     MEMBER_HYPERNODE,
     MEMBER_NODE,
     HyperNode,
@@ -274,6 +275,15 @@ def tree_from_inventory(switches: Sequence[Mapping[str, object]]) -> Tree:
 
 
 SOURCES = ("labels", "inventory")
+
+# The argument spec of a module that computes the tree from a source (documented
+# by the doc fragment gpucloud.platform.topology_tree).
+TREE_OPTIONS: dict[str, dict[str, Any]] = {
+    "tier_labels": {"type": "list", "elements": "str", "default": list(DEFAULT_TIER_LABELS)},
+    "name_template": {"type": "str", "default": DEFAULT_NAME_TEMPLATE},
+    "switches": {"type": "list", "elements": "dict"},
+    "node_selector": {"type": "str"},
+}
 
 
 def tree_from_source(
