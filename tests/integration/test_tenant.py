@@ -159,8 +159,12 @@ def test_check_mode_reports_without_writing(tenants, run_module, api_client):
 
 def test_bad_input_fails_before_any_write(tenants, run_module, api_client):
     before = queues_of(api_client, A)
+    # the pod network given: an egress CIDR inside it is refused with the input, before any read
     bad = tenant_args(
-        A, teams=[{"name": "algo", "deserved": {GPU: 40}}], egress_cidrs=["10.244.1.0/24"]
+        A,
+        teams=[{"name": "algo", "deserved": {GPU: 40}}],
+        egress_cidrs=["10.244.1.0/24"],
+        pod_cidr="10.244.0.0/16",
     )
     result = run_module("tenant", bad)
     assert result.get("failed")
