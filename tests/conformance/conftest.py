@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpucloud.platform.tests.integration.conftest import (  # noqa: F401
+from ansible_collections.gpucloud.platform.tests.integration.conftest import (
     ansible_env,
     api_client,
     kubeconfig,
@@ -12,3 +12,6 @@ from ansible_collections.gpucloud.platform.tests.integration.conftest import (  
     namespace,
     run_module,
 )
+
+# pytest finds fixtures by name in this module; exporting them says they are meant to be here.
+__all__ = ["ansible_env", "api_client", "kubeconfig", "localcluster", "namespace", "run_module"]

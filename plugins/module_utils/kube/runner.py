@@ -47,9 +47,6 @@ def failure(exc: BaseException) -> dict[str, Any]:
     return {"msg": f"cannot reach the Kubernetes API server: {exc}", "changed": False}
 
 
-HANDLED = (PlatformValidationError, Refused, PartialWrite, ApiException, TransportError)
-
-
 def run_module(
     options: Mapping[str, Any],
     service: Service,
@@ -70,7 +67,7 @@ def run_module(
     cluster = Cluster.from_module(module)
     try:
         result = service(params, cluster, module.check_mode)
-    except HANDLED as exc:
+    except (PlatformValidationError, Refused, PartialWrite, ApiException, TransportError) as exc:
         module.fail_json(requests=cluster.requests, **failure(exc))
     if not module._diff:
         result.pop("diff", None)

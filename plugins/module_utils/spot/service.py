@@ -219,15 +219,15 @@ def delete_victims(
                 victim.namespace,
                 preconditions={"uid": uid} if uid else None,
             )
-        except ConflictError:
-            gone_already = True  # deleted and re-created under its name since the list
         except ApiException as exc:
-            raise PartialWrite(
-                "reclaiming spot jobs",
-                victim_names(deleted),
-                exc,
-                **_deleted_so_far(result, deleted),
-            ) from exc
+            if not isinstance(exc, ConflictError):
+                raise PartialWrite(
+                    "reclaiming spot jobs",
+                    victim_names(deleted),
+                    exc,
+                    **_deleted_so_far(result, deleted),
+                ) from exc
+            gone_already = True  # deleted and re-created under its name since the list
         if gone_already:
             continue
         deleted.append(victim.as_dict())

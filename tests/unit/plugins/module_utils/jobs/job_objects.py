@@ -48,7 +48,7 @@ def queue(name, qtype, parent="root", tenant="alpha"):
 LEAVES = {"tenant-alpha-algo": "team", "tenant-alpha-payg": "payg", "tenant-alpha-spot": "spot"}
 
 
-def queue_list(leaves=LEAVES):
+def queue_list(leaves=None):
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -60,7 +60,7 @@ def queue_list(leaves=LEAVES):
                 "platform.io/managed-by": "gpucloud-platform",
             },
         },
-        "data": dict(leaves),
+        "data": dict(LEAVES if leaves is None else leaves),
     }
 
 

@@ -49,11 +49,11 @@ def nodes():
     return [node(f"n{i}", **{TOR: f"tor-{i // 2}", SPINE: "spine-0"}) for i in range(4)]
 
 
-def hypernode(name, tier, members, labels=MANAGED):
+def hypernode(name, tier, members, labels=None):
     return {
         "apiVersion": "topology.volcano.sh/v1alpha1",
         "kind": "HyperNode",
-        "metadata": {"name": name, "labels": dict(labels)},
+        "metadata": {"name": name, "labels": dict(MANAGED if labels is None else labels)},
         "spec": {"tier": tier, "members": members},
     }
 
