@@ -41,6 +41,11 @@ try:
 except ImportError:  # pragma: no cover - the module reports the missing library
     ApiException = ConflictError = NotFoundError = ResourceNotFoundError = Exception
 
+try:  # the transport's own errors: the API server is down or unreachable
+    from urllib3.exceptions import HTTPError as TransportError
+except ImportError:  # pragma: no cover - kubernetes always brings urllib3
+    TransportError = ConnectionError
+
 
 def argument_spec(**options: Any) -> dict[str, Any]:
     """The module's own options plus kubernetes.core's connection options."""
@@ -237,6 +242,7 @@ __all__ = [
     "Cluster",
     "ConflictError",
     "ResourceNotFoundError",
+    "TransportError",
     "argument_spec",
     "platform_module",
     "retry_while_denied",

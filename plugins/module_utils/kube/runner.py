@@ -16,14 +16,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..common.errors import PartialWrite, PlatformValidationError, Refused
-from .cluster import ApiException, Cluster, api_error_message, argument_spec, platform_module
+from .cluster import (
+    ApiException,
+    Cluster,
+    TransportError,
+    api_error_message,
+    argument_spec,
+    platform_module,
+)
 
 Service = Callable[[dict[str, Any], Cluster, bool], dict[str, Any]]
-
-try:  # the transport's own errors: the API server is down or unreachable
-    from urllib3.exceptions import HTTPError as TransportError
-except ImportError:  # pragma: no cover - kubernetes always brings urllib3
-    TransportError = ConnectionError
 
 
 def failure(exc: BaseException) -> dict[str, Any]:

@@ -37,8 +37,7 @@ from ..common.names import (
 from ..common.objects import differs, index_by_name
 from ..common.quantity import Resources, render
 from ..kube import cluster as kube
-from ..kube.cluster import NotFoundError, ResourceNotFoundError
-from ..kube.runner import TransportError
+from ..kube.cluster import NotFoundError, ResourceNotFoundError, TransportError
 from ..policy.admission import (
     PARAM_KEY_QUEUES,
     PARENT_QUEUES_CONFIGMAP,
