@@ -569,7 +569,7 @@ def sync_queue_access(
         action = CREATE if live is None else UPDATE
         changes.record(manifest, action, live)
         if check_mode and meta.get("namespace") == ns and live is None:
-            continue  # a dry run of a namespaced create needs nothing else; skip the round trip
+            continue  # reported; the namespace is the tenant module's to make, not this run's
         cluster.apply(manifest)
         if not check_mode:
             changes.wrote(manifest, action)
