@@ -13,6 +13,9 @@ options:
     description:
       - Node labels (name to value) a node must carry to count in the pool, for example to leave out cloud-burst or
         maintenance nodes. Empty means every Ready, schedulable node.
+      - Every key must be a Kubernetes label key (an optional DNS subdomain prefix and C(/), then a name of at most
+        63 letters, digits, C(-), C(_) and C(.)) and every value a label value; anything else is refused before the
+        first request, naming C(node_selector.<key>).
     type: dict
     default: {}
 """

@@ -32,5 +32,7 @@ options:
   node_selector:
     description:
       - A label selector limiting the Nodes the run considers (for example only GPU nodes).
+      - Checked before the module connects (C(key), C(!key), C(key=value), C(key!=value), C(key in (a,b)),
+        C(key notin (a,b)), with label keys and label values); a bad one is refused naming O(node_selector).
     type: str
 """

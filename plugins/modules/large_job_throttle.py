@@ -34,7 +34,10 @@ options:
     type: int
     default: 300
   namespaces:
-    description: Reconcile only these tenant namespaces. Empty means every tenant namespace.
+    description:
+      - Reconcile only these tenant namespaces. Empty means every tenant namespace.
+      - Each entry must be a tenant namespace C(tenant-<name>) (a DNS-1123 label); anything else, such as
+        C(kube-system), is refused naming C(namespaces[i]) before the module connects.
     type: list
     elements: str
     default: []

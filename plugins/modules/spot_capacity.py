@@ -18,7 +18,19 @@ description:
   - One list call for Nodes and one for Queues (label selector C(platform.io/managed-by=gpucloud-platform)); a
     server-side apply of just C(spec.capability) and C(spec.deserved), under the field manager
     C(gpucloud-platform-capacity), only for the spot queues whose value changes.
+  - When O(node_selector) is given, a pool without a Ready, schedulable node, or without an allocatable GPU, is
+    refused naming O(node_selector), its value and how many nodes it matched (a typo in the selector would otherwise
+    set every spot queue to 0 GPUs), unless O(allow_empty_pool=true).
+  - A cpu or memory capability that would be 0 is written as C(1m) and C(1Mi), because Volcano reads a 0 cpu or
+    memory capability as unlimited.
   - Safe to run every minute.
+options:
+  allow_empty_pool:
+    description:
+      - Accept a pool with no node or no GPU and set every spot queue to 0 GPUs (for example while a pool is
+        drained on purpose).
+    type: bool
+    default: false
 version_added: 0.1.0
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
@@ -40,6 +52,12 @@ EXAMPLES = r"""
   gpucloud.platform.spot_capacity:
     node_selector:
       platform.io/pool: main
+
+- name: Recompute while the pool is drained on purpose (every spot queue gets 0 GPUs)
+  gpucloud.platform.spot_capacity:
+    node_selector:
+      platform.io/pool: main
+    allow_empty_pool: true
 
 - name: Show the table
   ansible.builtin.debug:
@@ -96,7 +114,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool im
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot import service
 
-OPTIONS = dict(POOL_OPTIONS)
+OPTIONS = dict(POOL_OPTIONS, allow_empty_pool=dict(type="bool", default=False))
 
 
 def main() -> None:

@@ -168,6 +168,8 @@ options:
     description:
       - Node labels (name to value) a node must carry to count in the pool the oversell guard checks against, as in
         M(gpucloud.platform.spot_capacity). Empty means every Ready, schedulable node.
+      - Every key must be a Kubernetes label key and every value a label value; anything else is refused before the
+        first request, naming C(node_selector.<key>).
     type: dict
     default: {}
     aliases: [pool_node_selector]

@@ -123,6 +123,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner impo
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (
     TREE_OPTIONS,
+    check_node_selector,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.view import (
     RENDERING_FORMATS,
@@ -145,7 +146,12 @@ OPTIONS = dict(
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run_info, required_if=[("source", "inventory", ["switches"])])
+    run_module(
+        OPTIONS,
+        service.run_info,
+        validate=check_node_selector,
+        required_if=[("source", "inventory", ["switches"])],
+    )
 
 
 if __name__ == "__main__":

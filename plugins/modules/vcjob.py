@@ -137,7 +137,10 @@ options:
     description: Restarts of the whole job before it fails; defaults to the class's (3).
     type: int
   spot_price:
-    description: The bid per GPU-hour, a decimal greater than 0. Required for class C(spot), refused for the others.
+    description:
+      - The bid per GPU-hour, a finite decimal greater than 0 and below 1000000, with at most 6 decimal places
+        (C(1e400), C(nan), C(inf) and negative prices are refused). Required for class C(spot), refused for the
+        others.
     type: str
   termination_grace_seconds:
     description: Seconds a pod has to stop (for a checkpoint); class C(spot) defaults to 300.

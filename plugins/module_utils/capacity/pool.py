@@ -31,6 +31,7 @@ from ..common.names import (
     QUEUE_TYPE_PAYG,
     QUEUE_TYPE_SPOT,
     QUEUE_TYPE_SUBSCRIPTION,
+    label_map_errors,
 )
 from ..common.quantity import Resources, parse
 from ..jobs.demand import DEMAND_RESOURCES, pod_demand
@@ -56,23 +57,14 @@ def _quantity(value: Any, field_path: str) -> Decimal:
 
 
 def selector_errors(node_selector: object, field_name: str = "node_selector") -> list[FieldError]:
-    """Rule node-selector: a mapping of label name to label value, both strings."""
+    """Rule node-selector: a mapping of label key to label value whose every key passes rule
+    label-key and every value rule label-value (``common.names``), so that the API label
+    selector ``label_selector`` joins is exactly the mapping (a value with a comma would
+    otherwise splice a second requirement into it). Each error names
+    ``node_selector.<key>``."""
     if node_selector is None:
         return []
-    if not isinstance(node_selector, Mapping):
-        return [
-            FieldError(field_name, f"{node_selector!r} must be a mapping of label name to value")
-        ]
-    errors = []
-    for key, value in node_selector.items():
-        if not isinstance(key, str) or not key or not isinstance(value, str):
-            errors.append(
-                FieldError(
-                    f"{field_name}.{key}",
-                    f"{value!r} must be a string label value under a non-empty string label name",
-                )
-            )
-    return errors
+    return label_map_errors(field_name, node_selector)
 
 
 def validate_node_selector(params: Mapping[str, Any]) -> None:
@@ -82,20 +74,25 @@ def validate_node_selector(params: Mapping[str, Any]) -> None:
 
 
 def label_selector(node_selector: Mapping[str, str] | None) -> str | None:
-    """The node selector as an API label selector (``a=b,c=d``), or None."""
+    """The node selector as an API label selector (``a=b,c=d``), or None. Only for a
+    selector rule node-selector accepts: its keys and values hold no ',', '=' or '!'."""
     if not node_selector:
         return None
     return ",".join(f"{k}={node_selector[k]}" for k in sorted(node_selector))
 
 
+def node_matches(node: Mapping[str, Any], node_selector: Mapping[str, str] | None = None) -> bool:
+    """The node carries every label of the node selector (what the API's label selector
+    returns)."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return all(labels.get(key) == value for key, value in (node_selector or {}).items())
+
+
 def node_in_pool(node: Mapping[str, Any], node_selector: Mapping[str, str] | None = None) -> bool:
     """Rule pool, membership: Ready, not ``spec.unschedulable`` and matching
     every label of the node selector."""
-    meta = node.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    for key, value in (node_selector or {}).items():
-        if labels.get(key) != value:
-            return False
+    if not node_matches(node, node_selector):
+        return False
     if (node.get("spec") or {}).get("unschedulable"):
         return False
     conditions = (node.get("status") or {}).get("conditions") or []

@@ -9,6 +9,7 @@ that document together, never one without the other.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from .errors import FieldError
 
@@ -38,6 +39,10 @@ LABEL_MANAGED_BY = PREFIX + "managed-by"
 LABEL_BILLING_TYPE = PREFIX + "billing-type"
 LABEL_JOB_CLASS = PREFIX + "job-class"
 ANNOTATION_SPOT_PRICE = PREFIX + "spot-price"
+# Rule spot-price's bounds, per GPU-hour: below SPOT_PRICE_LIMIT, with at most
+# SPOT_PRICE_DECIMALS decimal places (the admission policy's pattern is built from them).
+SPOT_PRICE_LIMIT = 1_000_000
+SPOT_PRICE_DECIMALS = 6
 MANAGED_BY = "gpucloud-platform"
 FIELD_MANAGER = "gpucloud-platform"
 MANAGED_SELECTOR = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
@@ -133,6 +138,28 @@ def dns_label_errors(field: str, value: object, max_len: int = DNS_LABEL_MAX) ->
     return errors
 
 
+def tenant_namespace_errors(namespace: object, field: str = "namespace") -> list[FieldError]:
+    """Rule tenant-namespace: a DNS-1123 label of the form ``tenant-<name>`` whose name
+    passes rule tenant-name (what ``namespace_name`` gives a tenant); anything else, such
+    as ``kube-system`` or ``../x``, is not a tenant's namespace."""
+    errors = dns_label_errors(field, namespace)
+    if errors:
+        return errors
+    if not isinstance(namespace, str):  # narrows the type; cannot happen
+        raise AssertionError("isinstance(namespace, str)")
+    prefix = namespace_name("")
+    tenant = namespace[len(prefix) :] if namespace.startswith(prefix) else ""
+    if not tenant or tenant_name_errors(tenant, field):
+        return [
+            FieldError(
+                field,
+                f"{namespace!r} is not a tenant namespace ({prefix}<tenant>, the tenant name a "
+                f"DNS-1123 label of at most {TENANT_NAME_MAX} characters)",
+            )
+        ]
+    return []
+
+
 def tenant_name_errors(tenant: object, field: str = "name") -> list[FieldError]:
     """Rule tenant-name: a DNS-1123 label short enough for every derived queue name."""
     return dns_label_errors(field, tenant, TENANT_NAME_MAX)
@@ -154,6 +181,146 @@ def team_name_errors(tenant: str, team: object, field: str) -> list[FieldError]:
                     field,
                     f"{team!r} would name queue 'tenant-{tenant}-{team}', which is reserved for the "
                     f"{suffix} queue of a tenant; choose a team name that does not end in '{suffix}'",
+                )
+            )
+    return errors
+
+
+# Label keys and values (k8s.io/apimachinery/pkg/util/validation: IsQualifiedName,
+# IsValidLabelValue, IsDNS1123Subdomain).
+LABEL_NAME_MAX = 63
+LABEL_PREFIX_MAX = 253
+LABEL_VALUE_MAX = 63
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_NAME_WORDS = "letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+
+
+def label_key_errors(field: str, key: object) -> list[FieldError]:
+    """Rule label-key: a Kubernetes qualified name, ``[prefix/]name``: the optional prefix a
+    DNS-1123 subdomain of at most 253 characters, the name at most 63 characters of
+    letters, digits, '-', '_' and '.', starting and ending with a letter or digit."""
+    if not isinstance(key, str) or not key:
+        return [FieldError(field, f"{key!r} is not a label key (a non-empty string)")]
+    prefix, slash, name = key.rpartition("/")
+    problems = []
+    if slash:
+        if not prefix:
+            problems.append("its prefix before '/' is empty")
+        elif len(prefix) > LABEL_PREFIX_MAX:
+            problems.append(
+                f"its prefix is {len(prefix)} characters; at most {LABEL_PREFIX_MAX} are allowed"
+            )
+        elif not _DNS_SUBDOMAIN.match(prefix):
+            problems.append(
+                f"its prefix {prefix!r} is not a DNS-1123 subdomain (lower-case letters, digits, "
+                "'-' and '.')"
+            )
+    if not name:
+        problems.append("its name is empty")
+    elif len(name) > LABEL_NAME_MAX:
+        problems.append(f"its name is {len(name)} characters; at most {LABEL_NAME_MAX} are allowed")
+    elif not _LABEL_NAME.match(name):
+        problems.append(f"its name {name!r} must be {_LABEL_NAME_WORDS}")
+    if not problems:
+        return []
+    return [
+        FieldError(
+            field,
+            f"{key!r} is not a label key ([prefix/]name): " + "; ".join(problems),
+        )
+    ]
+
+
+def label_value_errors(field: str, value: object) -> list[FieldError]:
+    """Rule label-value: a Kubernetes label value, empty or at most 63 characters of letters,
+    digits, '-', '_' and '.', starting and ending with a letter or digit."""
+    if not isinstance(value, str):
+        return [FieldError(field, f"{value!r} must be a string (a label value)")]
+    if len(value) > LABEL_VALUE_MAX:
+        return [
+            FieldError(
+                field,
+                f"{value!r} is {len(value)} characters; a label value has at most "
+                f"{LABEL_VALUE_MAX}",
+            )
+        ]
+    if value and not _LABEL_NAME.match(value):
+        return [
+            FieldError(field, f"{value!r} is not a label value (empty, or {_LABEL_NAME_WORDS})")
+        ]
+    return []
+
+
+def label_map_errors(field: str, labels: object) -> list[FieldError]:
+    """Rule label-key and rule label-value over a mapping of label key to value; each error
+    names ``<field>.<key>``."""
+    if not isinstance(labels, Mapping):
+        return [FieldError(field, f"{labels!r} must be a mapping of label key to value")]
+    errors: list[FieldError] = []
+    for key, value in labels.items():
+        where = f"{field}.{key}"
+        errors += label_key_errors(where, key)
+        errors += label_value_errors(where, value)
+    return errors
+
+
+# One requirement of a label selector string (k8s.io/apimachinery/pkg/labels/selector.go):
+# ``key``, ``!key``, ``key=value``, ``key==value``, ``key!=value``, ``key in (a,b)``,
+# ``key notin (a,b)``.
+_SET_REQUIREMENT = re.compile(r"^(?P<key>\S+)\s+(?P<op>in|notin)\s*\((?P<values>[^()]*)\)$")
+_EQUALITY_REQUIREMENT = re.compile(r"^(?P<key>[^=!\s]+)\s*(?P<op>==|!=|=)\s*(?P<value>\S*)$")
+
+
+def _selector_terms(selector: str) -> list[str]:
+    """The requirements of a selector: split on the commas outside parentheses."""
+    terms, depth, current = [], 0, []
+    for char in selector:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        if char == "," and depth == 0:
+            terms.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    terms.append("".join(current))
+    return [t.strip() for t in terms]
+
+
+def label_selector_errors(field: str, selector: object) -> list[FieldError]:
+    """Rule label-selector: a label selector string (``a=b,c!=d,e in (f,g),!h``) whose every
+    key is a label key and every value a label value (rule label-key, rule label-value);
+    None or empty selects everything."""
+    if selector is None:
+        return []
+    if not isinstance(selector, str):
+        return [FieldError(field, f"{selector!r} must be a label selector string")]
+    if not selector.strip():
+        return []
+    errors: list[FieldError] = []
+    for term in _selector_terms(selector):
+        where = f"{field}[{term!r}]"
+        set_match = _SET_REQUIREMENT.match(term)
+        equality = _EQUALITY_REQUIREMENT.match(term)
+        if set_match:
+            key = set_match["key"]
+            values = [v.strip() for v in set_match["values"].split(",")]
+            errors += label_key_errors(where, key)
+            for value in values:
+                errors += label_value_errors(where, value)
+        elif equality:
+            errors += label_key_errors(where, equality["key"])
+            errors += label_value_errors(where, equality["value"])
+        elif (term and not any(c in term for c in "=!() ")) or term.startswith("!"):
+            errors += label_key_errors(where, term[1:] if term.startswith("!") else term)
+        else:
+            errors.append(
+                FieldError(
+                    field,
+                    f"{selector!r} is not a label selector: {term!r} is not key, !key, key=value, "
+                    "key!=value, key in (values) or key notin (values)",
                 )
             )
     return errors

@@ -37,6 +37,8 @@ from ..common.names import (
     QUEUE_TYPE_PAYG,
     QUEUE_TYPE_SPOT,
     QUEUE_TYPE_SUBSCRIPTION,
+    SPOT_PRICE_DECIMALS,
+    SPOT_PRICE_LIMIT,
     dns_label_errors,
     namespace_name,
     tenant_name_errors,
@@ -175,7 +177,10 @@ def _command_errors(name: str, value: Any) -> list[FieldError]:
 
 
 def spot_price_errors(value: Any, field_name: str = "spot_price") -> list[FieldError]:
-    """Rule spot-price: a spot job carries a decimal price per GPU-hour greater than 0."""
+    """Rule spot-price: a spot job carries a finite decimal price per GPU-hour greater than 0
+    and below SPOT_PRICE_LIMIT, with at most SPOT_PRICE_DECIMALS decimal places (the bounds
+    the admission policy's pattern holds every spot Job to, so a price the module accepts is
+    never refused by the API server, and every consumer compares plain numbers)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return [
             FieldError(
@@ -194,6 +199,23 @@ def spot_price_errors(value: Any, field_name: str = "spot_price") -> list[FieldE
         return [
             FieldError(
                 field_name, f"{value!r} must be a decimal price greater than 0, such as '0.3'"
+            )
+        ]
+    if number >= SPOT_PRICE_LIMIT:
+        return [
+            FieldError(
+                field_name,
+                f"{value!r} is too large; a spot price must be below {SPOT_PRICE_LIMIT} per "
+                "GPU-hour",
+            )
+        ]
+    exponent = number.normalize().as_tuple().exponent
+    if isinstance(exponent, int) and -exponent > SPOT_PRICE_DECIMALS:
+        return [
+            FieldError(
+                field_name,
+                f"{value!r} has more than {SPOT_PRICE_DECIMALS} decimal places; round it to "
+                f"at most {SPOT_PRICE_DECIMALS}",
             )
         ]
     return []

@@ -2,8 +2,11 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The jobs domain against the cluster: read, ask the rules, write.
 
-* ``run`` is ``vcjob``: read the tenant's Queues (one list) and the live Job,
-  hold while the large-job throttle blocks the queue, create the Job, engage
+* ``run`` is ``vcjob``: read the tenant's Queues (one list) and the live Job;
+  for a new job that asks for GPUs, its queue (one GET, not for a spot queue) and
+  the Nodes (one list), so that rule job-fits refuses a job larger than its
+  queue's capability or the GPU pool; hold while the large-job throttle blocks
+  the queue, create the Job, engage
   the throttle for a large job that does not start, wait for Running; or
   delete the Job.
 * ``run_throttle`` is ``large_job_throttle``: one list of tenant Namespaces,
@@ -20,12 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from decimal import Decimal
 from time import monotonic, sleep
 from typing import Any
 
 from ansible.module_utils.common.warnings import warn
 
-from ..common.errors import PartialWrite, Refused
+from ..capacity.pool import pool_from_nodes
+from ..common.errors import PartialWrite, Refused, raise_if
 from ..common.names import (
     JOB_API,
     JOB_FAILED_PHASES,
@@ -34,16 +39,20 @@ from ..common.names import (
     LABEL_TENANT,
     MANAGED_BY,
     PODGROUP_API,
+    QUEUE_API,
+    QUEUE_TYPE_SPOT,
     namespace_name,
 )
 from ..common.objects import strip_server_fields
+from ..common.quantity import GPU, parse
 from ..kube.cluster import ApiException, Cluster, api_error_message
 from ..policy.admission import POLICY_LARGE_JOB_THROTTLE, TENANT_QUEUES_CONFIGMAP
 from ..policy.platform_state import POLICY_PLATFORM_STATE
 from .classes import job_class_table
-from .demand import job_demand
+from .demand import job_demand, job_fits_errors
 from .submit import (
     changed_fields,
+    demand_field,
     differs_text,
     job_for_queues,
     job_name,
@@ -358,6 +367,58 @@ def after_create(
     return phase
 
 
+def _forbidden(exc: Exception) -> bool:
+    return getattr(exc, "status", None) == 403
+
+
+def queue_gpu_capability(cluster: Cluster, queue: str) -> Decimal | None:
+    """The queue's own ``nvidia.com/gpu`` capability (one GET); None when it sets none,
+    the Queue is missing or this identity may not read it (then with a warning). A
+    capability the queue inherits from its parent is not read (rule job-fits then
+    compares with the pool only)."""
+    try:
+        live = cluster.get(QUEUE_API, "Queue", queue)
+    except ApiException as exc:
+        if not _forbidden(exc):
+            raise
+        warn(
+            f"this identity may not read Queue {queue}; the job's GPUs are not compared with its capability"
+        )
+        return None
+    capability = ((live or {}).get("spec") or {}).get("capability") or {}
+    if GPU not in capability:
+        return None
+    return parse(capability[GPU], f"queues[{queue}].spec.capability.{GPU}")
+
+
+def pool_gpus(cluster: Cluster) -> Decimal | None:
+    """The GPU pool: allocatable GPUs of the Ready, schedulable Nodes (rule pool, one list);
+    None when this identity may not list Nodes (then with a warning)."""
+    try:
+        nodes = cluster.list("v1", "Node")
+    except ApiException as exc:
+        if not _forbidden(exc):
+            raise
+        warn("this identity may not list Nodes; the job's GPUs are not compared with the GPU pool")
+        return None
+    pool, _members = pool_from_nodes(nodes)
+    return pool[GPU]
+
+
+def check_fits(
+    cluster: Cluster, p: Mapping[str, Any], desired: Mapping[str, Any], queue_type: str | None
+) -> None:
+    """Rule job-fits for a job about to be created: only when it asks for GPUs, one Queue
+    GET (not for a spot queue, whose capability moves with the idle pool) and one Node list;
+    raises PlatformValidationError naming the option that sizes the job."""
+    gpus = job_demand(desired).gpus
+    if gpus <= 0:
+        return
+    queue = desired["spec"]["queue"]
+    queue_gpus = None if queue_type == QUEUE_TYPE_SPOT else queue_gpu_capability(cluster, queue)
+    raise_if(job_fits_errors(gpus, demand_field(p), queue, queue_gpus, pool_gpus(cluster)))
+
+
 def present(p: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
     """state=present: check the queue, refuse a live job that differs, hold while throttled,
     create, then engage the throttle and wait as asked."""
@@ -388,6 +449,7 @@ def present(p: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, 
             )
         created: dict | None = live
     else:
+        check_fits(cluster, p, desired, queue_type)
         cm = cluster.get("v1", "ConfigMap", CONFIGMAP, namespace)
         if blocks(cm, queue, priority_class):
             text = throttled_text(cm, queue)

@@ -129,6 +129,16 @@ def check_submission(p: Mapping[str, Any]) -> None:
     raise_if(errors)
 
 
+def demand_field(p: Mapping[str, Any]) -> str:
+    """The option a job's GPU demand is refused under (rule job-fits): the manifest's
+    tasks, else ``replicas`` for a job of several pods, else ``gpus_per_pod``."""
+    if p["manifest"] is not None:
+        return "manifest.spec.tasks"
+    if (p.get("replicas") or 1) > 1:
+        return "replicas"
+    return "gpus_per_pod"
+
+
 def leaf_queue_of_tenant(
     queue: str, leaves: Mapping[str, str], tenant: str
 ) -> tuple[str | None, list[FieldError]]:

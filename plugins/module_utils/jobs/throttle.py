@@ -42,7 +42,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..common.errors import FieldError, raise_if
-from ..common.names import LABEL_MANAGED_BY, LABEL_TENANT, MANAGED_BY, PODGROUP_WAITING_PHASES
+from ..common.names import (
+    LABEL_MANAGED_BY,
+    LABEL_TENANT,
+    MANAGED_BY,
+    PODGROUP_WAITING_PHASES,
+    tenant_namespace_errors,
+)
 from .demand import job_demand
 
 CONFIGMAP = "platform-throttle"
@@ -319,10 +325,14 @@ def blocks(configmap: Mapping[str, Any] | None, queue: str, priority_class: str 
 
 
 def check_reconcile_input(params: Mapping[str, Any]) -> None:
-    """large_job_throttle's one input check, before connecting: the timeout is 0 or more
-    seconds."""
+    """large_job_throttle's input checks, before connecting: the timeout is 0 or more
+    seconds, and every entry of ``namespaces`` passes rule tenant-namespace."""
+    errors = []
     if params["timeout"] < 0:
-        raise_if([FieldError("timeout", f"{params['timeout']} must be 0 or more seconds")])
+        errors.append(FieldError("timeout", f"{params['timeout']} must be 0 or more seconds"))
+    for i, namespace in enumerate(params.get("namespaces") or []):
+        errors += tenant_namespace_errors(namespace, f"namespaces[{i}]")
+    raise_if(errors)
 
 
 def unmanaged_warning(namespace: str) -> str:

@@ -42,6 +42,8 @@ from ..common.names import (
     PLATFORM_NAMESPACE,
     PREFIX,
     PRIORITY_CLASSES,
+    SPOT_PRICE_DECIMALS,
+    SPOT_PRICE_LIMIT,
     namespace_name,
     tenant_labels,
 )
@@ -72,7 +74,9 @@ QUEUE_POLICY_NAMES = (
 POLICY_NAMES = (*QUEUE_POLICY_NAMES, POLICY_POD_PLACEMENT, POLICY_PLATFORM_STATE)
 # The largest spot price admitted, per GPU-hour: a bound, so that a price is a
 # number every consumer can compare (no 1e400, no negative, at most 6 decimals).
-SPOT_PRICE_PATTERN = "^[0-9]{1,6}([.][0-9]{1,6})?$"
+SPOT_PRICE_PATTERN = (
+    f"^[0-9]{{1,{len(str(SPOT_PRICE_LIMIT)) - 1}}}([.][0-9]{{1,{SPOT_PRICE_DECIMALS}}})?$"
+)
 
 
 _QUEUE = "has(object.spec.queue) && object.spec.queue != '' ? object.spec.queue : 'default'"

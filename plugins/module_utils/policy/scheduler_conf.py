@@ -529,6 +529,43 @@ def numeric_weight_errors(conf: Mapping[str, Any]) -> list[FieldError]:
     ]
 
 
+def is_weight(plugin: str, key: str) -> bool:
+    """The argument is one of the plugin's weights (volcano_catalog.WEIGHT_ARGUMENTS)."""
+    return key in vc.WEIGHT_ARGUMENTS.get(plugin, ()) or any(
+        key.startswith(prefix) for prefix in vc.WEIGHT_PREFIXES.get(plugin, ())
+    )
+
+
+def weight_bound_errors(conf: Mapping[str, Any]) -> list[FieldError]:
+    """Rule weight-bounds: every weight argument (binpack, nodeorder, network-topology-aware,
+    numa-aware, task-topology, usage, deviceshare, resource-strategy-fit) is an integer from
+    WEIGHT_MIN (0, which turns the score off) to WEIGHT_MAX (100). Volcano bounds none: a
+    negative weight inverts a nodeorder preference or is silently replaced by a default
+    (binpack, network-topology-aware), and a huge one drowns every other score. A weight
+    that is not an integer is rule numeric-weights' error, not this rule's."""
+    errors = []
+    for t, p, plugin in plugins_of(conf):
+        name = plugin.get("name")
+        arguments = plugin.get("arguments")
+        if not isinstance(name, str) or not isinstance(arguments, Mapping):
+            continue
+        for key, value in arguments.items():
+            if not is_weight(name, str(key)):
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                continue
+            if not vc.WEIGHT_MIN <= value <= vc.WEIGHT_MAX:
+                errors.append(
+                    FieldError(
+                        f"{_plugin_field(t, p, name)}.arguments.{key}",
+                        f"plugin {name!r} in tier {t}: weight {key} is {value}; a weight is an integer "
+                        f"from {vc.WEIGHT_MIN} to {vc.WEIGHT_MAX} (Volcano multiplies node scores of at "
+                        f"most 100 by it and bounds it nowhere)",
+                    )
+                )
+    return errors
+
+
 def platform_policy_errors(conf: Mapping[str, Any]) -> list[FieldError]:
     """Rule platform-policy: the platform's queues need capacity with enableHierarchy: true,
     gang and conformance, and whole-job eviction (gangpreempt/gangreclaim) where eviction is on."""
@@ -593,6 +630,7 @@ def scheduler_conf_errors(
     errors += plugin_name_errors(data)
     errors += option_key_errors(data)
     errors += argument_errors(data)
+    errors += weight_bound_errors(data)
     errors += configuration_errors(data)
     errors += capacity_proportion_errors(data)
     errors += hierarchy_errors(data)

@@ -261,6 +261,39 @@ ARGUMENT_PREFIXES: dict[str, dict[str, tuple[str, str | None]]] = {
     "tdm": {"tdm.revocable-zone.": (STRING, None)},
 }
 
+# Rule weight-bounds: the arguments that are weights, per plugin (each read with
+# Arguments.GetInt), and the prefixes whose every argument is a weight. Volcano
+# 1.15.1 multiplies a node's score by them and bounds none of them:
+# plugins/binpack/binpack.go BinPackingScore (score x MaxNodeScore x binpack.weight;
+# binpack.cpu/.memory/.resources.<name> are the per-resource weights, a negative one
+# silently becomes 1), plugins/network-topology-aware/network_topology_aware.go
+# (MaxNodeScore x weight x score; a negative weight silently becomes 10),
+# plugins/nodeorder/nodeorder.go (each kube-scheduler score plugin's 0..100 score x
+# its weight; a negative weight inverts the preference), plugins/numaaware,
+# plugins/task-topology/util.go, plugins/usage/usage.go,
+# plugins/deviceshare/deviceshare.go, plugins/resource-strategy-fit. MaxNodeScore is
+# 100 (k8s.io/kube-scheduler/framework), so WEIGHT_MAX keeps every weighted score
+# within 100 x 100 and any ratio between two weights expressible; larger or negative
+# weights are refused instead of overflowing, inverting or being replaced silently.
+WEIGHT_MIN = 0
+WEIGHT_MAX = 100
+WEIGHT_ARGUMENTS: dict[str, frozenset[str]] = {
+    "binpack": frozenset({"binpack.weight", "binpack.cpu", "binpack.memory"}),
+    "nodeorder": frozenset(k for k in PLUGIN_ARGUMENTS["nodeorder"] if k.endswith(".weight")),
+    "network-topology-aware": frozenset(
+        {"weight", "hypernode.binpack.cpu", "hypernode.binpack.memory"}
+    ),
+    "numa-aware": frozenset({"weight"}),
+    "task-topology": frozenset({"task-topology.weight"}),
+    "usage": frozenset({"usage.weight", "cpu.weight", "memory.weight"}),
+    "deviceshare": frozenset({"deviceshare.ScheduleWeight"}),
+    "resource-strategy-fit": frozenset({"resourceStrategyFitWeight"}),
+}
+WEIGHT_PREFIXES: dict[str, tuple[str, ...]] = {
+    "binpack": ("binpack.resources.",),
+    "network-topology-aware": ("hypernode.binpack.resources.",),
+}
+
 # Victim filters each plugin registers, pkg/scheduler/plugins/<plugin>/*.go
 # (ssn.AddPreemptableFn / AddReclaimableFn / AddUnifiedEvictableFn). The
 # session walks tiers in order and the first tier whose plugins return a

@@ -6,6 +6,12 @@ Puts rule pool, rule committed, rule idle-for-spot and rule
 spot-apportionment together: from the Nodes and the managed Queues, every
 spot queue's new capability (deserved 0), which queues change, and the
 table ``spot_capacity`` reports.
+
+* Rule spot-pool-not-empty (``empty_pool_errors``): a node selector that selects no
+  node, or nodes without GPUs, is refused unless the empty pool is asked for (no
+  selector: never refused).
+* Rule spot-capability-floor (``spot_capability_floor``): a spot capability never
+  carries a cpu or memory of 0, which Volcano reads as unlimited.
 """
 
 from __future__ import annotations
@@ -15,11 +21,71 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from ..capacity.pool import POOL_RESOURCES, commitments_from_queues, idle_for_spot, pool_from_nodes
+from ..capacity.pool import (
+    POOL_RESOURCES,
+    commitments_from_queues,
+    idle_for_spot,
+    node_matches,
+    pool_from_nodes,
+)
+from ..common.errors import FieldError, raise_if
 from ..common.names import QUEUE_API
 from ..common.objects import differs
-from ..common.quantity import GPU, Resources, render
-from .apportion import apportion_spot, shares
+from ..common.quantity import CPU, GPU, MEMORY, Resources, render
+from .apportion import UNITS, apportion_spot, shares
+
+# Volcano 1.15.1 reads a queue capability of 0 cpu or 0 memory as unlimited
+# (pkg/scheduler/plugins/capacity/capacity.go and proportion/proportion.go:
+# ``if attr.capability.MilliCPU <= 0 { attr.capability.MilliCPU = math.MaxFloat64 }``,
+# the same for Memory); only extended resources such as nvidia.com/gpu honour 0.
+# A spot capability that is to hold nothing is written at the smallest unit the
+# apportionment uses instead: 1m cpu, 1Mi memory.
+CAPABILITY_FLOOR = {
+    CPU: Decimal(UNITS[CPU].numerator) / UNITS[CPU].denominator,
+    MEMORY: Decimal(UNITS[MEMORY].numerator),
+}
+
+
+def spot_capability_floor(capability: Mapping[str, Decimal]) -> Resources:
+    """Rule spot-capability-floor: a cpu or memory capability of 0 (or less) becomes the
+    smallest unit (1m cpu, 1Mi memory), because Volcano reads 0 as unlimited; GPUs stay
+    as they are (0 GPUs is honoured)."""
+    out = dict(capability)
+    for resource, floor in CAPABILITY_FLOOR.items():
+        if resource in out and out[resource] <= 0:
+            out[resource] = floor
+    return out
+
+
+def empty_pool_errors(
+    node_selector: Mapping[str, str] | None,
+    listed: int,
+    members: int,
+    pool_gpus: Decimal,
+    allow_empty_pool: bool = False,
+) -> list[FieldError]:
+    """Rule spot-pool-not-empty: a pool without a node or without a GPU would set every
+    spot queue to 0 GPUs (a typo in ``node_selector`` looks exactly like that), so it is
+    refused unless ``allow_empty_pool`` says it is meant. ``listed`` is how many Nodes
+    the selector matched, ``members`` how many of them are Ready and schedulable.
+
+    Without a selector nothing can be mistyped: a cluster whose GPU nodes have not
+    joined yet (a first bring-up) simply has no idle GPUs."""
+    if allow_empty_pool or not node_selector or (members > 0 and pool_gpus > 0):
+        return []
+    if members == 0:
+        found = f"matches {listed} node(s), {members} of them Ready and schedulable"
+    else:
+        found = (
+            f"matches {listed} node(s) ({members} Ready and schedulable) with 0 allocatable GPUs"
+        )
+    return [
+        FieldError(
+            "node_selector",
+            f"{dict(node_selector or {})!r} {found}; every spot queue would get 0 GPUs. "
+            "Fix the selector, or set allow_empty_pool: true if the pool is meant to be empty",
+        )
+    ]
 
 
 def spot_queue_spec(capability: Mapping[str, Decimal]) -> dict[str, Any]:
@@ -55,10 +121,22 @@ def plan_spot_capacity(
     nodes: Iterable[Mapping[str, Any]],
     queues: Iterable[Mapping[str, Any]],
     node_selector: Mapping[str, str] | None = None,
+    allow_empty_pool: bool = False,
 ) -> SpotCapacityPlan:
-    """Every tenant's spot capability, and the spot queues whose value changes."""
+    """Every tenant's spot capability, and the spot queues whose value changes; raises
+    PlatformValidationError when rule spot-pool-not-empty refuses the pool."""
     queue_list = list(queues)
-    pool, _unused = pool_from_nodes(nodes, node_selector)
+    node_list = list(nodes)
+    pool, members = pool_from_nodes(node_list, node_selector)
+    raise_if(
+        empty_pool_errors(
+            node_selector,
+            sum(1 for n in node_list if node_matches(n, node_selector)),
+            len(members),
+            pool[GPU],
+            allow_empty_pool,
+        )
+    )
     commitments = commitments_from_queues(queue_list)
     idle = idle_for_spot(
         pool, [c.subscription for c in commitments.values()], [c.payg for c in commitments.values()]
@@ -70,7 +148,7 @@ def plan_spot_capacity(
     plan = SpotCapacityPlan(pool=pool, idle=idle)
     for tenant in sorted(commitments):
         c = commitments[tenant]
-        new = capability[tenant]
+        new = spot_capability_floor(capability[tenant])
         row = {
             "tenant": tenant,
             "queue": c.spot_queue,

@@ -393,7 +393,9 @@ def run_recompute(params: dict[str, Any], cluster: Cluster, check_mode: bool) ->
     pool, applied to the queues whose value changes (a dry run in check mode)."""
     selector = params["node_selector"] or {}
     nodes = cluster.list("v1", "Node", label_selector=label_selector(selector))
-    capacity = plan_spot_capacity(nodes, read_queues(cluster), selector)
+    capacity = plan_spot_capacity(
+        nodes, read_queues(cluster), selector, params.get("allow_empty_pool", False)
+    )
     warn_all(capacity.warnings)
     result = recompute_result(capacity)
     apply_capabilities(cluster, capacity.changes, "updating spot queues", **result)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.errors import FieldError, raise_if
+from ..common.names import label_key_errors, label_selector_errors
 from .tree import (
     DEFAULT_TIER_LABELS,
     MEMBER_HYPERNODE,
@@ -65,6 +66,8 @@ def tier_label_errors(tier_labels: object, name_template: object) -> list[FieldE
         for i, label in enumerate(tier_labels):
             if not isinstance(label, str) or not label:
                 errors.append(FieldError(f"tier_labels[{i}]", f"{label!r} is not a label key"))
+            elif label_key_errors(f"tier_labels[{i}]", label):
+                errors += label_key_errors(f"tier_labels[{i}]", label)
             elif label in seen:
                 errors.append(
                     FieldError(
@@ -96,9 +99,23 @@ def tier_label_errors(tier_labels: object, name_template: object) -> list[FieldE
 def check_source_options(params: Mapping[str, Any]) -> None:
     """The options of a ``labels`` source, checked before the cluster is read;
     raises ``PlatformValidationError``. The tree itself (from either source) is
-    checked once the Nodes are read."""
+    checked once the Nodes are read. The ``node_selector`` of every source is checked by
+    rule label-selector (``common.names``), so a bad key is refused naming the option,
+    not by the API server."""
+    errors = node_selector_errors(params)
     if params["source"] == "labels":
-        raise_if(tier_label_errors(params["tier_labels"], params["name_template"]))
+        errors += tier_label_errors(params["tier_labels"], params["name_template"])
+    raise_if(errors)
+
+
+def node_selector_errors(params: Mapping[str, Any]) -> list[FieldError]:
+    """Rule label-selector for the ``node_selector`` option of the topology modules."""
+    return label_selector_errors("node_selector", params.get("node_selector"))
+
+
+def check_node_selector(params: Mapping[str, Any]) -> None:
+    """``topology_info``'s input check before connecting: its ``node_selector``."""
+    raise_if(node_selector_errors(params))
 
 
 def tree_from_node_labels(

@@ -53,7 +53,8 @@ def test_creates_then_is_idempotent(run_module):
     assert (
         out["diff"]["before"] == {} and out["diff"]["after"]["spec"]["queue"] == "tenant-alpha-algo"
     )
-    assert out["requests"] == 4  # queues, the job, the throttle ConfigMap, the create
+    # queues, the job, its Queue and the Nodes (rule job-fits), the throttle ConfigMap, the create
+    assert out["requests"] == 6
     again = run_module(vcjob_module, fake, **SINGLE)
     assert again["changed"] is False and len(fake.writes) == 1
     assert again["phase"] == "Running" and again["requests"] == 2

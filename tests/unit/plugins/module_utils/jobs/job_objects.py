@@ -1,7 +1,8 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The objects the jobs tests start from: a tenant with four queues, a large job and its
-PodGroup, a throttle ConfigMap, and the fake cluster with Volcano's job controller."""
+"""The objects the jobs tests start from: a tenant with four queues, four 8-GPU nodes, a
+large job and its PodGroup, a throttle ConfigMap, and the fake cluster with Volcano's job
+controller."""
 
 from __future__ import annotations
 
@@ -32,7 +33,10 @@ class JobController(FakeCluster):
         return created
 
 
-def queue(name, qtype, parent="root", tenant="alpha"):
+def queue(name, qtype, parent="root", tenant="alpha", capability=None):
+    spec = {"parent": parent}
+    if capability is not None:
+        spec["capability"] = capability
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "Queue",
@@ -40,8 +44,26 @@ def queue(name, qtype, parent="root", tenant="alpha"):
             "name": name,
             "labels": {"platform.io/tenant": tenant, "platform.io/queue-type": qtype},
         },
-        "spec": {"parent": parent},
+        "spec": spec,
     }
+
+
+def gpu_node(name, gpus=8, ready=True):
+    """A Node with ``gpus`` allocatable GPUs (rule pool counts it when Ready)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {}},
+        "spec": {},
+        "status": {
+            "allocatable": {"nvidia.com/gpu": str(gpus), "cpu": "64", "memory": "512Gi"},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+# The GPU pool of cluster(): 4 nodes x 8 GPUs, exactly what LARGE asks for.
+NODES = tuple(gpu_node(f"gpu-{i}") for i in range(4))
 
 
 # The tenant's leaf queues as the tenant module lists them (ConfigMap platform-queues).
@@ -64,9 +86,10 @@ def queue_list(leaves=None):
     }
 
 
-def cluster(phase="Pending", extra=()):
+def cluster(phase="Pending", extra=(), nodes=NODES):
     return JobController(
         [
+            *nodes,
             {
                 "apiVersion": "v1",
                 "kind": "Namespace",
