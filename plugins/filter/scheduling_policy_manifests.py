@@ -4,6 +4,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
+
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.admission import (
     DEFAULT_PLATFORM_GROUPS,
     admission_manifests,
@@ -31,13 +36,42 @@ ADMISSION_TOGGLES = (
 PARTS = ("priority_classes", "scheduler_configmap", "admission_policies", "parent_queues_configmap")
 
 
+def _actions(actions):
+    """The actions as a list: a string is split at commas, as Volcano splits its
+    actions line, never into characters."""
+    if actions is None:
+        return DEFAULT_ACTIONS
+    if isinstance(actions, str):
+        return [a.strip() for a in actions.split(",") if a.strip()]
+    if isinstance(actions, Mapping):
+        raise AnsibleFilterError(f"actions: {actions!r} is a mapping, not a list of actions")
+    return list(actions)
+
+
+def _list(value, option):
+    """A list option given as a list; a string or mapping is refused, naming the option."""
+    if isinstance(value, (str, Mapping)):
+        raise AnsibleFilterError(f"{option}: {value!r} is not a list")
+    return list(value)
+
+
 def scheduler_conf_text(tiers=None, actions=None, configurations=None):
     """The YAML text of volcano-scheduler.conf from structured variables."""
     return render_scheduler_conf(
-        actions=list(actions) if actions is not None else DEFAULT_ACTIONS,
-        tiers=list(tiers) if tiers is not None else DEFAULT_TIERS,
-        configurations=configurations or None,
+        actions=_actions(actions),
+        tiers=_list(tiers, "tiers") if tiers is not None else DEFAULT_TIERS,
+        configurations=_list(configurations, "configurations") if configurations else None,
     )
+
+
+def _switch(admission, name):
+    """One admission switch: a boolean, or what Ansible reads as one ("false", "no", 0)."""
+    try:
+        return boolean(admission.get(name, True), strict=True)
+    except TypeError:
+        raise AnsibleFilterError(
+            f"admission.{name}: {admission[name]!r} is not a boolean"
+        ) from None
 
 
 def scheduling_policy_manifests(conf_text, parts=PARTS, admission=None, platform_groups=None):
@@ -50,8 +84,12 @@ def scheduling_policy_manifests(conf_text, parts=PARTS, admission=None, platform
     if "scheduler_configmap" in parts:
         out.append(scheduler_configmap(conf_text))
     if "admission_policies" in parts:
-        toggles = {name: bool(admission.get(name, True)) for name in ADMISSION_TOGGLES}
-        groups = list(platform_groups) if platform_groups else list(DEFAULT_PLATFORM_GROUPS)
+        toggles = {name: _switch(admission, name) for name in ADMISSION_TOGGLES}
+        groups = (
+            _list(platform_groups, "platform_groups")
+            if platform_groups
+            else list(DEFAULT_PLATFORM_GROUPS)
+        )
         out += admission_manifests(platform_groups=groups, **toggles)
     if "parent_queues_configmap" in parts:
         out.append(parent_queues_configmap())

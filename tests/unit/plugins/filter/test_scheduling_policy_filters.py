@@ -2,6 +2,11 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 from __future__ import annotations
 
+import re
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.gpucloud.platform.plugins.filter import scheduler_conf_errors as f_errors
 from ansible_collections.gpucloud.platform.plugins.filter import (
     scheduling_policy_manifests as f_manifests,
@@ -65,3 +70,45 @@ def test_manifests_filter_parts_and_toggles():
         and m["metadata"]["name"] == "gpucloud-platform-state"
     )
     assert "['ops:platform']" in state["spec"]["validations"][0]["expression"]
+
+
+def test_actions_string_is_split_at_commas_never_into_characters():
+    listed = f_manifests.scheduler_conf_text(actions=["enqueue", "allocate"])
+    assert f_manifests.scheduler_conf_text(actions="enqueue,allocate") == listed
+    assert f_manifests.scheduler_conf_text(actions=" enqueue , allocate ,") == listed
+    assert "actions: enqueue, allocate\n" in listed
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"actions": {"enqueue": 1}}, "actions: {'enqueue': 1} is a mapping"),
+        ({"tiers": "priority,gang"}, "tiers: 'priority,gang' is not a list"),
+        (
+            {"configurations": {"name": "enqueue"}},
+            "configurations: {'name': 'enqueue'} is not a list",
+        ),
+    ],
+)
+def test_conf_text_refuses_a_list_option_given_as_a_string_or_mapping(kwargs, message):
+    with pytest.raises(AnsibleFilterError, match=re.escape(message)):
+        f_manifests.scheduler_conf_text(**kwargs)
+
+
+def test_manifests_filter_reads_switches_as_ansible_booleans():
+    names = {
+        m["metadata"]["name"]
+        for m in f_manifests.scheduling_policy_manifests(
+            "x",
+            parts=["admission_policies"],
+            admission={"queue_leaf": "false", "pod_placement": "no"},
+        )
+    }
+    assert "gpucloud-queue-leaf" not in names and "gpucloud-pod-placement" not in names
+    assert "gpucloud-queue-tenant" in names
+    with pytest.raises(
+        AnsibleFilterError, match=r"admission\.queue_leaf: 'maybe' is not a boolean"
+    ):
+        f_manifests.scheduling_policy_manifests("x", admission={"queue_leaf": "maybe"})
+    with pytest.raises(AnsibleFilterError, match="platform_groups: 'system:masters' is not a list"):
+        f_manifests.scheduling_policy_manifests("x", platform_groups="system:masters")

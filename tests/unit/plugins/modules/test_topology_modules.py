@@ -440,9 +440,18 @@ def test_hypernode_sync_plan_step_writes_nothing(run_module):
     reports the deletions its guard counts."""
     root = pathlib.Path(__file__).resolve().parents[4]
     (play,) = yaml.safe_load((root / "playbooks" / "hypernode_sync.yml").read_text())
-    plan_task = play["tasks"][0]
+    (step,) = play["tasks"]
+    # the tasks are shared with site.yml
+    assert step["ansible.builtin.import_tasks"] == "tasks/hypernode_sync.yml"
+    tasks = yaml.safe_load((root / "playbooks" / "tasks" / "hypernode_sync.yml").read_text())
+    plan_task = tasks[0]
     assert plan_task["check_mode"] is True and "gpucloud.platform.topology" in plan_task
     defaults = play["vars"]
+    # the shared tasks' own defaults (site.yml has no play vars) are the playbook's
+    for option, var in (("source", "hypernode_sync_source"), ("prune", "hypernode_sync_prune")):
+        assert f"{var} | default(" in plan_task["gpucloud.platform.topology"][option]
+    assert "default(4)" in tasks[1]["ansible.builtin.assert"]["that"][0]
+    assert defaults["hypernode_sync_max_deletions"] == 4
     cluster = stale_cluster(run_module, CheckModeCluster)
     plan = run_module(
         topology_module,
