@@ -10,6 +10,11 @@ short_description: Free GPUs for a paying demand by deleting spot jobs, cheapest
 description:
   - "Given a demand of O(need) GPUs: free = pool - GPUs held by the unfinished pods on pool nodes now. If free >= O(need)
     nothing is touched. Otherwise O(need) - free GPUs are freed by deleting running spot Volcano Jobs."
+  - "With O(need_from=unsold) the need is a sale (a purchase or a pay-as-you-go growth): it must come out of GPUs nobody
+    has bought, because a tenant may use what it bought at any moment. Spot keeps at most pool - sold - O(need) GPUs
+    (sold: every subscription and PAYG grant) and the spot jobs holding more are deleted; never fewer than the free
+    count above asks. O(need=0) with O(need_from=unsold) reclaims the spot jobs holding sold GPUs (after the pool
+    shrank), which the scheduled spot recompute does."
   - "A job is a candidate only when it is in a spot queue (a managed Queue labelled C(platform.io/queue-type=spot)) and
     labelled C(platform.io/billing-type=spot); both must hold."
   - "Victim order: lowest C(platform.io/spot-price) annotation first (a missing price, or one that is not a number,
@@ -36,6 +41,13 @@ options:
     description: What the GPUs are for; written into the Events and the history (for example a purchase order).
     type: str
     default: an operator's request
+  need_from:
+    description:
+      - C(free) meets O(need) from the GPUs free now (pool - held).
+      - C(unsold) treats O(need) as a sale met from the GPUs nobody has bought (see the description).
+    type: str
+    choices: [free, unsold]
+    default: free
   allow_partial:
     description:
       - When the spot jobs together hold fewer GPUs than are missing, delete them all instead of failing.
@@ -68,6 +80,18 @@ EXAMPLES = r"""
     data:
       spot_reclaim: "{{ reclaimed.reclaim }}"
 
+- name: Free the GPUs a new 20-GPU subscription sells, counting bought but unused GPUs as taken
+  gpucloud.platform.spot_reclaim:
+    need: 20
+    need_from: unsold
+    demand_reason: subscription order 4712 of tenant delta
+
+- name: Delete the spot jobs that hold sold GPUs (after the pool shrank), cheapest first
+  gpucloud.platform.spot_reclaim:
+    need: 0
+    need_from: unsold
+    demand_reason: spot above the unsold GPUs
+
 - name: Which jobs would go (nothing is deleted)
   gpucloud.platform.spot_reclaim:
     need: 12
@@ -95,6 +119,18 @@ free:
 shortfall:
   description: GPUs that had to be reclaimed (0 when enough were free).
   returned: always
+  type: int
+need_from:
+  description: C(unsold), when the need was counted as a sale.
+  returned: when O(need_from=unsold)
+  type: str
+sold:
+  description: GPUs sold before the sale (every subscription and PAYG grant).
+  returned: when O(need_from=unsold)
+  type: int
+spot:
+  description: GPUs held by the running spot jobs.
+  returned: when O(need_from=unsold)
   type: int
 freed:
   description: GPUs held by the deleted jobs.
@@ -152,6 +188,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim imp
 OPTIONS = dict(
     need=dict(type="int", required=True),
     demand_reason=dict(type="str", default="an operator's request"),
+    need_from=dict(type="str", choices=["free", "unsold"], default="free"),
     allow_partial=dict(type="bool", default=False),
     **RECLAIM_OPTIONS,
 )

@@ -123,3 +123,49 @@ def run_module(ansible_env: dict[str, str]) -> Callable[..., dict[str, Any]]:
             pytest.fail(f"ansible {module} gave no result:\n{proc.stdout}\n{proc.stderr}")
 
     return run
+
+
+@pytest.fixture(scope="module")
+def priority_classes(api_client) -> Iterator[None]:
+    """The platform's PriorityClasses, which the jobs of a test name: created when
+    missing (a test run on its own, before any bring-up), removed afterwards."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
+        priority_class_manifests,
+    )
+
+    scheduling = client.SchedulingV1Api(api_client)
+    created = []
+    for manifest in priority_class_manifests():
+        try:
+            scheduling.create_priority_class(manifest)
+            created.append(manifest["metadata"]["name"])
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+    yield
+    for name in created:
+        scheduling.delete_priority_class(name)
+
+
+@pytest.fixture
+def platform_scheduler_conf(api_client) -> Iterator[Any]:
+    """The collection's default scheduler configuration (the one the scheduling_policy role
+    writes, with gangpreempt) in volcano-system/volcano-scheduler-configmap for one test;
+    waits for vc-scheduler to reload it, and puts back and reloads what was there (or
+    deletes the ConfigMap when there was none)."""
+    from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
+        render_scheduler_conf,
+    )
+    from ansible_collections.gpucloud.platform.tests.conformance.conformance_kube import Kube
+
+    kube = Kube(api_client)
+    before = kube.scheduler_conf()
+    kube.load_scheduler_conf(render_scheduler_conf())
+    yield kube
+    if before is not None:
+        kube.load_scheduler_conf(before)
+    else:
+        kube.delete("v1", "ConfigMap", "volcano-scheduler-configmap", "volcano-system")

@@ -38,10 +38,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.policy import ad
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
     priority_class_manifests,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
-    render_scheduler_conf,
-)
-from ansible_collections.gpucloud.platform.tests.conformance.conformance_kube import Kube, evictions
+from ansible_collections.gpucloud.platform.tests.conformance.conformance_kube import evictions
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import wait_until
 
 pytestmark = pytest.mark.integration
@@ -99,22 +96,6 @@ def platform_objects(dyn) -> Iterator[None]:
         dyn.resources.get(api_version=m["apiVersion"], kind=m["kind"]).delete(
             name=m["metadata"]["name"], namespace=m["metadata"].get("namespace")
         )
-
-
-@pytest.fixture
-def platform_scheduler_conf(api_client) -> Iterator[Kube]:
-    """The collection's default scheduler configuration (the one the scheduling_policy role
-    writes, with gangpreempt) in volcano-system/volcano-scheduler-configmap for one test;
-    waits for vc-scheduler to reload it, and puts back and reloads what was there (or
-    deletes the ConfigMap when there was none)."""
-    kube = Kube(api_client)
-    before = kube.scheduler_conf()
-    kube.load_scheduler_conf(render_scheduler_conf())
-    yield kube
-    if before is not None:
-        kube.load_scheduler_conf(before)
-    else:
-        kube.delete("v1", "ConfigMap", "volcano-scheduler-configmap", "volcano-system")
 
 
 @pytest.fixture

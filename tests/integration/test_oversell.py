@@ -168,5 +168,8 @@ def test_tenant_create_playbook_fails_before_reclaiming(names, ansible_env, api_
     assert check.get("failed") is True
     assert f"subscription.{GPU}: {asked} for the subscription of tenant '{buyer}'" in check["msg"]
     # The run stopped there: no reclaim was attempted and the tenant does not exist.
-    assert "Reclaim spot GPUs first when the cluster is short of the added GPUs" not in tasks
+    assert (
+        "Reclaim the spot GPUs the purchase sells (bought but unused GPUs count as taken)"
+        not in tasks
+    )
     assert tenant_objects(api_client, buyer) == {}

@@ -7,12 +7,14 @@ vc-scheduler and vc-controller-manager), through the purchase flow
 Two tenants run the design's worked example as spot jobs (prices 0.1/0.1/
 0.3/0.5; 4 GPUs single, 8 GPUs on 2 pods, 4 single, 8 on 2 pods) and a
 0.9-priced spot job fills the rest of the cluster, so no GPU is free. A new
-tenant buys 12 GPUs: the playbook reclaims exactly A then B (SpotReclaimed
-Events on both, the reclaim in the history), leaves C, D and the filler
-running, creates the tenant, and recomputes the spot capabilities to the
-tenants' shares of the idle pool; the new tenant's 12-GPU job then runs.
-A 4-GPU pay-as-you-go grant added with ``playbooks/tenant_update.yml`` then
-reclaims the cheapest spot job left, C.
+tenant buys 12 GPUs. A purchase is a sale (rule unsold-reclaim-need): the 4
+GPUs the two tenants bought and do not use count as taken, so the playbook
+reclaims exactly A, B then C, 16 GPUs (SpotReclaimed Events on each, the
+reclaim in the history), leaves D and the filler running, creates the
+tenant, and recomputes the spot capabilities to the tenants' shares of the
+idle pool; the new tenant's 12-GPU job then runs. A 4-GPU pay-as-you-go
+grant added with ``playbooks/tenant_update.yml`` then reclaims the cheapest
+spot job left, D, although 4 GPUs (bought by others) are free.
 
 Needs the cluster's GPUs free of other jobs (it skips otherwise).
 """
@@ -115,7 +117,7 @@ def job_phase(custom, namespace, name):
 
 
 @pytest.fixture
-def tenants(api_client):
+def tenants(api_client, priority_classes):
     """Two spot tenants and one buyer, with unique names; removed afterwards."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
@@ -224,32 +226,39 @@ def test_purchase_reclaims_spot_jobs_in_order_and_recomputes_capacity(
                 "tenant_demand_reason": reason,
             },
         )
-        reclaim = tasks["Reclaim spot GPUs first when the cluster is short of the added GPUs"]
-        assert reclaim["demand"] == 12 and reclaim["shortfall"] == 12 and reclaim["freed"] == 12
-        assert [v["name"] for v in reclaim["victims"]] == ["spot-a", "spot-b"]
+        reclaim = tasks[
+            "Reclaim the spot GPUs the purchase sells (bought but unused GPUs count as taken)"
+        ]
+        # A sale (rule unsold-reclaim-need): the 4 GPUs tenants a and b bought and do not
+        # use are not free, so spot keeps pool - 4 - 12 and 16 go: A, B, then C.
+        assert reclaim["demand"] == 12 and reclaim["need_from"] == "unsold"
+        assert reclaim["sold"] == 4 and reclaim["spot"] == idle["pool"]
+        assert reclaim["shortfall"] == 16 and reclaim["freed"] == 16
+        assert [v["name"] for v in reclaim["victims"]] == ["spot-a", "spot-b", "spot-c"]
         assert reclaim["free_after"] >= 12
-        assert job_phase(custom, namespace, "spot-a") is None
-        assert job_phase(custom, namespace, "spot-b") is None
-        for name in ("spot-c", "spot-d", "spot-fill"):
+        for name in ("spot-a", "spot-b", "spot-c"):
+            assert job_phase(custom, namespace, name) is None
+        for name in ("spot-d", "spot-fill"):
             assert job_phase(custom, namespace, name) == "Running"
 
         events = core.list_namespaced_event(namespace, field_selector="reason=SpotReclaimed").items
         by_job = {e.involved_object.name: e for e in events}
-        assert set(by_job) == {"spot-a", "spot-b"}
+        assert set(by_job) == {"spot-a", "spot-b", "spot-c"}
         assert "price 0.1, 8 GPUs" in by_job["spot-b"].message
         assert reason in by_job["spot-b"].message
         # Both Events carry the run's time; the kill order is recorded and orders their names.
         assert by_job["spot-a"].metadata.annotations["platform.io/reclaim-order"] == "1"
         assert by_job["spot-b"].metadata.annotations["platform.io/reclaim-order"] == "2"
-        suffix = [by_job[j].metadata.name.rsplit(".", 1)[1] for j in ("spot-a", "spot-b")]
-        assert int(suffix[0], 16) < int(suffix[1], 16)
+        assert by_job["spot-c"].metadata.annotations["platform.io/reclaim-order"] == "3"
+        suffix = [by_job[j].metadata.name.rsplit(".", 1)[1] for j in ("spot-a", "spot-b", "spot-c")]
+        assert int(suffix[0], 16) < int(suffix[1], 16) < int(suffix[2], 16)
 
         history = json.loads(
             core.read_namespaced_config_map("spot-reclaim-history", "platform-system").data[
                 "history.json"
             ]
         )
-        assert [v["name"] for v in history[0]["victims"]] == ["spot-a", "spot-b"]
+        assert [v["name"] for v in history[0]["victims"]] == ["spot-a", "spot-b", "spot-c"]
         assert history[0]["reason"] == reason
 
         # The buyer's queues exist; its 12-GPU job runs under the real scheduler.
@@ -295,8 +304,9 @@ def test_purchase_reclaims_spot_jobs_in_order_and_recomputes_capacity(
         assert not again.get("failed"), again.get("msg")
         assert again["changed"] is False
 
-        # The buyer adds a pay-as-you-go grant through tenant_update.yml while no GPU is
-        # free: the grant's 4 GPUs come from the cheapest spot job left, C.
+        # The buyer adds a 4-GPU pay-as-you-go grant through tenant_update.yml. 4 GPUs are
+        # free, but they are the ones tenants a and b bought: the grant's 4 come from the
+        # cheapest spot job left, D (8 GPUs), and the filler stays.
         update = run_playbook(
             ansible_env,
             "tenant_update.yml",
@@ -308,10 +318,13 @@ def test_purchase_reclaims_spot_jobs_in_order_and_recomputes_capacity(
                 "tenant_payg_gpus": 4,
             },
         )
-        reclaim = update["Reclaim spot GPUs first when the cluster is short of the added GPUs"]
-        assert reclaim["demand"] == 4 and [v["name"] for v in reclaim["victims"]] == ["spot-c"]
-        assert job_phase(custom, namespace, "spot-c") is None
-        assert job_phase(custom, namespace, "spot-d") == "Running"
+        reclaim = update[
+            "Reclaim the spot GPUs the purchase sells (bought but unused GPUs count as taken)"
+        ]
+        assert reclaim["demand"] == 4 and [v["name"] for v in reclaim["victims"]] == ["spot-d"]
+        assert reclaim["shortfall"] == 4 and reclaim["sold"] == 16
+        assert job_phase(custom, namespace, "spot-d") is None
+        assert job_phase(custom, namespace, "spot-fill") == "Running"
         payg = custom.get_cluster_custom_object(*VOLCANO, f"tenant-{buyer}-payg")
         assert int(payg["spec"]["capability"][GPU]) == 4
     finally:

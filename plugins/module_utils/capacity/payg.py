@@ -262,12 +262,13 @@ def payg_oversell_errors(
     return errors
 
 
-def no_reclaim_error(growth: int, shortfall: int, free: int, pool: int) -> FieldError:
-    """A growth that needs spot GPUs reclaimed while ``reclaim`` is off."""
+def no_reclaim_error(growth: int, shortfall: int, unsold: int, spot: int) -> FieldError:
+    """A growth that needs spot GPUs reclaimed while ``reclaim`` is off (rule
+    unsold-reclaim-need: ``unsold`` GPUs nobody has bought, ``spot`` held by spot jobs)."""
     return FieldError(
         f"capability.{GPU}",
-        f"growing by {growth} GPUs needs {shortfall} more free GPUs than the {free} free "
-        f"of {pool}; set reclaim: true to reclaim spot jobs first",
+        f"growing by {growth} GPUs needs {shortfall} spot GPUs reclaimed: {unsold} GPUs are "
+        f"unsold and spot jobs hold {spot}; set reclaim: true to reclaim spot jobs first",
     )
 
 

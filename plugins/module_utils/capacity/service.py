@@ -3,8 +3,8 @@
 """Pay-as-you-go resizing against the cluster: the ``payg_capacity`` module.
 
 One list of managed Queues and one of Volcano Jobs; Nodes and Pods only when
-a queue grows. A growth meets the oversell guard first, then, when fewer GPUs
-are free than it grants, the spot reclaim (``spot.service.reclaim``: the same
+a queue grows. A growth meets the oversell guard first, then, when spot holds
+more than stays unsold after it (rule unsold-reclaim-need), the spot reclaim (``spot.service.reclaim``: the same
 Lease, Events and history as ``spot_reclaim``). Then a server-side apply of
 just the capability and deserved of each queue whose value changes, under the
 capacity field manager. The decisions are the pure rules of ``capacity.payg``,
@@ -20,8 +20,9 @@ from typing import Any
 
 from ..common.errors import PartialWrite, PlatformValidationError, Refused
 from ..common.names import CAPACITY_FIELD_MANAGER, JOB_API
+from ..common.quantity import GPU
 from ..kube.cluster import ApiException, Cluster
-from ..spot.reclaim import ReclaimError, reclaim_request, victim_names
+from ..spot.reclaim import NEED_FROM_UNSOLD, ReclaimError, reclaim_request, victim_names
 from ..spot.service import (
     default_holder,
     read_pool,
@@ -30,7 +31,7 @@ from ..spot.service import (
     run_id,
     wait_until_free,
 )
-from ..spot.victims import reclaim_need
+from ..spot.victims import candidates_from_vcjobs, unsold_reclaim_need
 from .payg import (
     PaygResize,
     growth_reason,
@@ -40,7 +41,7 @@ from .payg import (
     plan_payg,
     resize_table,
 )
-from .pool import TenantCommitment, commitments_from_queues
+from .pool import TenantCommitment, commitments_from_queues, committed_total
 
 WHAT = "updating pay-as-you-go queues"
 
@@ -53,7 +54,7 @@ def run(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str,
     jobs = cluster.list(JOB_API, "Job")
     commitments = commitments_from_queues(queues)
     resize = resize_table(plan_payg(commitments, jobs, params["tenant"], requested), queues)
-    reclaimed = make_room(params, cluster, check_mode, resize, commitments)
+    reclaimed = make_room(params, cluster, check_mode, resize, commitments, jobs)
     write_grants(params, cluster, check_mode, resize, reclaimed)
     return {
         "changed": bool(resize.changes) or bool(reclaimed and reclaimed.get("changed")),
@@ -70,6 +71,7 @@ def make_room(
     check_mode: bool,
     resize: PaygResize,
     commitments: dict[str, TenantCommitment],
+    jobs: list[dict[str, Any]],
 ) -> dict[str, Any] | None:
     """Before a queue grows: the oversell guard, then the reclaim of as many spot
     GPUs as the growth finds short of free ones. Returns the reclaim's result,
@@ -80,13 +82,24 @@ def make_room(
     state = read_pool(cluster, params["node_selector"] or {})
     _refuse_if(payg_oversell_errors(growing, state.pool, commitments), resize)
     growth = resize.growth
-    shortfall = reclaim_need(state.pool_gpus, state.allocated_gpus, growth)
+    # A growth is a sale: it comes out of unsold GPUs, not out of what other
+    # tenants bought and do not use yet (rule unsold-reclaim-need).
+    sold = int(committed_total(commitments.values())[GPU])
+    spot_queues = [c.spot_queue for c in commitments.values() if c.spot_queue]
+    spot = sum(job.gpus for job in candidates_from_vcjobs(jobs, spot_queues)[0])
+    shortfall = unsold_reclaim_need(state.pool_gpus, sold, spot, state.allocated_gpus, growth)
     if not shortfall:
         return None
     if not params["reclaim"]:
-        _refuse_if([no_reclaim_error(growth, shortfall, state.free_gpus, state.pool_gpus)], resize)
+        unsold = max(0, state.pool_gpus - sold)
+        _refuse_if([no_reclaim_error(growth, shortfall, unsold, spot)], resize)
     request = reclaim_request(
-        params, growth, growth_reason(params, growing, growth), default_holder(), run_id=run_id()
+        params,
+        growth,
+        growth_reason(params, growing, growth),
+        default_holder(),
+        run_id=run_id(),
+        need_from=NEED_FROM_UNSOLD,
     )
     try:
         return reclaim(cluster, request, check_mode)

@@ -110,6 +110,10 @@ RECLAIM_OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 
+NEED_FROM_FREE = "free"
+NEED_FROM_UNSOLD = "unsold"
+
+
 @dataclass
 class ReclaimRequest:
     demand: int
@@ -119,6 +123,10 @@ class ReclaimRequest:
     history_size: int = 100
     holder: str = MANAGED_BY
     lease_duration: int = 60
+    # "free": the demand is met from the GPUs free now (rule reclaim-need);
+    # "unsold": the demand is a sale, met from GPUs nobody has bought (rule
+    # unsold-reclaim-need).
+    need_from: str = NEED_FROM_FREE
 
 
 def reclaim_request(
@@ -128,6 +136,7 @@ def reclaim_request(
     holder: str,
     allow_partial: bool = False,
     run_id: str = "",
+    need_from: str = NEED_FROM_FREE,
 ) -> ReclaimRequest:
     """The reclaim a module's options ask for (``node_selector``,
     ``history_size``, ``lease_duration``; ``holder`` when no
@@ -140,6 +149,7 @@ def reclaim_request(
         history_size=params["history_size"],
         holder=run_holder(params.get("holder_identity") or holder, run_id),
         lease_duration=params["lease_duration"],
+        need_from=need_from,
     )
 
 

@@ -36,6 +36,7 @@ from ansible.module_utils.common.warnings import warn
 from ..capacity.pool import (
     allocated_from_pods,
     commitments_from_queues,
+    committed_total,
     label_selector,
     pool_from_nodes,
 )
@@ -52,10 +53,12 @@ from ..common.names import (
     SPOT_RECLAIM_HISTORY,
     SPOT_RECLAIM_LEASE,
 )
+from ..common.quantity import GPU
 from ..kube.cluster import ApiException, Cluster, ConflictError, api_error_message
 from .capacity_plan import plan_spot_capacity, recompute_result
 from .reclaim import (
     LEASE_RACE,
+    NEED_FROM_UNSOLD,
     SUMMARY_FIELDS,
     PoolState,
     ReclaimError,
@@ -75,7 +78,13 @@ from .reclaim import (
     too_little_spot,
     victim_names,
 )
-from .victims import SpotJob, candidates_from_vcjobs, choose_victims, reclaim_need
+from .victims import (
+    SpotJob,
+    candidates_from_vcjobs,
+    choose_victims,
+    reclaim_need,
+    unsold_reclaim_need,
+)
 
 _UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
@@ -116,9 +125,12 @@ def read_queues(cluster: Cluster) -> list[dict[str, Any]]:
     return cluster.list(QUEUE_API, "Queue", label_selector=MANAGED_SELECTOR)
 
 
-def read_spot_candidates(cluster: Cluster) -> list[SpotJob]:
-    """The running spot jobs in spot queues; a price that is not a number is warned about."""
-    queues = read_queues(cluster)
+def read_spot_candidates(
+    cluster: Cluster, queues: Iterable[Mapping[str, Any]] | None = None
+) -> list[SpotJob]:
+    """The running spot jobs in spot queues (``queues``: the managed Queues, listed
+    here when not given); a price that is not a number is warned about."""
+    queues = read_queues(cluster) if queues is None else queues
     spot_queues = [c.spot_queue for c in commitments_from_queues(queues).values() if c.spot_queue]
     jobs = cluster.list(JOB_API, "Job", label_selector=f"{LABEL_BILLING_TYPE}=spot")
     candidates, warnings = candidates_from_vcjobs(jobs, spot_queues)
@@ -180,11 +192,24 @@ def release_lease(cluster: Cluster, lease: Mapping[str, Any]) -> bool:
 def plan(cluster: Cluster, request: ReclaimRequest) -> tuple[dict[str, Any], list[SpotJob]]:
     """Read the cluster once and choose the victims (no writes)."""
     state = read_pool(cluster, request.node_selector)
-    shortfall = reclaim_need(state.pool_gpus, state.allocated_gpus, request.demand)
-    result = reclaim_report(request.demand, state, shortfall)
+    candidates: list[SpotJob] | None = None
+    if request.need_from == NEED_FROM_UNSOLD:
+        queues = read_queues(cluster)
+        sold = int(committed_total(commitments_from_queues(queues).values())[GPU])
+        candidates = read_spot_candidates(cluster, queues)
+        spot = sum(c.gpus for c in candidates)
+        shortfall = unsold_reclaim_need(
+            state.pool_gpus, sold, spot, state.allocated_gpus, request.demand
+        )
+        result = reclaim_report(request.demand, state, shortfall)
+        result.update(need_from=NEED_FROM_UNSOLD, sold=sold, spot=spot)
+    else:
+        shortfall = reclaim_need(state.pool_gpus, state.allocated_gpus, request.demand)
+        result = reclaim_report(request.demand, state, shortfall)
     if shortfall == 0:
         return result, []
-    candidates = read_spot_candidates(cluster)
+    if candidates is None:
+        candidates = read_spot_candidates(cluster)
     try:
         victims = choose_victims(candidates, shortfall, allow_partial=request.allow_partial)
     except PlatformValidationError as exc:
@@ -298,6 +323,18 @@ def reclaim(
     now = now or utc_now()
     if check_mode:
         return preview(cluster, request, now)
+    # A first plan without the lease: a run with nothing to reclaim (a scheduled
+    # recompute, most minutes) writes nothing at all, not even the Lease. Anything
+    # else, a refusal included, is decided again under the lease, so a second run
+    # meets the first one's Lease first.
+    try:
+        result, victims = plan(cluster, request)
+    except ReclaimError:
+        victims = None
+    if victims == []:
+        result["changed"] = False
+        result["history"] = read_live_history(cluster)
+        return result
     lease = acquire_lease(cluster, request.holder, request.lease_duration, now)
     try:
         result, victims = plan(cluster, request)
@@ -350,6 +387,7 @@ def run_reclaim(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> d
         default_holder(),
         allow_partial=params["allow_partial"],
         run_id=run_id(),
+        need_from=params["need_from"],
     )
     now = utc_now()
     result = reclaim(cluster, request, check_mode, now)

@@ -6,6 +6,10 @@ Rules held here:
 
 * Rule reclaim-need (``reclaim_need``): free = pool - allocated; if free >= the
   demand nothing is reclaimed, otherwise demand - free GPUs are.
+* Rule unsold-reclaim-need (``unsold_reclaim_need``): a sale (a purchase or a
+  PAYG growth) comes out of the GPUs nobody has bought: spot keeps at most
+  what stays unsold after it, pool - sold - sale; the spot GPUs above that
+  are reclaimed (never fewer than reclaim-need asks).
 * Rule spot-candidate (``candidates_from_vcjobs``): a Volcano Job is a
   candidate only when it is in a spot queue AND labelled
   ``platform.io/billing-type: spot``, and it is Running.
@@ -202,6 +206,28 @@ def reclaim_need(pool_gpus: int | Decimal, allocated_gpus: int | Decimal, demand
     free = max(Decimal(0), Decimal(pool_gpus) - Decimal(allocated_gpus))
     short = Decimal(demand) - free
     return int(short) if short > 0 else 0
+
+
+def unsold_reclaim_need(
+    pool_gpus: int | Decimal,
+    sold_gpus: int | Decimal,
+    spot_gpus: int | Decimal,
+    allocated_gpus: int | Decimal,
+    demand: int,
+) -> int:
+    """Rule unsold-reclaim-need: a sale of ``demand`` GPUs must come out of the GPUs
+    nobody has bought. What a tenant bought but does not use yet is not free: its
+    owner may use it at any moment, and spot may only hold unsold GPUs (rule
+    idle-for-spot). So spot keeps at most ``max(0, pool - sold - demand)`` GPUs and the
+    spot GPUs above that are reclaimed. Never fewer than rule reclaim-need asks, so
+    GPUs held outside the platform's queues still count as taken.
+
+    ``demand`` 0 answers "how many spot GPUs hold sold ones now" (after the pool
+    shrank, or a purchase made without a reclaim)."""
+    demand = parse_count(demand, "need")
+    unsold_after = max(Decimal(0), Decimal(pool_gpus) - Decimal(sold_gpus) - demand)
+    above = Decimal(spot_gpus) - unsold_after
+    return max(int(above) if above > 0 else 0, reclaim_need(pool_gpus, allocated_gpus, demand))
 
 
 def candidates_from_vcjobs(

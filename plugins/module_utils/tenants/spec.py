@@ -350,6 +350,12 @@ def spot_queue(tenant: str, capability: quantity.Resources | None) -> Queue:
         deserved={quantity.GPU: Decimal(0)},
         capability=dict(capability) if capability is not None else {quantity.GPU: Decimal(0)},
         source="spot",
+        # Rule spot-not-reclaimable: Volcano never reclaims spot jobs on its own. Its
+        # reclaim and gangreclaim actions skip a queue whose reclaimable is false
+        # (actions/gangreclaim/gangreclaim.go and actions/reclaim/reclaim.go, 1.15.1); left
+        # on, gangreclaim evicts spot jobs in its own order, with no SpotReclaimed Event and
+        # no history. Spot is reclaimed by the platform's delete, cheapest first.
+        reclaimable=False,
         # The spot recompute owns both (it writes deserved 0 for cpu and
         # memory too); counting deserved as ours would report a change on
         # every run after a recompute.

@@ -141,16 +141,19 @@ class SpotCluster(FakeCluster):
         return super().delete(api_version, kind, name, namespace, propagation, preconditions)
 
 
-def spot_objects(extra=()):
+def spot_objects(extra=(), alpha_subscription=40):
     """Eight 8-GPU nodes (64 GPUs); tenants alpha (40 subscribed) and beta (8
-    subscribed, 4 PAYG); four spot jobs: the design's worked example A-D."""
+    subscribed, 4 PAYG); four spot jobs: the design's worked example A-D.
+
+    With 40 the spot jobs' 24 GPUs are more than the 12 unsold; with
+    ``alpha_subscription=28`` they are exactly the 24 unsold (a recomputed pool)."""
     nodes = [node(f"n{i}") for i in range(8)]
     queues = [
         queue(
             "alpha",
             "subscription",
-            deserved={"nvidia.com/gpu": 40},
-            capability={"nvidia.com/gpu": 40},
+            deserved={"nvidia.com/gpu": alpha_subscription},
+            capability={"nvidia.com/gpu": alpha_subscription},
         ),
         queue("alpha", "payg", deserved={"nvidia.com/gpu": 0}, capability={"nvidia.com/gpu": 0}),
         queue("alpha", "spot", deserved={"nvidia.com/gpu": 0}, capability={"nvidia.com/gpu": 0}),
@@ -183,9 +186,9 @@ def spot_objects(extra=()):
     return [*nodes, *queues, *jobs, *pods, *extra]
 
 
-def spot_cluster(extra=(), dry_run=False):
+def spot_cluster(extra=(), dry_run=False, alpha_subscription=40):
     """``spot_objects`` in a SpotCluster (``dry_run`` as the cluster is in check mode)."""
-    return SpotCluster(spot_objects(extra), dry_run=dry_run)
+    return SpotCluster(spot_objects(extra, alpha_subscription), dry_run=dry_run)
 
 
 def api_error(status: int = 422, message: str = "spec.capability: Invalid value") -> ApiException:

@@ -125,6 +125,22 @@ def test_spot_reclaim_nothing_needed(run_module):
     cluster = spot_cluster()
     out = run_module(reclaim_module, cluster, need=4)
     assert out["changed"] is False and out["shortfall"] == 0 and job_deletes(cluster) == []
+    assert cluster.writes == []  # not even the Lease: nothing was to be reclaimed
+
+
+def test_spot_reclaim_of_a_sale_counts_sold_gpus_as_taken(run_module):
+    # 64 GPUs, 52 sold, spot holds 24, 4 free: a 4-GPU need is met from the free
+    # ones, but a 4-GPU sale leaves 8 unsold for spot, which holds 24: 16 go.
+    cluster = spot_cluster()
+    free = run_module(reclaim_module, cluster, need=4, _ansible_check_mode=True)
+    assert free["shortfall"] == 0 and "sold" not in free
+    sale = run_module(reclaim_module, cluster, need=4, need_from="unsold", holder_identity="t")
+    assert (sale["need_from"], sale["sold"], sale["spot"]) == ("unsold", 52, 24)
+    assert sale["shortfall"] == 16 and sale["freed"] == 16
+    assert job_deletes(cluster) == ["spot-a", "spot-b", "spot-c"]
+    # need 0 asks which spot GPUs hold sold ones: spot-d's 8 fit the 12 unsold.
+    again = run_module(reclaim_module, cluster, need=0, need_from="unsold")
+    assert again["shortfall"] == 0 and again["spot"] == 8 and again["changed"] is False
 
 
 @pytest.mark.parametrize(
@@ -164,13 +180,15 @@ def test_spot_reclaim_delete_refused_part_way_reports_what_went(run_module):
 
 
 def test_payg_grow_reclaims_spot_first_then_applies(run_module):
-    cluster = spot_cluster()
+    cluster = spot_cluster(alpha_subscription=28)
     out = run_module(
         payg_module, cluster, tenant="alpha", capability={GPU: 12}, holder_identity="t"
     )
     assert out["changed"] is True and out["updated"] == ["tenant-alpha-payg"]
-    # growth 12, 4 free: 8 reclaimed, spot-a (4) then spot-b (8) in victim order
-    assert out["reclaim"]["shortfall"] == 8 and job_deletes(cluster) == ["spot-a", "spot-b"]
+    # growth 12 out of 24 unsold leaves 12 for spot, which holds 24 (4 GPUs are free,
+    # but sold): 12 reclaimed, spot-a (4) then spot-b (8) in victim order
+    assert out["reclaim"]["shortfall"] == 12 and job_deletes(cluster) == ["spot-a", "spot-b"]
+    assert out["reclaim"]["victims"][0]["gpus"] == 4
     assert (
         "pay-as-you-go growth of tenant alpha by 12 GPUs" in out["reclaim"]["history"][0]["reason"]
     )
@@ -185,7 +203,7 @@ def test_payg_grow_reclaims_spot_first_then_applies(run_module):
 
 
 def test_payg_grow_in_check_mode_deletes_and_writes_nothing(run_module):
-    cluster = spot_cluster(dry_run=True)
+    cluster = spot_cluster(dry_run=True, alpha_subscription=28)
     out = run_module(
         payg_module, cluster, tenant="alpha", capability={GPU: 12}, _ansible_check_mode=True
     )
@@ -220,9 +238,13 @@ def test_payg_shrink_below_use_and_unknown_tenant_fail_clearly(run_module):
 
 
 def test_payg_grow_without_reclaim_fails_when_short(run_module):
-    cluster = spot_cluster()
+    cluster = spot_cluster(alpha_subscription=28)
     out = run_module(payg_module, cluster, tenant="alpha", capability={GPU: 8}, reclaim=False)
-    assert out["failed"] is True and "needs 4 more free GPUs than the 4 free of 64" in out["msg"]
+    assert (
+        out["failed"] is True
+        and "growing by 8 GPUs needs 8 spot GPUs reclaimed: 24 GPUs are unsold and spot jobs hold 24"
+        in out["msg"]
+    )
     assert cluster.writes == []
 
 
@@ -242,7 +264,8 @@ def test_payg_fit_to_use_shrinks_every_queue_and_never_grows(run_module):
 def test_payg_apply_refused_after_the_reclaim_reports_the_deletes(run_module):
     refusal = api_error(message="spec.capability: Invalid value")
     cluster = RefusingCluster(
-        spot_objects(), refuse={("apply", "Queue", "tenant-alpha-payg"): refusal}
+        spot_objects(alpha_subscription=28),
+        refuse={("apply", "Queue", "tenant-alpha-payg"): refusal},
     )
     out = run_module(payg_module, cluster, tenant="alpha", capability={GPU: 12})
     assert out["failed"] is True and out["changed"] is True

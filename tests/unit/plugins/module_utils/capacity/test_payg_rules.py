@@ -185,7 +185,7 @@ def test_growth_reason_and_the_no_reclaim_refusal():
     assert growth_reason({}, growing, 8) == "pay-as-you-go growth of tenant alpha, beta by 8 GPUs"
     assert growth_reason({"tenant": "alpha"}, growing[:1], 8).endswith("tenant alpha by 8 GPUs")
     assert growth_reason({"demand_reason": "job 42"}, growing, 8) == "job 42"
-    assert str(no_reclaim_error(8, 4, 4, 64)) == (
-        "capability.nvidia.com/gpu: growing by 8 GPUs needs 4 more free GPUs than the 4 free "
-        "of 64; set reclaim: true to reclaim spot jobs first"
+    assert str(no_reclaim_error(8, 4, 12, 8)) == (
+        "capability.nvidia.com/gpu: growing by 8 GPUs needs 4 spot GPUs reclaimed: 12 GPUs are "
+        "unsold and spot jobs hold 8; set reclaim: true to reclaim spot jobs first"
     )

@@ -42,7 +42,7 @@ def oversized_beta():
 
 
 def test_grow_reclaims_then_writes_only_the_capacity_fields():
-    cluster = spot_cluster()
+    cluster = spot_cluster(alpha_subscription=28)
     result = service.run(params(tenant="alpha", capability={GPU: 12}), cluster, check_mode=False)
     assert result["changed"] is True and result["updated"] == ["tenant-alpha-payg"]
     assert [v["name"] for v in result["reclaim"]["victims"]] == ["spot-a", "spot-b"]
@@ -54,7 +54,7 @@ def test_grow_reclaims_then_writes_only_the_capacity_fields():
 
 
 def test_check_mode_writes_nothing():
-    cluster = spot_cluster(dry_run=True)
+    cluster = spot_cluster(dry_run=True, alpha_subscription=28)
     result = service.run(params(tenant="alpha", capability={GPU: 12}), cluster, check_mode=True)
     assert result["changed"] is True and result["updated"] == ["tenant-alpha-payg"]
     assert [v["name"] for v in result["reclaim"]["victims"]] == ["spot-a", "spot-b"]
@@ -82,7 +82,8 @@ def test_a_write_refused_part_way_raises_partial_write_with_done():
 def test_a_write_refused_after_the_reclaim_counts_the_deleted_jobs_as_done():
     refusal = api_error()
     cluster = RefusingCluster(
-        spot_objects(), refuse={("apply", "Queue", "tenant-alpha-payg"): refusal}
+        spot_objects(alpha_subscription=28),
+        refuse={("apply", "Queue", "tenant-alpha-payg"): refusal},
     )
     with pytest.raises(PartialWrite) as info:
         service.run(params(tenant="alpha", capability={GPU: 12}), cluster, check_mode=False)

@@ -19,6 +19,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims imp
     parse_price,
     parse_time,
     reclaim_need,
+    unsold_reclaim_need,
     victim_order_key,
 )
 from ansible_collections.gpucloud.platform.tests.unit.plugins.spot_fixtures import NOW, vcjob
@@ -155,6 +156,43 @@ def test_reclaim_need():
     assert reclaim_need(64, 70, 4) == 4  # over-allocated pool counts as 0 free
     with pytest.raises(PlatformValidationError, match="need"):
         reclaim_need(64, 0, -2)
+
+
+def test_unsold_reclaim_need_counts_bought_but_unused_gpus_as_taken():
+    # The case: 60 GPUs, two tenants bought 20 each and use 16, spot holds
+    # the other 20 (8 of them bought). A third tenant buys 20: nothing stays unsold,
+    # so every spot GPU goes, not only the 12 the free count asks for.
+    assert reclaim_need(60, 52, 20) == 12
+    assert unsold_reclaim_need(60, 40, 20, 52, 20) == 20
+    # Spot within what stays unsold keeps its GPUs.
+    assert unsold_reclaim_need(100, 40, 20, 52, 20) == 0
+    # Need 0: the spot GPUs that hold sold ones now (a pool that shrank to 50).
+    assert unsold_reclaim_need(50, 40, 20, 52, 0) == 10
+    # Never fewer than the free count: 30 GPUs of pods outside the queues.
+    assert unsold_reclaim_need(100, 40, 0, 90, 20) == 10
+    with pytest.raises(PlatformValidationError, match="need"):
+        unsold_reclaim_need(64, 0, 0, 0, -1)
+
+
+@given(
+    pool=st.integers(0, 512),
+    sold=st.integers(0, 512),
+    spot=st.integers(0, 512),
+    other=st.integers(0, 512),
+    demand=st.integers(0, 512),
+)
+def test_unsold_reclaim_need_leaves_the_sale_and_what_was_sold_to_the_buyers(
+    pool, sold, spot, other, demand
+):
+    allocated = spot + other
+    need = unsold_reclaim_need(pool, sold, spot, allocated, demand)
+    assert need >= reclaim_need(pool, allocated, demand)
+    # After reclaiming min(need, spot), spot holds no more than stays unsold, unless
+    # the free count asked for more (then spot is emptied first).
+    left = spot - min(need, spot)
+    assert left <= max(0, pool - sold - demand) or left == 0
+    # Never more than the spot held and the free count together ask for.
+    assert need <= max(spot, reclaim_need(pool, allocated, demand))
 
 
 def test_candidates_need_spot_queue_and_spot_label():

@@ -17,8 +17,11 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec imp
     TeamSpec,
     desired_queues,
     parse_tenant_spec,
+    payg_queue,
     plan_team_change,
     plan_tenant,
+    spot_queue,
+    subscription_queue,
 )
 
 GPU = "nvidia.com/gpu"
@@ -356,3 +359,13 @@ def test_team_change_needs_the_tenant():
 def test_queue_objects_are_queues():
     plan = plan_tenant(parse_tenant_spec(good()), {})
     assert all(isinstance(q, Queue) for q in plan.queues)
+
+
+def test_only_the_spot_queue_is_not_reclaimable():
+    """Rule spot-not-reclaimable: Volcano's reclaim actions skip the spot queue, so only
+    the platform's reclaim (cheapest first, with Events and history) takes spot GPUs."""
+    gpus = {"nvidia.com/gpu": Decimal(8)}
+    assert spot_queue("a", None).to_manifest()["spec"]["reclaimable"] is False
+    assert spot_queue("a", gpus).to_manifest()["spec"]["reclaimable"] is False
+    assert subscription_queue("a", gpus, {}).to_manifest()["spec"]["reclaimable"] is True
+    assert payg_queue("a", gpus, True).to_manifest()["spec"]["reclaimable"] is True

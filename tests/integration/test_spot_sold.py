@@ -1,0 +1,146 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Spot holding GPUs that a tenant bought, on the real scheduler.
+
+Two tenants made by the ``tenant`` module buy 8 GPUs each. The second tenant's
+spot queue is given a capability of the whole pool (what a stale recompute or
+a shrunken pool leaves behind), and its spot jobs take every GPU the first
+tenant is not using, 4 of them bought by the first tenant:
+
+* the first tenant then asks for 4 of its own GPUs. Volcano's ``gangreclaim``
+  would evict a spot job for it in its own order, with no SpotReclaimed Event
+  and no history; the spot queue is not reclaimable, so no spot job is
+  touched by Volcano and the job waits;
+* ``playbooks/spot_recompute.yml`` then deletes the spot jobs holding sold
+  GPUs, cheapest first (12 GPUs: both tenants' unused purchase), records
+  them, sets the spot capability back to the unsold GPUs, and the first
+  tenant's job runs.
+
+Needs the cluster's GPUs free of other jobs (it skips otherwise).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import uuid
+
+import pytest
+
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import wait_until
+from ansible_collections.gpucloud.platform.tests.integration.test_spot import (
+    GPU,
+    VCJOBS,
+    VOLCANO,
+    job_body,
+    job_phase,
+    run_playbook,
+)
+
+pytestmark = pytest.mark.integration
+
+# Several scheduling periods of the local vc-scheduler (1 s each).
+WATCH_SECONDS = 20
+
+
+@pytest.fixture
+def two_tenants(run_module, priority_classes):
+    suffix = uuid.uuid4().hex[:6]
+    names = (f"sda{suffix}", f"sdb{suffix}")
+    for name in names:
+        created = run_module(
+            "tenant",
+            {"name": name, "subscription": {GPU: 8, "cpu": "32", "memory": "128Gi"}},
+        )
+        assert not created.get("failed"), created.get("msg")
+    yield names
+    for name in names:
+        run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
+
+
+def start(custom, body):
+    meta = body["metadata"]
+    custom.create_namespaced_custom_object(*VCJOBS[:2], meta["namespace"], VCJOBS[2], body)
+
+
+def running(custom, namespace, name):
+    wait_until(lambda: job_phase(custom, namespace, name) == "Running", what=f"{name} Running")
+    time.sleep(1.1)  # distinct start times (seconds resolution)
+
+
+def test_volcano_leaves_spot_alone_and_the_platform_reclaims_it_cheapest_first(
+    api_client, two_tenants, ansible_env, run_module, platform_scheduler_conf
+):
+    from kubernetes import client
+
+    custom = client.CustomObjectsApi(api_client)
+    core = client.CoreV1Api(api_client)
+    owner, spot_tenant = two_tenants
+    own_ns, spot_ns = f"tenant-{owner}", f"tenant-{spot_tenant}"
+    own_queue, spot_queue = f"{own_ns}-subscription", f"{spot_ns}-spot"
+
+    idle = run_module("spot_reclaim", {"need": 0}, check=True)
+    assert not idle.get("failed"), idle.get("msg")
+    pool = idle["pool"]
+    if idle["free"] != pool or pool % 8 or pool < 32:
+        pytest.skip(f"needs an idle cluster of 8-GPU nodes; {idle['free']} of {pool} free")
+
+    live = custom.get_cluster_custom_object(*VOLCANO, spot_queue)
+    assert live["spec"]["reclaimable"] is False  # rule spot-not-reclaimable
+    custom.patch_cluster_custom_object(
+        *VOLCANO, spot_queue, {"spec": {"capability": {GPU: pool, "cpu": "1000", "memory": "4Ti"}}}
+    )
+
+    # The filler on whole nodes first, then the owner's 4 GPUs and two cheap spot jobs
+    # pair up on the two nodes left: no GPU is free, spot holds pool - 4.
+    filler = job_body("spot-fill", spot_ns, spot_queue, 8, (pool - 16) // 8, "0.9")
+    start(custom, filler)
+    running(custom, spot_ns, "spot-fill")
+    start(custom, job_body("own-1", own_ns, own_queue, 4, 1, billing="subscription"))
+    running(custom, own_ns, "own-1")
+    start(custom, job_body("spot-cheap", spot_ns, spot_queue, 4, 1, "0.1"))
+    running(custom, spot_ns, "spot-cheap")
+    start(custom, job_body("spot-mid", spot_ns, spot_queue, 4, 2, "0.2"))
+    running(custom, spot_ns, "spot-mid")
+
+    # The owner asks for 4 more of the 8 GPUs it bought. Volcano does not reclaim the
+    # spot queue: for several scheduling periods nothing is evicted and the job waits.
+    start(custom, job_body("own-2", own_ns, own_queue, 4, 1, billing="subscription"))
+    deadline = time.monotonic() + WATCH_SECONDS
+    while time.monotonic() < deadline:
+        for name in ("spot-fill", "spot-cheap", "spot-mid"):
+            assert job_phase(custom, spot_ns, name) == "Running", f"{name} was touched"
+        assert job_phase(custom, own_ns, "own-2") != "Running"
+        time.sleep(2)
+    evicted = core.list_namespaced_event(spot_ns, field_selector="reason=Evict").items
+    assert evicted == [], [e.message for e in evicted]
+
+    # The scheduled reconcile: spot holds pool - 4 GPUs, pool - 16 are unsold, so 12
+    # go, cheapest first: spot-cheap (4) then spot-mid (8); the filler stays.
+    tasks = run_playbook(ansible_env, "spot_recompute.yml", {})
+    reclaim = tasks["Delete the spot jobs that hold sold GPUs, cheapest first"]
+    assert (reclaim["need_from"], reclaim["sold"], reclaim["spot"]) == ("unsold", 16, pool - 4)
+    assert reclaim["shortfall"] == 12 and reclaim["freed"] == 12
+    assert [v["name"] for v in reclaim["victims"]] == ["spot-cheap", "spot-mid"]
+    events = core.list_namespaced_event(spot_ns, field_selector="reason=SpotReclaimed").items
+    assert {e.involved_object.name for e in events} == {"spot-cheap", "spot-mid"}
+    history = json.loads(
+        core.read_namespaced_config_map("spot-reclaim-history", "platform-system").data[
+            "history.json"
+        ]
+    )
+    assert [v["name"] for v in history[0]["victims"]] == ["spot-cheap", "spot-mid"]
+    assert history[0]["reason"] == "spot jobs held GPUs that tenants bought"
+
+    capacity = tasks["Set every spot queue's capability to its tenant's share of the idle pool"]
+    assert capacity["idle"][GPU] == pool - 16
+    wait_until(lambda: job_phase(custom, own_ns, "own-2") == "Running", what="own-2 Running")
+    assert job_phase(custom, spot_ns, "spot-fill") == "Running"
+
+    # Spot now holds only unsold GPUs: the next run deletes nothing and writes no Lease.
+    again = run_playbook(ansible_env, "spot_recompute.yml", {})
+    assert again["Delete the spot jobs that hold sold GPUs, cheapest first"]["changed"] is False
+    with contextlib.suppress(Exception):
+        for name in ("own-1", "own-2"):
+            custom.delete_namespaced_custom_object(*VCJOBS[:2], own_ns, VCJOBS[2], name)
