@@ -95,6 +95,27 @@ def ansible_env(kubeconfig: str) -> dict[str, str]:
     return env
 
 
+def module_command(module: str, args: dict[str, Any], check: bool, diff: bool) -> list[str]:
+    """``ansible localhost -m`` for one module of the collection (short or full name)."""
+    if "." not in module:
+        module = f"gpucloud.platform.{module}"
+    cmd = ["ansible", "localhost", "-m", module]
+    # `-a '{}'` is read as raw parameters, which the collection's modules do not take
+    cmd += ["-a", json.dumps(args)] if args else []
+    cmd += ["--check"] if check else []
+    cmd += ["--diff"] if diff else []
+    return cmd
+
+
+def module_result(module: str, stdout: str, stderr: str) -> dict[str, Any]:
+    """The module's result out of the json callback's output."""
+    try:
+        data = json.loads(stdout)
+        return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    except (ValueError, KeyError, IndexError):
+        pytest.fail(f"ansible {module} gave no result:\n{stdout}\n{stderr}")
+
+
 @pytest.fixture(scope="session")
 def run_module(ansible_env: dict[str, str]) -> Callable[..., dict[str, Any]]:
     """``run_module(module, args, check=False, diff=False)``: run one module of the
@@ -106,23 +127,43 @@ def run_module(ansible_env: dict[str, str]) -> Callable[..., dict[str, Any]]:
     def run(
         module: str, args: dict[str, Any], check: bool = False, diff: bool = False
     ) -> dict[str, Any]:
-        if "." not in module:
-            module = f"gpucloud.platform.{module}"
-        cmd = ["ansible", "localhost", "-m", module]
-        # `-a '{}'` is read as raw parameters, which the collection's modules do not take
-        cmd += ["-a", json.dumps(args)] if args else []
-        cmd += ["--check"] if check else []
-        cmd += ["--diff"] if diff else []
         proc = subprocess.run(
-            cmd, env=ansible_env, capture_output=True, text=True, cwd=ROOT, timeout=600, check=False
+            module_command(module, args, check, diff),
+            env=ansible_env,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=600,
+            check=False,
         )
-        try:
-            data = json.loads(proc.stdout)
-            return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
-        except (ValueError, KeyError, IndexError):
-            pytest.fail(f"ansible {module} gave no result:\n{proc.stdout}\n{proc.stderr}")
+        return module_result(module, proc.stdout, proc.stderr)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def start_module(ansible_env: dict[str, str]) -> Callable[..., Callable[[], dict[str, Any]]]:
+    """``start_module(module, args)`` starts one module run in the background (as
+    ``run_module`` runs it) and returns ``finish()``, which waits for it and returns its
+    result: a fault test acts on the cluster while the module runs."""
+
+    def start(module: str, args: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+        proc = subprocess.Popen(
+            module_command(module, args, False, False),
+            env=ansible_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+
+        def finish() -> dict[str, Any]:
+            stdout, stderr = proc.communicate(timeout=600)
+            return module_result(module, stdout, stderr)
+
+        return finish
+
+    return start
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@
     cluster.py status                                one line per component
     cluster.py kubeconfig [--user U --group G ...]   admin kubeconfig, or one for a given identity
     cluster.py logs COMPONENT [-n LINES]             tail a component's log
+    cluster.py stop COMPONENT                        stop one component (a fault); `up` starts it again
 
 State (certificates, etcd data, logs, pids) lives in
 ``$XDG_STATE_HOME/gpucloud-localcluster/<name>`` (default ``~/.local/state``).
@@ -785,6 +786,21 @@ def cmd_down(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_stop(args: argparse.Namespace) -> int:
+    """Stop one component and leave the rest running: the fault tests stop the API
+    server in the middle of a module's run. ``up`` starts what is stopped again."""
+    state = state_dir(args.name)
+    pids = read_pids(state)
+    pid = pids.pop(args.component, None)
+    if pid and alive(pid):
+        log(f"stopping {args.component} (pid {pid})")
+        stop_pid(pid, timeout=args.timeout)
+    else:
+        log(f"{args.component} is not running")
+    write_pids(state, pids)
+    return 0
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     state = state_dir(args.name)
     pids = read_pids(state)
@@ -880,9 +896,14 @@ def main(argv: list[str] | None = None) -> int:
     lg = sub.add_parser("logs", help="tail a component's log")
     lg.add_argument("component", choices=ORDER)
     lg.add_argument("-n", "--lines", type=int, default=50)
+    stop = sub.add_parser("stop", help="stop one component; `up` starts it again")
+    stop.add_argument("component", choices=ORDER)
+    stop.add_argument(
+        "--timeout", type=float, default=15, help="seconds of SIGTERM before SIGKILL"
+    )
     sync = sub.add_parser("sync-scheduler-conf", help=argparse.SUPPRESS)
     # Accept --name after the subcommand too.
-    for p in (up, down, kc, lg, sync):
+    for p in (up, down, kc, lg, stop, sync):
         p.add_argument("--name", dest="name", default=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     handler = {
@@ -891,6 +912,7 @@ def main(argv: list[str] | None = None) -> int:
         "status": cmd_status,
         "kubeconfig": cmd_kubeconfig,
         "logs": cmd_logs,
+        "stop": cmd_stop,
         "sync-scheduler-conf": cmd_sync_scheduler_conf,
     }[args.command]
     return handler(args)

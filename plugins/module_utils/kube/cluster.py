@@ -46,6 +46,11 @@ try:  # the transport's own errors: the API server is down or unreachable
 except ImportError:  # pragma: no cover - kubernetes always brings urllib3
     TransportError = ConnectionError
 
+# What a request can fail with: the API server's answer, or no answer at all (down,
+# unreachable, the connection cut). A write loop catches these to report what it
+# had already written (PartialWrite).
+REQUEST_ERRORS = (ApiException, TransportError)
+
 
 def argument_spec(**options: Any) -> dict[str, Any]:
     """The module's own options plus kubernetes.core's connection options."""
@@ -238,6 +243,7 @@ def api_error_message(exc: Exception) -> str:
 
 __all__ = [
     "HAS_KUBERNETES_CORE",
+    "REQUEST_ERRORS",
     "ApiException",
     "Cluster",
     "ConflictError",

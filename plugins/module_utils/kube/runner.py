@@ -36,7 +36,12 @@ def failure(exc: BaseException) -> dict[str, Any]:
         return {"msg": str(exc), "changed": False, **exc.extra}
     if isinstance(exc, PartialWrite):
         cause = exc.cause
-        why = api_error_message(cause) if isinstance(cause, ApiException) else str(cause)
+        if isinstance(cause, ApiException):
+            why = api_error_message(cause)
+        elif isinstance(cause, TransportError):
+            why = f"cannot reach the Kubernetes API server ({cause})"
+        else:
+            why = str(cause)
         return {
             "msg": f"{exc.what} failed after {len(exc.done)} change(s): {why}; "
             "every write is idempotent, so running again finishes the change",

@@ -91,6 +91,38 @@ def test_spot_capacity_failing_part_way_names_what_it_wrote(run_module):
     assert "tenants" in out and out["changed"] is True
 
 
+def test_spot_capacity_losing_the_api_server_part_way_names_what_it_wrote(run_module):
+    from urllib3.exceptions import MaxRetryError
+
+    gone = MaxRetryError(None, "/apis/scheduling.volcano.sh/v1beta1/queues", "Connection refused")
+    cluster = RefusingCluster(spot_objects(), refuse={("apply", "Queue", "tenant-beta-spot"): gone})
+    out = run_module(capacity_module, cluster)
+    assert out["failed"] is True and out["changed"] is True
+    assert out["done"] == ["tenant-alpha-spot"]
+    assert out["msg"].startswith(
+        "updating spot queues failed after 1 change(s): cannot reach the Kubernetes API server ("
+    )
+    assert out["msg"].endswith("every write is idempotent, so running again finishes the change")
+
+
+def test_a_reclaim_that_loses_the_api_server_reports_its_deletes_not_the_lease(
+    run_module, monkeypatch
+):
+    from urllib3.exceptions import MaxRetryError
+
+    monkeypatch.setattr(module_internals, "is_controller", False)  # warnings into the result
+    gone = MaxRetryError(None, "/apis/batch.volcano.sh/v1alpha1", "Connection refused")
+    cluster = RefusingCluster(
+        spot_objects(),
+        refuse={("delete", "Job", "spot-b"): gone, ("delete", "Lease", "spot-reclaim"): gone},
+    )
+    out = run_module(reclaim_module, cluster, need=16)
+    assert out["failed"] is True and out["changed"] is True
+    assert out["done"] == ["tenant-alpha/spot-a"]
+    assert "cannot reach the Kubernetes API server" in out["msg"]
+    assert any("could not be given back" in str(w) for w in out["warnings"])
+
+
 def test_spot_capacity_refuses_a_bad_selector_before_any_request(run_module):
     cluster = spot_cluster()
     out = run_module(capacity_module, cluster, node_selector={"pool": 3})

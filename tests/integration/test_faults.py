@@ -1,0 +1,244 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Faults on the local cluster: the API server stopped before a run, and in the
+middle of one (``tools/localcluster/cluster.py stop kube-apiserver``).
+
+* With the API server down, every module fails with one clear line ("cannot reach
+  the Kubernetes API server"), ``changed: false``, and no traceback.
+* A spot recompute over 300 spot queues and a tenant with 40 teams, each stopped
+  part-way, fail with ``changed: true`` and ``done`` naming exactly the writes that
+  were made, and say that running again finishes the change. After ``up`` one run
+  finishes it and the next changes nothing.
+
+Skipped against another cluster (``GPUCLOUD_KUBECONFIG``): it stops the API server.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (
+    retry_while_denied,
+)
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    CLUSTER,
+    wait_until,
+)
+from ansible_collections.gpucloud.platform.tests.integration.test_check_mode import MODULES
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        bool(os.environ.get("GPUCLOUD_KUBECONFIG")), reason="stops the local API server"
+    ),
+]
+
+GPU = "nvidia.com/gpu"
+VOLCANO = ("scheduling.volcano.sh", "v1beta1", "queues")
+RESUME = "every write is idempotent, so running again finishes the change"
+UNREACHABLE = "cannot reach the Kubernetes API server"
+
+
+def cluster_tool(*args: str) -> None:
+    subprocess.run([sys.executable, str(CLUSTER), *args], check=True, timeout=900)
+
+
+def volcano_webhook_serves(custom) -> bool:
+    """A dry-run Queue create passes Volcano's webhooks (they answer again)."""
+    from kubernetes.client.rest import ApiException
+
+    probe = managed_queue(f"probe-{uuid.uuid4().hex[:6]}", "probe", "spot")
+    try:
+        custom.create_cluster_custom_object(*VOLCANO, probe, dry_run="All")
+    except ApiException as exc:
+        if "failed calling webhook" in str(exc.body):
+            return False
+        raise
+    return True
+
+
+@pytest.fixture
+def api_server(kubeconfig, api_client):
+    """``stop()`` kills the local API server at once (SIGKILL, no graceful drain);
+    after the test ``cluster.py up`` starts it again and waits until it is healthy."""
+
+    class Fault:
+        stopped = False
+
+        def stop(self) -> None:
+            cluster_tool("stop", "kube-apiserver", "--timeout", "0")
+            self.stopped = True
+
+        def restore(self) -> None:
+            """Start the API server again. Volcano's webhook is restarted with it: its
+            Queue informer re-lists only after a back-off of up to a minute, and until
+            then it denies writes to queues it does not know ("not found")."""
+            from kubernetes import client
+
+            cluster_tool("stop", "vc-webhook-manager")
+            cluster_tool("up")
+            self.stopped = False
+            custom = client.CustomObjectsApi(api_client)
+            wait_until(lambda: volcano_webhook_serves(custom), 60, 0.5, "Volcano's webhooks")
+
+    fault = Fault()
+    yield fault
+    if fault.stopped:
+        fault.restore()
+
+
+def managed_queue(name: str, tenant: str, queue_type: str) -> dict:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "platform.io/tenant": tenant,
+                "platform.io/queue-type": queue_type,
+                "platform.io/managed-by": "gpucloud-platform",
+            },
+        },
+        "spec": {"parent": "root", "reclaimable": False, "capability": {GPU: 0}},
+    }
+
+
+def test_every_module_says_the_api_server_cannot_be_reached(api_server, run_module):
+    api_server.stop()
+    for module, runs in MODULES.items():
+        out = run_module(module, runs[0])
+        assert out.get("failed") is True, (module, out)
+        assert out["msg"].startswith(UNREACHABLE), (module, out["msg"])
+        assert out["changed"] is False, module
+        # One line naming the server, not a module crash ("MODULE FAILURE", a traceback).
+        assert "\n" not in out["msg"] and "Traceback" not in out["msg"], (module, out["msg"])
+
+
+@pytest.fixture
+def spot_queues(api_client):
+    """300 managed spot queues of tenants without a subscription: each one's capability
+    changes on the next recompute (0 GPUs plus the cpu and memory floor)."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    custom = client.CustomObjectsApi(api_client)
+    prefix = f"flt{uuid.uuid4().hex[:5]}"
+    names = [f"tenant-{prefix}{i:03d}-spot" for i in range(300)]
+    for i, name in enumerate(names):
+        custom.create_cluster_custom_object(
+            *VOLCANO, managed_queue(name, f"{prefix}{i:03d}", "spot")
+        )
+    yield names
+    for name in names:
+        try:
+            # Volcano's queue webhook judges from its informer cache, which is rebuilt
+            # after the API server came back: it may deny for a moment.
+            retry_while_denied(
+                lambda name=name: custom.delete_cluster_custom_object(*VOLCANO, name)
+            )
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
+def floored(custom, names: list[str]) -> set[str]:
+    """The queues the recompute has written (they carry a cpu capability now)."""
+    items = custom.list_cluster_custom_object(
+        *VOLCANO, label_selector="platform.io/queue-type=spot"
+    )["items"]
+    wanted = set(names)
+    return {
+        q["metadata"]["name"]
+        for q in items
+        if q["metadata"]["name"] in wanted and "cpu" in (q["spec"].get("capability") or {})
+    }
+
+
+def test_a_spot_recompute_cut_off_part_way_names_what_it_wrote(
+    api_client, api_server, spot_queues, start_module, run_module
+):
+    from kubernetes import client
+
+    custom = client.CustomObjectsApi(api_client)
+    finish = start_module("spot_capacity", {})
+    wait_until(lambda: len(floored(custom, spot_queues)) >= 20, 120, 0.1, "20 queues written")
+    api_server.stop()
+    out = finish()
+
+    assert out.get("failed") is True and out["changed"] is True, out.get("msg")
+    assert out["msg"].startswith(
+        f"updating spot queues failed after {len(out['done'])} change(s): "
+    )
+    assert UNREACHABLE in out["msg"] and out["msg"].endswith(RESUME)
+    done = set(out["done"]) & set(spot_queues)
+    assert 20 <= len(done) < len(spot_queues)
+
+    api_server.restore()
+    written = floored(custom, spot_queues)
+    # Every write reported was made; at most the one in flight when the server
+    # died landed without an answer.
+    assert done <= written and len(written - done) <= 1
+
+    again = run_module("spot_capacity", {})
+    assert again["changed"] is True and set(spot_queues) - written <= set(again["updated"])
+    assert floored(custom, spot_queues) == set(spot_queues)
+    assert run_module("spot_capacity", {})["changed"] is False
+
+
+def test_a_tenant_cut_off_part_way_names_what_it_wrote(
+    api_client, api_server, start_module, run_module
+):
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    core = client.CoreV1Api(api_client)
+    custom = client.CustomObjectsApi(api_client)
+    name = f"flt{uuid.uuid4().hex[:5]}"
+    teams = [{"name": f"t{i:02d}", "deserved": {GPU: 0}} for i in range(40)]
+    args = {
+        "name": name,
+        "subscription": {GPU: 1, "cpu": 4, "memory": "8Gi"},
+        "teams": teams,
+        "oversell_check": False,
+    }
+
+    def namespace_exists() -> bool:
+        try:
+            core.read_namespace(f"tenant-{name}")
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    finish = start_module("tenant", args)
+    try:
+        wait_until(namespace_exists, 120, 0.05, "the tenant's namespace")
+        api_server.stop()
+        out = finish()
+
+        assert out.get("failed") is True and out["changed"] is True, out.get("msg")
+        assert out["done"] and out["msg"].endswith(RESUME)
+        assert UNREACHABLE in out["msg"]
+        assert any(f"tenant-{name}" in entry for entry in out["done"])
+
+        api_server.restore()
+        finished = run_module("tenant", args)
+        assert not finished.get("failed"), finished.get("msg")
+        assert finished["changed"] is True
+        queues = custom.list_cluster_custom_object(
+            *VOLCANO, label_selector=f"platform.io/tenant={name}"
+        )["items"]
+        assert {f"tenant-{name}-{t['name']}" for t in teams} <= {
+            q["metadata"]["name"] for q in queues
+        }
+        assert run_module("tenant", args)["changed"] is False
+    finally:
+        if api_server.stopped:
+            api_server.restore()
+        run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
