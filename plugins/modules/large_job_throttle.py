@@ -20,8 +20,14 @@ description:
   - "A large job's GPUs are what its Volcano Job asks for (the PodGroup's owner): per task, C(replicas) times one
     pod's C(nvidia.com/gpu) requests (else limits). A PodGroup whose Volcano Job is gone, or that no Volcano Job owns,
     engages nothing and its entry is released."
+  - "A waiting large job engages only when preemption can get it its GPUs (rule throttle-can-help): its PodGroup was
+    admitted (Inqueue; Volcano's preempt and gangpreempt skip Pending jobs), it fits the pool, the free GPUs plus those
+    of the running jobs below large-job in its queue cover it, and with a hard network topology one HyperNode of the
+    tiers it may use spans that many GPUs. Otherwise it is reported in RV(not_engaged) and warned about."
   - "One list of tenant Namespaces (label C(platform.io/tenant)), one of PodGroups, one of throttle ConfigMaps and,
-    when there is a large-job PodGroup, one of Volcano Jobs, for all tenants; writes only the ConfigMaps that change.
+    when there is a large-job PodGroup, one of Volcano Jobs, for all tenants (and, when an admitted large job waits
+    without an entry, one of Nodes, one of Pods and, for a hard topology, one of HyperNodes); writes only the
+    ConfigMaps that change.
     A C(platform-throttle) ConfigMap without C(platform.io/managed-by=gpucloud-platform) is left alone and reported.
     Safe to run every minute."
 version_added: 0.1.0
@@ -81,6 +87,21 @@ expired:
   returned: always
   type: list
   elements: str
+not_engaged:
+  description:
+    - Waiting large jobs whose queue this run did not throttle because preemption cannot get them their GPUs (rule
+      throttle-can-help), each with C(job), C(queue) and C(reason); each is also a warning.
+    - "Reasons: the PodGroup is Pending (Volcano preempts only for admitted jobs); the job asks for more GPUs than the
+      pool has; the free GPUs plus those of the running jobs below large-job in its queue are fewer than it asks for;
+      its hard network topology fits no HyperNode of the tiers it may use."
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - job: tenant-alpha/big
+      queue: tenant-alpha-algo
+      reason: >-
+        its hard network topology (tier 1 or below) places at most 16 GPUs in one HyperNode, and it asks for 32
 throttles:
   description: Per namespace with a throttle ConfigMap after the run, the throttled queues, until when, and why.
   returned: always

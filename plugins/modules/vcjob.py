@@ -284,6 +284,12 @@ throttle_engaged:
   description: Whether the module engaged the throttle for the job's queue (a large job that did not start).
   returned: when O(state=present)
   type: bool
+throttle_not_engaged:
+  description:
+    - Why the throttle was not engaged for a large job that did not start, when preemption cannot get it its GPUs (rule
+      throttle-can-help; see M(gpucloud.platform.large_job_throttle)).
+  returned: when the throttle was not engaged for that reason
+  type: str
 diff:
   description: The job before and after.
   returned: when diff mode is on

@@ -45,6 +45,7 @@ pytestmark = pytest.mark.integration
 
 VCJOBS = ("batch.volcano.sh/v1alpha1", "Job")
 QUEUES = ("scheduling.volcano.sh/v1beta1", "Queue")
+GPU = "nvidia.com/gpu"
 
 
 @pytest.fixture(scope="module")
@@ -537,28 +538,165 @@ def test_large_job_throttle_race(platform_scheduler_conf, tenant, dyn, run_modul
     assert len(displaced) == 4, (filler_on, [p.spec.nodeName for p in big_pods])
 
 
-def test_throttle_lifts_after_timeout_for_a_job_that_never_fits(tenant, dyn, run_module):
+def large_args(tenant: str, name: str, replicas: int, **extra) -> dict:
+    """vcjob's arguments for a large job of ``replicas`` x 8 GPUs in the tenant's team queue."""
     ns = f"tenant-{tenant}"
+    args = dict(
+        tenant=tenant,
+        name=name,
+        queue=f"{ns}-algo",
+        kind="pytorch_ddp",
+        job_class="large",
+        image="i",
+        command=["train.py"],
+        replicas=replicas,
+        gpus_per_pod=8,
+        throttle_grace=3,
+        throttle_timeout=15,
+        poll_interval=1,
+        cpu="100m",
+        memory="1Gi",
+    )
+    return {**args, **extra}
+
+
+def small_args(tenant: str, name: str) -> dict:
+    """vcjob's arguments for a one-GPU job in the tenant's team queue."""
+    return dict(
+        tenant=tenant,
+        name=name,
+        queue=f"tenant-{tenant}-algo",
+        kind="single",
+        image="i",
+        command=["x"],
+        gpus_per_pod=1,
+        poll_interval=1,
+        wait_timeout=120,
+        **SMALL,
+    )
+
+
+@pytest.fixture
+def hypernodes(dyn, run_module) -> Iterator[None]:
+    """The HyperNodes of the local cluster's ToR and spine labels (4 ToRs of 16 GPUs, 2
+    spines of 32); the ones this fixture created are removed afterwards."""
+    created = run_module("topology", {})
+    assert not created.get("failed"), created.get("msg")
+    yield
+    resource = dyn.resources.get(api_version="topology.volcano.sh/v1alpha1", kind="HyperNode")
+    for name in created["created"]:
+        resource.delete(name=name)
+
+
+def test_the_throttle_turns_away_a_large_job_no_node_or_hypernode_can_hold(
+    platform_scheduler_conf, tenant, dyn, run_module, hypernodes
+):
+    """Rule throttle-can-help on the real scheduler, with the platform's scheduler
+    configuration: a large job whose pods ask for more cpu than any node has, and one whose
+    hard topology (tier 2) fits no spine, engage nothing, say why, and hold nobody."""
+    ns = f"tenant-{tenant}"
+    never = run_module("vcjob", large_args(tenant, "never", 4, cpu="10000"))
+    assert not never.get("failed"), never.get("msg")
+    assert never["throttle_engaged"] is False
+    assert never["throttle_not_engaged"] == (
+        "a pod of its task 'master' asks for cpu 10000, memory 1Gi, nvidia.com/gpu 8, more "
+        "than any node of the pool holds"
+    )
+    wide = run_module("vcjob", large_args(tenant, "wide", 5))
+    assert not wide.get("failed"), wide.get("msg")
+    assert wide["throttle_engaged"] is False and wide["phase"] != "Running"
+    assert wide["throttle_not_engaged"] == (
+        "its hard network topology (tier 2 or below) places at most 32 GPUs in one "
+        "HyperNode, and it asks for 40"
+    )
+    reconcile = run_module("large_job_throttle", dict(namespaces=[ns]))
+    assert reconcile["changed"] is False and reconcile["throttles"] == {}
+    assert {j["job"] for j in reconcile["not_engaged"]} == {f"{ns}/never", f"{ns}/wide"}
+    assert any("more than any node of the pool holds" in w for w in reconcile["warnings"])
+    # Nobody is held: a small job of the team is admitted at once.
+    small = run_module("vcjob", small_args(tenant, "small"))
+    assert not small.get("failed"), small.get("msg")
+
+
+def test_the_throttle_lets_go_of_a_large_job_its_full_queue_does_not_admit(
+    platform_scheduler_conf, tenant, dyn, run_module
+):
+    """A team queue of 32 GPUs with 8 in use: a 32-GPU large job is never admitted by
+    enqueue (capacity), so preemption never acts for it. vcjob engages while the PodGroup
+    is new (enqueue may admit it in the next cycle); the scheduled reconcile after the
+    settle time lets the queue go and says why, instead of holding the team for the
+    whole timeout."""
+    ns = f"tenant-{tenant}"
+    queues = dyn.resources.get(api_version=QUEUES[0], kind=QUEUES[1])
+    queues.patch(
+        name=f"{ns}-algo",
+        body={"spec": {"capability": {GPU: 32, "cpu": "1000", "memory": "4Ti"}}},
+        content_type="application/merge-patch+json",
+    )
+    used = run_module("vcjob", {**small_args(tenant, "used"), "gpus_per_pod": 8, "wait": True})
+    assert used.get("failed") is not True and used["phase"] == "Running", used.get("msg")
+    full = run_module("vcjob", large_args(tenant, "full", 4, throttle_timeout=300))
+    assert not full.get("failed"), full.get("msg")
+    assert full["throttle_engaged"] is True, full.get("throttle_not_engaged")
+    time.sleep(11)  # past the settle time: ten scheduling periods of enqueue refused it
+    later = run_module("large_job_throttle", dict(namespaces=[ns]))
+    assert later["released"] == [f"{ns}/full"] and later["throttles"] == {}
+    (away,) = later["not_engaged"]
+    assert away["reason"].startswith("its PodGroup has been Pending for ")
+    assert "preemption acts only for admitted jobs" in away["reason"]
+    small = run_module("vcjob", small_args(tenant, "small"))
+    assert not small.get("failed"), small.get("msg")
+
+
+def test_throttle_lifts_after_timeout_for_a_job_preemption_does_not_place(
+    platform_scheduler_conf, tenant, dyn, run_module
+):
+    """A large job the rule cannot see is hopeless (its pods select a node label no node
+    has) is admitted and engages; preemption frees nothing it can use, and its throttle
+    expires after the timeout."""
+    ns = f"tenant-{tenant}"
+    container = {
+        "name": "main",
+        "image": "i",
+        "command": ["train.py"],
+        "resources": {"limits": {GPU: 8, "cpu": "100m", "memory": "1Gi"}},
+    }
+    manifest = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "never"},
+        "spec": {
+            "queue": f"{ns}-algo",
+            "minAvailable": 4,
+            "tasks": [
+                {
+                    "name": "worker",
+                    "replicas": 4,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "nodeSelector": {"gpucloud.test/no-such-node": "true"},
+                            "containers": [container],
+                        }
+                    },
+                }
+            ],
+        },
+    }
     never = run_module(
         "vcjob",
         dict(
             tenant=tenant,
             name="never",
-            queue=f"{ns}-algo",
-            kind="pytorch_ddp",
             job_class="large",
-            image="i",
-            command=["train.py"],
-            replicas=4,
-            gpus_per_pod=8,
-            cpu="10000",
-            memory="1Gi",
+            manifest=manifest,
             throttle_grace=3,
             throttle_timeout=15,
             poll_interval=1,
         ),
     )
-    assert never["throttle_engaged"] is True
+    assert not never.get("failed"), never.get("msg")
+    assert never["throttle_engaged"] is True, never.get("throttle_not_engaged")
     first = run_module("large_job_throttle", dict(namespaces=[ns], timeout=15))
     assert first["throttles"][ns]["queues"] == [f"{ns}-algo"] and first["changed"] is False
     time.sleep(16)

@@ -67,15 +67,17 @@ def selector_matches(labels: Mapping[str, str], selector: str | None) -> bool:
 
 
 def field_matches(obj: Mapping[str, Any], selector: str | None) -> bool:
-    """``metadata.name=x`` and ``metadata.namespace=x`` field selectors."""
+    """Field selectors as the API server reads them: ``path=x`` and ``path!=x`` terms, all
+    of which must hold (``status.phase!=Succeeded,status.phase!=Failed``)."""
     for term in (selector or "").split(","):
         if not term.strip():
             continue
-        path, value = term.split("=", 1)
+        unequal = "!=" in term
+        path, value = term.split("!=" if unequal else "=", 1)
         node: Any = obj
-        for part in path.split("."):
+        for part in path.strip().split("."):
             node = (node or {}).get(part)
-        if node != value:
+        if (node == value) == unequal:
             return False
     return True
 

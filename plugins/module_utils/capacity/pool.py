@@ -120,6 +120,19 @@ def pool_from_nodes(
     return pool, members
 
 
+def pool_node_resources(
+    nodes: Iterable[Mapping[str, Any]], node_selector: Mapping[str, str] | None = None
+) -> dict[str, Resources]:
+    """Rule pool, per node: each pool node's allocatable GPUs, cpu and memory."""
+    out: dict[str, Resources] = {}
+    for node in nodes:
+        if node_in_pool(node, node_selector):
+            name = (node.get("metadata") or {}).get("name", "")
+            allocatable = (node.get("status") or {}).get("allocatable") or {}
+            out[name] = _pool_part(allocatable, f"nodes[{name}].status.allocatable")
+    return out
+
+
 @dataclass
 class TenantCommitment:
     """What one tenant holds out of the pool, read from its queues."""

@@ -29,9 +29,10 @@ from typing import Any
 
 from ansible.module_utils.common.warnings import warn
 
-from ..capacity.pool import pool_from_nodes
+from ..capacity.pool import allocated_from_pods, pool_from_nodes, pool_node_resources
 from ..common.errors import PartialWrite, Refused, raise_if
 from ..common.names import (
+    HYPERNODE_API,
     JOB_API,
     JOB_FAILED_PHASES,
     JOB_STARTED_PHASES,
@@ -48,6 +49,8 @@ from ..common.quantity import GPU, parse
 from ..kube.cluster import REQUEST_ERRORS, ApiException, Cluster, api_error_message
 from ..policy.admission import POLICY_LARGE_JOB_THROTTLE, TENANT_QUEUES_CONFIGMAP
 from ..policy.platform_state import POLICY_PLATFORM_STATE
+from ..topology.manifests import tree_from_manifests
+from ..topology.tree import node_infos
 from .classes import job_class_table
 from .demand import job_demand, job_fits_errors
 from .submit import (
@@ -69,12 +72,15 @@ from .throttle import (
     LARGE_PRIORITY_CLASS,
     Change,
     LargeJob,
+    Room,
     blocks,
-    configmap_manifest,
-    engage,
+    cannot_help,
     is_large_podgroup,
     large_jobs,
+    largest_domains,
+    not_engaged,
     plan_namespace,
+    preemptible_gpus,
     read_entries,
     reconcile_report,
     unmanaged_warning,
@@ -82,6 +88,8 @@ from .throttle import (
 
 # Polls while a new large job gets its grace to start are at most this far apart.
 GRACE_POLL_SECONDS = 2
+# Volcano's job controller creates a Job's PodGroup within a moment of the Job.
+PODGROUP_WAIT_SECONDS = 10
 
 
 def now_utc() -> datetime:
@@ -128,17 +136,77 @@ def throttle_configmaps(
 
 def read_large_jobs(
     cluster: Cluster, namespaces: Iterable[str], namespace: str | None = None
-) -> list[LargeJob]:
-    """The large jobs of ``namespaces``: one list of PodGroups (of ``namespace``, or of every
-    namespace) and, only when a large-job PodGroup is among them, one list of Volcano Jobs
-    (their owners, whose demand is the GPUs they wait for). PodGroups first: a Job is
-    created before its PodGroup, so a PodGroup's Job missing from the later list is gone."""
+) -> tuple[list[LargeJob], list[dict[str, Any]]]:
+    """The large jobs of ``namespaces`` and the Volcano Jobs read with them: one list of
+    PodGroups (of ``namespace``, or of every namespace) and, only when a large-job PodGroup
+    is among them, one list of Volcano Jobs (their owners, whose demand is the GPUs they
+    wait for). PodGroups first: a Job is created before its PodGroup, so a PodGroup's Job
+    missing from the later list is gone."""
     wanted = set(namespaces)
     podgroups = cluster.list(PODGROUP_API, "PodGroup", namespace=namespace)
     if not any(is_large_podgroup(pg, wanted) for pg in podgroups):
-        return []
+        return [], []
     vcjobs = cluster.list(JOB_API, "Job", namespace=namespace)
-    return large_jobs(podgroups, wanted, vcjobs)
+    return large_jobs(podgroups, wanted, vcjobs), vcjobs
+
+
+_UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+def read_room(cluster: Cluster, jobs: list[LargeJob], vcjobs: list[dict[str, Any]]) -> Room | None:
+    """What preemption could give the waiting admitted large jobs: one list of Nodes, one of
+    unfinished Pods and, when one of them has a hard topology, one of HyperNodes. None when
+    this identity may not read them (a tenant's own): then no job is turned away."""
+    try:
+        nodes = cluster.list("v1", "Node")
+        pool, members = pool_from_nodes(nodes, None)
+        held, _leaving = allocated_from_pods(
+            cluster.list("v1", "Pod", field_selector=_UNFINISHED_PODS), members
+        )
+        per_node = pool_node_resources(nodes)
+        domains = None
+        if any(j.hard_tier is not None for j in jobs):
+            tree, _errors = tree_from_manifests(cluster.list(HYPERNODE_API, "HyperNode"))
+            gpus = {name: int(r[GPU]) for name, r in per_node.items()}
+            domains = largest_domains(tree, node_infos(nodes), gpus)
+    except ApiException as exc:
+        if not _forbidden(exc):
+            raise
+        warn(
+            "could not read the Nodes, Pods or HyperNodes to judge whether preemption can help "
+            f"a waiting large job ({api_error_message(exc)}); the throttle engages as it would"
+        )
+        return None
+    pool_gpus = int(pool[GPU])
+    return Room(
+        pool_gpus=pool_gpus,
+        free_gpus=max(0, pool_gpus - int(held[GPU])),
+        preemptible=preemptible_gpus(vcjobs),
+        domains=domains,
+        nodes=list(per_node.values()),
+    )
+
+
+def turned_away(
+    cluster: Cluster,
+    jobs: list[LargeJob],
+    vcjobs: list[dict[str, Any]],
+    now: datetime,
+    skip: Iterable[str] = (),
+) -> dict[str, str]:
+    """Rule throttle-can-help for every waiting large job but those in ``skip`` (uids):
+    uid -> why holding its queue cannot help. The GPUs (Nodes, Pods, HyperNodes) are read
+    only when a job is left that its PodGroup's phase does not already decide."""
+    skipped = set(skip)
+    waiting = [j for j in jobs if j.waiting and j.uid not in skipped]
+    out = {j.uid: why for j in waiting if (why := cannot_help(j, None, now))}
+    rest = [j for j in waiting if j.uid not in out]
+    room = read_room(cluster, rest, vcjobs) if rest else None
+    for job in rest:
+        why = cannot_help(job, room, now) if room is not None else None
+        if why:
+            out[job.uid] = why
+    return out
 
 
 # --- the throttle: writing -------------------------------------------------------------
@@ -187,64 +255,60 @@ def reconcile_all(
     timeout: int,
     only: Iterable[str] | None = None,
     check_mode: bool = False,
-) -> tuple[list[Change], list[str]]:
+) -> tuple[list[Change], list[str], list[dict[str, str]]]:
     """Reconcile every tenant namespace (or ``only`` these); returns the changes (written, as
-    far as check mode writes) and the namespaces skipped because their ConfigMap is not
-    managed."""
+    far as check mode writes), the namespaces skipped because their ConfigMap is not
+    managed, and the waiting large jobs rule throttle-can-help turned away (an entry they
+    had is released)."""
     namespaces = tenant_namespaces(cluster, only)
-    jobs = read_large_jobs(cluster, namespaces)
+    jobs, vcjobs = read_large_jobs(cluster, namespaces)
     configmaps, foreign = throttle_configmaps(cluster)
+    # Every waiting job is judged, an engaged one too: one that can no longer be helped
+    # (enqueue never admitted it) is released.
+    blocked = turned_away(cluster, jobs, vcjobs, now)
     changes = [
-        plan_namespace(ns, tenant, configmaps.get(ns), jobs, now, timeout)
+        plan_namespace(ns, tenant, configmaps.get(ns), jobs, now, timeout, blocked)
         for ns, tenant in sorted(namespaces.items())
         if ns not in foreign
     ]
     write_all(cluster, changes, check_mode)
-    return changes, [ns for ns in foreign if ns in namespaces]
+    return changes, [ns for ns in foreign if ns in namespaces], not_engaged(jobs, blocked)
 
 
 def reconcile_namespace(
     cluster: Cluster, namespace: str, tenant: str, now: datetime, timeout: int
-) -> tuple[Change, dict | None]:
-    """Reconcile one namespace (vcjob, while it holds a job: never in check mode); returns
-    the change and the ConfigMap as it now is (None: none)."""
-    jobs = read_large_jobs(cluster, [namespace], namespace)
+) -> tuple[Change, dict | None, list[dict[str, str]]]:
+    """Reconcile one namespace (vcjob, while it holds a job or right after it submitted a
+    large one: never in check mode); returns the change, the ConfigMap as it now is (None:
+    none) and the waiting large jobs rule throttle-can-help turned away."""
+    jobs, vcjobs = read_large_jobs(cluster, [namespace], namespace)
     cm = cluster.get("v1", "ConfigMap", CONFIGMAP, namespace)
     if cm is not None and not _is_managed(cm):
-        return Change(namespace, [], [], "none", None), cm
-    change = plan_namespace(namespace, tenant, cm, jobs, now, timeout)
+        return Change(namespace, [], [], "none", None), cm, []
+    # Jobs with an entry are left to the scheduled reconcile: vcjob calls this on every
+    # poll while it holds, and judging reads the Nodes and Pods.
+    blocked = turned_away(cluster, jobs, vcjobs, now, [e.uid for e in read_entries(cm)])
+    change = plan_namespace(namespace, tenant, cm, jobs, now, timeout, blocked)
+    away = not_engaged(jobs, blocked)
     if change.action != "none" and not write_as_submitter(cluster, change):
-        return Change(namespace, change.before, change.before, "none", None), cm
+        return Change(namespace, change.before, change.before, "none", None), cm, away
     if change.action == "delete":
-        return change, None
-    return change, change.manifest if change.action == "apply" else cm
-
-
-def engage_job(cluster: Cluster, tenant: str, job: LargeJob, now: datetime, timeout: int) -> Change:
-    """Add one large job's entry to its namespace's throttle (vcjob, right after submitting)."""
-    cm = cluster.get("v1", "ConfigMap", CONFIGMAP, job.namespace)
-    if cm is not None and not _is_managed(cm):
-        return Change(job.namespace, [], [], "none", None)
-    before = read_entries(cm)
-    after = engage(before, job, now, timeout)
-    if after == before:
-        return Change(job.namespace, before, after, "none", None)
-    change = Change(
-        job.namespace, before, after, "apply", configmap_manifest(job.namespace, tenant, after)
-    )
-    if not write_as_submitter(cluster, change):
-        return Change(job.namespace, before, before, "none", None)
-    return change
+        return change, None, away
+    return change, change.manifest if change.action == "apply" else cm, away
 
 
 def run_throttle(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
     """large_job_throttle: reconcile the throttle of every tenant namespace (or the given)."""
-    changes, skipped = reconcile_all(
+    changes, skipped, away = reconcile_all(
         cluster, now_utc(), params["timeout"], params["namespaces"], check_mode
     )
     for ns in skipped:
         warn(unmanaged_warning(ns))
-    return reconcile_report(changes, skipped)
+    for job in away:
+        warn(
+            f"the throttle does not hold {job['queue']} for large job {job['job']}: {job['reason']}"
+        )
+    return reconcile_report(changes, skipped, away)
 
 
 # --- vcjob -----------------------------------------------------------------------------
@@ -276,7 +340,7 @@ def hold(
     namespace = namespace_name(p["tenant"])
     start = monotonic()
     while True:
-        _change, cm = reconcile_namespace(
+        _change, cm, _away = reconcile_namespace(
             cluster, namespace, p["tenant"], now_utc(), p["throttle_timeout"]
         )
         if not blocks(cm, queue, priority_class):
@@ -320,19 +384,38 @@ def engage_unless_started(
         min(p["poll_interval"], GRACE_POLL_SECONDS),
     )
     if phase not in JOB_STARTED_PHASES:
-        uid = (created.get("metadata") or {}).get("uid") or meta["name"]
-        job = LargeJob(
-            uid,
-            meta["namespace"],
-            desired["spec"]["queue"],
-            meta["name"],
-            "",
-            job_demand(desired).gpus,
-            True,
-        )
-        change = engage_job(cluster, p["tenant"], job, now_utc(), p["throttle_timeout"])
-        result["throttle_engaged"] = bool(change.engaged)
+        mine = f"{meta['namespace']}/{meta['name']}"
+        uid = (created.get("metadata") or {}).get("uid")
+        if not podgroup_created(cluster, meta["namespace"], uid, p["poll_interval"]):
+            why = (
+                f"Volcano has not created its PodGroup within {PODGROUP_WAIT_SECONDS} s; the "
+                "scheduled large_job_throttle run judges it"
+            )
+            away = [{"job": mine, "reason": why}]
+            change = Change(meta["namespace"], [], [], "none", None)
+        else:
+            change, _cm, away = reconcile_namespace(
+                cluster, meta["namespace"], p["tenant"], now_utc(), p["throttle_timeout"]
+            )
+        result["throttle_engaged"] = mine in change.engaged
+        why = next((j["reason"] for j in away if j["job"] == mine), None)
+        if why:
+            result["throttle_not_engaged"] = why
+            warn(f"the throttle does not hold {desired['spec']['queue']} for {mine}: {why}")
     return phase
+
+
+def podgroup_created(cluster: Cluster, namespace: str, uid: str | None, interval: float) -> bool:
+    """Wait (at most PODGROUP_WAIT_SECONDS) until Volcano's job controller has created the
+    job's PodGroup: the throttle judges a large job by it."""
+    deadline = monotonic() + PODGROUP_WAIT_SECONDS
+    while True:
+        podgroups = cluster.list(PODGROUP_API, "PodGroup", namespace=namespace)
+        if owned_podgroup(podgroups, uid) is not None:
+            return True
+        if monotonic() >= deadline:
+            return False
+        sleep(min(interval, GRACE_POLL_SECONDS))
 
 
 def wait_running(cluster: Cluster, p: Mapping[str, Any], created: dict, result: dict) -> str:

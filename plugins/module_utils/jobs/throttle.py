@@ -21,9 +21,20 @@ Volcano Job that owns it (``ownerReferences``); its GPUs are the Job's demand
 (deleted, its PodGroup waiting for the garbage collector, or a PodGroup no
 Volcano Job owns) is no large job: it neither engages nor holds a queue.
 
+Rule throttle-can-help (``cannot_help``): a waiting large job holds its queue only
+when preemption can give it its GPUs: its PodGroup is admitted, or Pending for less
+than ``ENQUEUE_SETTLE_SECONDS`` (Volcano's preempt and gangpreempt skip Pending jobs;
+a new PodGroup is Pending until the next enqueue, and the throttle must be in place
+before that cycle's preemption frees the GPUs); it fits the pool; the free GPUs plus
+those of the running jobs below large-job in its queue cover it; and with a hard
+network topology one HyperNode of the tiers it may use spans that many GPUs.
+Otherwise holding its team's submissions helps nothing: the job does not engage, an
+entry it has is released, and the run says why.
+
 Transitions (``reconcile``), for each large job of the namespace:
 
-* waiting, no entry           -> engaged, deadline = now + timeout
+* waiting, no entry, preemption can help -> engaged, deadline = now + timeout
+* waiting, preemption cannot help        -> no entry (released; the reason is reported)
 * engaged, waiting, now < deadline -> unchanged
 * engaged, waiting, deadline passed -> expired (its queue is no longer listed)
 * expired, waiting            -> unchanged (never engages again)
@@ -36,9 +47,10 @@ without entries has no ConfigMap.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from ..common.errors import FieldError, raise_if
@@ -49,7 +61,9 @@ from ..common.names import (
     PODGROUP_WAITING_PHASES,
     tenant_namespace_errors,
 )
-from .demand import job_demand
+from ..common.quantity import render
+from ..topology.tree import NodeInfo, Tree, nodes_under
+from .demand import job_demand, pod_demand, replicas_of
 
 CONFIGMAP = "platform-throttle"
 KEY_QUEUES = "queues"
@@ -57,6 +71,9 @@ KEY_UNTIL = "until"
 KEY_REASON = "reason"
 KEY_ENTRIES = "entries.json"
 LARGE_PRIORITY_CLASS = "large-job"
+# Volcano's enqueue runs every scheduling period (1 s by default): a PodGroup still
+# Pending after ten of them is one enqueue does not admit.
+ENQUEUE_SETTLE_SECONDS = 10
 DEFAULT_TIMEOUT = 300
 ENGAGED = "engaged"
 EXPIRED = "expired"
@@ -73,6 +90,29 @@ class LargeJob:
     podgroup: str
     gpus: int
     waiting: bool
+    # Past Volcano's enqueue (Inqueue): only then do preempt and gangpreempt act for it.
+    admitted: bool = True
+    # highestTierAllowed of a hard network topology; None: no hard constraint.
+    hard_tier: int | None = None
+    # When the PodGroup was created (RFC 3339; "" unknown: counted as long ago).
+    created: str = ""
+    # One pod of each task that has replicas: (task name, what the pod asks for).
+    pods: tuple[tuple[str, Mapping[str, Decimal]], ...] = ()
+
+
+@dataclass(frozen=True)
+class Room:
+    """What preemption could give a waiting large job (rule throttle-can-help)."""
+
+    pool_gpus: int
+    free_gpus: int
+    # queue -> GPUs of its running jobs below large-job (what preemption may evict)
+    preemptible: Mapping[str, int] = field(default_factory=dict)
+    # tier -> the most GPUs one HyperNode of that tier or below spans; None: not read,
+    # empty: the cluster has no HyperNode
+    domains: Mapping[int, int] | None = None
+    # What each pool node can hold (allocatable GPUs, cpu, memory); None: not read
+    nodes: Sequence[Mapping[str, Decimal]] | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +151,112 @@ def podgroup_waits(podgroup: Mapping[str, Any]) -> bool:
     return running < min_member
 
 
+def podgroup_admitted(podgroup: Mapping[str, Any]) -> bool:
+    """Past enqueue: any phase but Pending (Volcano's preempt actions skip Pending jobs)."""
+    return (podgroup.get("status") or {}).get("phase") != "Pending"
+
+
+def hard_tier(spec: Mapping[str, Any]) -> int | None:
+    """``highestTierAllowed`` of a hard ``networkTopology`` (a PodGroup's or a Job's spec)."""
+    topology = spec.get("networkTopology") or {}
+    if topology.get("mode") != "hard":
+        return None
+    tier = topology.get("highestTierAllowed")
+    return tier if isinstance(tier, int) and not isinstance(tier, bool) else None
+
+
+def preemptible_gpus(vcjobs: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Per queue, the GPUs of its Running Volcano Jobs below large-job (rule job-demand):
+    what gangpreempt may take for a large job of that queue."""
+    out: dict[str, int] = {}
+    for job in vcjobs:
+        spec = job.get("spec") or {}
+        if spec.get("priorityClassName") in ("critical-job", LARGE_PRIORITY_CLASS):
+            continue
+        if ((job.get("status") or {}).get("state") or {}).get("phase") != "Running":
+            continue
+        queue = str(spec.get("queue") or "default")
+        out[queue] = out.get(queue, 0) + job_demand(job).gpus
+    return out
+
+
+def largest_domains(
+    tree: Tree, nodes: Sequence[NodeInfo], node_gpus: Mapping[str, int]
+) -> dict[int, int]:
+    """Tier -> the most GPUs (of ``node_gpus``, the pool's nodes) that one HyperNode of that
+    tier or a lower one spans: the largest job a hard topology up to that tier can place."""
+    by_tier: dict[int, int] = {}
+    for name, hn in tree.items():
+        gpus = sum(node_gpus.get(n, 0) for n in nodes_under(tree, name, nodes))
+        by_tier[hn.tier] = max(by_tier.get(hn.tier, 0), gpus)
+    out: dict[int, int] = {}
+    best = 0
+    for tier in sorted(by_tier):
+        best = max(best, by_tier[tier])
+        out[tier] = best
+    return out
+
+
+def pending_seconds(job: LargeJob, now: datetime) -> int | None:
+    """How long a PodGroup that enqueue has not admitted has been Pending (None: it is
+    admitted); an unknown creation time counts as long ago."""
+    if job.admitted:
+        return None
+    created = parse_time(job.created)
+    if created is None:
+        return ENQUEUE_SETTLE_SECONDS
+    return max(0, int((now - created).total_seconds()))
+
+
+def pod_fits_no_node(
+    pods: Iterable[tuple[str, Mapping[str, Decimal]]], nodes: Sequence[Mapping[str, Decimal]]
+) -> str | None:
+    """The first task whose pod no pool node can hold (every resource it asks for at once)."""
+    for task, shape in pods:
+        if not any(all(node.get(r, 0) >= v for r, v in shape.items()) for node in nodes):
+            return task
+    return None
+
+
+def cannot_help(job: LargeJob, room: Room | None, now: datetime) -> str | None:
+    """Rule throttle-can-help: why holding the queue cannot get ``job`` its GPUs, or None
+    when preemption can (see the module docstring). ``room`` None: the GPUs could not be
+    read, so only the PodGroup's phase is judged."""
+    pending = pending_seconds(job, now)
+    if pending is not None and pending >= ENQUEUE_SETTLE_SECONDS:
+        return (
+            f"its PodGroup has been Pending for {pending} s: Volcano's enqueue has not admitted "
+            "it (its queue or the cluster has no room for it), and preemption acts only for "
+            "admitted jobs"
+        )
+    if room is None:
+        return None
+    if job.gpus > room.pool_gpus:
+        return f"it asks for {job.gpus} GPUs and the pool has {room.pool_gpus}"
+    misfit = pod_fits_no_node(job.pods, room.nodes) if room.nodes is not None else None
+    if misfit is not None:
+        shape = ", ".join(f"{r} {v}" for r, v in render(dict(job.pods)[misfit]).items())
+        return (
+            f"a pod of its task {misfit!r} asks for {shape}, more than any node of the pool holds"
+        )
+    freeable = room.preemptible.get(job.queue, 0)
+    if job.gpus > room.free_gpus + freeable:
+        return (
+            f"it asks for {job.gpus} GPUs; {room.free_gpus} are free and the running jobs below "
+            f"large-job in {job.queue} hold {freeable}, so preemption cannot free enough"
+        )
+    # Without any HyperNode there is no tree to judge against: left to the scheduler.
+    if job.hard_tier is not None and room.domains:
+        fits = [gpus for tier, gpus in room.domains.items() if tier <= job.hard_tier]
+        most = max(fits, default=0)
+        if job.gpus > most:
+            return (
+                f"its hard network topology (tier {job.hard_tier} or below) places at most "
+                f"{most} GPUs in one HyperNode, and it asks for {job.gpus}"
+            )
+    return None
+
+
 def owner_job(podgroup: Mapping[str, Any]) -> tuple[str, str]:
     """(name, uid) of the Volcano Job that owns a PodGroup (the PodGroup's own, if none)."""
     meta = podgroup.get("metadata") or {}
@@ -131,6 +277,18 @@ def is_large_podgroup(podgroup: Mapping[str, Any], namespaces: Iterable[str]) ->
         and spec.get("priorityClassName") == LARGE_PRIORITY_CLASS
         and not meta.get("deletionTimestamp")
     )
+
+
+def task_pods(vcjob: Mapping[str, Any]) -> tuple[tuple[str, Mapping[str, Decimal]], ...]:
+    """One pod of each task with replicas, as rule job-demand counts a pod."""
+    out = []
+    for i, task in enumerate((vcjob.get("spec") or {}).get("tasks") or []):
+        if replicas_of(task) <= 0:
+            continue
+        spec = ((task.get("template") or {}).get("spec")) or {}
+        shape = {r: v for r, v in pod_demand(spec, f"spec.tasks[{i}].template.spec").items() if v}
+        out.append((str(task.get("name") or i), shape))
+    return tuple(out)
 
 
 def large_jobs(
@@ -161,6 +319,10 @@ def large_jobs(
                 podgroup=str(meta.get("name")),
                 gpus=job_demand(vcjob).gpus,
                 waiting=podgroup_waits(pg),
+                admitted=podgroup_admitted(pg),
+                hard_tier=hard_tier(pg.get("spec") or {}),
+                created=str(meta.get("creationTimestamp") or ""),
+                pods=task_pods(vcjob),
             )
         )
     return out
@@ -204,21 +366,27 @@ def engage(entries: list[Entry], job: LargeJob, now: datetime, timeout: int) -> 
 
 
 def reconcile(
-    entries: list[Entry], jobs: Iterable[LargeJob], now: datetime, timeout: int
+    entries: list[Entry],
+    jobs: Iterable[LargeJob],
+    now: datetime,
+    timeout: int,
+    blocked: Mapping[str, str] | None = None,
 ) -> list[Entry]:
-    """Rule throttle-reconcile: the next entries of one namespace (see the module docstring)."""
+    """Rule throttle-reconcile: the next entries of one namespace (see the module docstring);
+    ``blocked`` maps the uid of a waiting job that rule throttle-can-help turns away to why."""
+    blocked = blocked or {}
     by_uid = {j.uid: j for j in jobs}
     out: list[Entry] = []
     for entry in entries:
         job = by_uid.get(entry.uid)
-        if job is None or not job.waiting:
-            continue  # the job runs or is gone: release
+        if job is None or not job.waiting or entry.uid in blocked:
+            continue  # the job runs, is gone, or preemption cannot help it: release
         until = parse_time(entry.until)
         if entry.state == ENGAGED and until is not None and now >= until:
             entry = replace(entry, state=EXPIRED)
         out.append(entry)
     for job in by_uid.values():
-        if job.waiting:
+        if job.waiting and job.uid not in blocked:
             out = engage(out, job, now, timeout)
     return sorted(out, key=lambda e: (e.queue, e.engaged_at, e.uid))
 
@@ -299,11 +467,13 @@ def plan_namespace(
     jobs: Iterable[LargeJob],
     now: datetime,
     timeout: int,
+    blocked: Mapping[str, str] | None = None,
 ) -> Change:
     """Rule throttle-state: the ConfigMap a namespace should have after reconciling, and
     whether writing it changes anything."""
     before = read_entries(configmap)
-    after = reconcile(before, [j for j in jobs if j.namespace == namespace], now, timeout)
+    mine = [j for j in jobs if j.namespace == namespace]
+    after = reconcile(before, mine, now, timeout, blocked)
     if not after:
         return Change(namespace, before, after, "delete" if configmap else "none", None)
     manifest = configmap_manifest(namespace, tenant, after)
@@ -339,9 +509,21 @@ def unmanaged_warning(namespace: str) -> str:
     return f"{namespace}: ConfigMap {CONFIGMAP} is not managed by the platform; left alone"
 
 
-def reconcile_report(changes: list[Change], skipped: list[str]) -> dict[str, Any]:
-    """large_job_throttle's result: who engaged, released or expired, each namespace's
-    throttle after the run, and (for diff mode) the throttled queues before and after."""
+def not_engaged(jobs: Iterable[LargeJob], blocked: Mapping[str, str]) -> list[dict[str, str]]:
+    """The waiting large jobs rule throttle-can-help turned away, with why."""
+    return [
+        {"job": f"{j.namespace}/{j.job}", "queue": j.queue, "reason": blocked[j.uid]}
+        for j in sorted(jobs, key=lambda j: (j.namespace, j.job))
+        if j.uid in blocked
+    ]
+
+
+def reconcile_report(
+    changes: list[Change], skipped: list[str], turned_away: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
+    """large_job_throttle's result: who engaged, released or expired, who did not engage and
+    why, each namespace's throttle after the run, and (for diff mode) the throttled queues
+    before and after."""
     written = [c for c in changes if c.action != "none"]
     throttles = {}
     for c in changes:
@@ -357,6 +539,7 @@ def reconcile_report(changes: list[Change], skipped: list[str]) -> dict[str, Any
         "engaged": [j for c in changes for j in c.engaged],
         "released": [j for c in changes for j in c.released],
         "expired": [j for c in changes for j in c.expired],
+        "not_engaged": list(turned_away or []),
         "skipped": skipped,
         "throttles": throttles,
         "diff": {

@@ -457,6 +457,27 @@ def leaf_nodes(hn: HyperNode, nodes: Sequence[NodeInfo] | None = None) -> list[s
     return list(dict.fromkeys(out))
 
 
+def nodes_under(
+    tree: Mapping[str, HyperNode], name: str, nodes: Sequence[NodeInfo] | None = None
+) -> list[str]:
+    """The nodes a HyperNode spans: a leaf's own, a branch's through its children (a
+    child that is not in the tree spans nothing; a cycle is followed once)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    stack = [name]
+    while stack:
+        current = stack.pop()
+        hn = tree.get(current)
+        if hn is None or current in seen:
+            continue
+        seen.add(current)
+        if hn.is_leaf:
+            out += leaf_nodes(hn, nodes)
+        else:
+            stack += hn.child_names
+    return list(dict.fromkeys(out))
+
+
 def node_leaves(
     tree: Mapping[str, HyperNode], nodes: Sequence[NodeInfo] | None = None
 ) -> dict[str, list[str]]:

@@ -110,25 +110,10 @@ def pod(name, node_name, gpus, namespace="tenant-x", phase="Running", deleting=F
     }
 
 
-def _field(obj: dict[str, Any], path: str) -> Any:
-    node: Any = obj
-    for part in path.split("."):
-        node = (node or {}).get(part)
-    return node
-
-
 class SpotCluster(FakeCluster):
-    """The shared FakeCluster plus two answers of the API server the reclaim
-    relies on: ``!=`` terms in a field selector (the pool reads pods with
-    ``status.phase!=Succeeded,status.phase!=Failed``) and a ``resourceVersion``
-    delete precondition (the reclaim gives its Lease back only if unchanged)."""
-
-    def list(self, api_version, kind, namespace=None, label_selector=None, field_selector=None):
-        terms = [t.strip() for t in (field_selector or "").split(",") if t.strip()]
-        unequal = [t.split("!=", 1) for t in terms if "!=" in t]
-        equal = ",".join(t for t in terms if "!=" not in t) or None
-        found = super().list(api_version, kind, namespace, label_selector, equal)
-        return [o for o in found if all(_field(o, path) != value for path, value in unequal)]
+    """The shared FakeCluster plus one answer of the API server the reclaim relies
+    on: a ``resourceVersion`` delete precondition (the reclaim gives its Lease back
+    only if unchanged)."""
 
     def delete(
         self, api_version, kind, name, namespace=None, propagation="Foreground", preconditions=None

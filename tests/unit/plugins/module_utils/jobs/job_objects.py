@@ -17,11 +17,13 @@ CM_KEY = ("ConfigMap", NS, "platform-throttle")
 
 class JobController(FakeCluster):
     """The fake cluster plus what Volcano's job controller does to a new Job: it reports
-    ``phase`` in ``status.state``."""
+    ``phase`` in ``status.state`` and creates the Job's PodGroup, owned by the Job, in
+    ``podgroup_phase`` (Inqueue: admitted by enqueue, waiting for its pods to be bound)."""
 
-    def __init__(self, objects=(), phase="Pending"):
+    def __init__(self, objects=(), phase="Pending", podgroup_phase="Inqueue"):
         super().__init__(objects)
         self.phase = phase
+        self.podgroup_phase = podgroup_phase
 
     def create(self, manifest):
         created = super().create(manifest)
@@ -30,7 +32,36 @@ class JobController(FakeCluster):
             status = {"state": {"phase": self.phase}}
             self.store[self.key("Job", meta.get("namespace"), meta["name"])]["status"] = status
             created["status"] = status
+            self.put(self._podgroup_of(created))
         return created
+
+    def _podgroup_of(self, job):
+        meta, spec = job["metadata"], job["spec"]
+        pg_spec = {
+            "minMember": spec.get("minAvailable", 1),
+            "queue": spec.get("queue"),
+            "priorityClassName": spec.get("priorityClassName"),
+        }
+        if spec.get("networkTopology"):
+            pg_spec["networkTopology"] = spec["networkTopology"]
+        return {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {
+                "name": f"{meta['name']}-{meta['uid']}",
+                "namespace": meta["namespace"],
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch.volcano.sh/v1alpha1",
+                        "kind": "Job",
+                        "name": meta["name"],
+                        "uid": meta["uid"],
+                    }
+                ],
+            },
+            "spec": pg_spec,
+            "status": {"phase": self.podgroup_phase, "running": 0},
+        }
 
 
 def queue(name, qtype, parent="root", tenant="alpha", capability=None):
@@ -127,7 +158,7 @@ def big_job(replicas=4, gpus=8):
     }
 
 
-def large_pg(phase="Pending", running=0, owner="big"):
+def large_pg(phase="Inqueue", running=0, owner="big"):
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",

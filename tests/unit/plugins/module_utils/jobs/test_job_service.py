@@ -203,7 +203,7 @@ def test_run_throttle_reconciles_every_tenant_with_one_list_per_kind():
     fake = cluster(extra=[large_pg(), big_job(), *second_tenant()])
     result = service.run_throttle({"timeout": 300, "namespaces": []}, fake, check_mode=False)
     assert result["engaged"] == ["tenant-alpha/big", "tenant-beta/huge"]
-    assert fake.lists == ["Namespace", "PodGroup", "Job", "ConfigMap"]
+    assert fake.lists == ["Namespace", "PodGroup", "Job", "ConfigMap", "Node", "Pod"]
     assert [w[0] for w in fake.writes] == ["apply", "apply"]
     only = service.run_throttle(
         {"timeout": 300, "namespaces": ["tenant-beta"]}, fake, check_mode=False
@@ -223,20 +223,20 @@ def test_run_throttle_failing_part_way_names_what_it_wrote():
 
 def test_reconcile_namespace_returns_the_configmap_as_it_now_is():
     fake = throttled()
-    change, cm = service.reconcile_namespace(fake, NS, "alpha", T0, 300)
+    change, cm, _away = service.reconcile_namespace(fake, NS, "alpha", T0, 300)
     assert change.action == "apply"  # the entry stays; the texts are the platform's own
     assert cm["data"]["queues"] == "tenant-alpha-algo" and "(32 GPUs)" in cm["data"]["reason"]
-    change, cm = service.reconcile_namespace(fake, NS, "alpha", T0, 300)
+    change, cm, _away = service.reconcile_namespace(fake, NS, "alpha", T0, 300)
     assert change.action == "none" and cm == fake.store[CM_KEY]
     fake.put(large_pg("Running", 4))
-    change, cm = service.reconcile_namespace(fake, NS, "alpha", T0, 300)
+    change, cm, _away = service.reconcile_namespace(fake, NS, "alpha", T0, 300)
     assert change.action == "delete" and cm is None and CM_KEY not in fake.store
 
 
-def test_engage_job_leaves_an_unmanaged_configmap_alone():
+def test_reconcile_namespace_leaves_an_unmanaged_configmap_alone():
     cm = throttle_cm()
     cm["metadata"]["labels"] = {}
-    fake = cluster(extra=[cm])
-    job = service.LargeJob("uid-x", NS, "tenant-alpha-algo", "x", "", 32, True)
-    change = service.engage_job(fake, "alpha", job, T0, 300)
-    assert change.action == "none" and fake.writes == []
+    fake = cluster(extra=[cm, large_pg(), big_job()])
+    change, live, away = service.reconcile_namespace(fake, NS, "alpha", T0, 300)
+    assert change.action == "none" and live["data"] == cm["data"] and away == []
+    assert fake.writes == []
