@@ -900,3 +900,46 @@ def test_scheduling_policy_refuses_to_remove_the_last_parameterised_binding(
     assert any("kubernetes/kubernetes#133827" in m for m in run.messages()), run.messages()
     after = {b.metadata.name for b in bindings.get().items if b.spec.paramRef}
     assert after == param_bindings
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            {"scheduling_policy_tiers": "priority,gang"},
+            "scheduling_policy_tiers",
+        ),
+        (
+            {
+                "scheduling_policy_tiers": [
+                    {"plugins": [{"name": "priority"}, {"name": "gang"}]},
+                    {
+                        "plugins": [
+                            {"name": "capacity", "enableHierarchy": True},
+                            {"name": "binpack", "arguments": {"binpack.weight": 10**12}},
+                        ]
+                    },
+                ]
+            },
+            "a weight is an integer from 0 to 100",
+        ),
+        (
+            {"scheduling_policy_admission": {"queue_leaf": "maybe"}},
+            "scheduling_policy_admission",
+        ),
+    ],
+    ids=["tiers-as-a-string", "weight-out-of-bounds", "switch-not-a-boolean"],
+)
+def test_scheduling_policy_refuses_a_variable_of_the_wrong_form_before_writing(
+    tmp_path, kubeconfig, extra, message
+):
+    """Role variables are checked in the form the role uses them: a refusal names the
+    variable and the rule, and nothing is applied."""
+    run = run_role(
+        tmp_path,
+        kubeconfig,
+        "scheduling_policy",
+        {"scheduling_policy_kubeconfig": str(kubeconfig), **extra},
+    )
+    assert run.failed == 1 and run.changed == 0, run.messages()
+    assert any(message in m for m in run.messages()), run.messages()

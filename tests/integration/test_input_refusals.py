@@ -1,0 +1,124 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Inputs that used to be accepted, refused on the local cluster before any write.
+
+Each case runs a module the way a playbook does, against the real API server, with
+snapshots of everything the collection writes before and after: the run fails, names
+the field, the value and the rule, and no object appears, vanishes or changes. The
+spot queues in particular keep their capabilities when a mistyped node selector
+selects no node (Volcano reads a 0 cpu or memory capability as unlimited).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from ansible_collections.gpucloud.platform.tests.integration.test_check_mode import (
+    changes,
+    snapshot,
+)
+
+pytestmark = pytest.mark.integration
+
+GPU = "nvidia.com/gpu"
+TENANT = f"ir{uuid.uuid4().hex[:5]}"
+NS = f"tenant-{TENANT}"
+
+
+@pytest.fixture(scope="module")
+def dyn(api_client):
+    from kubernetes import dynamic
+
+    return dynamic.DynamicClient(api_client)
+
+
+@pytest.fixture(scope="module")
+def tenant(run_module):
+    """A tenant with one team: a queue for the job cases, spot queues for the pool cases."""
+    made = run_module(
+        "tenant",
+        {
+            "name": TENANT,
+            "subscription": {GPU: 8, "cpu": 32, "memory": "64Gi"},
+            "teams": [{"name": "algo", "deserved": {GPU: 8}}],
+            "oversell_check": False,
+        },
+    )
+    assert not made.get("failed"), made.get("msg")
+    yield TENANT
+    run_module("tenant", {"name": TENANT, "state": "absent", "force": True, "wait": True})
+
+
+def job_args(**extra):
+    return {
+        "tenant": TENANT,
+        "name": "refused",
+        "queue": f"{NS}-algo",
+        "kind": "single",
+        "image": "busybox",
+        "command": ["sleep", "1"],
+        "gpus_per_pod": 1,
+        "cpu": "1",
+        "memory": "1Gi",
+        **extra,
+    }
+
+
+SPLICED = {"platform.io/pool": "main,platform.io/gpu=a100"}
+BAD_KEY = {"platform.io/Pool!": "main"}
+
+CASES = [
+    # A comma spliced into the label selector, and a key the API server would refuse
+    # with a message that names no field.
+    (
+        "tenant",
+        {"name": "irx", "subscription": {GPU: 1}, "node_selector": SPLICED},
+        "node_selector.platform.io/pool: 'main,platform.io/gpu=a100' is not a label value",
+    ),
+    (
+        "tenant",
+        {"name": "irx", "subscription": {GPU: 1}, "node_selector": BAD_KEY},
+        "node_selector.platform.io/Pool!: 'platform.io/Pool!' is not a label key",
+    ),
+    ("spot_reclaim", {"need": 1, "node_selector": BAD_KEY}, "node_selector.platform.io/Pool!:"),
+    ("spot_capacity", {"node_selector": SPLICED}, "node_selector.platform.io/pool:"),
+    ("topology", {"node_selector": "pool=main,x y"}, "node_selector"),
+    # A typo selects no node: the spot queues are left as they are.
+    (
+        "spot_capacity",
+        {"node_selector": {"platform.io/pool": "mian"}},
+        "node_selector: {'platform.io/pool': 'mian'} matches 0 node(s)",
+    ),
+    # A job larger than the pool, and prices that are not a price.
+    (
+        "vcjob",
+        job_args(name="huge", replicas=1000000, gpus_per_pod=8, kind="pytorch_ddp"),
+        "GPUs but the GPU pool (allocatable GPUs of the Ready, schedulable nodes) has",
+    ),
+    ("vcjob", job_args(queue=f"{NS}-spot", job_class="spot", spot_price="1e400"), "spot_price: '1e400' is too large"),
+    ("vcjob", job_args(queue=f"{NS}-spot", job_class="spot", spot_price="nan"), "spot_price: 'nan'"),
+    ("vcjob", job_args(queue=f"{NS}-spot", job_class="spot", spot_price="-1"), "spot_price: '-1'"),
+    # Namespaces that are not a tenant's.
+    ("large_job_throttle", {"namespaces": ["../x"]}, "namespaces[0]: '../x'"),
+    (
+        "large_job_throttle",
+        {"namespaces": [NS, "kube-system"]},
+        "namespaces[1]: 'kube-system' is not a tenant namespace",
+    ),
+]
+
+
+@pytest.mark.parametrize(("module", "args", "message"), CASES)
+def test_a_bad_input_is_refused_naming_the_field_and_nothing_is_written(
+    module, args, message, tenant, dyn, run_module
+):
+    before = snapshot(dyn)
+    out = run_module(module, args)
+    after = snapshot(dyn)
+    assert out.get("failed") is True, out
+    assert message in out["msg"], out["msg"]
+    assert out["changed"] is False
+    assert "cannot reach" not in out["msg"] and "Traceback" not in out["msg"]
+    assert changes(before, after) == []
