@@ -151,6 +151,14 @@ def snapshot(dyn) -> dict[str, str]:
     from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
     out: dict[str, str] = {}
+    # A namespace someone else is deleting (an earlier test's tenant) empties itself
+    # while the run goes on: neither it nor what it holds is the run's doing.
+    namespaces = dyn.resources.get(api_version="v1", kind="Namespace").get().to_dict()
+    leaving = {
+        n["metadata"]["name"]
+        for n in namespaces.get("items") or []
+        if n["metadata"].get("deletionTimestamp")
+    }
     for api_version, kind in WATCHED:
         try:
             resource = dyn.resources.get(api_version=api_version, kind=kind)
@@ -158,7 +166,9 @@ def snapshot(dyn) -> dict[str, str]:
             continue
         for obj in resource.get().to_dict().get("items") or []:
             meta = obj["metadata"]
-            if meta.get("namespace") in IGNORED_NAMESPACES:
+            if meta.get("namespace") in IGNORED_NAMESPACES | leaving:
+                continue
+            if kind == "Namespace" and meta["name"] in leaving:
                 continue
             said = {
                 k: obj.get(k)

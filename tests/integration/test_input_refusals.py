@@ -97,8 +97,16 @@ CASES = [
         job_args(name="huge", replicas=1000000, gpus_per_pod=8, kind="pytorch_ddp"),
         "GPUs but the GPU pool (allocatable GPUs of the Ready, schedulable nodes) has",
     ),
-    ("vcjob", job_args(queue=f"{NS}-spot", job_class="spot", spot_price="1e400"), "spot_price: '1e400' is too large"),
-    ("vcjob", job_args(queue=f"{NS}-spot", job_class="spot", spot_price="nan"), "spot_price: 'nan'"),
+    (
+        "vcjob",
+        job_args(queue=f"{NS}-spot", job_class="spot", spot_price="1e400"),
+        "spot_price: '1e400' is too large",
+    ),
+    (
+        "vcjob",
+        job_args(queue=f"{NS}-spot", job_class="spot", spot_price="nan"),
+        "spot_price: 'nan'",
+    ),
     ("vcjob", job_args(queue=f"{NS}-spot", job_class="spot", spot_price="-1"), "spot_price: '-1'"),
     # Namespaces that are not a tenant's.
     ("large_job_throttle", {"namespaces": ["../x"]}, "namespaces[0]: '../x'"),
