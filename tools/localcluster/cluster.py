@@ -898,9 +898,7 @@ def main(argv: list[str] | None = None) -> int:
     lg.add_argument("-n", "--lines", type=int, default=50)
     stop = sub.add_parser("stop", help="stop one component; `up` starts it again")
     stop.add_argument("component", choices=ORDER)
-    stop.add_argument(
-        "--timeout", type=float, default=15, help="seconds of SIGTERM before SIGKILL"
-    )
+    stop.add_argument("--timeout", type=float, default=15, help="seconds of SIGTERM before SIGKILL")
     sync = sub.add_parser("sync-scheduler-conf", help=argparse.SUPPRESS)
     # Accept --name after the subcommand too.
     for p in (up, down, kc, lg, stop, sync):
