@@ -21,7 +21,7 @@ from typing import Any
 from ..common.errors import PartialWrite, PlatformValidationError, Refused
 from ..common.names import CAPACITY_FIELD_MANAGER, JOB_API
 from ..common.quantity import GPU
-from ..kube.cluster import REQUEST_ERRORS, Cluster
+from ..kube.cluster import ApiException, Cluster, TransportError
 from ..spot.reclaim import NEED_FROM_UNSOLD, ReclaimError, reclaim_request, victim_names
 from ..spot.service import (
     default_holder,
@@ -138,7 +138,7 @@ def write_grants(
             done.append(manifest["metadata"]["name"])
         if victims and params["wait"] and not check_mode:
             _wait_for_growth(params, cluster, resize, reclaimed, updated, done)
-    except REQUEST_ERRORS as exc:
+    except (ApiException, TransportError) as exc:
         raise PartialWrite(
             WHAT, done, exc, queues=resize.table, reclaim=reclaimed, updated=updated
         ) from exc

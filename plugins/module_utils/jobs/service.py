@@ -46,7 +46,7 @@ from ..common.names import (
 )
 from ..common.objects import strip_server_fields
 from ..common.quantity import GPU, parse
-from ..kube.cluster import REQUEST_ERRORS, ApiException, Cluster, api_error_message
+from ..kube.cluster import ApiException, Cluster, TransportError, api_error_message
 from ..policy.admission import POLICY_LARGE_JOB_THROTTLE, TENANT_QUEUES_CONFIGMAP
 from ..policy.platform_state import POLICY_PLATFORM_STATE
 from ..topology.manifests import tree_from_manifests
@@ -243,7 +243,7 @@ def write_all(cluster: Cluster, changes: list[Change], check_mode: bool) -> None
     for change in changes:
         try:
             write(cluster, change, check_mode)
-        except REQUEST_ERRORS as exc:
+        except (ApiException, TransportError) as exc:
             raise PartialWrite("throttle reconcile", done, exc) from exc
         if change.action != "none":
             done.append(f"{change.action} {change.namespace}/{CONFIGMAP}")
@@ -554,7 +554,7 @@ def present(p: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, 
     if created is not None and not check_mode:
         try:
             phase = after_create(cluster, p, desired, created, result)
-        except REQUEST_ERRORS as exc:
+        except (ApiException, TransportError) as exc:
             if not result["changed"]:
                 raise
             raise PartialWrite(

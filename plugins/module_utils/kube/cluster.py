@@ -41,15 +41,13 @@ try:
 except ImportError:  # pragma: no cover - the module reports the missing library
     ApiException = ConflictError = NotFoundError = ResourceNotFoundError = Exception
 
+# A request fails with the API server's answer (ApiException) or with no answer at all
+# (TransportError: down, unreachable, the connection cut); every write loop catches
+# both to report what it had already written (PartialWrite).
 try:  # the transport's own errors: the API server is down or unreachable
     from urllib3.exceptions import HTTPError as TransportError
 except ImportError:  # pragma: no cover - kubernetes always brings urllib3
     TransportError = ConnectionError
-
-# What a request can fail with: the API server's answer, or no answer at all (down,
-# unreachable, the connection cut). A write loop catches these to report what it
-# had already written (PartialWrite).
-REQUEST_ERRORS = (ApiException, TransportError)
 
 
 def argument_spec(**options: Any) -> dict[str, Any]:
@@ -243,7 +241,6 @@ def api_error_message(exc: Exception) -> str:
 
 __all__ = [
     "HAS_KUBERNETES_CORE",
-    "REQUEST_ERRORS",
     "ApiException",
     "Cluster",
     "ConflictError",

@@ -54,7 +54,13 @@ from ..common.names import (
     SPOT_RECLAIM_LEASE,
 )
 from ..common.quantity import GPU
-from ..kube.cluster import REQUEST_ERRORS, ApiException, Cluster, ConflictError, api_error_message
+from ..kube.cluster import (
+    ApiException,
+    Cluster,
+    ConflictError,
+    TransportError,
+    api_error_message,
+)
 from .capacity_plan import plan_spot_capacity, recompute_result
 from .reclaim import (
     LEASE_RACE,
@@ -184,7 +190,7 @@ def release_lease(cluster: Cluster, lease: Mapping[str, Any]) -> bool:
         )
     except ConflictError:
         return False
-    except REQUEST_ERRORS as exc:
+    except (ApiException, TransportError) as exc:
         # Raised from a ``finally``, this would hide what the run had deleted; the
         # Lease runs out on its own, so the next run only waits for that.
         seconds = (lease.get("spec") or {}).get("leaseDurationSeconds")
@@ -254,7 +260,7 @@ def delete_victims(
                 victim.namespace,
                 preconditions={"uid": uid} if uid else None,
             )
-        except REQUEST_ERRORS as exc:
+        except (ApiException, TransportError) as exc:
             if not isinstance(exc, ConflictError):
                 raise PartialWrite(
                     "reclaiming spot jobs",
@@ -417,7 +423,7 @@ def _wait_after_reclaim(
         reached, free_after = wait_until_free(
             cluster, request.node_selector, request.demand, timeout
         )
-    except REQUEST_ERRORS as exc:
+    except (ApiException, TransportError) as exc:
         report = {k: v for k, v in result.items() if k != "changed"}
         raise PartialWrite(
             "waiting for free GPUs", victim_names(result["victims"]), exc, **report
@@ -461,7 +467,7 @@ def apply_capabilities(
     for manifest in manifests:
         try:
             cluster.apply(manifest, field_manager=CAPACITY_FIELD_MANAGER)
-        except REQUEST_ERRORS as exc:
+        except (ApiException, TransportError) as exc:
             raise PartialWrite(what, done, exc, **report) from exc
         done.append(manifest["metadata"]["name"])
     return done

@@ -37,7 +37,7 @@ from ..common.names import (
 from ..common.objects import differs, index_by_name
 from ..common.quantity import Resources, render
 from ..kube import cluster as kube
-from ..kube.cluster import NotFoundError, ResourceNotFoundError
+from ..kube.cluster import NotFoundError, ResourceNotFoundError, TransportError
 from ..policy.admission import (
     PARAM_KEY_QUEUES,
     PARENT_QUEUES_CONFIGMAP,
@@ -301,7 +301,7 @@ def reported_part_way(what: str, changes: Changes, **report: Any) -> Iterator[No
     ``changed: true``; before the first write the error goes through as it is."""
     try:
         yield
-    except (*kube.REQUEST_ERRORS, OSError) as exc:
+    except (kube.ApiException, TransportError, OSError) as exc:
         if not changes.done:
             raise
         raise PartialWrite(what, changes.done, exc, **report) from exc

@@ -34,7 +34,7 @@ from ansible.module_utils.common.warnings import warn
 from ..common.errors import PartialWrite, raise_if
 from ..common.names import HYPERNODE_API
 from ..common.objects import strip_server_fields
-from ..kube.cluster import REQUEST_ERRORS, Cluster
+from ..kube.cluster import ApiException, Cluster, TransportError
 from .discovery import tree_from_source
 from .manifests import desired_hypernode
 from .plan import SyncPlan, introduced_errors, plan_hypernode, plan_tree_sync
@@ -85,7 +85,7 @@ def write_sync(
         for obj in [] if check_mode else plan.delete:
             cluster.delete(HYPERNODE_API, KIND, obj["metadata"]["name"])
             done.append("deleted " + obj["metadata"]["name"])
-    except REQUEST_ERRORS as exc:
+    except (ApiException, TransportError) as exc:
         raise PartialWrite("writing HyperNodes", done, exc, **report) from exc
     return done
 
