@@ -21,9 +21,6 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy import admission as ap
-from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
-    priority_class_manifests,
-)
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
     render_scheduler_conf,
 )
@@ -69,17 +66,6 @@ DESIGN_LAYOUT = render_scheduler_conf(
         },
     ]
 )
-
-
-@pytest.fixture
-def kube(api_client):
-    """The collection's PriorityClasses and scheduler configuration, loaded into vc-scheduler
-    (and left loaded: it is the configuration the platform runs)."""
-    k = Kube(api_client)
-    for manifest in priority_class_manifests():
-        k.apply(manifest)
-    k.load_scheduler_conf(render_scheduler_conf())
-    return k
 
 
 class Scenario:
