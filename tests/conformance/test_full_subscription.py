@@ -19,7 +19,9 @@ Measured here:
   - scenario two: gangreclaim takes team a's two debug jobs (the 5 GPUs it borrowed)
     and team b's job runs;
   - when the jobs below large-job cannot cover the need (the rest are critical), the
-    job is admitted but nothing is evicted (gangpreempt discards its statement).
+    job is admitted but nothing is evicted (gangpreempt discards its statement);
+  - design 6.2's worked example: gangreclaim follows the text (never below deserved),
+    not the example (which leaves team a at 19).
 
 This is a candidate configuration, measured; the platform's default policy is
 unchanged until the rest of the guarantees are measured with it.
@@ -183,3 +185,37 @@ def test_sla_first_lets_a_team_take_back_what_a_sibling_borrowed(sla_first):
         assert kube.running(ns, "b1", 5)
         reclaimed = {job for job, action in evictions(kube.core, ns) if action == "gangreclaim"}
         assert reclaimed == {"a4", "a5"}
+
+
+def test_the_design_6_2_example_under_sla_first(sla_first):
+    """Design 6.2's worked example: team a (deserved 20) uses 25 with debug jobs of 4 and 2
+    GPUs; team b needs 5 of its deserved back. The text says reclaim never takes a queue
+    below its deserved; the example kills both debug jobs (6 GPUs), leaving team a at 19.
+    Measured: gangreclaim follows the text, not the example. It takes task-c (normal, 3)
+    and task-e (debug, 2), exactly 5 GPUs, and team a stays at its deserved 20; the debug
+    job task-d (4) is left, because with it the set would take team a below 20."""
+    kube = sla_first
+    with scenario(kube, "f4", nodes=4) as s:
+        tenant = _tenant("fsd")
+        ns = s.tenant(tenant)
+        parent = s.queue(f"tenant-{tenant}-subscription", deserved=30, capability=30)
+        qa = s.queue(f"tenant-{tenant}-a", deserved=20, capability=30, parent=parent)
+        qb = s.queue(f"tenant-{tenant}-b", deserved=10, capability=30, parent=parent)
+        team_a = {
+            "task-a": ("normal-job", 8),
+            "task-b": ("normal-job", 8),
+            "task-c": ("normal-job", 3),
+            "task-d": ("debug-job", 4),
+            "task-e": ("debug-job", 2),
+        }
+        for name, (pc, n) in team_a.items():
+            s.job(name, ns, qa, pc, n, 1)
+        s.job("b1", ns, qb, "normal-job", 5, 1)
+        with PodDeletions(kube, [ns]) as deletions:
+            submit(s, "b2", ns, qb, "normal-job", 5, 1, WAITING)
+            kube.wait_running(ns, "b2", 5, timeout=120)
+        assert {key.split("/")[1] for key in deletions.order} == {"task-c", "task-e"}
+        assert {job for job, _action in evictions(kube.core, ns)} == {"task-c", "task-e"}
+        for name in ("task-a", "task-b", "task-d"):
+            assert kube.running(ns, name, team_a[name][1]), name
+        assert kube.running(ns, "b1", 5)
