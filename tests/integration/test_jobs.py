@@ -579,7 +579,10 @@ def small_args(tenant: str, name: str) -> dict:
 @pytest.fixture
 def hypernodes(dyn, run_module) -> Iterator[None]:
     """The HyperNodes of the local cluster's ToR and spine labels (4 ToRs of 16 GPUs, 2
-    spines of 32); the ones this fixture created are removed afterwards."""
+    spines of 32); the ones this fixture created are removed afterwards. Ask for it before
+    ``tenant``, so that they go after the tenant's jobs: vc-scheduler 1.15.1 crashed once
+    (a nil HyperNode in network-topology-aware's isEligibleHyperNode) when the HyperNodes
+    went while a hard-topology job still waited."""
     created = run_module("topology", {})
     assert not created.get("failed"), created.get("msg")
     yield
@@ -589,7 +592,7 @@ def hypernodes(dyn, run_module) -> Iterator[None]:
 
 
 def test_the_throttle_turns_away_a_large_job_no_node_or_hypernode_can_hold(
-    platform_scheduler_conf, tenant, dyn, run_module, hypernodes
+    platform_scheduler_conf, hypernodes, tenant, dyn, run_module
 ):
     """Rule throttle-can-help on the real scheduler, with the platform's scheduler
     configuration: a large job whose pods ask for more cpu than any node has, and one whose
