@@ -154,11 +154,8 @@ def snapshot(dyn) -> dict[str, str]:
     # A namespace someone else is deleting (an earlier test's tenant) empties itself
     # while the run goes on: neither it nor what it holds is the run's doing.
     namespaces = dyn.resources.get(api_version="v1", kind="Namespace").get().to_dict()
-    leaving = {
-        n["metadata"]["name"]
-        for n in namespaces.get("items") or []
-        if n["metadata"].get("deletionTimestamp")
-    }
+    items = namespaces.get("items") or []
+    leaving = {n["metadata"]["name"] for n in items if n["metadata"].get("deletionTimestamp")}
     for api_version, kind in WATCHED:
         try:
             resource = dyn.resources.get(api_version=api_version, kind=kind)
@@ -170,6 +167,7 @@ def snapshot(dyn) -> dict[str, str]:
                 continue
             if kind == "Namespace" and meta["name"] in leaving:
                 continue
+
             said = {
                 k: obj.get(k)
                 for k in ("spec", "data", "rules", "subjects", "roleRef", "value")

@@ -41,6 +41,13 @@ pytestmark = [
 GPU = "nvidia.com/gpu"
 VOLCANO = ("scheduling.volcano.sh", "v1beta1", "queues")
 RESUME = "every write is idempotent, so running again finishes the change"
+WATCHERS = (
+    "kube-controller-manager",
+    "kube-scheduler",
+    "vc-webhook-manager",
+    "vc-controller-manager",
+    "vc-scheduler",
+)
 UNREACHABLE = "cannot reach the Kubernetes API server"
 
 
@@ -75,12 +82,15 @@ def api_server(kubeconfig, api_client):
             self.stopped = True
 
         def restore(self) -> None:
-            """Start the API server again. Volcano's webhook is restarted with it: its
-            Queue informer re-lists only after a back-off of up to a minute, and until
-            then it denies writes to queues it does not know ("not found")."""
+            """Start the API server again, and the components that watch it with it: their
+            informers re-list only after a back-off of up to a minute, and until then
+            Volcano's webhook denies writes to queues it does not know ("not found") and
+            vc-scheduler does not see new PodGroups. The tests after this one get a
+            cluster as fresh as at the start."""
             from kubernetes import client
 
-            cluster_tool("stop", "vc-webhook-manager")
+            for component in WATCHERS:
+                cluster_tool("stop", component)
             cluster_tool("up")
             self.stopped = False
             custom = client.CustomObjectsApi(api_client)

@@ -129,4 +129,11 @@ def test_a_bad_input_is_refused_naming_the_field_and_nothing_is_written(
     assert message in out["msg"], out["msg"]
     assert out["changed"] is False
     assert "cannot reach" not in out["msg"] and "Traceback" not in out["msg"]
-    assert changes(before, after) == []
+    # Only this test's own objects and everything else that is not another test's leftover
+    # going away: an earlier test's tenant may still be finishing its removal.
+    assert [c for c in changes(before, after) if not other_tenant_leaving(c)] == []
+
+
+def other_tenant_leaving(change: str) -> bool:
+    """An object of another tenant that vanished during the run (its removal finishing)."""
+    return change.startswith("vanished ") and "tenant-" in change and TENANT not in change
