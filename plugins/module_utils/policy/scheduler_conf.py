@@ -519,6 +519,45 @@ def victim_fallthrough_errors(conf: Mapping[str, Any]) -> list[FieldError]:
     return errors
 
 
+def _tier_of(conf: Mapping[str, Any], name: str) -> tuple[int, int, Mapping[str, Any]] | None:
+    return next(((t, p, q) for t, p, q in plugins_of(conf) if q.get("name") == name), None)
+
+
+def sla_enqueue_only_errors(conf: Mapping[str, Any]) -> list[FieldError]:
+    """Rule sla-enqueue-only: an sla plugin in a tier before gang's has enableJobPipelined:
+    false, and one in a tier before priority's has enableJobOrder: false. Tiers are asked in
+    order and a permit ends the vote: sla's pipelined permit would make preempt and reclaim
+    commit their evictions although the job still cannot run (gang is never asked), and
+    its job order would put every job with a waiting time ahead of higher priorities."""
+    found = _tier_of(conf, "sla")
+    if found is None:
+        return []
+    t, p, plugin = found
+    errors = []
+    for option, other, why in (
+        (
+            "enableJobPipelined",
+            "gang",
+            "preempt and reclaim would commit evictions for a job gang has not found room for",
+        ),
+        (
+            "enableJobOrder",
+            "priority",
+            "jobs with a waiting time would be scheduled before jobs of higher priority",
+        ),
+    ):
+        later = _tier_of(conf, other)
+        if later is not None and later[0] > t and plugin.get(option) is not False:
+            errors.append(
+                FieldError(
+                    f"{_plugin_field(t, p, 'sla')}.{option}",
+                    f"plugin 'sla' in tier {t} comes before {other!r} (tier {later[0]}) and keeps "
+                    f"{option} on: {why}; set {option}: false",
+                )
+            )
+    return errors
+
+
 def numeric_weight_errors(conf: Mapping[str, Any]) -> list[FieldError]:
     """Rule numeric-weights: every weight is an unquoted integer (kept in argument_errors,
     which checks each argument's type; this name exists so the rule can be found)."""
@@ -566,6 +605,70 @@ def weight_bound_errors(conf: Mapping[str, Any]) -> list[FieldError]:
     return errors
 
 
+def sla_before_capacity_errors(conf: Mapping[str, Any]) -> list[FieldError]:
+    """Rule sla-before-capacity: the platform's policy has sla in a tier before capacity's,
+    without a global sla-waiting-time. Capacity refuses to enqueue a job whose queue is at
+    capability, and preempt and reclaim act only for enqueued jobs; sla's permit in an
+    earlier tier admits a job whose waiting time (``volcano.sh/sla-waiting-time``, set per
+    class, jobs/sla) has passed, so a large job preempts and a team takes back what a
+    sibling borrowed in a fully used subscription. A global waiting time would admit
+    every job, debug and spot jobs too."""
+    sla = _tier_of(conf, "sla")
+    capacity = _tier_of(conf, "capacity")
+    if capacity is None:
+        return []  # platform-policy reports the missing capacity
+    if sla is None or sla[0] >= capacity[0]:
+        where = "has no 'sla' plugin" if sla is None else f"has 'sla' in tier {sla[0]}"
+        return [
+            FieldError(
+                "tiers" if sla is None else f"{_plugin_field(sla[0], sla[1], 'sla')}.name",
+                f"{where}, not in a tier before capacity's (tier {capacity[0]}): in a fully used "
+                "subscription capacity never admits a large job or a team's job, so neither "
+                "preempt nor reclaim ever acts for it; put {name: sla, enableJobOrder: false, "
+                "enableJobPipelined: false} alone in a first tier",
+            )
+        ]
+    t, p, plugin = sla
+    arguments = plugin.get("arguments")
+    if isinstance(arguments, Mapping) and "sla-waiting-time" in arguments:
+        return [
+            FieldError(
+                f"{_plugin_field(t, p, 'sla')}.arguments.sla-waiting-time",
+                "a global waiting time admits every job past its queue's capability, debug and "
+                "spot jobs too; remove it (the platform sets volcano.sh/sla-waiting-time per job "
+                "class)",
+            )
+        ]
+    return []
+
+
+def ancestor_reclaim_errors(conf: Mapping[str, Any]) -> list[FieldError]:
+    """Rule tenant-ancestor-reclaim: capacity's ancestorReclaimLevel is at least 1. With 0
+    (Volcano's default) reclaim judges only the victim's own queue: a team above its deserved
+    on GPUs borrowed from a sibling is a victim for any queue below its deserved, another
+    tenant's too, although the team's subscription is at its deserved. With 1 a victim in
+    another subscription must also take its parent above deserved, which a subscription
+    (deserved = capability) never is; siblings under one parent are judged as before."""
+    found = _tier_of(conf, "capacity")
+    if found is None:
+        return []
+    t, p, plugin = found
+    arguments = plugin.get("arguments") if isinstance(plugin.get("arguments"), Mapping) else {}
+    level = arguments.get("ancestorReclaimLevel", 0)
+    if isinstance(level, bool) or not isinstance(level, int):
+        return []  # rule known-arguments reports the type
+    if level >= 1:
+        return []
+    return [
+        FieldError(
+            f"{_plugin_field(t, p, 'capacity')}.arguments.ancestorReclaimLevel",
+            f"is {level}: reclaim would judge only a victim's own queue, so another tenant's queue "
+            "could reclaim the GPUs a team borrowed from its sibling inside a subscription at its "
+            "deserved; set ancestorReclaimLevel: 1",
+        )
+    ]
+
+
 def platform_policy_errors(conf: Mapping[str, Any]) -> list[FieldError]:
     """Rule platform-policy: the platform's queues need capacity with enableHierarchy: true,
     gang and conformance, and whole-job eviction (gangpreempt/gangreclaim) where eviction is on."""
@@ -595,6 +698,8 @@ def platform_policy_errors(conf: Mapping[str, Any]) -> list[FieldError]:
                     f"has no {needed!r} plugin; the platform's policy needs it in the first tier",
                 )
             )
+    errors += sla_before_capacity_errors(conf)
+    errors += ancestor_reclaim_errors(conf)
     actions = action_names(conf)
     for needed in ("enqueue", "allocate"):
         if needed not in actions:
@@ -636,6 +741,7 @@ def scheduler_conf_errors(
     errors += hierarchy_errors(data)
     errors += capacity_tier_errors(data)
     errors += victim_fallthrough_errors(data)
+    errors += sla_enqueue_only_errors(data)
     if platform_policy:
         errors += platform_policy_errors(data)
     return errors
@@ -655,12 +761,15 @@ DEFAULT_ACTIONS = (
 )
 
 DEFAULT_TIERS: tuple[dict[str, Any], ...] = (
+    # Rule sla-before-capacity: admission past a full queue for jobs with a waiting time.
+    {"plugins": [{"name": "sla", "enableJobOrder": False, "enableJobPipelined": False}]},
     {
         "plugins": [
             {"name": "priority"},
             {"name": "gang"},
             {"name": "conformance"},
-            {"name": "capacity", "enableHierarchy": True},
+            # Rule tenant-ancestor-reclaim: reclaim also checks the victim's parent.
+            {"name": "capacity", "enableHierarchy": True, "arguments": {"ancestorReclaimLevel": 1}},
         ]
     },
     {

@@ -36,10 +36,13 @@ def test_default_configuration_has_no_errors():
 
 def test_default_configuration_puts_capacity_in_the_deciding_tier():
     conf = yaml.safe_load(sc.render_scheduler_conf())
-    first = [p["name"] for p in conf["tiers"][0]["plugins"]]
-    assert first == ["priority", "gang", "conformance", "capacity"]
-    assert plugin(conf, 0, "capacity")["enableHierarchy"] is True
-    assert sc.deciding_tier(conf) == 0
+    assert conf["tiers"][0]["plugins"] == [
+        {"name": "sla", "enableJobOrder": False, "enableJobPipelined": False}
+    ]
+    deciding = [p["name"] for p in conf["tiers"][1]["plugins"]]
+    assert deciding == ["priority", "gang", "conformance", "capacity"]
+    assert plugin(conf, 1, "capacity")["enableHierarchy"] is True
+    assert sc.deciding_tier(conf) == 1
 
 
 def test_default_actions_are_known_and_include_whole_job_eviction():
@@ -51,7 +54,7 @@ def test_default_actions_are_known_and_include_whole_job_eviction():
 
 
 def test_default_binpack_is_weighted_to_gpus():
-    binpack = plugin(yaml.safe_load(sc.render_scheduler_conf()), 1, "binpack")["arguments"]
+    binpack = plugin(yaml.safe_load(sc.render_scheduler_conf()), 2, "binpack")["arguments"]
     assert binpack["binpack.resources"] == "nvidia.com/gpu"
     assert (
         binpack["binpack.resources.nvidia.com/gpu"]
@@ -77,11 +80,13 @@ def test_design_configmap_reports_its_real_problems():
     assert any("tiers[1].plugins[0](drf).enablePreemptable" in e for e in errors)
     assert any(e.startswith("actions[2]") and "gangpreempt" in e for e in errors)
     assert any(e.startswith("actions[3]") and "gangreclaim" in e for e in errors)
+    assert any(e.startswith("tiers:") and "no 'sla' plugin" in e for e in errors)
+    assert any("(capacity).arguments.ancestorReclaimLevel: is 0" in e for e in errors)
     # what the design gets right is not reported
     assert "network-topology-aware" not in joined
     assert "binpack.weight" not in joined
     assert "enableHierarchy" not in joined
-    assert len(errors) == 7
+    assert len(errors) == 9
 
 
 def test_design_configmap_volcano_rules_only():
@@ -122,15 +127,15 @@ def _append(tier, entry):
 
 
 def _move_capacity_to_tier_1(conf):
-    cap = plugin(conf, 0, "capacity")
-    conf["tiers"][0]["plugins"].remove(cap)
-    conf["tiers"][1]["plugins"].insert(0, cap)
+    cap = plugin(conf, 1, "capacity")
+    conf["tiers"][1]["plugins"].remove(cap)
+    conf["tiers"][2]["plugins"].insert(0, cap)
 
 
 def _capacity_alone_before(conf):
-    cap = plugin(conf, 0, "capacity")
-    conf["tiers"][0]["plugins"].remove(cap)
-    conf["tiers"].insert(0, {"plugins": [cap]})
+    cap = plugin(conf, 1, "capacity")
+    conf["tiers"][1]["plugins"].remove(cap)
+    conf["tiers"].insert(1, {"plugins": [cap]})
 
 
 BAD = {
@@ -144,103 +149,103 @@ BAD = {
         ["actions[2]", "twice"],
     ),
     "unknown plugin": (
-        _append(1, {"name": "topology"}),
-        ["tiers[1].plugins[5](topology).name", "tier 1"],
+        _append(2, {"name": "topology"}),
+        ["tiers[2].plugins[5](topology).name", "tier 2"],
     ),
     "misspelt plugin": (
-        _append(1, {"name": "network-topology"}),
-        ["tiers[1].plugins[5]", "did you mean 'network-topology-aware'"],
+        _append(2, {"name": "network-topology"}),
+        ["tiers[2].plugins[5]", "did you mean 'network-topology-aware'"],
     ),
     "duplicate plugin": (
-        _append(1, {"name": "predicates"}),
-        ["tiers[1].plugins[5](predicates)", "already configured in tier 1"],
+        _append(2, {"name": "predicates"}),
+        ["tiers[2].plugins[5](predicates)", "already configured in tier 2"],
     ),
     "enabledPreemptable spelling": (
-        _set(0, "gang", "enabledPreemptable", False),
-        ["tiers[0].plugins[1](gang).enabledPreemptable", "did you mean 'enablePreemptable'"],
+        _set(1, "gang", "enabledPreemptable", False),
+        ["tiers[1].plugins[1](gang).enabledPreemptable", "did you mean 'enablePreemptable'"],
     ),
     "enableVictim spelling": (
-        _set(1, "predicates", "enableVictim", True),
-        ["tiers[1].plugins[1](predicates).enableVictim", "did you mean 'enabledVictim'"],
+        _set(2, "predicates", "enableVictim", True),
+        ["tiers[2].plugins[1](predicates).enableVictim", "did you mean 'enabledVictim'"],
     ),
     "enableClusterOrder spelling": (
-        _set(1, "nodeorder", "enableClusterOrder", True),
-        ["tiers[1].plugins[2](nodeorder).enableClusterOrder", "'EnabledClusterOrder'"],
+        _set(2, "nodeorder", "enableClusterOrder", True),
+        ["tiers[2].plugins[2](nodeorder).enableClusterOrder", "'EnabledClusterOrder'"],
     ),
     "argument at option level": (
-        _set(1, "network-topology-aware", "weight", 10),
-        ["tiers[1].plugins[4](network-topology-aware).weight", "under 'arguments'"],
+        _set(2, "network-topology-aware", "weight", 10),
+        ["tiers[2].plugins[4](network-topology-aware).weight", "under 'arguments'"],
     ),
     "option not boolean": (
-        _set(0, "capacity", "enableReclaimable", "yes"),
-        ["tiers[0].plugins[3](capacity).enableReclaimable", "true or false"],
+        _set(1, "capacity", "enableReclaimable", "yes"),
+        ["tiers[1].plugins[3](capacity).enableReclaimable", "true or false"],
     ),
     "gang argument": (
-        _arg(0, "gang", "gang.scheduling.io/max-scheduling-delay", "120s"),
-        ["tiers[0].plugins[1](gang).arguments.gang.scheduling.io/max-scheduling-delay", "none"],
+        _arg(1, "gang", "gang.scheduling.io/max-scheduling-delay", "120s"),
+        ["tiers[1].plugins[1](gang).arguments.gang.scheduling.io/max-scheduling-delay", "none"],
     ),
     "misspelt binpack argument": (
-        _arg(1, "binpack", "binpack.weigth", 3),
-        ["tiers[1].plugins[3](binpack).arguments.binpack.weigth", "did you mean 'binpack.weight'"],
+        _arg(2, "binpack", "binpack.weigth", 3),
+        ["tiers[2].plugins[3](binpack).arguments.binpack.weigth", "did you mean 'binpack.weight'"],
     ),
     "unlisted binpack resource": (
-        _arg(1, "binpack", "binpack.resources.example.com/fpga", 4),
+        _arg(2, "binpack", "binpack.resources.example.com/fpga", 4),
         ["binpack.resources.example.com/fpga", "not listed in binpack.resources"],
     ),
     "quoted binpack weight": (
-        _arg(1, "binpack", "binpack.weight", "10"),
-        ["tiers[1].plugins[3](binpack).arguments.binpack.weight", "YAML integer"],
+        _arg(2, "binpack", "binpack.weight", "10"),
+        ["tiers[2].plugins[3](binpack).arguments.binpack.weight", "YAML integer"],
     ),
     "float binpack resource weight": (
-        _arg(1, "binpack", "binpack.resources.nvidia.com/gpu", 2.5),
+        _arg(2, "binpack", "binpack.resources.nvidia.com/gpu", 2.5),
         ["binpack.resources.nvidia.com/gpu", "YAML integer"],
     ),
     "boolean nodeorder weight": (
-        _arg(1, "nodeorder", "mostrequested.weight", True),
-        ["tiers[1].plugins[2](nodeorder).arguments.mostrequested.weight", "YAML integer"],
+        _arg(2, "nodeorder", "mostrequested.weight", True),
+        ["tiers[2].plugins[2](nodeorder).arguments.mostrequested.weight", "YAML integer"],
     ),
     "string topology weight": (
-        _arg(1, "network-topology-aware", "weight", "high"),
-        ["tiers[1].plugins[4](network-topology-aware).arguments.weight", "YAML integer"],
+        _arg(2, "network-topology-aware", "weight", "high"),
+        ["tiers[2].plugins[4](network-topology-aware).arguments.weight", "YAML integer"],
     ),
     "unread predicates DRA key": (
-        _arg(1, "predicates", "predicate.DynamicResourceAllocationEnable", True),
+        _arg(2, "predicates", "predicate.DynamicResourceAllocationEnable", True),
         [
-            "tiers[1].plugins[1](predicates).arguments.predicate.DynamicResourceAllocationEnable",
+            "tiers[2].plugins[1](predicates).arguments.predicate.DynamicResourceAllocationEnable",
             "not read",
         ],
     ),
     "predicate not boolean": (
-        _arg(1, "predicates", "predicate.CacheEnable", "maybe"),
+        _arg(2, "predicates", "predicate.CacheEnable", "maybe"),
         ["predicate.CacheEnable", "true or false"],
     ),
     "capacity with proportion": (
-        _append(1, {"name": "proportion"}),
-        ["tiers[1].plugins[5](proportion).name", "capacity' in tier 0"],
+        _append(2, {"name": "proportion"}),
+        ["tiers[2].plugins[5](proportion).name", "capacity' in tier 1"],
     ),
     "hierarchy on drf": (
-        _set(1, "drf", "enableHierarchy", True),
-        ["tiers[1].plugins[0](drf).enableHierarchy", "only on capacity"],
+        _set(2, "drf", "enableHierarchy", True),
+        ["tiers[2].plugins[0](drf).enableHierarchy", "only on capacity"],
     ),
     "capacity after deciding tier": (
         _move_capacity_to_tier_1,
-        ["tiers[1].plugins[0](capacity)", "after tier 0", "5896"],
+        ["tiers[2].plugins[0](capacity)", "after tier 1", "5896"],
     ),
     "capacity before deciding tier": (
         _capacity_alone_before,
-        ["tiers[0].plugins[0](capacity)", "before tier 1"],
+        ["tiers[1].plugins[0](capacity)", "before tier 2"],
     ),
     "capacity reclaim filter off": (
-        _set(0, "capacity", "enableReclaimable", False),
-        ["tiers[0].plugins[3](capacity).enableReclaimable"],
+        _set(1, "capacity", "enableReclaimable", False),
+        ["tiers[1].plugins[3](capacity).enableReclaimable"],
     ),
     "drf preemptable left on": (
-        _set(1, "drf", "enablePreemptable", True),
-        ["tiers[1].plugins[0](drf).enablePreemptable", "ignoring priority"],
+        _set(2, "drf", "enablePreemptable", True),
+        ["tiers[2].plugins[0](drf).enablePreemptable", "ignoring priority"],
     ),
     "capacity without hierarchy": (
-        _set(0, "capacity", "enableHierarchy", False),
-        ["tiers[0].plugins[3](capacity).enableHierarchy", "true"],
+        _set(1, "capacity", "enableHierarchy", False),
+        ["tiers[1].plugins[3](capacity).enableHierarchy", "true"],
     ),
     "unknown action configuration": (
         lambda c: c.update(
@@ -266,6 +271,63 @@ def test_bad_configuration_names_tier_plugin_and_key(case):
     assert len(errors) <= 2, errors
     # the same problem is found in the rendered YAML text
     assert errors_of(yaml.safe_dump(conf, sort_keys=False)) == errors
+
+
+def _sla(conf) -> dict:
+    return conf["tiers"][0]["plugins"][0]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "fragments"),
+    [
+        (lambda c: _sla(c).pop("enableJobPipelined"), ["(sla).enableJobPipelined", "commit"]),
+        (lambda c: _sla(c).update(enableJobOrder=True), ["(sla).enableJobOrder", "higher"]),
+        (lambda c: c["tiers"].pop(0), ["tiers: has no 'sla' plugin", "never"]),
+        (
+            lambda c: (c["tiers"].pop(0), c["tiers"][1]["plugins"].append({"name": "sla"})),
+            ["tiers[1].plugins[5](sla).name", "has 'sla' in tier 1", "tier 0"],
+        ),
+        (
+            lambda c: _sla(c).update(arguments={"sla-waiting-time": "1m"}),
+            ["(sla).arguments.sla-waiting-time", "debug"],
+        ),
+    ],
+    ids=["pipelined on", "job order on", "no sla", "sla after capacity", "global waiting time"],
+)
+def test_sla_rules_name_the_option_and_why(mutate, fragments):
+    """Rules sla-enqueue-only and sla-before-capacity."""
+    _one_error_with(mutate, fragments)
+
+
+@pytest.mark.parametrize("level", [0, None])
+def test_reclaim_must_check_the_victims_parent(level):
+    """Rule tenant-ancestor-reclaim."""
+
+    def mutate(conf):
+        arguments = plugin(conf, 1, "capacity")["arguments"]
+        if level is None:
+            arguments.pop("ancestorReclaimLevel")
+        else:
+            arguments["ancestorReclaimLevel"] = level
+
+    _one_error_with(mutate, ["(capacity).arguments.ancestorReclaimLevel", "another tenant"])
+
+
+def _one_error_with(mutate, fragments):
+    conf = default()
+    mutate(conf)
+    errors = errors_of(conf)
+    assert len(errors) == 1, errors
+    for fragment in fragments:
+        assert fragment in errors[0], (fragment, errors[0])
+
+
+def test_sla_in_the_tier_of_gang_and_priority_needs_no_options():
+    """In the deciding tier gang's reject ends the vote and priority orders first."""
+    conf = default()
+    conf["tiers"].pop(0)
+    conf["tiers"][0]["plugins"].append({"name": "sla"})
+    assert sc.sla_enqueue_only_errors(conf) == []
 
 
 def test_at_least_fifteen_bad_configurations():
@@ -310,15 +372,15 @@ def test_any_set_of_known_actions_passes_the_action_rule(actions):
 )
 def test_any_unknown_plugin_name_is_reported_with_its_tier(name):
     conf = default()
-    conf["tiers"][1]["plugins"].append({"name": name})
+    conf["tiers"][2]["plugins"].append({"name": name})
     errors = [str(e) for e in sc.plugin_name_errors(conf)]
-    assert len(errors) == 1 and f"tiers[1].plugins[5]({name})" in errors[0]
+    assert len(errors) == 1 and f"tiers[2].plugins[5]({name})" in errors[0]
 
 
 @given(st.one_of(st.text(max_size=5), st.floats(allow_nan=False), st.booleans()))
 def test_weights_must_be_integers(value):
     conf = default()
-    plugin(conf, 1, "binpack")["arguments"]["binpack.weight"] = value
+    plugin(conf, 2, "binpack")["arguments"]["binpack.weight"] = value
     errors = sc.numeric_weight_errors(conf)
     assert len(errors) == 1 and "binpack.weight" in errors[0].field
 
@@ -326,8 +388,8 @@ def test_weights_must_be_integers(value):
 @given(st.integers(min_value=0, max_value=100))
 def test_integer_weights_pass(value):
     conf = default()
-    plugin(conf, 1, "binpack")["arguments"]["binpack.weight"] = value
-    plugin(conf, 1, "nodeorder")["arguments"]["podaffinity.weight"] = value
+    plugin(conf, 2, "binpack")["arguments"]["binpack.weight"] = value
+    plugin(conf, 2, "nodeorder")["arguments"]["podaffinity.weight"] = value
     assert sc.scheduler_conf_errors(conf) == []
 
 
@@ -350,3 +412,11 @@ def test_scheduler_configmap_is_the_charts():
     assert cm["metadata"]["name"] == "volcano-scheduler-configmap"
     assert cm["metadata"]["namespace"] == "volcano-system"
     assert cm["data"] == {"volcano-scheduler.conf": "actions: allocate\n"}
+
+
+def test_the_role_defaults_are_the_builder_defaults():
+    """roles/scheduling_policy writes its own tiers and actions; they must be the policy."""
+    role = Path(__file__).resolve().parents[5] / "roles/scheduling_policy/defaults/main.yml"
+    defaults = yaml.safe_load(role.read_text())
+    assert defaults["scheduling_policy_tiers"] == [dict(t) for t in sc.DEFAULT_TIERS]
+    assert defaults["scheduling_policy_actions"] == list(sc.DEFAULT_ACTIONS)

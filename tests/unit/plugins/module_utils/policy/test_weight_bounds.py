@@ -36,19 +36,19 @@ def test_the_default_configuration_is_within_bounds():
         (
             "network-topology-aware",
             "weight",
-            "tiers[1].plugins[4](network-topology-aware).arguments.weight",
+            "tiers[2].plugins[4](network-topology-aware).arguments.weight",
         ),
-        ("binpack", "binpack.weight", "tiers[1].plugins[3](binpack).arguments.binpack.weight"),
-        ("binpack", "binpack.cpu", "tiers[1].plugins[3](binpack).arguments.binpack.cpu"),
+        ("binpack", "binpack.weight", "tiers[2].plugins[3](binpack).arguments.binpack.weight"),
+        ("binpack", "binpack.cpu", "tiers[2].plugins[3](binpack).arguments.binpack.cpu"),
         (
             "binpack",
             "binpack.resources.nvidia.com/gpu",
-            "tiers[1].plugins[3](binpack).arguments.binpack.resources.nvidia.com/gpu",
+            "tiers[2].plugins[3](binpack).arguments.binpack.resources.nvidia.com/gpu",
         ),
         (
             "nodeorder",
             "leastrequested.weight",
-            "tiers[1].plugins[2](nodeorder).arguments.leastrequested.weight",
+            "tiers[2].plugins[2](nodeorder).arguments.leastrequested.weight",
         ),
     ],
 )
