@@ -47,6 +47,7 @@ from ..common.quantity import GPU, RDMA, parse
 from ..policy.admission import PREEMPTABLE_ANNOTATION
 from .classes import DEFAULT_CLASSES, JobClass, class_queue_errors
 from .demand import job_demand, pod_demand
+from .sla import SLA_WAITING_ANNOTATION, SLA_WAITING_ANNOTATIONS, duration_text, parse_duration
 
 KIND = "Job"
 SCHEDULER = "volcano"
@@ -651,8 +652,9 @@ def build_job(
         "namespace": namespace_name(req.tenant),
         "labels": dict(labels),
     }
-    if job_class.billing_type == "spot":
-        metadata["annotations"] = {ANNOTATION_SPOT_PRICE: price_text(req.spot_price)}
+    annotations = class_annotations(job_class, req.spot_price)
+    if annotations:
+        metadata["annotations"] = annotations
     spec: dict[str, Any] = {
         "schedulerName": SCHEDULER,
         "queue": req.queue,
@@ -668,6 +670,43 @@ def build_job(
         spec["networkTopology"] = dict(job_class.network_topology)
     spec["tasks"] = tasks
     return {"apiVersion": JOB_API, "kind": KIND, "metadata": metadata, "spec": spec}
+
+
+def class_annotations(job_class: JobClass, spot_price: Any = None) -> dict[str, str]:
+    """The Volcano Job annotations a class gives: the spot price (spot) and the admission
+    deadline (rule sla-wait-by-class, ``jobs/sla``)."""
+    out: dict[str, str] = {}
+    if job_class.billing_type == "spot":
+        out[ANNOTATION_SPOT_PRICE] = price_text(spot_price)
+    if job_class.sla_waiting_seconds is not None:
+        out[SLA_WAITING_ANNOTATION] = duration_text(job_class.sla_waiting_seconds)
+    return out
+
+
+def sla_annotation_errors(annotations: Mapping[str, Any], job_class: JobClass) -> list[FieldError]:
+    """Rule sla-wait-by-class, for a caller's manifest: a class without a waiting time (debug,
+    spot) carries none, and a waiting time set by hand is one Volcano can read."""
+    errors = []
+    for key in SLA_WAITING_ANNOTATIONS:
+        if key not in annotations:
+            continue
+        field = f"manifest.metadata.annotations.{key}"
+        if job_class.sla_waiting_seconds is None:
+            errors.append(
+                FieldError(
+                    field,
+                    f"{annotations[key]!r}: class {job_class.name} is never admitted past its queue's "
+                    "capability (it takes GPUs from nobody); remove the annotation",
+                )
+            )
+        elif parse_duration(annotations[key]) is None:
+            errors.append(
+                FieldError(
+                    field,
+                    f"{annotations[key]!r} is not a duration above zero Volcano reads (e.g. '30s', '2m')",
+                )
+            )
+    return errors
 
 
 def _class_of_manifest(
@@ -807,6 +846,7 @@ def complete_manifest(
     qtype = queue_type or guess_queue_type(queue)
     annotations = meta.get("annotations") or {}
     price = spot_price if spot_price is not None else annotations.get(ANNOTATION_SPOT_PRICE)
+    errors += sla_annotation_errors(annotations, jc)
     if jc.billing_type == "spot":
         errors += spot_price_errors(price, "spot_price")
     elif price is not None:
@@ -842,8 +882,12 @@ def complete_manifest(
     meta["namespace"] = ns
     labels = meta.setdefault("labels", {})
     labels.update(job_labels(tenant, jc, jc.billing_for(qtype)))
-    if jc.billing_type == "spot":
-        meta.setdefault("annotations", {})[ANNOTATION_SPOT_PRICE] = price_text(price)
+    own = meta.setdefault("annotations", {})
+    for key, value in class_annotations(jc, price).items():
+        if key == ANNOTATION_SPOT_PRICE or not any(k in own for k in SLA_WAITING_ANNOTATIONS):
+            own[key] = value
+    if not own:
+        del meta["annotations"]
     spec["schedulerName"] = SCHEDULER
     spec["priorityClassName"] = jc.priority_class
     spec.setdefault("minAvailable", pods)

@@ -24,6 +24,7 @@ from ..common.names import (
     QUEUE_TYPE_TEAM,
     QUEUE_TYPES,
 )
+from .sla import SLA_FORBIDDEN_PRIORITY_CLASSES, SLA_WAITING_MAX_SECONDS
 
 TOPOLOGY_MODES = ("hard", "soft")
 # Billing type of a job in a queue of this type (label platform.io/billing-type).
@@ -46,6 +47,10 @@ class JobClass:
     ``preemptable`` False marks every task template
     ``volcano.sh/preemptable: "false"`` (neither preempt nor reclaim takes it).
     ``termination_grace_seconds`` None keeps the Kubernetes default.
+    ``sla_waiting_seconds``: how long the job's PodGroup may wait for admission before
+    Volcano's sla plugin admits it past its queue's capability, so that preempt and
+    reclaim start for it (``jobs/sla``); None: the job waits for room like any other
+    (rule sla-wait-by-class: never on debug or spot).
     """
 
     name: str
@@ -59,6 +64,7 @@ class JobClass:
     preemptable: bool = True
     max_retry: int = 3
     termination_grace_seconds: int | None = None
+    sla_waiting_seconds: int | None = None
 
     def billing_for(self, queue_type: str) -> str:
         """Rule billing-type: the class's own billing type, else the queue's."""
@@ -76,6 +82,7 @@ class JobClass:
             "preemptable": self.preemptable,
             "max_retry": self.max_retry,
             "termination_grace_seconds": self.termination_grace_seconds,
+            "sla_waiting_seconds": self.sla_waiting_seconds,
         }
 
 
@@ -91,6 +98,7 @@ DEFAULT_CLASSES: dict[str, JobClass] = {
         network_topology=None,
         queue_types=_SUBSCRIPTION_ONLY,
         preemptable=False,
+        sla_waiting_seconds=5,
     ),
     # 32+ GPUs, one network performance domain (8.5: hard, tier 2).
     "large": JobClass(
@@ -99,12 +107,14 @@ DEFAULT_CLASSES: dict[str, JobClass] = {
         network_topology={"mode": "hard", "highestTierAllowed": 2},
         queue_types=_LEAF_PAID,
         min_gpus=32,
+        sla_waiting_seconds=5,
     ),
     "normal": JobClass(
         name="normal",
         priority_class="normal-job",
         network_topology={"mode": "soft"},
         queue_types=_LEAF_PAID,
+        sla_waiting_seconds=10,
     ),
     # One node, at most 8 GPUs, subscription (team) queues only (5.3).
     "debug": JobClass(
@@ -228,6 +238,7 @@ def _override_errors(name: str, row: Any) -> list[FieldError]:
         errors.append(
             FieldError(f"{base}.max_retry", f"{row['max_retry']!r} must be a whole number >= 0")
         )
+    errors.extend(sla_setting_errors(name, row))
     for key in ("multi_node", "preemptable"):
         if key in row and not isinstance(row[key], bool):
             errors.append(FieldError(f"{base}.{key}", f"{row[key]!r} must be true or false"))
@@ -239,6 +250,39 @@ def _override_errors(name: str, row: Any) -> list[FieldError]:
             )
         )
     return errors
+
+
+def sla_setting_errors(name: str, row: Mapping[str, Any]) -> list[FieldError]:
+    """Rule sla-wait-by-class, for the table: a waiting time is null or 1 to
+    SLA_WAITING_MAX_SECONDS seconds, and never on a class whose PriorityClass must not take
+    GPUs from others (debug never preempts; spot takes from nobody)."""
+    if "sla_waiting_seconds" not in row:
+        return []
+    field = f"job_classes.{name}.sla_waiting_seconds"
+    value = row["sla_waiting_seconds"]
+    if value is None:
+        return []
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 1 <= value <= SLA_WAITING_MAX_SECONDS
+    ):
+        return [
+            FieldError(
+                field,
+                f"{value!r} must be a whole number of seconds from 1 to {SLA_WAITING_MAX_SECONDS}, or null",
+            )
+        ]
+    priority_class = row.get("priority_class", DEFAULT_CLASSES[name].priority_class)
+    if priority_class in SLA_FORBIDDEN_PRIORITY_CLASSES:
+        return [
+            FieldError(
+                field,
+                f"{value!r}: a {priority_class} never takes GPUs from other jobs, so it is never admitted "
+                "past its queue's capability; set null",
+            )
+        ]
+    return []
 
 
 def job_class_table(overrides: Mapping[str, Any] | None = None) -> dict[str, JobClass]:

@@ -23,7 +23,8 @@ Volcano Job owns) is no large job: it neither engages nor holds a queue.
 
 Rule throttle-can-help (``cannot_help``): a waiting large job holds its queue only
 when preemption can give it its GPUs: its PodGroup is admitted, or Pending for less
-than ``ENQUEUE_SETTLE_SECONDS`` (Volcano's preempt and gangpreempt skip Pending jobs;
+than ``ENQUEUE_SETTLE_SECONDS`` past its sla waiting time (``jobs/sla``: sla admits it
+then, even in a full queue; Volcano's preempt and gangpreempt skip Pending jobs;
 a new PodGroup is Pending until the next enqueue, and the throttle must be in place
 before that cycle's preemption frees the GPUs); it fits the pool; the free GPUs plus
 those of the running jobs below large-job in its queue cover it; and with a hard
@@ -64,6 +65,7 @@ from ..common.names import (
 from ..common.quantity import render
 from ..topology.tree import NodeInfo, Tree, nodes_under
 from .demand import job_demand, pod_demand, replicas_of
+from .sla import waiting_seconds
 
 CONFIGMAP = "platform-throttle"
 KEY_QUEUES = "queues"
@@ -98,6 +100,9 @@ class LargeJob:
     created: str = ""
     # One pod of each task that has replicas: (task name, what the pod asks for).
     pods: tuple[tuple[str, Mapping[str, Decimal]], ...] = ()
+    # The PodGroup's sla waiting time (jobs/sla): after it, sla admits the PodGroup past
+    # its queue's capability. None: enqueue admits it only when its queue has room.
+    sla_wait: float | None = None
 
 
 @dataclass(frozen=True)
@@ -208,6 +213,12 @@ def pending_seconds(job: LargeJob, now: datetime) -> int | None:
     return max(0, int((now - created).total_seconds()))
 
 
+def settle_seconds(job: LargeJob) -> float:
+    """How long a Pending PodGroup may stay Pending before enqueue is judged not to admit it:
+    ten scheduling periods, after its sla waiting time when it has one (sla admits it then)."""
+    return ENQUEUE_SETTLE_SECONDS + (job.sla_wait or 0)
+
+
 def pod_fits_no_node(
     pods: Iterable[tuple[str, Mapping[str, Decimal]]], nodes: Sequence[Mapping[str, Decimal]]
 ) -> str | None:
@@ -223,11 +234,15 @@ def cannot_help(job: LargeJob, room: Room | None, now: datetime) -> str | None:
     when preemption can (see the module docstring). ``room`` None: the GPUs could not be
     read, so only the PodGroup's phase is judged."""
     pending = pending_seconds(job, now)
-    if pending is not None and pending >= ENQUEUE_SETTLE_SECONDS:
+    if pending is not None and pending >= settle_seconds(job):
+        deadline = (
+            f", not even past its sla waiting time of {job.sla_wait:g} s"
+            if job.sla_wait is not None
+            else " (its queue or the cluster has no room for it, and it has no sla waiting time)"
+        )
         return (
             f"its PodGroup has been Pending for {pending} s: Volcano's enqueue has not admitted "
-            "it (its queue or the cluster has no room for it), and preemption acts only for "
-            "admitted jobs"
+            f"it{deadline}, and preemption acts only for admitted jobs"
         )
     if room is None:
         return None
@@ -323,6 +338,7 @@ def large_jobs(
                 hard_tier=hard_tier(pg.get("spec") or {}),
                 created=str(meta.get("creationTimestamp") or ""),
                 pods=task_pods(vcjob),
+                sla_wait=waiting_seconds(meta.get("annotations")),
             )
         )
     return out

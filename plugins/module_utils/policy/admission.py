@@ -19,7 +19,8 @@ policies are in ``pod_placement.py`` and ``platform_state.py``):
   queues; critical-job only where the namespace has
   ``platform.io/allow-critical: "true"``, and only on task templates marked
   ``volcano.sh/preemptable: "false"`` so that neither preempt nor reclaim
-  takes it).
+  takes it); debug-job and spot-job never carry an sla waiting time (rule
+  sla-wait-by-class, ``jobs/sla``).
 * queue-billing: a Job's ``platform.io/billing-type`` label is its queue's
   (spot, payg, or subscription for team and subscription queues), and a spot
   Job carries a finite ``platform.io/spot-price``, so no job in a spot queue
@@ -47,6 +48,7 @@ from ..common.names import (
     namespace_name,
     tenant_labels,
 )
+from ..jobs.sla import SLA_FORBIDDEN_PRIORITY_CLASSES, SLA_WAITING_ANNOTATIONS
 from .platform_state import DEFAULT_PLATFORM_GROUPS, POLICY_PLATFORM_STATE, platform_state_policy
 from .pod_placement import POLICY_POD_PLACEMENT, pod_placement_policy
 from .vap import POLICY_PREFIX, binding, cel_list, managed_labels, policy, tenant_match
@@ -222,6 +224,21 @@ def queue_priority_policy() -> dict[str, Any]:
                         "to each task template metadata'"
                     ),
                     "reason": "Invalid",
+                },
+                {
+                    # Rule sla-wait-by-class (jobs/sla): debug and spot jobs are never
+                    # admitted past their queue's capability.
+                    "expression": (
+                        f"!(variables.pc in {cel_list(SLA_FORBIDDEN_PRIORITY_CLASSES)}) || "
+                        "!has(object.metadata.annotations) || "
+                        f"!object.metadata.annotations.exists(k, k in {cel_list(SLA_WAITING_ANNOTATIONS)})"
+                    ),
+                    "messageExpression": (
+                        "'metadata.annotations: a ' + variables.pc + ' never takes GPUs from other jobs, so "
+                        f"it may not carry {' or '.join(SLA_WAITING_ANNOTATIONS)} (which admits a job past the "
+                        "capability of its queue); remove the annotation'"
+                    ),
+                    "reason": "Forbidden",
                 },
             ],
         },

@@ -5,6 +5,7 @@ waiting large job its GPUs, and otherwise says why it did not."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -17,6 +18,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.throttle im
     Room,
     cannot_help,
     hard_tier,
+    large_jobs,
     largest_domains,
     pod_fits_no_node,
     preemptible_gpus,
@@ -63,12 +65,36 @@ def test_a_podgroup_pending_past_the_settle_time_is_turned_away_whatever_the_roo
     old = job(admitted=False, created="2026-01-01T11:59:30Z")
     assert cannot_help(old, Room(64, 64, {QUEUE: 64}), T0) == (
         "its PodGroup has been Pending for 30 s: Volcano's enqueue has not admitted it (its "
-        "queue or the cluster has no room for it), and preemption acts only for admitted jobs"
+        "queue or the cluster has no room for it, and it has no sla waiting time), and "
+        "preemption acts only for admitted jobs"
     )
     # Decided without the room: nothing needs to be read.
     assert cannot_help(old, None, T0) is not None
     # An unknown creation time counts as long ago.
     assert "Pending for 10 s" in cannot_help(job(admitted=False), None, T0)
+
+
+def test_a_pending_podgroup_with_a_waiting_time_settles_after_it():
+    """sla admits a PodGroup once its waiting time has passed: until that plus the settle
+    time it is judged by its GPUs; after it, it is turned away and the reason says so."""
+    waiting = replace(job(admitted=False, created="2026-01-01T11:59:45Z"), sla_wait=10.0)
+    assert cannot_help(waiting, Room(64, 64, {QUEUE: 64}), T0) is None  # 15 s < 10 + 10
+    late = replace(waiting, created="2026-01-01T11:59:30Z")
+    assert cannot_help(late, Room(64, 64, {QUEUE: 64}), T0) == (
+        "its PodGroup has been Pending for 30 s: Volcano's enqueue has not admitted it, not "
+        "even past its sla waiting time of 10 s, and preemption acts only for admitted jobs"
+    )
+
+
+def test_a_large_job_reads_its_waiting_time_from_the_podgroup():
+    pg = large_pg("Pending")
+    vcjob = big_job()
+    vcjob["metadata"]["uid"] = "uid-big"
+    (found,) = large_jobs([pg], [NS], [vcjob])
+    assert found.sla_wait is None and found.admitted is False
+    pg["metadata"]["annotations"] = {"volcano.sh/sla-waiting-time": "5s"}
+    (found,) = large_jobs([pg], [NS], [vcjob])
+    assert found.sla_wait == 5
 
 
 def test_a_new_pending_podgroup_is_judged_by_its_gpus():
