@@ -96,6 +96,7 @@ MODULES: dict[str, list[dict[str, Any]]] = {
     "spot_reclaim": [{"need": 100000, "allow_partial": True}],
     "vcjob": [job_args("ck-new"), {"tenant": TENANT, "name": "ck-held", "state": "absent"}],
     "large_job_throttle": [{}],
+    "queue_arbiter": [{}],
     "topology": [{"prune": True}],
     "topology_info": [{}],
     "hypernode": [
@@ -140,6 +141,7 @@ PLAYBOOKS: dict[str, dict[str, Any] | None] = {
     "payg_reconcile.yml": {},
     "spot_recompute.yml": {},
     "throttle_reconcile.yml": {},
+    "arbiter_reconcile.yml": {},
     "hypernode_sync.yml": {},
     # Configures an AWX server, which the local cluster does not have.
     "awx_configure.yml": None,

@@ -233,3 +233,22 @@ class FakeCluster:
         self.applied.pop(key, None)
         self.base.pop(key, None)
         return True
+
+    def evict(self, name, namespace, uid=None):
+        """The Eviction API: the pod is deleted (a dry run leaves it), as the API server
+        does when no PodDisruptionBudget stands in the way."""
+        self.requests += 1
+        key = self.key("Pod", namespace, name)
+        live = self.store.get(key)
+        if live is None:
+            return False
+        if uid and live["metadata"].get("uid") != uid:
+            raise conflict()
+        if self.dry_run:
+            self.writes.append(("dry-run-evict", "Pod", name))
+            return True
+        self.writes.append(("evict", "Pod", name))
+        self.store.pop(key)
+        self.applied.pop(key, None)
+        self.base.pop(key, None)
+        return True

@@ -55,6 +55,13 @@ CAPACITY_FIELD_MANAGER = "gpucloud-platform-capacity"
 SPOT_RECLAIM_LEASE = "spot-reclaim"
 SPOT_RECLAIM_HISTORY = "spot-reclaim-history"
 EVENT_REASON_SPOT_RECLAIMED = "SpotReclaimed"
+# The in-tenant arbiter (arbiter/service.py): its Lease, its history ConfigMap (both in
+# PLATFORM_NAMESPACE) and the reasons of the Events it records on the jobs it evicts and
+# on the job it made room for.
+QUEUE_ARBITER_LEASE = "queue-arbiter"
+QUEUE_ARBITER_HISTORY = "queue-arbiter-history"
+EVENT_REASON_ARBITER_EVICTED = "ArbiterEvicted"
+EVENT_REASON_ARBITER_MADE_ROOM = "ArbiterMadeRoom"
 
 PLATFORM_NAMESPACE = "platform-system"
 VOLCANO_NAMESPACE = "volcano-system"
@@ -194,6 +201,33 @@ LABEL_VALUE_MAX = 63
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_NAME_WORDS = "letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+
+
+DNS_SUBDOMAIN_MAX = 253
+
+
+def dns_subdomain_errors(field: str, value: object) -> list[FieldError]:
+    """Rule dns-subdomain: an object name such as a Volcano Job's, lower-case letters, digits,
+    '-' and '.', each dot-separated part starting and ending alphanumeric, at most 253
+    characters."""
+    if not isinstance(value, str) or not value:
+        return [FieldError(field, f"{value!r} must be a non-empty string (a DNS-1123 subdomain)")]
+    if len(value) > DNS_SUBDOMAIN_MAX:
+        return [
+            FieldError(
+                field,
+                f"{value!r} is {len(value)} characters; at most {DNS_SUBDOMAIN_MAX} are allowed",
+            )
+        ]
+    if not _DNS_SUBDOMAIN.match(value):
+        return [
+            FieldError(
+                field,
+                f"{value!r} is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', "
+                "each part starting and ending with a letter or digit)",
+            )
+        ]
+    return []
 
 
 def label_key_errors(field: str, key: object) -> list[FieldError]:

@@ -199,6 +199,32 @@ class Cluster:
             return False
         return True
 
+    def evict(self, name: str, namespace: str, uid: str | None = None) -> bool:
+        """Evict one pod through the Eviction API (``policy/v1``), so PodDisruptionBudgets
+        hold and Volcano's job controller sees the eviction (its ``PodEvicted`` policies
+        apply); a dry run in check mode. False when the pod was already gone. ``uid``
+        makes the API server refuse (ConflictError) a pod re-created under the name."""
+        self.requests += 1
+        options: dict[str, Any] = {}
+        if uid:
+            options["preconditions"] = {"uid": uid}
+        if self.dry_run:
+            options["dryRun"] = ["All"]
+        body: dict[str, Any] = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        if options:
+            body["deleteOptions"] = options
+        try:
+            self._client.client.request(
+                "post", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", body=body
+            )
+        except NotFoundError:
+            return False
+        return True
+
 
 def retry_while_denied(
     call: Callable[[], Any],

@@ -6,36 +6,42 @@ The victims themselves are chosen by ``victims``; ``service`` reads and
 writes. Rules held here:
 
 * Rule reclaim-lease (``lease_blocker``): who holds the ``spot-reclaim`` Lease
-  so that this run must not delete.
-* Rule reclaim-history (``push_history``): newest first, bounded.
+  so that this run must not delete (the rule is ``kube/lease.lease_blocker``, shared
+  with the queue arbiter; rule reclaim-lease-holder is ``kube/lease.run_holder``).
+* Rule reclaim-history (``push_history``, ``common/history``): newest first, bounded.
 * Rule reclaim-input (``reclaim_option_errors``, ``reclaim_input_errors``):
   the checks a reclaiming module makes before its first request.
+
+The Lease and the history are shared with the queue arbiter (``kube/lease``,
+``kube/lease_io``, ``common/history``); the names the spot reclaim's callers import
+(``HISTORY_KEY``, ``push_history``, ``read_history``, ``run_holder``) are also here.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from ..capacity.pool import POOL_OPTIONS, selector_errors
+from ..common import history as _history
 from ..common.errors import FieldError, Refused, raise_if
+from ..common.history import HISTORY_KEY as HISTORY_KEY
+from ..common.history import push_history as push_history
+from ..common.history import read_history as read_history
 from ..common.names import (
     EVENT_REASON_SPOT_RECLAIMED,
     JOB_API,
     LABEL_MANAGED_BY,
-    LEASE_API,
     MANAGED_BY,
-    PLATFORM_NAMESPACE,
     SPOT_RECLAIM_HISTORY,
-    SPOT_RECLAIM_LEASE,
 )
 from ..common.quantity import GPU, Resources
+from ..kube import lease as _lease
+from ..kube.lease import SPOT_RECLAIM, run_holder, seconds_time
 from .victims import SpotJob
 
-HISTORY_KEY = "history.json"
 # What the reclaim summary (``reclaim`` in the result) repeats of the run.
 SUMMARY_FIELDS = ("demand", "pool", "allocated", "free", "shortfall", "freed", "victims")
 
@@ -47,24 +53,6 @@ class ReclaimError(Refused):
     @property
     def result(self) -> dict[str, Any]:
         return dict(self.extra)
-
-
-def micro_time(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def seconds_time(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _parse_micro(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    text = value[:-1] + "+00:00" if value.endswith("Z") else value
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        return None
 
 
 # --- the pool as a reclaim sees it ---------------------------------------------------
@@ -153,13 +141,6 @@ def reclaim_request(
     )
 
 
-def run_holder(identity: str, run_id: str) -> str:
-    """Rule reclaim-lease-holder: the Lease is held by one run, not by an identity. Two
-    runs that share ``holder_identity`` (two launches of one AWX template) would each
-    find the Lease their own and both reclaim; the run id makes each a holder of its own."""
-    return f"{identity}/{run_id}" if run_id else identity
-
-
 def reclaim_option_errors(params: Mapping[str, Any]) -> list[FieldError]:
     """Rule reclaim-input, the options every reclaiming module shares."""
     errors: list[FieldError] = []
@@ -192,73 +173,29 @@ def validate_reclaim_input(params: Mapping[str, Any]) -> None:
     raise_if(reclaim_input_errors(params))
 
 
-# --- the lease -----------------------------------------------------------------------
+# --- the lease (kube/lease, for the spot-reclaim Lease) ------------------------------
 
 
 def lease_blocker(lease: Mapping[str, Any] | None, holder: str, now: datetime) -> str | None:
-    """Rule reclaim-lease: who blocks ``holder`` from taking the lease, or None.
-
-    The lease is free when it does not exist, has no holder, is ``holder``'s
-    own, or was last renewed more than its duration ago."""
-    if not lease:
-        return None
-    spec = lease.get("spec") or {}
-    other = spec.get("holderIdentity")
-    if not other or other == holder:
-        return None
-    renewed = _parse_micro(spec.get("renewTime")) or _parse_micro(spec.get("acquireTime"))
-    duration = spec.get("leaseDurationSeconds") or 0
-    if renewed is None:
-        return None
-    expires = renewed.timestamp() + float(duration)
-    if expires <= now.timestamp():
-        return None
-    return (
-        f"Lease {PLATFORM_NAMESPACE}/{SPOT_RECLAIM_LEASE} is held by {other!r} until "
-        f"{seconds_time(datetime.fromtimestamp(expires, tz=UTC))}; another spot reclaim is "
-        "running, try again after it ends"
-    )
+    """Rule reclaim-lease (``kube/lease.lease_blocker``) for the ``spot-reclaim`` Lease."""
+    return _lease.lease_blocker(SPOT_RECLAIM, lease, holder, now)
 
 
-LEASE_RACE = (
-    f"Lease {PLATFORM_NAMESPACE}/{SPOT_RECLAIM_LEASE} was taken by another spot reclaim "
-    "at the same time; try again"
-)
+LEASE_RACE = _lease.lease_race(SPOT_RECLAIM)
 
 
 def lease_manifest(
     holder: str, duration: int, now: datetime, transitions: int = 0
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": LEASE_API,
-        "kind": "Lease",
-        "metadata": {
-            "name": SPOT_RECLAIM_LEASE,
-            "namespace": PLATFORM_NAMESPACE,
-            "labels": {LABEL_MANAGED_BY: MANAGED_BY},
-        },
-        "spec": {
-            "holderIdentity": holder,
-            "leaseDurationSeconds": int(duration),
-            "acquireTime": micro_time(now),
-            "renewTime": micro_time(now),
-            "leaseTransitions": transitions,
-        },
-    }
+    """The ``spot-reclaim`` Lease (``kube/lease.lease_manifest``)."""
+    return _lease.lease_manifest(SPOT_RECLAIM, holder, duration, now, transitions)
 
 
 def lease_takeover(
     live: Mapping[str, Any], holder: str, duration: int, now: datetime
 ) -> dict[str, Any]:
-    """The update that takes a free live lease over, guarded by its resourceVersion
-    (a holder change counts as one more transition)."""
-    spec = live.get("spec") or {}
-    transitions = int(spec.get("leaseTransitions") or 0) + (
-        0 if spec.get("holderIdentity") == holder else 1
-    )
-    manifest = lease_manifest(holder, duration, now, transitions)
-    manifest["metadata"]["resourceVersion"] = (live.get("metadata") or {}).get("resourceVersion")
-    return manifest
+    """The takeover of the ``spot-reclaim`` Lease (``kube/lease.lease_takeover``)."""
+    return _lease.lease_takeover(SPOT_RECLAIM, live, holder, duration, now)
 
 
 # --- what a reclaim records ----------------------------------------------------------
@@ -327,33 +264,9 @@ def history_entry(
     }
 
 
-def push_history(entries: list[Any], entry: Mapping[str, Any], size: int) -> list[Any]:
-    """Rule reclaim-history: newest first, at most ``size`` entries."""
-    return ([dict(entry), *entries])[: max(size, 0)]
-
-
-def read_history(configmap: Mapping[str, Any] | None) -> list[Any]:
-    raw = ((configmap or {}).get("data") or {}).get(HISTORY_KEY)
-    if not raw:
-        return []
-    try:
-        loaded = json.loads(raw)
-    except ValueError:
-        return []
-    return loaded if isinstance(loaded, list) else []
-
-
 def history_manifest(entries: list[Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": SPOT_RECLAIM_HISTORY,
-            "namespace": PLATFORM_NAMESPACE,
-            "labels": {LABEL_MANAGED_BY: MANAGED_BY},
-        },
-        "data": {HISTORY_KEY: json.dumps(entries, indent=1, sort_keys=True)},
-    }
+    """The ``spot-reclaim-history`` ConfigMap (``common/history.history_manifest``)."""
+    return _history.history_manifest(SPOT_RECLAIM_HISTORY, entries)
 
 
 # --- what a reclaim reports ----------------------------------------------------------

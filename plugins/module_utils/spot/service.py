@@ -23,10 +23,7 @@ reports its victims, and the applies are the cluster's server-side dry runs.
 
 from __future__ import annotations
 
-import os
-import socket
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -46,14 +43,13 @@ from ..common.names import (
     EVENT_REASON_SPOT_RECLAIMED,
     JOB_API,
     LABEL_BILLING_TYPE,
-    LEASE_API,
     MANAGED_SELECTOR,
     PLATFORM_NAMESPACE,
     QUEUE_API,
     SPOT_RECLAIM_HISTORY,
-    SPOT_RECLAIM_LEASE,
 )
 from ..common.quantity import GPU
+from ..kube import lease_io
 from ..kube.cluster import (
     ApiException,
     Cluster,
@@ -61,9 +57,10 @@ from ..kube.cluster import (
     TransportError,
     api_error_message,
 )
+from ..kube.lease import SPOT_RECLAIM
+from ..kube.lease_io import default_holder, run_id
 from .capacity_plan import plan_spot_capacity, recompute_result
 from .reclaim import (
-    LEASE_RACE,
     NEED_FROM_UNSOLD,
     SUMMARY_FIELDS,
     PoolState,
@@ -73,8 +70,6 @@ from .reclaim import (
     history_entry,
     history_manifest,
     lease_blocker,
-    lease_manifest,
-    lease_takeover,
     push_history,
     read_history,
     reclaim_diff,
@@ -97,16 +92,6 @@ _UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 def utc_now() -> datetime:
     return datetime.now(tz=UTC)
-
-
-def run_id() -> str:
-    """A fresh id for this run's Lease holder (rule reclaim-lease-holder)."""
-    return uuid.uuid4().hex[:12]
-
-
-def default_holder() -> str:
-    """The Lease holder when none is given: this controller's host and process."""
-    return f"{socket.gethostname()}-{os.getpid()}"
 
 
 def warn_all(warnings: Iterable[str]) -> None:
@@ -148,58 +133,22 @@ def read_live_history(cluster: Cluster) -> list[Any]:
     return read_history(cluster.get("v1", "ConfigMap", SPOT_RECLAIM_HISTORY, PLATFORM_NAMESPACE))
 
 
-# --- the lease ---------------------------------------------------------------------
+# --- the lease (kube/lease_io, for the spot-reclaim Lease) ------------------------
 
 
 def acquire_lease(
     cluster: Cluster, holder: str, duration: int, now: datetime | None = None
 ) -> dict[str, Any]:
-    """Take the reclaim lease: create it; if it exists and is free (expired or
-    ours), take it over with an update guarded by its resourceVersion."""
-    now = now or utc_now()
-    try:
-        return cluster.create(lease_manifest(holder, duration, now))
-    except ConflictError:
-        pass
-    live = cluster.get(LEASE_API, "Lease", SPOT_RECLAIM_LEASE, PLATFORM_NAMESPACE)
-    if live is None:  # released between our create and our read
-        try:
-            return cluster.create(lease_manifest(holder, duration, now))
-        except ConflictError:
-            raise ReclaimError(LEASE_RACE) from None
-    blocker = lease_blocker(live, holder, now)
-    if blocker:
-        raise ReclaimError(blocker)
-    try:
-        return cluster.replace(lease_takeover(live, holder, duration, now))
-    except ConflictError:
-        raise ReclaimError(LEASE_RACE) from None
+    """Take the reclaim lease (``kube/lease_io.acquire_lease``); a held Lease is a
+    ReclaimError naming its holder."""
+    return lease_io.acquire_lease(
+        cluster, SPOT_RECLAIM, holder, duration, now or utc_now(), refused=ReclaimError
+    )
 
 
 def release_lease(cluster: Cluster, lease: Mapping[str, Any]) -> bool:
-    """Give the lease back, only if it is still the one we hold."""
-    meta = lease.get("metadata") or {}
-    try:
-        return cluster.delete(
-            LEASE_API,
-            "Lease",
-            SPOT_RECLAIM_LEASE,
-            PLATFORM_NAMESPACE,
-            propagation="Background",
-            preconditions={"resourceVersion": meta.get("resourceVersion", "")},
-        )
-    except ConflictError:
-        return False
-    except (ApiException, TransportError) as exc:
-        # Raised from a ``finally``, this would hide what the run had deleted; the
-        # Lease runs out on its own, so the next run only waits for that.
-        seconds = (lease.get("spec") or {}).get("leaseDurationSeconds")
-        warn(
-            f"the Lease {PLATFORM_NAMESPACE}/{SPOT_RECLAIM_LEASE} could not be given back "
-            f"({api_error_message(exc) if isinstance(exc, ApiException) else exc}); "
-            f"it expires {seconds} s after it was taken"
-        )
-        return False
+    """Give the reclaim lease back, only if it is still the one we hold."""
+    return lease_io.release_lease(cluster, SPOT_RECLAIM, lease)
 
 
 # --- deleting and recording --------------------------------------------------------
@@ -321,7 +270,7 @@ def _record_history(cluster: Cluster, entry: Mapping[str, Any], size: int) -> li
 def preview(cluster: Cluster, request: ReclaimRequest, now: datetime) -> dict[str, Any]:
     """The reclaim in check mode: the victims it would delete, nothing written."""
     result, _unused = plan(cluster, request)
-    live = cluster.get(LEASE_API, "Lease", SPOT_RECLAIM_LEASE, PLATFORM_NAMESPACE)
+    live = lease_io.read_lease(cluster, SPOT_RECLAIM)
     blocker = lease_blocker(live, request.holder, now)
     if blocker:
         warn(blocker)

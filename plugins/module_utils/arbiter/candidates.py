@@ -1,0 +1,115 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which waiting jobs the arbiter acts for, and in which order (pure: no I/O).
+
+* Rule arbiter-settle (``settled_pending``): a PodGroup counts once it is Pending (not
+  Inqueue: for an admitted job Volcano's own preempt and reclaim act, and the arbiter must
+  not evict more than Volcano still would) and was created at least ``settle_seconds``
+  ago (a new PodGroup is Pending until the scheduler's next enqueue). A PodGroup without a
+  ``creationTimestamp`` counts as settled; one being deleted never counts.
+* Rule arbiter-candidates (``arbiter_candidates``): of the waiting jobs (``model.
+  waiting_jobs``) built from those PodGroups, the Pending ones that rule
+  blocked-by-capacity holds back; highest priority first, then the oldest PodGroup, then
+  namespace/name. The arbiter decides for the first only in a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..jobs.throttle import owner_job
+from ..spot.victims import parse_time
+from .model import QueueState, WaitingJob
+from .rules import blocked_by_capacity
+
+PENDING = "Pending"
+
+
+def podgroup_key(podgroup: Mapping[str, Any]) -> tuple[str, str]:
+    """(namespace, uid of the owning Volcano Job): how a WaitingJob finds its PodGroup."""
+    meta = podgroup.get("metadata") or {}
+    return str(meta.get("namespace") or ""), owner_job(podgroup)[1]
+
+
+def podgroup_created(podgroup: Mapping[str, Any]) -> float | None:
+    """``metadata.creationTimestamp`` in seconds since the epoch, None when not set."""
+    meta = podgroup.get("metadata") or {}
+    created = meta.get("creationTimestamp")
+    if not created:
+        return None
+    where = f"{meta.get('namespace')}/{meta.get('name')}.metadata.creationTimestamp"
+    return parse_time(created, where)
+
+
+def podgroup_phase(podgroup: Mapping[str, Any] | None) -> str:
+    return str(((podgroup or {}).get("status") or {}).get("phase") or "")
+
+
+def settled_pending(
+    podgroups: Iterable[Mapping[str, Any]], now: float, settle_seconds: int
+) -> list[Mapping[str, Any]]:
+    """Rule arbiter-settle: the PodGroups Pending for at least ``settle_seconds``."""
+    out = []
+    for pg in podgroups:
+        if (pg.get("metadata") or {}).get("deletionTimestamp") or podgroup_phase(pg) != PENDING:
+            continue
+        created = podgroup_created(pg)
+        if created is None or now - created >= settle_seconds:
+            out.append(pg)
+    return out
+
+
+def arbiter_candidates(
+    waiting: Iterable[WaitingJob],
+    created: Mapping[tuple[str, str], float | None],
+    states: Mapping[str, QueueState],
+    free_gpus: int,
+    pool_gpus: int,
+) -> list[WaitingJob]:
+    """Rule arbiter-candidates: the Pending waiting jobs that rule blocked-by-capacity holds
+    back (``created``: each PodGroup's creation time by ``podgroup_key``), highest priority
+    first, then the oldest, then namespace/name."""
+
+    def key(job: WaitingJob) -> tuple[int, float, str, str]:
+        return (
+            -job.priority,
+            created.get((job.namespace, job.uid)) or 0.0,
+            job.namespace,
+            job.name,
+        )
+
+    return sorted(
+        (
+            job
+            for job in waiting
+            if job.podgroup_phase == PENDING
+            and blocked_by_capacity(job, states, free_gpus, pool_gpus) is not None
+        ),
+        key=key,
+    )
+
+
+def not_a_candidate(
+    ref: str, podgroup: Mapping[str, Any] | None, now: float, settle_seconds: int
+) -> str:
+    """Why the job ``ref`` (option ``job``) is not arbitrated for, from its PodGroup."""
+    if podgroup is None:
+        return f"{ref} has no PodGroup: it is not waiting; nothing is evicted"
+    phase = podgroup_phase(podgroup)
+    if phase != PENDING:
+        return (
+            f"{ref} is {phase or 'without a phase'}, not Pending: Volcano itself preempts and "
+            "reclaims for an admitted job; nothing is evicted"
+        )
+    created = podgroup_created(podgroup)
+    if created is not None and now - created < settle_seconds:
+        return (
+            f"{ref} has been Pending for {int(now - created)} s, less than settle_seconds "
+            f"({settle_seconds}); nothing is evicted"
+        )
+    return f"{ref} is Pending but no queue's capability holds it back; nothing is evicted"
+
+
+def refs(jobs: Sequence[WaitingJob]) -> list[str]:
+    return [j.ref for j in jobs]

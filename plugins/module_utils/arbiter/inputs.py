@@ -1,0 +1,88 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the ``queue_arbiter`` module accepts (pure: no I/O).
+
+* Rule arbiter-input (``arbiter_input_errors``): every check before the first request:
+  ``tenant`` a tenant name (rule tenant-name), ``job`` a DNS-1123 subdomain (rule
+  dns-subdomain) and only with ``tenant``, ``settle_seconds`` and ``history_size`` 0 or
+  more, ``lease_duration`` 1 or more. Each error names its field.
+* Rule arbiter-job-scope (``job_scope_refusal``): a ``job`` must be a Volcano Job of the
+  tenant's namespace in one of the tenant's queues (checked once the cluster is read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..common.errors import FieldError, raise_if
+from ..common.names import dns_subdomain_errors, namespace_name, tenant_name_errors
+from .model import QueueState
+from .rules import NOTHING_EVICTED
+
+# The least value of each number option.
+_LEAST = {"settle_seconds": 0, "lease_duration": 1, "history_size": 0}
+
+
+def arbiter_input_errors(params: Mapping[str, Any]) -> list[FieldError]:
+    """Rule arbiter-input: every check ``queue_arbiter`` makes before its first request."""
+    errors: list[FieldError] = []
+    tenant, job = params.get("tenant"), params.get("job")
+    if tenant is not None:
+        errors += tenant_name_errors(tenant, "tenant")
+    if job is not None:
+        errors += dns_subdomain_errors("job", job)
+        if tenant is None:
+            errors.append(
+                FieldError(
+                    "job",
+                    f"{job!r} needs tenant: a job is named within its tenant's namespace "
+                    "(tenant-<tenant>)",
+                )
+            )
+    for name, least in _LEAST.items():
+        value = params.get(name)
+        if value is not None and value < least:
+            errors.append(FieldError(name, f"{value} is too small; {least} or more is accepted"))
+    return errors
+
+
+def validate_arbiter_input(params: Mapping[str, Any]) -> None:
+    """``arbiter_input_errors``, raising PlatformValidationError."""
+    raise_if(arbiter_input_errors(params))
+
+
+def job_scope_refusal(
+    tenant: str,
+    job: str,
+    vcjobs: list[Mapping[str, Any]],
+    states: Mapping[str, QueueState],
+) -> str | None:
+    """Rule arbiter-job-scope: why ``job`` (option ``job``) is not one the arbiter may act
+    for in ``tenant``, or None. ``vcjobs`` are the Volcano Jobs listed in the tenant's
+    namespace; the Job's queue must be a managed queue labelled with the tenant."""
+    namespace = namespace_name(tenant)
+    found = next(
+        (
+            j
+            for j in vcjobs
+            if (j.get("metadata") or {}).get("name") == job
+            and (j.get("metadata") or {}).get("namespace") == namespace
+        ),
+        None,
+    )
+    if found is None:
+        return f"job: {job!r} is not a Volcano Job in namespace {namespace}; {NOTHING_EVICTED}"
+    queue = str((found.get("spec") or {}).get("queue") or "default")
+    state = states.get(queue)
+    if state is None:
+        return (
+            f"job: {namespace}/{job} is in queue {queue}, which is not a queue of the platform; "
+            f"{NOTHING_EVICTED}"
+        )
+    if state.tenant != tenant:
+        return (
+            f"job: {namespace}/{job} is in queue {queue}, which belongs to tenant "
+            f"{state.tenant!r}, not {tenant!r}; {NOTHING_EVICTED}"
+        )
+    return None

@@ -1,0 +1,319 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the in-tenant arbiter sees: queues, running jobs and waiting jobs (pure, no I/O).
+
+Volcano 1.15.1 keeps a job's PodGroup Pending while its queue or an ancestor queue is at
+its capability, and a Pending job neither preempts nor reclaims (see "Measured behaviour"
+in docs/scheduling-policy.md). The arbiter evicts whole lower-priority jobs itself; these
+records are what its rules (``arbiter/rules.py``) decide on, built from the objects one
+list per kind returns:
+
+* ``queue_states``: Volcano Queues -> ``QueueState`` (GPUs only: ``spec.deserved``,
+  ``spec.capability`` and ``status.allocated`` of ``nvidia.com/gpu``; a missing deserved
+  or capability is None, ``spec.parent`` defaults to ``root``). The capability that
+  bounds a queue is rule effective-capability (``effective_capability``): its own, else
+  its nearest ancestor's, as ``queues/plan.effective_capability`` reads a tree.
+* ``running_jobs``: Running Volcano Jobs (and their pods) -> ``RunningJob``, GPUs by rule
+  job-demand, priority from the platform's PriorityClasses, and whether preempt and
+  reclaim may take them (rule arbiter-preemptable, ``job_preemptable``).
+* ``waiting_jobs``: waiting PodGroups with the Volcano Job that owns them -> ``WaitingJob``.
+
+A quantity that is not one is refused with its path (``common/quantity.parse``): counting
+it as 0 would make a queue look emptier, or a job smaller, than the scheduler sees it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..common.names import (
+    JOB_HOLDING_PHASES,
+    LABEL_QUEUE_TYPE,
+    LABEL_TENANT,
+    POD_TERMINAL_PHASES,
+    PRIORITY_CLASSES,
+    ROOT_QUEUE,
+)
+from ..common.quantity import GPU, parse
+from ..jobs.classes import DEFAULT_CLASSES
+from ..jobs.demand import job_demand
+from ..jobs.throttle import owner_job, podgroup_waits
+from ..policy.admission import PREEMPTABLE_ANNOTATION
+from ..spot.victims import format_time, parse_time
+
+# The platform's class names, from the class table (their values from names.PRIORITY_CLASSES).
+CRITICAL_CLASS = DEFAULT_CLASSES["critical"].priority_class
+LARGE_CLASS = DEFAULT_CLASSES["large"].priority_class
+NORMAL_CLASS = DEFAULT_CLASSES["normal"].priority_class
+DEBUG_CLASS = DEFAULT_CLASSES["debug"].priority_class
+SPOT_CLASS = DEFAULT_CLASSES["spot"].priority_class
+# Label Volcano's job controller puts on every pod of a Job.
+LABEL_VOLCANO_JOB_NAME = "volcano.sh/job-name"
+# What Go's strconv.ParseBool reads as false (Volcano parses the mark with it).
+_FALSE_WORDS = ("0", "f", "F", "false", "FALSE", "False")
+
+
+def priority_of(priority_class: str | None) -> int:
+    """The value of a platform PriorityClass; any other name (or none) is 0, what
+    Kubernetes gives a pod without a known PriorityClass."""
+    if priority_class in PRIORITY_CLASSES:
+        return PRIORITY_CLASSES[priority_class][0]
+    return 0
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """One Volcano queue, GPUs only. ``deserved_gpus``/``capability_gpus`` None: not set
+    (a missing deserved counts 0; a missing capability is bounded by the parent, rule
+    effective-capability). ``allocated_gpus`` is ``status.allocated``: for a parent queue
+    Volcano reports the sum over its children."""
+
+    name: str
+    parent: str
+    deserved_gpus: int | None
+    capability_gpus: int | None
+    allocated_gpus: int
+    queue_type: str
+    tenant: str
+
+    @property
+    def deserved(self) -> int:
+        """The deserved GPUs, a missing deserved counting 0 (as Volcano reads it)."""
+        return self.deserved_gpus or 0
+
+
+@dataclass(frozen=True)
+class RunningJob:
+    """One Running Volcano Job as the victim rules see it; ``started`` in seconds since
+    the epoch, ``uid`` the Job's (the caller deletes exactly the job it chose)."""
+
+    namespace: str
+    name: str
+    uid: str
+    queue: str
+    priority_class: str
+    priority: int
+    gpus: int
+    started: float
+    preemptable: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "uid": self.uid,
+            "queue": self.queue,
+            "priority_class": self.priority_class,
+            "priority": self.priority,
+            "gpus": self.gpus,
+            "started_at": format_time(self.started),
+            "preemptable": self.preemptable,
+        }
+
+
+@dataclass(frozen=True)
+class WaitingJob:
+    """A job whose PodGroup waits (``podgroup_phase`` Pending or Inqueue) for GPUs."""
+
+    namespace: str
+    name: str
+    uid: str
+    queue: str
+    priority_class: str
+    priority: int
+    gpus: int
+    podgroup_phase: str
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def _gpus(resources: object, path: str) -> int | None:
+    """``nvidia.com/gpu`` of a resource list; None when the list does not name it."""
+    if not isinstance(resources, Mapping) or GPU not in resources:
+        return None
+    return int(parse(resources[GPU], f"{path}.{GPU}"))
+
+
+def queue_states(queues: Iterable[Mapping[str, Any]]) -> dict[str, QueueState]:
+    """Volcano Queue objects -> ``QueueState`` by name (see the module docstring)."""
+    out: dict[str, QueueState] = {}
+    for q in queues:
+        meta = q.get("metadata") or {}
+        spec = q.get("spec") or {}
+        labels = meta.get("labels") or {}
+        name = str(meta.get("name") or "")
+        where = name
+        out[name] = QueueState(
+            name=name,
+            parent=str(spec.get("parent") or ROOT_QUEUE),
+            deserved_gpus=_gpus(spec.get("deserved"), f"{where}.spec.deserved"),
+            capability_gpus=_gpus(spec.get("capability"), f"{where}.spec.capability"),
+            allocated_gpus=_gpus(
+                (q.get("status") or {}).get("allocated"), f"{where}.status.allocated"
+            )
+            or 0,
+            queue_type=str(labels.get(LABEL_QUEUE_TYPE) or ""),
+            tenant=str(labels.get(LABEL_TENANT) or ""),
+        )
+    return out
+
+
+def ancestry(states: Mapping[str, QueueState], name: str) -> list[str]:
+    """The queue ``name`` and its ancestors, nearest first, up to (not including) ``root``;
+    it stops at a parent that is not in ``states`` and at a cycle."""
+    chain: list[str] = []
+    current = states.get(name)
+    while current is not None and current.name not in chain:
+        chain.append(current.name)
+        if current.parent == ROOT_QUEUE:
+            break
+        current = states.get(current.parent)
+    return chain
+
+
+def effective_capability(states: Mapping[str, QueueState], name: str) -> int | None:
+    """Rule effective-capability (as ``queues/plan.effective_capability``): the queue's own
+    GPU capability, else its nearest ancestor's (Volcano bounds a child by its parent);
+    None when no queue up to ``root`` limits GPUs (the root queue is unlimited)."""
+    for queue in ancestry(states, name):
+        cap = states[queue].capability_gpus
+        if cap is not None:
+            return cap
+    return None
+
+
+def _is_false(value: object) -> bool:
+    return isinstance(value, str) and value.strip() in _FALSE_WORDS
+
+
+def marked_non_preemptable(metadata: Mapping[str, Any] | None) -> bool:
+    """``volcano.sh/preemptable: "false"`` on a pod's (or task template's) metadata: the
+    annotation, else the label (Volcano reads the annotation first, then the label)."""
+    meta = metadata or {}
+    annotations = meta.get("annotations") or {}
+    if PREEMPTABLE_ANNOTATION in annotations:
+        return _is_false(annotations[PREEMPTABLE_ANNOTATION])
+    return _is_false((meta.get("labels") or {}).get(PREEMPTABLE_ANNOTATION))
+
+
+def pods_of(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The pods of a Volcano Job that have not ended: those its ``ownerReferences`` name
+    (by the Job's uid), or that carry its ``volcano.sh/job-name`` label in its namespace."""
+    meta = job.get("metadata") or {}
+    uid, name, namespace = meta.get("uid"), meta.get("name"), meta.get("namespace")
+    out = []
+    for pod in pods:
+        pmeta = pod.get("metadata") or {}
+        if pmeta.get("namespace") != namespace:
+            continue
+        if (pod.get("status") or {}).get("phase") in POD_TERMINAL_PHASES:
+            continue
+        owned = uid is not None and any(
+            ref.get("kind") == "Job"
+            and str(ref.get("apiVersion", "")).startswith("batch.volcano.sh/")
+            and ref.get("uid") == uid
+            for ref in pmeta.get("ownerReferences") or []
+        )
+        if owned or (pmeta.get("labels") or {}).get(LABEL_VOLCANO_JOB_NAME) == name:
+            out.append(pod)
+    return out
+
+
+def job_preemptable(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]] = ()) -> bool:
+    """Rule arbiter-preemptable: a Volcano Job may be a victim unless its PriorityClass is
+    critical-job, or any task template, or any of its pods (``pods_of``), is marked
+    ``volcano.sh/preemptable: "false"`` (which removes it from Volcano's preempt and reclaim
+    too: the arbiter never takes what Volcano would not)."""
+    spec = job.get("spec") or {}
+    if spec.get("priorityClassName") == CRITICAL_CLASS:
+        return False
+    for task in spec.get("tasks") or []:
+        if marked_non_preemptable((task.get("template") or {}).get("metadata")):
+            return False
+    return not any(marked_non_preemptable(p.get("metadata")) for p in pods_of(job, pods))
+
+
+def running_jobs(
+    vcjobs: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]] = ()
+) -> list[RunningJob]:
+    """The Running Volcano Jobs (``status.state.phase`` Running, not being deleted: those
+    are leaving already) as ``RunningJob``: GPUs by rule job-demand, ``started`` from
+    ``status.state.lastTransitionTime``, else ``metadata.creationTimestamp`` (neither:
+    0, the oldest), priority from the PriorityClass, ``preemptable`` by rule
+    arbiter-preemptable."""
+    pod_list = list(pods)
+    out = []
+    for job in vcjobs:
+        meta = job.get("metadata") or {}
+        state = (job.get("status") or {}).get("state") or {}
+        if state.get("phase") not in JOB_HOLDING_PHASES or meta.get("deletionTimestamp"):
+            continue
+        spec = job.get("spec") or {}
+        namespace = str(meta.get("namespace") or "")
+        name = str(meta.get("name") or "")
+        where = f"{namespace}/{name}"
+        if state.get("lastTransitionTime"):
+            started = parse_time(
+                state["lastTransitionTime"], f"{where}.status.state.lastTransitionTime"
+            )
+        elif meta.get("creationTimestamp"):
+            started = parse_time(meta["creationTimestamp"], f"{where}.metadata.creationTimestamp")
+        else:
+            started = 0.0
+        priority_class = str(spec.get("priorityClassName") or "")
+        out.append(
+            RunningJob(
+                namespace=namespace,
+                name=name,
+                uid=str(meta.get("uid") or ""),
+                queue=str(spec.get("queue") or "default"),
+                priority_class=priority_class,
+                priority=priority_of(priority_class),
+                gpus=job_demand(job).gpus,
+                started=started,
+                preemptable=job_preemptable(job, pod_list),
+            )
+        )
+    return out
+
+
+def waiting_jobs(
+    podgroups: Iterable[Mapping[str, Any]], vcjobs: Iterable[Mapping[str, Any]]
+) -> list[WaitingJob]:
+    """The waiting jobs (rule throttle-trigger, ``jobs/throttle.podgroup_waits``: a PodGroup
+    Pending or Inqueue with fewer than minMember pods running), each a PodGroup together
+    with the Volcano Job its ``ownerReferences`` name, with that Job's GPUs (rule
+    job-demand), queue and PriorityClass. A PodGroup whose Job is not listed, or that is
+    being deleted, is none."""
+    by_uid = {(j.get("metadata") or {}).get("uid"): j for j in vcjobs}
+    out = []
+    for pg in podgroups:
+        meta = pg.get("metadata") or {}
+        if meta.get("deletionTimestamp") or not podgroup_waits(pg):
+            continue
+        name, uid = owner_job(pg)
+        vcjob = by_uid.get(uid)
+        if vcjob is None:
+            continue
+        spec = vcjob.get("spec") or {}
+        pg_spec = pg.get("spec") or {}
+        priority_class = str(
+            spec.get("priorityClassName") or pg_spec.get("priorityClassName") or ""
+        )
+        out.append(
+            WaitingJob(
+                namespace=str(meta.get("namespace") or ""),
+                name=name,
+                uid=uid,
+                queue=str(spec.get("queue") or pg_spec.get("queue") or "default"),
+                priority_class=priority_class,
+                priority=priority_of(priority_class),
+                gpus=job_demand(vcjob).gpus,
+                podgroup_phase=str((pg.get("status") or {}).get("phase") or ""),
+            )
+        )
+    return out

@@ -1,0 +1,230 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the queue arbiter records and reports (pure: no I/O).
+
+* On each evicted Volcano Job an Event of reason ``ArbiterEvicted`` (Warning) naming the
+  job it made room for, that job's class and GPUs, its queue, the rule and the job's place
+  in the eviction order (``evicted_event``); on the job made room for an Event of reason
+  ``ArbiterMadeRoom`` (Normal) naming the evicted jobs and the GPUs freed
+  (``made_room_event``).
+* Rule arbiter-history (``common/history.push_history``, ``history_entry``,
+  ``history_manifest``): one entry per run that evicted, at the head of the ConfigMap
+  ``platform-system/queue-arbiter-history`` (key ``history.json``), newest first, at most
+  ``history_size`` entries.
+* The result every run returns (``arbiter_result``) and its diff (``arbiter_diff``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from ..common import history as _history
+from ..common.names import (
+    EVENT_REASON_ARBITER_EVICTED,
+    EVENT_REASON_ARBITER_MADE_ROOM,
+    JOB_API,
+    LABEL_MANAGED_BY,
+    MANAGED_BY,
+    QUEUE_ARBITER_HISTORY,
+)
+from ..kube.lease import seconds_time
+from .model import RunningJob, WaitingJob
+from .rules import NONE, PREEMPT, RECLAIM, Decision
+
+# The rule whose victims each action evicts.
+RULE_OF_ACTION = {PREEMPT: "preempt-victims", RECLAIM: "team-reclaim-victims"}
+ANNOTATION_FOR = "platform.io/arbiter-for"
+ANNOTATION_RULE = "platform.io/arbiter-rule"
+ANNOTATION_ORDER = "platform.io/arbiter-order"
+ANNOTATION_GPUS = "platform.io/arbiter-gpus"
+
+
+def job_words(job: WaitingJob) -> str:
+    """``tenant-a/big (large-job, 32 GPUs)``."""
+    return f"{job.ref} ({job.priority_class or f'priority {job.priority}'}, {job.gpus} GPUs)"
+
+
+def victim_dict(victim: RunningJob) -> dict[str, Any]:
+    """A victim as the result and the history report it."""
+    return {
+        "namespace": victim.namespace,
+        "name": victim.name,
+        "queue": victim.queue,
+        "priority_class": victim.priority_class,
+        "gpus": victim.gpus,
+    }
+
+
+def victim_refs(victims: Iterable[Mapping[str, Any]]) -> list[str]:
+    return [f"{v['namespace']}/{v['name']}" for v in victims]
+
+
+def _event(
+    namespace: str,
+    name: str,
+    uid: str,
+    reason: str,
+    event_type: str,
+    message: str,
+    annotations: Mapping[str, str],
+    now: datetime,
+    order: int,
+) -> dict[str, Any]:
+    """A core/v1 Event on a Volcano Job. ``order`` is added (in nanoseconds) to the run's
+    time in the name suffix, so the Events of one run sort in eviction order by name."""
+    stamp = int(now.timestamp() * 1_000_000_000) + order
+    involved = {"apiVersion": JOB_API, "kind": "Job", "name": name, "namespace": namespace}
+    if uid:
+        involved["uid"] = uid
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{name[:200]}.{stamp:x}",
+            "namespace": namespace,
+            "labels": {LABEL_MANAGED_BY: MANAGED_BY},
+            "annotations": dict(annotations),
+        },
+        "involvedObject": involved,
+        "reason": reason,
+        "type": event_type,
+        "message": message,
+        "source": {"component": MANAGED_BY},
+        "firstTimestamp": seconds_time(now),
+        "lastTimestamp": seconds_time(now),
+        "count": 1,
+    }
+
+
+def evicted_message(job: WaitingJob, action: str, order: int) -> str:
+    """For example ``evicted by the platform to make room for tenant-a/big (large-job, 32
+    GPUs) in tenant-a-algo: preempt-victims, order 2``."""
+    return (
+        f"evicted by the platform to make room for {job_words(job)} in {job.queue}: "
+        f"{RULE_OF_ACTION[action]}, order {order}"
+    )
+
+
+def evicted_event(
+    victim: RunningJob, job: WaitingJob, action: str, order: int, now: datetime
+) -> dict[str, Any]:
+    """The ``ArbiterEvicted`` Event (Warning) on an evicted Volcano Job; ``order`` its place
+    in the eviction order (1 first)."""
+    return _event(
+        victim.namespace,
+        victim.name,
+        victim.uid,
+        EVENT_REASON_ARBITER_EVICTED,
+        "Warning",
+        evicted_message(job, action, order),
+        {
+            ANNOTATION_FOR: job.ref,
+            ANNOTATION_RULE: RULE_OF_ACTION[action],
+            ANNOTATION_ORDER: str(order),
+            ANNOTATION_GPUS: str(victim.gpus),
+        },
+        now,
+        order,
+    )
+
+
+def made_room_message(job: WaitingJob, action: str, victims: Sequence[RunningJob]) -> str:
+    """For example ``the platform evicted 2 job(s) holding 6 GPUs to make room for this job
+    (large-job, 32 GPUs) in tenant-a-algo: tenant-a/task-d (debug-job, 4 GPUs), tenant-a/task-e
+    (debug-job, 2 GPUs); preempt-victims``."""
+    freed = sum(v.gpus for v in victims)
+    names = ", ".join(
+        f"{v.namespace}/{v.name} ({v.priority_class}, {v.gpus} GPUs)" for v in victims
+    )
+    return (
+        f"the platform evicted {len(victims)} job(s) holding {freed} GPUs to make room for this "
+        f"job ({job.priority_class or f'priority {job.priority}'}, {job.gpus} GPUs) in "
+        f"{job.queue}: {names}; {RULE_OF_ACTION[action]}"
+    )
+
+
+def made_room_event(
+    job: WaitingJob, action: str, victims: Sequence[RunningJob], now: datetime
+) -> dict[str, Any]:
+    """The ``ArbiterMadeRoom`` Event (Normal) on the job the arbiter made room for."""
+    return _event(
+        job.namespace,
+        job.name,
+        job.uid,
+        EVENT_REASON_ARBITER_MADE_ROOM,
+        "Normal",
+        made_room_message(job, action, victims),
+        {
+            ANNOTATION_RULE: RULE_OF_ACTION[action],
+            ANNOTATION_GPUS: str(sum(v.gpus for v in victims)),
+        },
+        now,
+        len(victims) + 1,
+    )
+
+
+# --- the history -----------------------------------------------------------------------
+
+
+def history_entry(result: Mapping[str, Any], holder: str, now: datetime) -> dict[str, Any]:
+    """One run that evicted, as rule arbiter-history keeps it."""
+    return {
+        "time": seconds_time(now),
+        "holder": holder,
+        "job": result["job"],
+        "action": result["action"],
+        "rule": RULE_OF_ACTION.get(result["action"], ""),
+        "need": result["need"],
+        "freed": result["freed"],
+        "victims": list(result["victims"]),
+        "evicted_pods": len(result["evicted"]),
+        "reason": result["reason"],
+    }
+
+
+def history_manifest(entries: list[Any]) -> dict[str, Any]:
+    """The ``queue-arbiter-history`` ConfigMap (``common/history.history_manifest``)."""
+    return _history.history_manifest(QUEUE_ARBITER_HISTORY, entries)
+
+
+# --- the result ------------------------------------------------------------------------
+
+
+def arbiter_result(
+    job: WaitingJob | None,
+    decision: Decision | None,
+    waiting: Iterable[WaitingJob] = (),
+    reason: str = "",
+) -> dict[str, Any]:
+    """The run's result before anything is evicted: the job decided for (None: none), the
+    decision (none when there is no job), the other candidates (``waiting``)."""
+    return {
+        "changed": False,
+        "job": job.ref if job else None,
+        "action": decision.action if decision else NONE,
+        "need": decision.need if decision else 0,
+        "freed": decision.freed if decision else 0,
+        "victims": [victim_dict(v) for v in decision.victims] if decision else [],
+        "reason": decision.reason if decision else reason,
+        "blocked_by": decision.blocked_by if decision else None,
+        "waiting": [w.ref for w in waiting],
+        "evicted": [],
+        "history": [],
+        "diff": arbiter_diff([]),
+    }
+
+
+def arbiter_diff(victims: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The victims before (running) and after (evicted)."""
+    names = victim_refs(victims)
+    return {
+        "before": {name: "running" for name in names},
+        "after": {name: "evicted" for name in names},
+    }
+
+
+def report(result: Mapping[str, Any]) -> dict[str, Any]:
+    """What a failure reports with its message: the result without ``changed``/``diff``."""
+    return {k: v for k, v in result.items() if k not in ("changed", "diff")}

@@ -1,0 +1,201 @@
+#!/usr/bin/python
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: queue_arbiter
+short_description: Evict whole lower-priority jobs for a job Volcano keeps Pending behind a queue's capability
+description:
+  - "Volcano 1.15.1 keeps a job's PodGroup C(Pending) while its queue or an ancestor queue is at its capability, and a
+    Pending job neither preempts nor reclaims. Inside a fully used subscription a large job therefore cannot preempt
+    its own queue's lower-priority jobs, and a team below its deserved share cannot take back what a sibling team
+    borrowed. The arbiter does it instead: it evicts whole lower-priority jobs for such a job."
+  - "Candidates: jobs whose PodGroup is C(Pending) (not C(Inqueue): for an admitted job Volcano preempts and reclaims
+    itself) for at least O(settle_seconds), and whose queue or an ancestor queue would exceed its capability with the
+    job (rule blocked-by-capacity). Highest priority first, then the oldest. A run decides for the first candidate
+    only and reports the others in RV(waiting); the next run takes the next."
+  - "The decision (rule arbiter-plan): a job larger than the pool or than a capability above it is refused; a team
+    queue below its deserved share with a sibling team above its own takes back from the sibling (rule
+    team-reclaim-victims: lower priority, never below the sibling's deserved share); a C(large-job) or C(critical-job)
+    preempts lower-priority jobs of its own queue (rule preempt-victims). Victims are whole jobs, lowest priority
+    first, then the newest; never C(critical-job) nor a job marked C(volcano.sh/preemptable=false); taken until the
+    GPUs to free (rule arbiter-need) are covered, and nothing is evicted when they cannot be."
+  - "Reads one list per kind: PodGroups (in the tenant's namespace with O(tenant)); only when one is Pending and
+    settled, the Volcano Jobs, the managed Queues, the unfinished Pods and the Nodes. A run with nothing Pending makes
+    one list request and writes nothing. Safe to run every minute."
+  - "To evict, it holds the C(coordination.k8s.io/v1) Lease C(queue-arbiter) in C(platform-system), reads and decides
+    again under it, evicts every pod of each victim Volcano Job through the Eviction API (PodDisruptionBudgets apply)
+    in victim order, records an Event of reason C(ArbiterEvicted) on each evicted job and one of reason
+    C(ArbiterMadeRoom) on the waiting job, adds the run at the head of the ConfigMap C(queue-arbiter-history) in
+    C(platform-system) and gives the Lease back. When another run holds the Lease the module fails naming the holder."
+  - In check mode it reports the victims it would evict and writes nothing, not even the Lease.
+version_added: 0.1.0
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - gpucloud.platform.module
+options:
+  tenant:
+    description:
+      - Arbitrate only in this tenant's namespace C(tenant-<tenant>) (a tenant name). Without it, every namespace.
+    type: str
+  job:
+    description:
+      - Arbitrate only for this Volcano Job of O(tenant) (a DNS-1123 subdomain); needs O(tenant).
+      - A job that is not in the tenant's namespace, or whose queue is not one of the tenant's, is refused before
+        anything is evicted.
+    type: str
+  settle_seconds:
+    description:
+      - Seconds a PodGroup must have been C(Pending) before the arbiter acts for it (a new PodGroup is Pending until
+        the scheduler's next enqueue). 0 or more.
+    type: int
+    default: 10
+  holder_identity:
+    description:
+      - The name the run holds the Lease under, followed by an id of the run, so that two runs under one name still
+        exclude each other. Defaults to the controller's host name and process id.
+    type: str
+  lease_duration:
+    description:
+      - Seconds the Lease (C(queue-arbiter) in C(platform-system)) is valid; a run that dies holding it blocks other
+        runs for at most this long. 1 or more.
+    type: int
+    default: 60
+  history_size:
+    description: How many runs the history ConfigMap C(queue-arbiter-history) keeps (newest first). 0 or more.
+    type: int
+    default: 100
+attributes:
+  diff_mode:
+    support: partial
+    details:
+      - The diff holds the evicted jobs (running before, evicted after); the Events and the history entry are not in
+        it (RV(history) is the history after the run).
+notes:
+  - Pass RV(job), RV(action), RV(victims) and RV(reason) to M(ansible.builtin.set_stats) to show the decision in AWX
+    (the playbook C(arbiter_reconcile.yml) does).
+  - Evicted pods go back to their Volcano Job's controller, which restarts the job as it does after Volcano's own
+    preemption; GPUs of pods on their way out count as free, so a second run does not evict again for them.
+seealso:
+  - module: gpucloud.platform.large_job_throttle
+  - module: gpucloud.platform.spot_reclaim
+"""
+
+EXAMPLES = r"""
+- name: Make room for the highest-priority job Volcano keeps Pending behind a full queue
+  gpucloud.platform.queue_arbiter:
+  register: arbiter
+
+- name: Show the decision in AWX
+  ansible.builtin.set_stats:
+    data:
+      queue_arbiter:
+        job: "{{ arbiter.job }}"
+        action: "{{ arbiter.action }}"
+        victims: "{{ arbiter.victims }}"
+        reason: "{{ arbiter.reason }}"
+
+- name: Only for one job of tenant alpha
+  gpucloud.platform.queue_arbiter:
+    tenant: alpha
+    job: big-train
+
+- name: Which jobs would be evicted (nothing is evicted)
+  gpucloud.platform.queue_arbiter:
+    tenant: alpha
+  check_mode: true
+  register: preview
+"""
+
+RETURN = r"""
+job:
+  description: The waiting job the run decided for (namespace/name), or null when no job is a candidate.
+  returned: always
+  type: str
+  sample: tenant-alpha/big-train
+action:
+  description:
+    - C(preempt) or C(reclaim) when jobs were (in check mode, would be) evicted; C(refuse) when no set of whole jobs
+      can make room (see RV(reason), also warned); C(none) when nothing is to be done.
+  returned: always
+  type: str
+  sample: preempt
+need:
+  description: The GPUs to free for the job (rule arbiter-need), 0 when there is no job.
+  returned: always
+  type: int
+freed:
+  description: GPUs held by the evicted jobs (in check mode, by the jobs that would be evicted).
+  returned: always
+  type: int
+victims:
+  description: The evicted jobs (in check mode, the jobs that would be evicted), in eviction order.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {namespace: tenant-alpha, name: task-d, queue: tenant-alpha-algo, priority_class: debug-job, gpus: 4}
+reason:
+  description: Why the run did what it did, naming the queues, the GPUs and the victims or what was missing.
+  returned: always
+  type: str
+blocked_by:
+  description: The queue whose capability holds the job back (rule blocked-by-capacity), or null.
+  returned: always
+  type: str
+waiting:
+  description: The other candidates (namespace/name), in the order later runs take them.
+  returned: always
+  type: list
+  elements: str
+evicted:
+  description: The pods evicted (namespace/name); empty in check mode.
+  returned: always
+  type: list
+  elements: str
+history:
+  description: The arbiter's history after this run, newest first, when it evicted; empty otherwise (not read).
+  returned: always
+  type: list
+  elements: dict
+diff:
+  description: The victims before (running) and after (evicted).
+  returned: when diff mode is on
+  type: dict
+done:
+  description:
+    - When the run fails part-way, the writes it had made (the pods evicted; C(changed) is true when there are any);
+      running again finishes the change.
+  returned: when the run fails part-way
+  type: list
+  elements: str
+requests:
+  description: How many API requests the run made.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter.inputs import (
+    validate_arbiter_input,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+
+OPTIONS = dict(
+    tenant=dict(type="str"),
+    job=dict(type="str"),
+    settle_seconds=dict(type="int", default=10),
+    holder_identity=dict(type="str"),
+    lease_duration=dict(type="int", default=60),
+    history_size=dict(type="int", default=100),
+)
+
+
+def main() -> None:
+    run_module(OPTIONS, service.run, validate=validate_arbiter_input)
+
+
+if __name__ == "__main__":
+    main()
