@@ -6,24 +6,28 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: queue_arbiter
-short_description: Evict whole lower-priority jobs for a job Volcano keeps Pending behind a queue's capability
+short_description: Evict whole lower-priority jobs for a job Volcano cannot make room for inside a full subscription
 description:
-  - "Volcano 1.15.1 keeps a job's PodGroup C(Pending) while its queue or an ancestor queue is at its capability, and a
-    Pending job neither preempts nor reclaims. Inside a fully used subscription a large job therefore cannot preempt
-    its own queue's lower-priority jobs, and a team below its deserved share cannot take back what a sibling team
-    borrowed. The arbiter does it instead: it evicts whole lower-priority jobs for such a job."
-  - "Candidates: jobs whose PodGroup is C(Pending) (not C(Inqueue): for an admitted job Volcano preempts and reclaims
-    itself) for at least O(settle_seconds), and whose queue or an ancestor queue would exceed its capability with the
-    job (rule blocked-by-capacity). Highest priority first, then the oldest. A run decides for the first candidate
-    only and reports the others in RV(waiting); the next run takes the next."
+  - "Inside a fully used subscription Volcano 1.15.1 keeps a job's PodGroup C(Pending) while its queue or an ancestor
+    queue is at its capability. The platform's scheduler configuration has the C(sla) plugin admit a job after its
+    waiting time (C(volcano.sh/sla-waiting-time), set per job class), and C(gangpreempt) then preempts in the job's
+    queue; but C(gangreclaim) cannot place a team's job while the parent subscription still counts the victims' GPUs,
+    so a team below its deserved share never takes back what a sibling team borrowed. The arbiter does that, and
+    preempts for a job Volcano never admits (one without a waiting time)."
+  - "Candidates: jobs whose PodGroup is C(Pending) or C(Inqueue) for at least O(settle_seconds), and whose queue or an
+    ancestor queue would exceed its capability with the job (rule blocked-by-capacity). Highest priority first, then
+    the oldest. A run decides for the first candidate only and reports the others in RV(waiting); the next run takes
+    the next."
   - "The decision (rule arbiter-plan): a job larger than the pool or than a capability above it is refused; a team
     queue below its deserved share with a sibling team above its own takes back from the sibling (rule
-    team-reclaim-victims: lower priority, never below the sibling's deserved share); a C(large-job) or C(critical-job)
-    preempts lower-priority jobs of its own queue (rule preempt-victims). Victims are whole jobs, lowest priority
-    first, then the newest; never C(critical-job) nor a job marked C(volcano.sh/preemptable=false); taken until the
-    GPUs to free (rule arbiter-need) are covered, and nothing is evicted when they cannot be."
-  - "Reads one list per kind: PodGroups (in the tenant's namespace with O(tenant)); only when one is Pending and
-    settled, the Volcano Jobs, the managed Queues, the unfinished Pods and the Nodes. A run with nothing Pending makes
+    team-reclaim-victims: lower priority, never below the sibling's deserved share); for a job that is admitted, or
+    that sla will admit, preemption is Volcano's (rule volcano-preempts) and the arbiter does nothing more; otherwise a
+    C(large-job) or C(critical-job) preempts lower-priority jobs of its own queue (rule preempt-victims). Victims are
+    whole jobs, lowest priority first, then the newest; never C(critical-job) nor a job marked
+    C(volcano.sh/preemptable=false); taken until the GPUs to free (rule arbiter-need) are covered, and nothing is
+    evicted when they cannot be (RV(decision) C(refuse), the reason in RV(reason) and a warning)."
+  - "Reads one list per kind: PodGroups (in the tenant's namespace with O(tenant)); only when one waits and is
+    settled, the Volcano Jobs, the managed Queues, the unfinished Pods and the Nodes. A run with nothing waiting makes
     one list request and writes nothing. Safe to run every minute."
   - "To evict, it holds the C(coordination.k8s.io/v1) Lease C(queue-arbiter) in C(platform-system), reads and decides
     again under it, evicts every pod of each victim Volcano Job through the Eviction API (PodDisruptionBudgets apply)
@@ -46,10 +50,16 @@ options:
       - A job that is not in the tenant's namespace, or whose queue is not one of the tenant's, is refused before
         anything is evicted.
     type: str
+  queue:
+    description:
+      - Arbitrate only for jobs of this leaf queue of O(tenant) (C(tenant-<tenant>-...)); needs O(tenant).
+      - Another tenant's queue is refused before any request; a queue that does not exist is refused once the queues
+        are read, before anything is evicted.
+    type: str
   settle_seconds:
     description:
-      - Seconds a PodGroup must have been C(Pending) before the arbiter acts for it (a new PodGroup is Pending until
-        the scheduler's next enqueue). 0 or more.
+      - Seconds a PodGroup must have existed, C(Pending) or C(Inqueue), before the arbiter acts for it (a new PodGroup
+        is Pending until the scheduler's next enqueue, and Volcano's own actions get their cycles first). 0 or more.
     type: int
     default: 10
   holder_identity:
@@ -74,7 +84,7 @@ attributes:
       - The diff holds the evicted jobs (running before, evicted after); the Events and the history entry are not in
         it (RV(history) is the history after the run).
 notes:
-  - Pass RV(job), RV(action), RV(victims) and RV(reason) to M(ansible.builtin.set_stats) to show the decision in AWX
+  - Pass RV(job), RV(decision), RV(victims) and RV(reason) to M(ansible.builtin.set_stats) to show the decision in AWX
     (the playbook C(arbiter_reconcile.yml) does).
   - Evicted pods go back to their Volcano Job's controller, which restarts the job as it does after Volcano's own
     preemption; GPUs of pods on their way out count as free, so a second run does not evict again for them.
@@ -93,7 +103,7 @@ EXAMPLES = r"""
     data:
       queue_arbiter:
         job: "{{ arbiter.job }}"
-        action: "{{ arbiter.action }}"
+        decision: "{{ arbiter.decision }}"
         victims: "{{ arbiter.victims }}"
         reason: "{{ arbiter.reason }}"
 
@@ -101,6 +111,11 @@ EXAMPLES = r"""
   gpucloud.platform.queue_arbiter:
     tenant: alpha
     job: big-train
+
+- name: Only for the jobs of team eng of tenant alpha
+  gpucloud.platform.queue_arbiter:
+    tenant: alpha
+    queue: tenant-alpha-eng
 
 - name: Which jobs would be evicted (nothing is evicted)
   gpucloud.platform.queue_arbiter:
@@ -115,7 +130,7 @@ job:
   returned: always
   type: str
   sample: tenant-alpha/big-train
-action:
+decision:
   description:
     - C(preempt) or C(reclaim) when jobs were (in check mode, would be) evicted; C(refuse) when no set of whole jobs
       can make room (see RV(reason), also warned); C(none) when nothing is to be done.
@@ -186,6 +201,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner impo
 OPTIONS = dict(
     tenant=dict(type="str"),
     job=dict(type="str"),
+    queue=dict(type="str"),
     settle_seconds=dict(type="int", default=10),
     holder_identity=dict(type="str"),
     lease_duration=dict(type="int", default=60),

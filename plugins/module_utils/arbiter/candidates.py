@@ -2,15 +2,16 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which waiting jobs the arbiter acts for, and in which order (pure: no I/O).
 
-* Rule arbiter-settle (``settled_pending``): a PodGroup counts once it is Pending (not
-  Inqueue: for an admitted job Volcano's own preempt and reclaim act, and the arbiter must
-  not evict more than Volcano still would) and was created at least ``settle_seconds``
-  ago (a new PodGroup is Pending until the scheduler's next enqueue). A PodGroup without a
-  ``creationTimestamp`` counts as settled; one being deleted never counts.
+* Rule arbiter-settle (``settled_waiting``): a PodGroup counts once it waits (Pending, or
+  Inqueue: admitted by sla past a full queue, jobs/sla) and was created at least
+  ``settle_seconds`` ago (a new PodGroup is Pending until the scheduler's next enqueue,
+  and Volcano's own actions get their cycles first). A PodGroup without a
+  ``creationTimestamp`` counts as settled; one being deleted never counts. Which of them
+  the arbiter may preempt for is rule volcano-preempts (``rules.volcano_preempts``).
 * Rule arbiter-candidates (``arbiter_candidates``): of the waiting jobs (``model.
-  waiting_jobs``) built from those PodGroups, the Pending ones that rule
-  blocked-by-capacity holds back; highest priority first, then the oldest PodGroup, then
-  namespace/name. The arbiter decides for the first only in a run.
+  waiting_jobs``) built from those PodGroups, the ones that rule blocked-by-capacity holds
+  back; highest priority first, then the oldest PodGroup, then namespace/name. The
+  arbiter decides for the first only in a run.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from .model import QueueState, WaitingJob
 from .rules import blocked_by_capacity
 
 PENDING = "Pending"
+INQUEUE = "Inqueue"
+WAITING_PHASES = (PENDING, INQUEUE)
 
 
 def podgroup_key(podgroup: Mapping[str, Any]) -> tuple[str, str]:
@@ -46,13 +49,15 @@ def podgroup_phase(podgroup: Mapping[str, Any] | None) -> str:
     return str(((podgroup or {}).get("status") or {}).get("phase") or "")
 
 
-def settled_pending(
+def settled_waiting(
     podgroups: Iterable[Mapping[str, Any]], now: float, settle_seconds: int
 ) -> list[Mapping[str, Any]]:
-    """Rule arbiter-settle: the PodGroups Pending for at least ``settle_seconds``."""
+    """Rule arbiter-settle: the PodGroups Pending or Inqueue, created at least
+    ``settle_seconds`` ago."""
     out = []
     for pg in podgroups:
-        if (pg.get("metadata") or {}).get("deletionTimestamp") or podgroup_phase(pg) != PENDING:
+        meta = pg.get("metadata") or {}
+        if meta.get("deletionTimestamp") or podgroup_phase(pg) not in WAITING_PHASES:
             continue
         created = podgroup_created(pg)
         if created is None or now - created >= settle_seconds:
@@ -67,7 +72,7 @@ def arbiter_candidates(
     free_gpus: int,
     pool_gpus: int,
 ) -> list[WaitingJob]:
-    """Rule arbiter-candidates: the Pending waiting jobs that rule blocked-by-capacity holds
+    """Rule arbiter-candidates: the waiting jobs that rule blocked-by-capacity holds
     back (``created``: each PodGroup's creation time by ``podgroup_key``), highest priority
     first, then the oldest, then namespace/name."""
 
@@ -83,8 +88,7 @@ def arbiter_candidates(
         (
             job
             for job in waiting
-            if job.podgroup_phase == PENDING
-            and blocked_by_capacity(job, states, free_gpus, pool_gpus) is not None
+            if blocked_by_capacity(job, states, free_gpus, pool_gpus) is not None
         ),
         key=key,
     )
@@ -97,18 +101,18 @@ def not_a_candidate(
     if podgroup is None:
         return f"{ref} has no PodGroup: it is not waiting; nothing is evicted"
     phase = podgroup_phase(podgroup)
-    if phase != PENDING:
+    if phase not in WAITING_PHASES:
         return (
-            f"{ref} is {phase or 'without a phase'}, not Pending: Volcano itself preempts and "
-            "reclaims for an admitted job; nothing is evicted"
+            f"{ref} is {phase or 'without a phase'}, neither Pending nor Inqueue: it is not "
+            "waiting for GPUs; nothing is evicted"
         )
     created = podgroup_created(podgroup)
     if created is not None and now - created < settle_seconds:
         return (
-            f"{ref} has been Pending for {int(now - created)} s, less than settle_seconds "
+            f"{ref} has been waiting for {int(now - created)} s, less than settle_seconds "
             f"({settle_seconds}); nothing is evicted"
         )
-    return f"{ref} is Pending but no queue's capability holds it back; nothing is evicted"
+    return f"{ref} is {phase} but no queue's capability holds it back; nothing is evicted"
 
 
 def refs(jobs: Sequence[WaitingJob]) -> list[str]:

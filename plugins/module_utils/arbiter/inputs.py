@@ -4,10 +4,13 @@
 
 * Rule arbiter-input (``arbiter_input_errors``): every check before the first request:
   ``tenant`` a tenant name (rule tenant-name), ``job`` a DNS-1123 subdomain (rule
-  dns-subdomain) and only with ``tenant``, ``settle_seconds`` and ``history_size`` 0 or
+  dns-subdomain) and only with ``tenant``, ``queue`` one of the tenant's queue names
+  (``tenant-<tenant>-``) and only with ``tenant``, ``settle_seconds`` and ``history_size`` 0 or
   more, ``lease_duration`` 1 or more. Each error names its field.
 * Rule arbiter-job-scope (``job_scope_refusal``): a ``job`` must be a Volcano Job of the
   tenant's namespace in one of the tenant's queues (checked once the cluster is read).
+* Rule arbiter-queue-scope (``queue_scope_refusal``): a ``queue`` must be a managed queue
+  of the tenant (checked once the queues are read).
 """
 
 from __future__ import annotations
@@ -38,6 +41,23 @@ def arbiter_input_errors(params: Mapping[str, Any]) -> list[FieldError]:
                     "job",
                     f"{job!r} needs tenant: a job is named within its tenant's namespace "
                     "(tenant-<tenant>)",
+                )
+            )
+    queue = params.get("queue")
+    if queue is not None:
+        if tenant is None:
+            errors.append(
+                FieldError(
+                    "queue",
+                    f"{queue!r} needs tenant: the arbiter acts for one tenant's queue at a time",
+                )
+            )
+        elif not str(queue).startswith(f"{namespace_name(tenant)}-"):
+            errors.append(
+                FieldError(
+                    "queue",
+                    f"{queue!r} is not a queue of tenant {tenant!r}; its queues are named "
+                    f"{namespace_name(tenant)}-<name>",
                 )
             )
     for name, least in _LEAST.items():
@@ -84,5 +104,19 @@ def job_scope_refusal(
         return (
             f"job: {namespace}/{job} is in queue {queue}, which belongs to tenant "
             f"{state.tenant!r}, not {tenant!r}; {NOTHING_EVICTED}"
+        )
+    return None
+
+
+def queue_scope_refusal(tenant: str, queue: str, states: Mapping[str, QueueState]) -> str | None:
+    """Rule arbiter-queue-scope: why ``queue`` (option ``queue``) is not one the arbiter may
+    act for in ``tenant``, or None."""
+    state = states.get(queue)
+    if state is None:
+        return f"queue: {queue!r} is not a queue of the platform; {NOTHING_EVICTED}"
+    if state.tenant != tenant:
+        return (
+            f"queue: {queue!r} belongs to tenant {state.tenant!r}, not {tenant!r}; "
+            f"{NOTHING_EVICTED}"
         )
     return None

@@ -2,9 +2,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the in-tenant arbiter sees: queues, running jobs and waiting jobs (pure, no I/O).
 
-Volcano 1.15.1 keeps a job's PodGroup Pending while its queue or an ancestor queue is at
-its capability, and a Pending job neither preempts nor reclaims (see "Measured behaviour"
-in docs/scheduling-policy.md). The arbiter evicts whole lower-priority jobs itself; these
+Inside a fully used subscription Volcano 1.15.1 cannot make room for a team below its
+deserved (see "A full subscription" in docs/scheduling-policy.md). The arbiter evicts
+whole lower-priority jobs itself; these
 records are what its rules (``arbiter/rules.py``) decide on, built from the objects one
 list per kind returns:
 
@@ -39,6 +39,7 @@ from ..common.names import (
 from ..common.quantity import GPU, parse
 from ..jobs.classes import DEFAULT_CLASSES
 from ..jobs.demand import job_demand
+from ..jobs.sla import waiting_seconds
 from ..jobs.throttle import owner_job, podgroup_waits
 from ..policy.admission import PREEMPTABLE_ANNOTATION
 from ..spot.victims import format_time, parse_time
@@ -125,6 +126,9 @@ class WaitingJob:
     priority: int
     gpus: int
     podgroup_phase: str
+    # The PodGroup's sla waiting time (jobs/sla), None without one: sla admits the
+    # PodGroup after it, and Volcano's gangpreempt then preempts for it.
+    sla_wait: float | None = None
 
     @property
     def ref(self) -> str:
@@ -314,6 +318,7 @@ def waiting_jobs(
                 priority=priority_of(priority_class),
                 gpus=job_demand(vcjob).gpus,
                 podgroup_phase=str((pg.get("status") or {}).get("phase") or ""),
+                sla_wait=waiting_seconds(meta.get("annotations")),
             )
         )
     return out

@@ -174,8 +174,8 @@ def history_entry(result: Mapping[str, Any], holder: str, now: datetime) -> dict
         "time": seconds_time(now),
         "holder": holder,
         "job": result["job"],
-        "action": result["action"],
-        "rule": RULE_OF_ACTION.get(result["action"], ""),
+        "action": result["decision"],
+        "rule": RULE_OF_ACTION.get(result["decision"], ""),
         "need": result["need"],
         "freed": result["freed"],
         "victims": list(result["victims"]),
@@ -203,7 +203,8 @@ def arbiter_result(
     return {
         "changed": False,
         "job": job.ref if job else None,
-        "action": decision.action if decision else NONE,
+        # "decision", not "action": Ansible's own results carry the module name as "action".
+        "decision": decision.action if decision else NONE,
         "need": decision.need if decision else 0,
         "freed": decision.freed if decision else 0,
         "victims": [victim_dict(v) for v in decision.victims] if decision else [],

@@ -1,14 +1,15 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The in-tenant arbiter's rules (issue 14: where Volcano cannot, the platform does it).
+"""The in-tenant arbiter's rules: where Volcano cannot, the platform does it.
 
-Volcano 1.15.1 keeps a job's PodGroup Pending while its queue or an ancestor queue is at
-its capability, and a Pending job neither preempts (``gangpreempt``) nor reclaims
-(``gangreclaim``). Inside a fully used subscription a large job therefore cannot preempt
-its own queue's lower-priority jobs, and a team cannot take back what a sibling borrowed
-(docs/scheduling-policy.md, "Measured behaviour", scenarios 1 and 2). The arbiter decides
-which whole jobs the platform evicts for such a job; these functions only decide (pure,
-no I/O). GPUs only; node placement and network topology are left to the scheduler.
+Inside a fully used subscription Volcano 1.15.1 keeps a job's PodGroup Pending while its
+queue or an ancestor queue is at its capability; sla admits it after its waiting time
+(jobs/sla) and ``gangpreempt`` then preempts in its queue, but ``gangreclaim`` cannot
+place a team's job while the parent queue still counts the victims' GPUs, so a team
+cannot take back what a sibling borrowed (docs/scheduling-policy.md, "A full
+subscription"). The arbiter decides which whole jobs the platform evicts for such a job;
+these functions only decide (pure, no I/O). GPUs only; node placement and network
+topology are left to the scheduler.
 
 Rules held here:
 
@@ -36,6 +37,11 @@ Rules held here:
   after losing it (design 6.2: reclaim never takes a queue below its deserved), counted
   as victims are taken. Stop as soon as the need is covered; otherwise nothing is
   evicted.
+* Rule volcano-preempts (``volcano_preempts``): Volcano's gangpreempt preempts for a job
+  that is admitted (Inqueue) or that sla will admit (it has a waiting time); the arbiter
+  preempts only for a Pending job without one, so it never evicts what Volcano still
+  would. Team reclaim, which Volcano cannot do in a full subscription, is for every
+  waiting job.
 * Rule arbiter-plan (``plan_for``): a job larger than the pool, or than the capability of
   its queue or an ancestor, is refused; need 0: nothing to do; a team queue below its
   deserved with a borrowing sibling takes back first (team reclaim; only when its own
@@ -393,6 +399,11 @@ def _never_fits(job: WaitingJob, states: Mapping[str, QueueState], pool_gpus: in
     return None
 
 
+def volcano_preempts(job: WaitingJob) -> bool:
+    """Rule volcano-preempts (see the module docstring)."""
+    return job.podgroup_phase != "Pending" or job.sla_wait is not None
+
+
 def plan_for(
     job: WaitingJob,
     states: Mapping[str, QueueState],
@@ -410,8 +421,11 @@ def plan_for(
        deserved and a sibling team borrows (design 6.2: teams take back what siblings
        borrowed), provided its own queue is not at its capability: a sibling's GPUs lower
        the parent's allocation and free nodes, never the job's own queue's allocation.
-    4. ``preempt`` (rule preempt-victims) when its class is in ``preempting_classes``.
-    5. ``refuse`` otherwise, with the reason of every rule that was tried.
+    4. ``none`` when rule volcano-preempts leaves preemption to Volcano (and team reclaim
+       did not apply), ``refuse`` with the reclaim's reason when it applied but could
+       not cover the need.
+    5. ``preempt`` (rule preempt-victims) when its class is in ``preempting_classes``.
+    6. ``refuse`` otherwise, with the reason of every rule that was tried.
     """
     impossible = _never_fits(job, states, pool_gpus)
     if impossible is not None:
@@ -443,6 +457,25 @@ def plan_for(
                     blocked,
                 )
             problems.append(_reclaim_problem(job, states, running, need))
+    if volcano_preempts(job):
+        admitted = (
+            "it is admitted"
+            if job.podgroup_phase != "Pending"
+            else f"sla admits it after its waiting time of {job.sla_wait:g} s"
+        )
+        left = (
+            f"{admitted}, so Volcano's gangpreempt preempts in queue {job.queue} for it; the "
+            "arbiter only takes back from sibling teams"
+        )
+        if problems:
+            return Decision(
+                REFUSE,
+                (),
+                need,
+                f"{why}: {'; '.join(problems)}; {left}; {NOTHING_EVICTED}",
+                blocked,
+            )
+        return Decision(NONE, (), need, f"{why}: {left}; {NOTHING_EVICTED}", blocked)
     if job.priority_class in preempting_classes:
         victims = preempt_victims(job, running, need)
         if victims:

@@ -2,15 +2,17 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The queue arbiter against the cluster: the ``queue_arbiter`` module (``run``).
 
-Volcano 1.15.1 keeps a job's PodGroup Pending while its queue or an ancestor is at its
-capability, and a Pending job neither preempts nor reclaims. For such a job the arbiter
-evicts whole lower-priority jobs (rules of ``arbiter/rules.py``; which job it acts for:
+Inside a fully used subscription Volcano 1.15.1 cannot make a team's room: a job whose
+queue or an ancestor is at its capability stays Pending until sla admits it (jobs/sla),
+and then gangreclaim cannot place it while the parent queue still counts the victims'
+GPUs (docs/scheduling-policy.md). For such a job the arbiter evicts whole lower-priority
+jobs (rules of ``arbiter/rules.py``; which job it acts for:
 ``arbiter/candidates.py``). This file is the domain's only I/O:
 
 * reads, one list per kind, in the tenant's namespace when ``tenant`` is given: PodGroups
-  first, and only when one is Pending and settled (or ``job`` is given) the Volcano Jobs,
+  first, and only when one waits and is settled (or ``job`` is given) the Volcano Jobs,
   the managed Queues, the unfinished Pods and the Nodes (Pods and Nodes cluster-wide: the
-  free GPUs are the pool's). A run with nothing Pending makes its one list and nothing else;
+  free GPUs are the pool's). A run with nothing waiting makes its one list and nothing else;
 * decides for the first candidate only (rule arbiter-plan), reporting the others as
   ``waiting``;
 * in check mode reports the victims and writes nothing (not even the Lease);
@@ -61,9 +63,9 @@ from .candidates import (
     not_a_candidate,
     podgroup_created,
     podgroup_key,
-    settled_pending,
+    settled_waiting,
 )
-from .inputs import job_scope_refusal
+from .inputs import job_scope_refusal, queue_scope_refusal
 from .model import RunningJob, WaitingJob, pods_of, queue_states, running_jobs, waiting_jobs
 from .record import (
     arbiter_diff,
@@ -103,7 +105,7 @@ class Plan:
 def nothing_pending(tenant: str | None, settle_seconds: int) -> str:
     where = f" in namespace {namespace_name(tenant)}" if tenant else ""
     return (
-        f"no job{where} has been Pending for {settle_seconds} s or more behind a queue at its "
+        f"no job{where} has been waiting for {settle_seconds} s or more behind a queue at its "
         f"capability; {NOTHING_EVICTED}"
     )
 
@@ -116,20 +118,29 @@ def decide(
 ) -> tuple[dict[str, Any], Plan | None]:
     """Read the cluster (one list per kind, as few kinds as the answer needs) and decide
     for the first candidate. Raises Refused for a ``job`` outside the tenant."""
-    tenant, job = params.get("tenant"), params.get("job")
+    tenant, job, queue = params.get("tenant"), params.get("job"), params.get("queue")
     settle = params["settle_seconds"]
     namespace = namespace_name(tenant) if tenant else None
     stamp = now.timestamp()
     podgroups = cluster.list(PODGROUP_API, "PodGroup", namespace=namespace)
-    pending = settled_pending(podgroups, stamp, settle)
+    pending = settled_waiting(podgroups, stamp, settle)
     if job:
         pending = [pg for pg in pending if owner_job(pg)[0] == job]
+    if queue:
+        pending = [pg for pg in pending if (pg.get("spec") or {}).get("queue") == queue]
+    if not pending and not job and not queue:
+        return arbiter_result(None, None, reason=nothing_pending(tenant, settle)), None
+    states = None
+    if job or queue:
+        # A scoped run names its job or queue: refused before anything else is read.
+        states = queue_states(cluster.list(QUEUE_API, "Queue", label_selector=MANAGED_SELECTOR))
+        refusal = queue_scope_refusal(tenant, queue, states) if queue else None
+        if refusal:
+            raise Refused(refusal)
     if not pending and not job:
         return arbiter_result(None, None, reason=nothing_pending(tenant, settle)), None
     vcjobs = cluster.list(JOB_API, "Job", namespace=namespace)
-    states = None
     if job:
-        states = queue_states(cluster.list(QUEUE_API, "Queue", label_selector=MANAGED_SELECTOR))
         refusal = job_scope_refusal(tenant, job, vcjobs, states)
         if refusal:
             raise Refused(refusal)
@@ -268,7 +279,7 @@ def _record_history(cluster: Cluster, entry: Mapping[str, Any], size: int) -> li
 
 
 def _without_eviction(result: dict[str, Any]) -> dict[str, Any]:
-    if result["action"] == REFUSE:
+    if result["decision"] == REFUSE:
         warn(result["reason"])
     return result
 

@@ -78,7 +78,7 @@ def held_lease(holder="other-run/4f1c", seconds_ago=10):
 def test_scenario_one_preempts_debug_then_normal_jobs_newest_first(run_module):
     cluster = arbiter_cluster()
     out = run_module(queue_arbiter, cluster, holder_identity="awx")
-    assert out["changed"] is True and out["action"] == "preempt"
+    assert out["changed"] is True and out["decision"] == "preempt"
     assert out["job"] == "tenant-a/big" and out["blocked_by"] == "tenant-a-algo"
     assert (out["need"], out["freed"]) == (22, 22)
     assert [v["name"] for v in out["victims"]] == SCENARIO_ONE_VICTIMS
@@ -182,11 +182,14 @@ def test_history_is_newest_first_and_bounded(run_module):
 def test_a_second_run_after_the_evictions_has_nothing_to_do(run_module):
     cluster = arbiter_cluster()
     run_module(queue_arbiter, cluster)
-    # Volcano admits big once the queue's allocation drops: its PodGroup leaves Pending
+    writes = list(cluster.writes)
+    # Volcano admits big once the queue's allocation drops: its PodGroup leaves Pending,
+    # and Volcano's own preemption is what acts for an admitted job (rule volcano-preempts)
     cluster.store[("PodGroup", NS, "big-uid-big")]["status"]["phase"] = "Inqueue"
     again = run_module(queue_arbiter, cluster)
-    assert again["changed"] is False and again["action"] == "none" and again["job"] is None
-    assert again["requests"] == 1 and again["evicted"] == []
+    assert again["changed"] is False and again["decision"] == "none" and again["evicted"] == []
+    assert cluster.writes == writes  # lists only
+    assert "Volcano's gangpreempt preempts in queue tenant-a-algo" in again["reason"]
 
 
 # -- scenario 2: team b takes back what team a borrowed ----------------------------------------
@@ -195,7 +198,7 @@ def test_a_second_run_after_the_evictions_has_nothing_to_do(run_module):
 def test_scenario_two_team_b_takes_back_what_team_a_borrowed(run_module):
     cluster = FakeCluster(scenario_two())
     out = run_module(queue_arbiter, cluster, tenant="a")
-    assert out["changed"] is True and out["action"] == "reclaim"
+    assert out["changed"] is True and out["decision"] == "reclaim"
     assert out["job"] == "tenant-a/b2" and out["blocked_by"] == "tenant-a-subscription"
     assert [v["name"] for v in out["victims"]] == ["a5", "a4"]
     assert (out["need"], out["freed"]) == (5, 5)
@@ -219,7 +222,7 @@ def test_scenario_two_team_b_takes_back_what_team_a_borrowed(run_module):
 def test_a_normal_job_that_cannot_preempt_is_refused_and_nothing_is_evicted(run_module, warnings):
     cluster = arbiter_cluster(scenario_one(waiting_pc="normal-job", waiting_replicas=2))
     out = run_module(queue_arbiter, cluster)
-    assert out["changed"] is False and out["action"] == "refuse" and out["victims"] == []
+    assert out["changed"] is False and out["decision"] == "refuse" and out["victims"] == []
     assert out["reason"] == (
         "tenant-a/big needs 6 GPUs freed (queue tenant-a-algo: 30 allocated + 16 > capability "
         "40; queue tenant-a-subscription: 30 allocated + 16 > capability 40; 10 GPUs free, 16 "
@@ -234,7 +237,7 @@ def test_a_job_larger_than_its_capability_is_refused(run_module):
     # 48 GPUs fit the pool of 7 nodes, not the capability of 40 the team inherits
     cluster = arbiter_cluster([*scenario_one(waiting_replicas=6), node("n5"), node("n6")])
     out = run_module(queue_arbiter, cluster)
-    assert out["action"] == "refuse" and cluster.writes == []
+    assert out["decision"] == "refuse" and cluster.writes == []
     assert out["reason"] == (
         "tenant-a/big asks for 48 GPUs and queue tenant-a-subscription has a capability of 40: "
         "it can never run there; nothing is evicted"
@@ -245,9 +248,9 @@ def test_nothing_pending_makes_one_list_and_nothing_else(run_module):
     objects = [o for o in scenario_one() if o["metadata"]["name"] not in ("big", "big-uid-big")]
     cluster = FakeCluster(objects)
     out = run_module(queue_arbiter, cluster)
-    assert out["changed"] is False and out["action"] == "none" and out["job"] is None
+    assert out["changed"] is False and out["decision"] == "none" and out["job"] is None
     assert out["reason"] == (
-        "no job has been Pending for 10 s or more behind a queue at its capability; "
+        "no job has been waiting for 10 s or more behind a queue at its capability; "
         "nothing is evicted"
     )
     assert out["requests"] == 1 and cluster.lists == ["PodGroup"] and cluster.writes == []
@@ -257,24 +260,42 @@ def test_nothing_pending_makes_one_list_and_nothing_else(run_module):
 def test_a_job_pending_for_less_than_settle_seconds_waits_for_the_next_run(run_module):
     cluster = arbiter_cluster(scenario_one(pending_for=5))
     out = run_module(queue_arbiter, cluster)
-    assert out["action"] == "none" and out["requests"] == 1 and cluster.writes == []
+    assert out["decision"] == "none" and out["requests"] == 1 and cluster.writes == []
     scoped = run_module(queue_arbiter, cluster, tenant="a", job="big")
     assert scoped["reason"] == (
-        "tenant-a/big has been Pending for 5 s, less than settle_seconds (10); nothing is evicted"
+        "tenant-a/big has been waiting for 5 s, less than settle_seconds (10); nothing is evicted"
     )
     now = run_module(queue_arbiter, cluster, settle_seconds=0)
-    assert now["action"] == "preempt" and now["changed"] is True
+    assert now["decision"] == "preempt" and now["changed"] is True
 
 
-def test_an_inqueue_job_is_left_to_volcano(run_module):
+def test_preemption_for_an_inqueue_job_is_left_to_volcano(run_module):
+    """Rule volcano-preempts: gangpreempt acts for an admitted job."""
     cluster = arbiter_cluster()
     cluster.store[("PodGroup", NS, "big-uid-big")]["status"]["phase"] = "Inqueue"
     out = run_module(queue_arbiter, cluster, tenant="a", job="big")
-    assert out["action"] == "none" and cluster.writes == []
-    assert out["reason"] == (
-        "tenant-a/big is Inqueue, not Pending: Volcano itself preempts and reclaims for an "
-        "admitted job; nothing is evicted"
+    assert out["decision"] == "none" and cluster.writes == []
+    assert out["reason"].endswith(
+        "it is admitted, so Volcano's gangpreempt preempts in queue tenant-a-algo for it; the "
+        "arbiter only takes back from sibling teams; nothing is evicted"
     )
+
+
+def test_preemption_for_a_job_sla_will_admit_is_left_to_volcano(run_module):
+    cluster = arbiter_cluster()
+    pg = cluster.store[("PodGroup", NS, "big-uid-big")]
+    pg["metadata"]["annotations"] = {"volcano.sh/sla-waiting-time": "5s"}
+    out = run_module(queue_arbiter, cluster, tenant="a", job="big")
+    assert out["decision"] == "none" and cluster.writes == []
+    assert "sla admits it after its waiting time of 5 s" in out["reason"]
+
+
+def test_an_inqueue_team_job_takes_back_from_its_sibling(run_module):
+    """Volcano's gangreclaim cannot place it in a full subscription; the arbiter does."""
+    cluster = FakeCluster(scenario_two())
+    cluster.store[("PodGroup", NS, "b2-uid-b2")]["status"]["phase"] = "Inqueue"
+    out = run_module(queue_arbiter, cluster, tenant="a")
+    assert out["decision"] == "reclaim" and [v["name"] for v in out["victims"]] == ["a5", "a4"]
 
 
 def test_the_highest_priority_job_goes_first_and_the_others_wait(run_module):
@@ -287,7 +308,7 @@ def test_the_highest_priority_job_goes_first_and_the_others_wait(run_module):
     only_small = run_module(
         queue_arbiter, cluster, tenant="a", job="small", _ansible_check_mode=True
     )
-    assert only_small["job"] == "tenant-a/small" and only_small["action"] == "refuse"
+    assert only_small["job"] == "tenant-a/small" and only_small["decision"] == "refuse"
 
 
 # -- check mode --------------------------------------------------------------------------------
@@ -296,7 +317,7 @@ def test_the_highest_priority_job_goes_first_and_the_others_wait(run_module):
 def test_check_mode_reports_the_victims_and_writes_nothing(run_module):
     cluster = arbiter_cluster(dry_run=True)
     out = run_module(queue_arbiter, cluster, _ansible_check_mode=True)
-    assert out["changed"] is True and out["action"] == "preempt"
+    assert out["changed"] is True and out["decision"] == "preempt"
     assert [v["name"] for v in out["victims"]] == SCENARIO_ONE_VICTIMS
     assert out["evicted"] == [] and out["history"] == []
     assert cluster.writes == []
@@ -485,6 +506,31 @@ def test_bad_input_is_refused_before_any_request(run_module):
     assert cluster.requests == 0
 
 
+def test_a_queue_is_checked_before_any_eviction(run_module):
+    """Rule arbiter-queue-scope: another tenant's queue before any request; a queue that
+    does not exist once the queues are read; a queue of the tenant scopes the run."""
+    cluster = arbiter_cluster()
+    other = run_module(queue_arbiter, cluster, tenant="a", queue="tenant-b-algo")
+    assert other["errors"] == [
+        "queue: 'tenant-b-algo' is not a queue of tenant 'a'; its queues are named tenant-a-<name>"
+    ]
+    assert cluster.requests == 0
+    alone = run_module(queue_arbiter, cluster, queue="tenant-a-algo")
+    assert alone["errors"] == [
+        "queue: 'tenant-a-algo' needs tenant: the arbiter acts for one tenant's queue at a time"
+    ]
+    missing = run_module(queue_arbiter, cluster, tenant="a", queue="tenant-a-nope")
+    assert missing["failed"] is True and cluster.writes == []
+    assert (
+        missing["msg"]
+        == "queue: 'tenant-a-nope' is not a queue of the platform; nothing is evicted"
+    )
+    elsewhere = run_module(queue_arbiter, cluster, tenant="a", queue="tenant-a-subscription")
+    assert elsewhere["decision"] == "none" and elsewhere["job"] is None and cluster.writes == []
+    scoped = run_module(queue_arbiter, cluster, tenant="a", queue="tenant-a-algo")
+    assert scoped["decision"] == "preempt" and scoped["job"] == "tenant-a/big"
+
+
 def test_critical_and_non_preemptable_jobs_are_never_evicted(run_module):
     objects = [o for o in scenario_one() if o["metadata"]["name"] not in ("task-b",)]
     critical = vcjob("task-b", "tenant-a-algo", "critical-job", 8, started=2400)
@@ -494,6 +540,6 @@ def test_critical_and_non_preemptable_jobs_are_never_evicted(run_module):
     objects += running(critical, ["n1"])[:1]  # its PodGroup and pod are already in objects
     cluster = FakeCluster(objects)
     out = run_module(queue_arbiter, cluster)
-    assert out["action"] == "preempt"
+    assert out["decision"] == "preempt"
     assert [v["name"] for v in out["victims"]] == ["task-d", "task-e", "task-c", "task-a"]
     assert ("Pod", NS, "task-b-worker-0") in cluster.store

@@ -60,16 +60,16 @@ def test_one_lease_rule_under_two_names():
     assert spot.lease_manifest("x", 60, NOW) == lease_manifest(SPOT_RECLAIM, "x", 60, NOW)
 
 
-def test_settled_pending_takes_pending_podgroups_old_enough():
+def test_settled_waiting_takes_pending_and_inqueue_podgroups_old_enough():
     job = vcjob("big", TEAM, "large-job", 8, 4, phase="Pending")
     fresh, old = podgroup(job, "Pending", created=5), podgroup(job, "Pending", created=60)
-    inqueue = podgroup(job, "Inqueue", created=600)
+    inqueue, running = podgroup(job, "Inqueue", created=600), podgroup(job, "Running", created=600)
     now = NOW.timestamp()
-    assert candidates.settled_pending([fresh, old, inqueue], now, 10) == [old]
-    assert candidates.settled_pending([fresh], now, 0) == [fresh]
+    assert candidates.settled_waiting([fresh, old, inqueue, running], now, 10) == [old, inqueue]
+    assert candidates.settled_waiting([fresh], now, 0) == [fresh]
     leaving = podgroup(job, "Pending", created=60)
     leaving["metadata"]["deletionTimestamp"] = "2026-01-01T12:00:00Z"
-    assert candidates.settled_pending([leaving], now, 0) == []
+    assert candidates.settled_waiting([leaving], now, 0) == []
 
 
 def wait(name, pc, gpus, queue=TEAM):
@@ -107,7 +107,7 @@ def test_history_entry_and_bounded_history():
     job = wait("big", "large-job", 32)
     result = {
         "job": job.ref,
-        "action": "reclaim",
+        "decision": "reclaim",
         "need": 5,
         "freed": 5,
         "victims": [{"namespace": "tenant-a", "name": "a5", "gpus": 2}],

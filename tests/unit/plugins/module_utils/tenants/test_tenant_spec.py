@@ -22,6 +22,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec imp
     plan_tenant,
     spot_queue,
     subscription_queue,
+    team_queue,
 )
 
 GPU = "nvidia.com/gpu"
@@ -361,11 +362,15 @@ def test_queue_objects_are_queues():
     assert all(isinstance(q, Queue) for q in plan.queues)
 
 
-def test_only_the_spot_queue_is_not_reclaimable():
-    """Rule spot-not-reclaimable: Volcano's reclaim actions skip the spot queue, so only
-    the platform's reclaim (cheapest first, with Events and history) takes spot GPUs."""
+def test_only_the_spot_and_team_queues_are_not_reclaimable():
+    """Rules spot-not-reclaimable and team-reclaim-by-platform: Volcano's reclaim actions
+    skip the spot and team queues, so only the platform's reclaim (spot: cheapest first;
+    teams: the queue arbiter's order) takes their GPUs. Subscription and pay-as-you-go
+    queues stay reclaimable: deserved = capability keeps them from being victims."""
     gpus = {"nvidia.com/gpu": Decimal(8)}
     assert spot_queue("a", None).to_manifest()["spec"]["reclaimable"] is False
     assert spot_queue("a", gpus).to_manifest()["spec"]["reclaimable"] is False
     assert subscription_queue("a", gpus, {}).to_manifest()["spec"]["reclaimable"] is True
     assert payg_queue("a", gpus, True).to_manifest()["spec"]["reclaimable"] is True
+    team = TeamSpec(name="algo", deserved=dict(gpus))
+    assert team_queue("a", team).to_manifest()["spec"]["reclaimable"] is False
