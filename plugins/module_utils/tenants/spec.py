@@ -322,6 +322,12 @@ def team_queue(tenant: str, team: TeamSpec) -> Queue:
         capability=dict(team.capability),
         guarantee=dict(team.guarantee),
         source=team.source,
+        # Rule team-reclaim-by-platform: Volcano's reclaim and gangreclaim skip a queue
+        # whose reclaimable is false. Left on, gangreclaim takes a borrowing team's jobs in
+        # its own order (measured: a normal job before a debug job, and more than the
+        # need); the queue arbiter takes them lowest priority first, newest first, never
+        # below the team's deserved, and only as many as the need (arbiter/rules).
+        reclaimable=False,
     )
 
 
