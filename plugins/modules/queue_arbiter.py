@@ -20,12 +20,13 @@ description:
     the next."
   - "The decision (rule arbiter-plan): a job larger than the pool or than a capability above it is refused; a team
     queue below its deserved share with a sibling team above its own takes back from the sibling (rule
-    team-reclaim-victims: lower priority, never below the sibling's deserved share); for a job that is admitted, or
-    that sla will admit, preemption is Volcano's (rule volcano-preempts) and the arbiter does nothing more; otherwise a
-    C(large-job) or C(critical-job) preempts lower-priority jobs of its own queue (rule preempt-victims). Victims are
-    whole jobs, lowest priority first, then the newest; never C(critical-job) nor a job marked
-    C(volcano.sh/preemptable=false); taken until the GPUs to free (rule arbiter-need) are covered, and nothing is
-    evicted when they cannot be (RV(decision) C(refuse), the reason in RV(reason) and a warning)."
+    team-reclaim-victims: any priority but critical-job, never below the sibling's deserved share; a debug-job takes
+    nothing); for a job that is admitted, or that sla will admit, preemption is Volcano's (rule volcano-preempts)
+    and the arbiter does nothing more; otherwise a C(large-job) or C(critical-job) preempts lower-priority jobs of
+    its own queue (rule preempt-victims). Victims are whole jobs, lowest priority first, then the newest; never
+    C(critical-job) nor a job marked C(volcano.sh/preemptable=false); taken until the GPUs to free (rule
+    arbiter-need) are covered, and nothing is evicted when they cannot be (RV(decision) C(refuse), the reason in
+    RV(reason) and a warning)."
   - "Reads one list per kind: PodGroups (in the tenant's namespace with O(tenant)); only when one waits and is
     settled, the Volcano Jobs, the managed Queues, the unfinished Pods and the Nodes. A run with nothing waiting makes
     one list request and writes nothing. Safe to run every minute."
@@ -62,6 +63,23 @@ options:
         is Pending until the scheduler's next enqueue, and Volcano's own actions get their cycles first). 0 or more.
     type: int
     default: 10
+  wait_for_admission:
+    description:
+      - With O(job), when its PodGroup is C(Pending) and has an sla waiting time that has not passed, wait (reading
+        the tenant's PodGroups every second) until sla admits it or it is due (rule arbiter-settle), then decide.
+      - "Without it such a job is not a candidate yet: evicting for it before sla admits it lets its victims'
+        restarted pods take the GPUs back. C(job_submit.yml) sets it, so a team's job gets its room right after
+        submission."
+    type: bool
+    default: false
+  hold_seconds:
+    description:
+      - "After a team reclaim, how long (seconds) to keep the evicted jobs from taking the GPUs back (rule
+        reclaim-hold): each sibling queue it took from is held at the GPU capability it keeps until the waiting job
+        runs or this time has passed, then put back; the run holds its Lease meanwhile. 0 or more, less than
+        O(lease_duration)."
+    type: int
+    default: 45
   holder_identity:
     description:
       - The name the run holds the Lease under, followed by an id of the run, so that two runs under one name still
@@ -206,6 +224,8 @@ OPTIONS = dict(
     holder_identity=dict(type="str"),
     lease_duration=dict(type="int", default=60),
     history_size=dict(type="int", default=100),
+    wait_for_admission=dict(type="bool", default=False),
+    hold_seconds=dict(type="int", default=45),
 )
 
 

@@ -5,7 +5,10 @@
 * Rule arbiter-settle (``settled_waiting``): a PodGroup counts once it waits (Pending, or
   Inqueue: admitted by sla past a full queue, jobs/sla) and was created at least
   ``settle_seconds`` ago (a new PodGroup is Pending until the scheduler's next enqueue,
-  and Volcano's own actions get their cycles first). A PodGroup without a
+  and Volcano's own actions get their cycles first). A Pending PodGroup with an sla
+  waiting time counts only ``settle_seconds`` after that time (``admission_due``): until
+  sla admits it, its victims' restarted pods would be admitted before it and take the
+  GPUs back (measured); once admitted it is placed first. A PodGroup without a
   ``creationTimestamp`` counts as settled; one being deleted never counts. Which of them
   the arbiter may preempt for is rule volcano-preempts (``rules.volcano_preempts``).
 * Rule arbiter-candidates (``arbiter_candidates``): of the waiting jobs (``model.
@@ -19,10 +22,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..jobs.sla import waiting_seconds
 from ..jobs.throttle import owner_job
 from ..spot.victims import parse_time
 from .model import QueueState, WaitingJob
-from .rules import blocked_by_capacity
+from .rules import NOTHING_EVICTED, blocked_by_capacity
 
 PENDING = "Pending"
 INQUEUE = "Inqueue"
@@ -49,6 +53,24 @@ def podgroup_phase(podgroup: Mapping[str, Any] | None) -> str:
     return str(((podgroup or {}).get("status") or {}).get("phase") or "")
 
 
+# sla permits in the first enqueue after the waiting time; Volcano's enqueue runs every
+# scheduling period (1 s by default): three of them.
+SLA_ADMISSION_MARGIN = 3
+
+
+def admission_due(podgroup: Mapping[str, Any], now: float, settle_seconds: int) -> float:
+    """Seconds until a Pending PodGroup with an sla waiting time counts (rule
+    arbiter-settle: its waiting time, then the larger of ``settle_seconds`` and
+    SLA_ADMISSION_MARGIN); 0 for any other PodGroup."""
+    if podgroup_phase(podgroup) != PENDING:
+        return 0.0
+    wait = waiting_seconds((podgroup.get("metadata") or {}).get("annotations"))
+    created = podgroup_created(podgroup)
+    if wait is None or created is None:
+        return 0.0
+    return max(0.0, created + wait + max(settle_seconds, SLA_ADMISSION_MARGIN) - now)
+
+
 def settled_waiting(
     podgroups: Iterable[Mapping[str, Any]], now: float, settle_seconds: int
 ) -> list[Mapping[str, Any]]:
@@ -60,6 +82,8 @@ def settled_waiting(
         if meta.get("deletionTimestamp") or podgroup_phase(pg) not in WAITING_PHASES:
             continue
         created = podgroup_created(pg)
+        if admission_due(pg, now, settle_seconds) > 0:
+            continue
         if created is None or now - created >= settle_seconds:
             out.append(pg)
     return out
@@ -105,6 +129,13 @@ def not_a_candidate(
         return (
             f"{ref} is {phase or 'without a phase'}, neither Pending nor Inqueue: it is not "
             "waiting for GPUs; nothing is evicted"
+        )
+    due = admission_due(podgroup, now, settle_seconds)
+    if due > 0:
+        return (
+            f"{ref} is Pending until sla admits it (in {due:.0f} s at most); the arbiter acts "
+            "for it once it is admitted, so that it, and not its victims' restarted pods, gets "
+            f"the GPUs; {NOTHING_EVICTED}"
         )
     created = podgroup_created(podgroup)
     if created is not None and now - created < settle_seconds:

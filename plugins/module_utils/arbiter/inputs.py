@@ -24,7 +24,7 @@ from .model import QueueState
 from .rules import NOTHING_EVICTED
 
 # The least value of each number option.
-_LEAST = {"settle_seconds": 0, "lease_duration": 1, "history_size": 0}
+_LEAST = {"settle_seconds": 0, "lease_duration": 1, "history_size": 0, "hold_seconds": 0}
 
 
 def arbiter_input_errors(params: Mapping[str, Any]) -> list[FieldError]:
@@ -64,6 +64,15 @@ def arbiter_input_errors(params: Mapping[str, Any]) -> list[FieldError]:
         value = params.get(name)
         if value is not None and value < least:
             errors.append(FieldError(name, f"{value} is too small; {least} or more is accepted"))
+    hold, lease = params.get("hold_seconds"), params.get("lease_duration")
+    if hold is not None and lease is not None and hold >= lease >= 1:
+        errors.append(
+            FieldError(
+                "hold_seconds",
+                f"{hold} must be less than lease_duration ({lease}): the run holds its Lease "
+                "while it holds the queues",
+            )
+        )
     return errors
 
 

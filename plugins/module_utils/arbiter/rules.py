@@ -32,8 +32,8 @@ Rules held here:
 * Rule team-reclaim-victims (``team_reclaim_victims``, ``team_reclaim_refusal``): a team
   queue below its deserved takes back what sibling teams (same parent) borrowed above
   theirs. Candidates: running jobs of siblings above their deserved, preemptable, never
-  critical-job, with a lower priority than the waiting job's, in the same order merged
-  across siblings; a job is taken only when its sibling stays at or above its deserved
+  critical-job, of any other priority (reclaim returns what was borrowed; design 6.3), in
+  the same order merged across siblings; a debug-job takes nothing back; a job is taken only when its sibling stays at or above its deserved
   after losing it (design 6.2: reclaim never takes a queue below its deserved), counted
   as victims are taken. Stop as soon as the need is covered; otherwise nothing is
   evicted.
@@ -158,17 +158,21 @@ def victim_order_key(job: RunningJob) -> tuple[int, float, str, str]:
     return (job.priority, -job.started, job.namespace, job.name)
 
 
-def _may_be_taken(job: WaitingJob, victim: RunningJob) -> bool:
-    """What preempt and team reclaim share: a lower priority than the waiting job's,
-    preemptable, never critical-job, holding GPUs (evicting a job without GPUs frees
-    nothing), and not the waiting job itself."""
+def _evictable(job: WaitingJob, victim: RunningJob) -> bool:
+    """What preempt and team reclaim share: preemptable, never critical-job, holding GPUs
+    (evicting a job without GPUs frees nothing), and not the waiting job itself."""
     return (
-        victim.priority < job.priority
-        and victim.preemptable
+        victim.preemptable
         and victim.priority_class != CRITICAL_CLASS
         and victim.gpus > 0
         and not (job.uid and victim.uid == job.uid)
     )
+
+
+def _may_be_taken(job: WaitingJob, victim: RunningJob) -> bool:
+    """Preemption (rule preempt-victims): an evictable job of lower priority than the
+    waiting job's."""
+    return victim.priority < job.priority and _evictable(job, victim)
 
 
 def preempt_candidates(job: WaitingJob, running: Iterable[RunningJob]) -> list[RunningJob]:
@@ -268,10 +272,15 @@ def reclaim_candidates(
     job: WaitingJob, states: Mapping[str, QueueState], running: Iterable[RunningJob]
 ) -> list[RunningJob]:
     """The running jobs of the borrowing siblings that rule team-reclaim-victims may take,
-    merged into one victim order (before the deserved check)."""
+    merged into one victim order (before the deserved check). Reclaim returns what was
+    borrowed whatever the borrower's priority (design 6.2/6.3: P50, then P100, then P800;
+    P1000 never), so any evictable job counts; a debug-job takes nothing back (it never
+    takes GPUs from other jobs, rule sla-wait-by-class)."""
+    if job.priority_class == DEBUG_CLASS:
+        return []
     siblings = {s.name for s in borrowing_siblings(job, states)}
     return sorted(
-        (r for r in running if r.queue in siblings and _may_be_taken(job, r)),
+        (r for r in running if r.queue in siblings and _evictable(job, r)),
         key=victim_order_key,
     )
 
@@ -334,6 +343,8 @@ def _reclaim_problem(
             f"queue {own.name} uses {own.allocated_gpus} GPUs of its deserved {own.deserved}: it "
             "is not below its deserved share, so it takes nothing back from its siblings"
         )
+    if job.priority_class == DEBUG_CLASS:
+        return f"{job.ref} is a {DEBUG_CLASS}, which never takes GPUs from other jobs"
     siblings = borrowing_siblings(job, states)
     if not siblings:
         return f"queue {own.name}: no sibling team under {own.parent} uses more than its deserved"
@@ -346,7 +357,7 @@ def _reclaim_problem(
     )
     return (
         f"queue {own.name}: without going below their deserved, its sibling teams can give back "
-        f"{sum(given.values())} GPUs of running jobs below {_class_name(job)}, {need} are "
+        f"{sum(given.values())} GPUs of running jobs that may be evicted, {need} are "
         f"needed ({parts})"
     )
 
@@ -360,8 +371,8 @@ def team_reclaim_refusal(
     """Why rule team-reclaim-victims evicts nothing for ``job``, naming each borrowing
     sibling and what it could give without going below its deserved, for example
     ``queue tenant-alpha-b: without going below their deserved, its sibling teams can give
-    back 3 GPUs of running jobs below normal-job, 5 are needed (tenant-alpha-a 3 (uses 25,
-    deserved 20)); nothing is evicted``."""
+    back 3 GPUs of running jobs that may be evicted, 5 are needed (tenant-alpha-a 3 (uses
+    25, deserved 20)); nothing is evicted``."""
     return f"{_reclaim_problem(job, states, running, need)}; {NOTHING_EVICTED}"
 
 

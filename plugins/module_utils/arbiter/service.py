@@ -25,6 +25,7 @@ jobs (rules of ``arbiter/rules.py``; which job it acts for:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -59,12 +60,14 @@ from ..kube.cluster import (
 from ..kube.lease import QUEUE_ARBITER, lease_blocker, run_holder
 from ..kube.lease_io import acquire_lease, default_holder, read_lease, release_lease, run_id
 from .candidates import (
+    admission_due,
     arbiter_candidates,
     not_a_candidate,
     podgroup_created,
     podgroup_key,
     settled_waiting,
 )
+from .hold import gpu_capability, held_capability, taken_by_queue, with_gpu_capability
 from .inputs import job_scope_refusal, queue_scope_refusal
 from .model import RunningJob, WaitingJob, pods_of, queue_states, running_jobs, waiting_jobs
 from .record import (
@@ -96,6 +99,7 @@ class Plan:
     decision: Decision
     vcjobs: list[dict[str, Any]]
     pods: list[dict[str, Any]]
+    states: Mapping[str, Any]
 
     @property
     def evicts(self) -> bool:
@@ -161,7 +165,9 @@ def decide(
         return arbiter_result(None, None, reason=_no_candidate(params, podgroups, stamp)), None
     first = candidates[0]
     decision = plan_for(first, states, running_jobs(vcjobs, pods), free_gpus, pool_gpus)
-    return arbiter_result(first, decision, candidates[1:]), Plan(first, decision, vcjobs, pods)
+    return arbiter_result(first, decision, candidates[1:]), Plan(
+        first, decision, vcjobs, pods, states
+    )
 
 
 def _no_candidate(
@@ -284,9 +290,79 @@ def _without_eviction(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def wait_for_admission(cluster: Cluster, params: Mapping[str, Any]) -> None:
+    """Option ``wait_for_admission`` (with ``job``): while the job's PodGroup is Pending
+    until sla admits it (rule arbiter-settle, ``admission_due``), re-read the tenant's
+    PodGroups every second, at most until it is due."""
+    if not (params.get("wait_for_admission") and params.get("job")):
+        return
+    namespace = namespace_name(params["tenant"])
+    while True:
+        podgroups = cluster.list(PODGROUP_API, "PodGroup", namespace=namespace)
+        own = [pg for pg in podgroups if owner_job(pg)[0] == params["job"]]
+        due = admission_due(own[0], utc_now().timestamp(), params["settle_seconds"]) if own else 0
+        if due <= 0:
+            return
+        time.sleep(min(1.0, due))
+
+
+def _set_gpu_capability(
+    cluster: Cluster, name: str, gpus: int | str | None
+) -> tuple[bool, str | None]:
+    """Set one Queue's GPU capability, re-reading it on a conflict (Volcano writes its
+    status); (whether the Queue exists, the capability it had)."""
+    for _attempt in range(3):
+        queue = cluster.get(QUEUE_API, "Queue", name)
+        if queue is None:
+            return False, None
+        try:
+            cluster.replace(with_gpu_capability(queue, gpus))
+            return True, gpu_capability(queue)
+        except ConflictError:
+            continue
+    raise Refused(f"Queue {name} kept changing while its GPU capability was set; try again")
+
+
+def hold_victim_queues(cluster: Cluster, plan: Plan) -> list[tuple[str, str | None]]:
+    """Rule reclaim-hold (``arbiter/hold``): set each victim queue's GPU capability to what
+    it keeps; returns (queue, capability before) for ``release_victim_queues``."""
+    held: list[tuple[str, str | None]] = []
+    try:
+        for name, taken in sorted(taken_by_queue(plan.decision.victims).items()):
+            if name not in plan.states:
+                continue
+            found, before = _set_gpu_capability(
+                cluster, name, held_capability(plan.states[name], taken)
+            )
+            if found:
+                held.append((name, before))
+    except BaseException:
+        release_victim_queues(cluster, held)
+        raise
+    return held
+
+
+def release_victim_queues(cluster: Cluster, held: Sequence[tuple[str, str | None]]) -> None:
+    """Put each held queue's GPU capability back."""
+    for name, before in held:
+        _set_gpu_capability(cluster, name, before)
+
+
+def wait_until_running(cluster: Cluster, job: WaitingJob, seconds: int) -> int:
+    """Wait, reading the waiting Volcano Job once a second, until it runs or ``seconds``
+    have passed; the seconds waited."""
+    for waited in range(seconds):
+        vcjob = cluster.get(JOB_API, "Job", job.name, job.namespace) or {}
+        if ((vcjob.get("status") or {}).get("state") or {}).get("phase") == "Running":
+            return waited
+        time.sleep(1)
+    return seconds
+
+
 def run(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
     """The ``queue_arbiter`` module: decide for the first waiting job; for preempt or
     reclaim, under the Lease, decide again and evict its victims (check mode: report them)."""
+    wait_for_admission(cluster, params)
     now = utc_now()
     result, plan = decide(cluster, params, now)
     if plan is None or not plan.evicts:
@@ -312,7 +388,15 @@ def run(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str,
         result, plan = decide(cluster, params, now)
         if plan is None or not plan.evicts:
             return _without_eviction(result)
-        jobs, pods = evict_victims(cluster, plan, result, now)
+        held = hold_victim_queues(cluster, plan) if plan.decision.action == RECLAIM else []
+        try:
+            jobs, pods = evict_victims(cluster, plan, result, now)
+            if held and jobs:
+                result["held_seconds"] = wait_until_running(
+                    cluster, plan.job, params["hold_seconds"]
+                )
+        finally:
+            release_victim_queues(cluster, held)
         victims = [victim_dict(v) for v in jobs]
         result.update(
             changed=bool(pods),

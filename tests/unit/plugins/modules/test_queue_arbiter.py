@@ -21,6 +21,7 @@ from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCl
 from ansible_collections.gpucloud.platform.tests.unit.plugins.arbiter_fixtures import (
     NOW,
     NS,
+    ago,
     arbiter_cluster,
     node,
     podgroup,
@@ -40,6 +41,14 @@ STAMP = int(NOW.timestamp() * 1_000_000_000)
 @pytest.fixture(autouse=True)
 def fixed_clock(monkeypatch):
     monkeypatch.setattr(service, "utc_now", lambda: NOW)
+
+
+@pytest.fixture(autouse=True)
+def naps(monkeypatch):
+    """The seconds the run slept (nothing in the fake cluster moves while it does)."""
+    slept = []
+    monkeypatch.setattr(service.time, "sleep", slept.append)
+    return slept
 
 
 @pytest.fixture
@@ -543,3 +552,106 @@ def test_critical_and_non_preemptable_jobs_are_never_evicted(run_module):
     assert out["decision"] == "preempt"
     assert [v["name"] for v in out["victims"]] == ["task-d", "task-e", "task-c", "task-a"]
     assert ("Pod", NS, "task-b-worker-0") in cluster.store
+
+
+# -- rule arbiter-settle: a Pending job sla will admit ------------------------------------------
+
+
+def _sla_b2(cluster, created=5, wait="10s"):
+    pg = cluster.store[("PodGroup", NS, "b2-uid-b2")]
+    pg["metadata"]["annotations"] = {"volcano.sh/sla-waiting-time": wait}
+    pg["metadata"]["creationTimestamp"] = ago(created)
+    return pg
+
+
+def test_a_pending_job_sla_will_admit_is_not_a_candidate_until_it_is_due(run_module):
+    """Evicting before sla admits it would let the victims' restarted pods take the GPUs."""
+    cluster = FakeCluster(scenario_two())
+    _sla_b2(cluster, created=5)
+    out = run_module(queue_arbiter, cluster, tenant="a", job="b2", settle_seconds=0)
+    assert out["decision"] == "none" and cluster.writes == []
+    assert out["reason"] == (
+        "tenant-a/b2 is Pending until sla admits it (in 8 s at most); the arbiter acts for it "
+        "once it is admitted, so that it, and not its victims' restarted pods, gets the GPUs; "
+        "nothing is evicted"
+    )
+    # Past its waiting time and the settle time, still Pending: it counts.
+    _sla_b2(cluster, created=30)
+    late = run_module(queue_arbiter, cluster, tenant="a", settle_seconds=10)
+    assert late["decision"] == "reclaim" and late["job"] == "tenant-a/b2"
+
+
+def test_wait_for_admission_reads_until_sla_admits_the_job(run_module, monkeypatch):
+    cluster = FakeCluster(scenario_two())
+    pg = _sla_b2(cluster, created=5)
+    naps = []
+
+    def nap(seconds):
+        naps.append(seconds)
+        if len(naps) == 3:
+            pg["status"]["phase"] = "Inqueue"  # sla admitted it
+
+    monkeypatch.setattr(service.time, "sleep", nap)
+    out = run_module(
+        queue_arbiter,
+        cluster,
+        tenant="a",
+        job="b2",
+        settle_seconds=0,
+        wait_for_admission=True,
+        hold_seconds=0,
+    )
+    assert naps == [1.0, 1.0, 1.0]
+    assert out["decision"] == "reclaim" and [v["name"] for v in out["victims"]] == ["a5", "a4"]
+    assert cluster.lists.count("PodGroup") >= 4
+
+
+# -- rule reclaim-hold --------------------------------------------------------------------------
+
+
+def _gpu_capability(cluster, name):
+    (queue,) = [q for q in cluster.objects("Queue") if q["metadata"]["name"] == name]
+    return str(queue["spec"]["capability"]["nvidia.com/gpu"])
+
+
+def test_the_victims_queue_is_held_until_the_job_runs_then_put_back(run_module, naps, monkeypatch):
+    """Team a (deserved 20) keeps 20 of its 25: its GPU capability is 20 while b2 waits, and
+    what it was (30) once b2 runs."""
+    cluster = FakeCluster(scenario_two())
+    seen = []
+    real_replace = cluster.replace
+
+    def replace(manifest):
+        if manifest["kind"] == "Queue":
+            seen.append(
+                (manifest["metadata"]["name"], manifest["spec"]["capability"].get("nvidia.com/gpu"))
+            )
+        return real_replace(manifest)
+
+    monkeypatch.setattr(cluster, "replace", replace)
+
+    def b2_runs(_seconds):
+        naps.append(_seconds)
+        cluster.store[("Job", NS, "b2")].setdefault("status", {})["state"] = {"phase": "Running"}
+
+    monkeypatch.setattr(service.time, "sleep", b2_runs)
+    out = run_module(queue_arbiter, cluster, tenant="a")
+    assert out["decision"] == "reclaim" and out["held_seconds"] == 1
+    assert seen == [("tenant-a-a", "20"), ("tenant-a-a", "30")]
+    assert _gpu_capability(cluster, "tenant-a-a") == "30"
+
+
+def test_the_hold_ends_after_hold_seconds(run_module, naps):
+    cluster = FakeCluster(scenario_two())
+    out = run_module(queue_arbiter, cluster, tenant="a", hold_seconds=3)
+    assert out["decision"] == "reclaim" and out["held_seconds"] == 3 and naps == [1, 1, 1]
+    assert _gpu_capability(cluster, "tenant-a-a") == "30"
+
+
+def test_hold_seconds_must_be_shorter_than_the_lease(run_module):
+    cluster = arbiter_cluster()
+    out = run_module(queue_arbiter, cluster, hold_seconds=60, lease_duration=60)
+    assert out["errors"] == [
+        "hold_seconds: 60 must be less than lease_duration (60): the run holds its Lease while "
+        "it holds the queues"
+    ]

@@ -240,7 +240,7 @@ def test_reclaim_refuses_what_the_siblings_cannot_give():
     assert rules.team_reclaim_victims(b2, states, running, need) == []
     assert rules.team_reclaim_refusal(b2, states, running, need) == (
         "queue tenant-t-b: without going below their deserved, its sibling teams can give back "
-        "5 GPUs of running jobs below normal-job, 8 are needed (tenant-t-a 5 (uses 25, "
+        "5 GPUs of running jobs that may be evicted, 8 are needed (tenant-t-a 5 (uses 25, "
         "deserved 20)); nothing is evicted"
     )
     decision = rules.plan_for(b2, states, running, free_gpus=2, pool_gpus=32)
@@ -291,7 +291,7 @@ def test_reclaim_merges_siblings_into_one_order_and_counts_each_down():
     assert rules.team_reclaim_victims(b, states, running, 8) == []
     assert rules.team_reclaim_refusal(b, states, running, 8) == (
         "queue tenant-t-b: without going below their deserved, its sibling teams can give back "
-        "7 GPUs of running jobs below normal-job, 8 are needed (tenant-t-a 3 (uses 14, "
+        "7 GPUs of running jobs that may be evicted, 8 are needed (tenant-t-a 3 (uses 14, "
         "deserved 10), tenant-t-c 4 (uses 14, deserved 10)); nothing is evicted"
     )
 
@@ -455,13 +455,15 @@ def worlds(draw):
     return states, running, job, draw(st.integers(0, 60))
 
 
-def check_victim_set(victims, job, need):
+def check_victim_set(victims, job, need, below=True):
+    """``below``: preemption takes only lower priorities; reclaim any (design 6.3)."""
     freed = sum(v.gpus for v in victims)
     if victims:
         assert freed >= need
         assert freed - victims[-1].gpus < need  # never one job more than needed
+        assert job.priority_class != "debug-job"
     for v in victims:
-        assert v.priority < job.priority
+        assert v.priority < job.priority or not below
         assert v.preemptable and v.priority_class != "critical-job"
     assert len({v.uid for v in victims}) == len(victims)
 
@@ -487,7 +489,7 @@ def test_preempt_invariants(world):
 def test_team_reclaim_invariants(world):
     states, running, job, need = world
     victims = rules.team_reclaim_victims(job, states, running, need)
-    check_victim_set(victims, job, need)
+    check_victim_set(victims, job, need, below=False)
     assert victims == sorted(victims, key=rules.victim_order_key)
     own = states[job.queue]
     for v in victims:
@@ -510,7 +512,8 @@ def test_plan_invariants(world, free, pool_extra):
     decision = rules.plan_for(job, states, running, free, pool)
     assert decision.action in rules.ACTIONS
     if decision.action in (rules.PREEMPT, rules.RECLAIM):
-        check_victim_set(list(decision.victims), job, decision.need)
+        below = decision.action == rules.PREEMPT
+        check_victim_set(list(decision.victims), job, decision.need, below)
         assert decision.need == rules.arbiter_need(job, states, free) > 0
     else:
         assert decision.victims == ()
@@ -524,3 +527,28 @@ def test_plan_invariants(world, free, pool_extra):
     blocked = rules.blocked_by_capacity(job, states, free, pool)
     if blocked is not None:
         assert rules.arbiter_need(job, states, free) > 0
+
+
+def test_design_6_2_reclaim_takes_a_normal_job_after_the_debug_job_it_may_take():
+    """Design 6.2's worked example: reclaim returns what was borrowed whatever its priority
+    (P50, then P100), never below deserved: task-e (debug 2), then task-c (normal 3, the
+    newest normal job); task-d (debug 4) would take team a to 19."""
+    states = states_of(
+        qs(SUB, "subscription", "root", 30, 30, 30),
+        qs(A, deserved=20, allocated=25),
+        qs(B, deserved=10, allocated=5),
+    )
+    running = [
+        run("task-a", A, "normal-job", 8, 50),
+        run("task-b", A, "normal-job", 8, 40),
+        run("task-c", A, "normal-job", 3, 30),
+        run("task-d", A, "debug-job", 4, 20),
+        run("task-e", A, "debug-job", 2, 10),
+    ]
+    b2 = wait("b2", B, "normal-job", 5)
+    assert names(rules.team_reclaim_victims(b2, states, running, 5)) == ["task-e", "task-c"]
+    debug = wait("b-debug", B, "debug-job", 5)
+    assert rules.team_reclaim_victims(debug, states, running, 5) == []
+    assert "never takes GPUs from other jobs" in rules.team_reclaim_refusal(
+        debug, states, running, 5
+    )
