@@ -21,6 +21,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..common.names import PREFIX
 from ..common.quantity import GPU
 from .model import QueueState, RunningJob
 
@@ -39,10 +40,24 @@ def taken_by_queue(victims: Iterable[RunningJob]) -> dict[str, int]:
     return out
 
 
-def with_gpu_capability(queue: Mapping[str, Any], gpus: int | str | None) -> dict[str, Any]:
-    """The Queue object with its ``spec.capability`` GPUs set to ``gpus`` (None: removed),
-    for a replace that keeps its resourceVersion."""
+# On a held queue: why, and the capability to put back (for an operator, should the run
+# die before it puts it back).
+ANNOTATION_HOLD = PREFIX + "arbiter-hold"
+
+
+def with_gpu_capability(
+    queue: Mapping[str, Any], gpus: int | str | None, hold: str | None = None
+) -> dict[str, Any]:
+    """The Queue object with its ``spec.capability`` GPUs set to ``gpus`` (None: removed)
+    and the hold annotation set to ``hold`` (None: removed), for a replace that keeps its
+    resourceVersion."""
     out = copy.deepcopy(dict(queue))
+    annotations = out.setdefault("metadata", {}).setdefault("annotations", {}) or {}
+    out["metadata"]["annotations"] = annotations
+    if hold is None:
+        annotations.pop(ANNOTATION_HOLD, None)
+    else:
+        annotations[ANNOTATION_HOLD] = hold
     capability = out.setdefault("spec", {}).setdefault("capability", {})
     if gpus is None:
         capability.pop(GPU, None)
@@ -55,3 +70,8 @@ def gpu_capability(queue: Mapping[str, Any]) -> str | None:
     """The Queue's ``spec.capability`` GPUs as written (None: not set)."""
     value = ((queue.get("spec") or {}).get("capability") or {}).get(GPU)
     return None if value is None else str(value)
+
+
+def hold_text(job_ref: str, before: str | None) -> str:
+    """The hold annotation: the job the room is held for and the capability to put back."""
+    return f"held for {job_ref}; GPU capability before: {before if before is not None else 'unset'}"

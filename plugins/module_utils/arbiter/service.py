@@ -67,7 +67,13 @@ from .candidates import (
     podgroup_key,
     settled_waiting,
 )
-from .hold import gpu_capability, held_capability, taken_by_queue, with_gpu_capability
+from .hold import (
+    gpu_capability,
+    held_capability,
+    hold_text,
+    taken_by_queue,
+    with_gpu_capability,
+)
 from .inputs import job_scope_refusal, queue_scope_refusal
 from .model import RunningJob, WaitingJob, pods_of, queue_states, running_jobs, waiting_jobs
 from .record import (
@@ -307,17 +313,20 @@ def wait_for_admission(cluster: Cluster, params: Mapping[str, Any]) -> None:
 
 
 def _set_gpu_capability(
-    cluster: Cluster, name: str, gpus: int | str | None
+    cluster: Cluster, name: str, gpus: int | str | None, hold_for: str | None = None
 ) -> tuple[bool, str | None]:
-    """Set one Queue's GPU capability, re-reading it on a conflict (Volcano writes its
-    status); (whether the Queue exists, the capability it had)."""
+    """Set one Queue's GPU capability (and the hold annotation when ``hold_for`` names the
+    waiting job), re-reading it on a conflict (Volcano writes its status); (whether the
+    Queue exists, the capability it had)."""
     for _attempt in range(3):
         queue = cluster.get(QUEUE_API, "Queue", name)
         if queue is None:
             return False, None
+        before = gpu_capability(queue)
+        hold = hold_text(hold_for, before) if hold_for else None
         try:
-            cluster.replace(with_gpu_capability(queue, gpus))
-            return True, gpu_capability(queue)
+            cluster.replace(with_gpu_capability(queue, gpus, hold))
+            return True, before
         except ConflictError:
             continue
     raise Refused(f"Queue {name} kept changing while its GPU capability was set; try again")
@@ -332,7 +341,7 @@ def hold_victim_queues(cluster: Cluster, plan: Plan) -> list[tuple[str, str | No
             if name not in plan.states:
                 continue
             found, before = _set_gpu_capability(
-                cluster, name, held_capability(plan.states[name], taken)
+                cluster, name, held_capability(plan.states[name], taken), plan.job.ref
             )
             if found:
                 held.append((name, before))
@@ -343,7 +352,7 @@ def hold_victim_queues(cluster: Cluster, plan: Plan) -> list[tuple[str, str | No
 
 
 def release_victim_queues(cluster: Cluster, held: Sequence[tuple[str, str | None]]) -> None:
-    """Put each held queue's GPU capability back."""
+    """Put each held queue's GPU capability back and drop the hold annotation."""
     for name, before in held:
         _set_gpu_capability(cluster, name, before)
 

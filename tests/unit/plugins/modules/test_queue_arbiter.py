@@ -624,7 +624,11 @@ def test_the_victims_queue_is_held_until_the_job_runs_then_put_back(run_module, 
     def replace(manifest):
         if manifest["kind"] == "Queue":
             seen.append(
-                (manifest["metadata"]["name"], manifest["spec"]["capability"].get("nvidia.com/gpu"))
+                (
+                    manifest["metadata"]["name"],
+                    manifest["spec"]["capability"].get("nvidia.com/gpu"),
+                    (manifest["metadata"].get("annotations") or {}).get("platform.io/arbiter-hold"),
+                )
             )
         return real_replace(manifest)
 
@@ -637,7 +641,10 @@ def test_the_victims_queue_is_held_until_the_job_runs_then_put_back(run_module, 
     monkeypatch.setattr(service.time, "sleep", b2_runs)
     out = run_module(queue_arbiter, cluster, tenant="a")
     assert out["decision"] == "reclaim" and out["held_seconds"] == 1
-    assert seen == [("tenant-a-a", "20"), ("tenant-a-a", "30")]
+    assert seen == [
+        ("tenant-a-a", "20", "held for tenant-a/b2; GPU capability before: 30"),
+        ("tenant-a-a", "30", None),
+    ]
     assert _gpu_capability(cluster, "tenant-a-a") == "30"
 
 
