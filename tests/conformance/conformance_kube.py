@@ -128,8 +128,9 @@ class Kube:
         capability: int | None = None,
         parent: str | None = None,
         guarantee: int | None = None,
+        reclaimable: bool = True,
     ) -> None:
-        spec: dict[str, Any] = {"reclaimable": True}
+        spec: dict[str, Any] = {"reclaimable": reclaimable}
         if deserved is not None:
             spec["deserved"] = {GPU: str(deserved)}
         if capability is not None:

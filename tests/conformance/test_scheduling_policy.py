@@ -207,11 +207,13 @@ def test_sibling_team_cannot_reclaim_inside_a_full_subscription(kube):
     """Design 6.1 scenario two on 4 nodes (32 GPUs, 1-GPU pods): under a subscription queue of 30
     (deserved = capability, as the platform creates it), team a (deserved 20) uses 25 and team b
     (deserved 10) uses 5; team b asks for 5 more. The design expects team a to give back its
-    borrowed 5. Measured on Volcano 1.15.1 with the platform's policy: nothing is reclaimed.
+    borrowed 5. Measured on Volcano 1.15.1 with the platform's policy, for a job without an sla
+    waiting time (as every job here): nothing is reclaimed.
     capacity's enqueue check adds the new job's 5 GPUs to every ancestor's allocation
     (30 + 5 > capability 30 of the subscription queue), so the PodGroup stays Pending and
     gangreclaim, which only acts for admitted jobs, never starts. Team a keeps all 25 GPUs until
-    its jobs end; docs/scheduling-policy.md records the consequence."""
+    its jobs end. With a waiting time, see test_full_subscription.py and the queue arbiter
+    (tests/integration/test_queue_arbiter.py)."""
     with scenario(kube, "s2", nodes=4) as s:
         tenant = _tenant("cfb")
         ns = s.tenant(tenant)

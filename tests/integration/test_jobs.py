@@ -624,8 +624,8 @@ def test_the_throttle_turns_away_a_large_job_no_node_or_hypernode_can_hold(
 def test_the_throttle_lets_go_of_a_large_job_its_full_queue_does_not_admit(
     platform_scheduler_conf, tenant, dyn, run_module
 ):
-    """A team queue of 32 GPUs with 8 in use: a 32-GPU large job is never admitted by
-    enqueue (capacity), so preemption never acts for it. vcjob engages while the PodGroup
+    """A team queue of 32 GPUs with 8 in use: a 32-GPU large job without an sla waiting time
+    is never admitted by enqueue (capacity), so preemption never acts for it. vcjob engages while the PodGroup
     is new (enqueue may admit it in the next cycle); the scheduled reconcile after the
     settle time lets the queue go and says why, instead of holding the team for the
     whole timeout."""
@@ -638,7 +638,17 @@ def test_the_throttle_lets_go_of_a_large_job_its_full_queue_does_not_admit(
     )
     used = run_module("vcjob", {**small_args(tenant, "used"), "gpus_per_pod": 8, "wait": True})
     assert used.get("failed") is not True and used["phase"] == "Running", used.get("msg")
-    full = run_module("vcjob", large_args(tenant, "full", 4, throttle_timeout=300))
+    # Without an sla waiting time (the class table's null): sla never admits it either.
+    full = run_module(
+        "vcjob",
+        large_args(
+            tenant,
+            "full",
+            4,
+            throttle_timeout=300,
+            job_classes={"large": {"sla_waiting_seconds": None}},
+        ),
+    )
     assert not full.get("failed"), full.get("msg")
     assert full["throttle_engaged"] is True, full.get("throttle_not_engaged")
     time.sleep(11)  # past the settle time: ten scheduling periods of enqueue refused it
