@@ -13,8 +13,8 @@ writes. Rules held here:
   the checks a reclaiming module makes before its first request.
 
 The Lease and the history are shared with the queue arbiter (``kube/lease``,
-``kube/lease_io``, ``common/history``); the names the spot reclaim's callers import
-(``HISTORY_KEY``, ``push_history``, ``read_history``, ``run_holder``) are also here.
+``kube/lease_io``, ``common/history``: ``push_history`` and ``read_history`` are imported
+from there).
 """
 
 from __future__ import annotations
@@ -27,9 +27,6 @@ from typing import Any
 from ..capacity.pool import POOL_OPTIONS, selector_errors
 from ..common import history as _history
 from ..common.errors import FieldError, Refused, raise_if
-from ..common.history import HISTORY_KEY as HISTORY_KEY
-from ..common.history import push_history as push_history
-from ..common.history import read_history as read_history
 from ..common.names import (
     EVENT_REASON_SPOT_RECLAIMED,
     JOB_API,

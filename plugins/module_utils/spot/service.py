@@ -38,6 +38,7 @@ from ..capacity.pool import (
     pool_from_nodes,
 )
 from ..common.errors import PartialWrite, PlatformValidationError, Refused
+from ..common.history import push_history, read_history
 from ..common.names import (
     CAPACITY_FIELD_MANAGER,
     EVENT_REASON_SPOT_RECLAIMED,
@@ -70,8 +71,6 @@ from .reclaim import (
     history_entry,
     history_manifest,
     lease_blocker,
-    push_history,
-    read_history,
     reclaim_diff,
     reclaim_report,
     reclaim_request,

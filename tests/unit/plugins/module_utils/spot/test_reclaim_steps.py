@@ -8,12 +8,12 @@ from datetime import timedelta
 import pytest
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import Refused
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.history import push_history
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import (
     ReclaimError,
     ReclaimRequest,
     lease_blocker,
     lease_manifest,
-    push_history,
     reclaim_request,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.service import (
