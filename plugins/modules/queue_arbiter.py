@@ -188,6 +188,13 @@ evicted:
   returned: always
   type: list
   elements: str
+held_seconds:
+  description:
+    - After a team reclaim, how long the victims' queues were held (rule reclaim-hold) before the waiting job ran,
+      or O(hold_seconds) when it had not run by then.
+  returned: when it evicted for a team reclaim
+  type: int
+  sample: 2
 history:
   description: The arbiter's history after this run, newest first, when it evicted; empty otherwise (not read).
   returned: always
