@@ -183,6 +183,19 @@ waiting:
   returned: always
   type: list
   elements: str
+may_preempt_after_restart:
+  description:
+    - Rule restart-may-preempt. For each victim that comes back after its eviction (its C(PodEvicted) policy
+      restarts it) at a class that preempts, the jobs left running in its queue that Volcano's gangpreempt may then
+      evict for it, as it would for any job of that queue. Empty when there are none, as in most runs. Also warned.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - victim: tenant-acme/task-c
+      priority_class: normal-job
+      queue: tenant-acme-a
+      may_preempt: [tenant-acme/task-d]
 evicted:
   description: The pods evicted (namespace/name); empty in check mode.
   returned: always

@@ -60,13 +60,15 @@ class Site:
         self.tenants: list[str] = []
         kube.label_nodes(self.nodes, self.label)
 
-    def tenant(self, gpus: int, teams: list[dict], **extra) -> str:
+    def tenant(
+        self, gpus: int, teams: list[dict], cpu: str = "1000", memory: str = "4Ti", **extra
+    ) -> str:
         name = f"arb{uuid.uuid4().hex[:6]}"
         made = self.run_module(
             "tenant",
             {
                 "name": name,
-                "subscription": {GPU: gpus, "cpu": "1000", "memory": "4Ti"},
+                "subscription": {GPU: gpus, "cpu": cpu, "memory": memory},
                 "teams": teams,
                 **extra,
             },
@@ -140,7 +142,9 @@ def team_a_borrows(s: Site, team_a: dict[str, tuple[str, int]]) -> str:
     """A subscription of 30: team a (deserved 20) runs ``team_a``, team b (deserved 10) runs
     5 GPUs. Every team's capability is the subscription's (the tenant module's default)."""
     tenant = s.tenant(
-        30, [{"name": "a", "deserved": {GPU: 20}}, {"name": "b", "deserved": {GPU: 10}}]
+        30,
+        [{"name": "a", "deserved": {GPU: 20}}, {"name": "b", "deserved": {GPU: 10}}],
+        allow_critical=True,
     )
     for name, (pc, gpus) in team_a.items():
         replicas, per_pod = (1, gpus) if pc == "debug-job" else (gpus, 1)
@@ -207,12 +211,14 @@ def test_scenario_one_volcano_preempts_the_design_set_and_the_throttle_holds(sit
 
 
 def test_scenario_one_own_set_newest_normal_job_goes_first(site):
-    """A set of our own: 8 GPUs free, two debug jobs of 8 and two normal jobs of 8; the
-    large job (32) needs 24 more: both debug jobs and the newer normal job (LIFO)."""
-    s = site(5)
-    tenant = s.tenant(40, [{"name": "algo", "deserved": {GPU: 40}}])
+    """A set of our own: a subscription of 48 with 8 GPUs free, a critical job, two normal
+    jobs and two debug jobs, of 8 each; the large job (32) needs 24 more: both debug jobs
+    and the newer normal job (LIFO). The critical job is never evicted."""
+    s = site(6)
+    tenant = s.tenant(48, [{"name": "algo", "deserved": {GPU: 48}}], allow_critical=True)
     ns = f"tenant-{tenant}"
     for name, pc in (
+        ("crit", "critical-job"),
         ("old-normal", "normal-job"),
         ("new-normal", "normal-job"),
         ("debug-1", "debug-job"),
@@ -223,17 +229,21 @@ def test_scenario_one_own_set_newest_normal_job_goes_first(site):
         s.submit(tenant, "algo", "large", "large-job", 4, 8)
         s.kube.wait_running(ns, "large", 4, timeout=120)
     assert evicted_jobs(deletions) == {"debug-1", "debug-2", "new-normal"}, deletions.order
-    assert s.kube.running(ns, "old-normal", 1)
+    assert s.kube.running(ns, "old-normal", 1) and s.kube.running(ns, "crit", 1)
 
 
 def test_scenario_two_the_arbiter_takes_back_what_team_a_borrowed(site, ansible_env, run_module):
-    """Team a (deserved 20) runs 25, team b (deserved 10) runs 5 and asks for 5 more.
-    Volcano admits b2 after its waiting time but cannot place it; a debug job of team b
-    takes nothing; the scheduled arbiter evicts a4 and a5 (the 5 borrowed GPUs, P50,
-    newest first) and b2 runs. A second run changes nothing."""
+    """Team a (deserved 20) runs 25, a critical job among them, team b (deserved 10) runs 5
+    and asks for 5 more. Volcano admits b2 after its waiting time but cannot place it; a
+    debug job of team b takes nothing; the scheduled arbiter evicts a4 and a5 (the 5
+    borrowed GPUs, P50, newest first) and b2 runs. A second run changes nothing.
+
+    The other guarantees, in the same run: another tenant's job, below its deserved and
+    waiting for these nodes the whole time, takes nothing from this subscription (from
+    Volcano or from the arbiter run for its tenant); the critical job is never evicted."""
     s = site(4)
     team_a = {
-        "a1": ("normal-job", 8),
+        "a1": ("critical-job", 8),
         "a2": ("normal-job", 8),
         "a3": ("normal-job", 4),
         "a4": ("debug-job", 3),
@@ -241,7 +251,22 @@ def test_scenario_two_the_arbiter_takes_back_what_team_a_borrowed(site, ansible_
     }
     tenant = team_a_borrows(s, team_a)
     ns = f"tenant-{tenant}"
-    with PodDeletions(s.kube, [ns]) as deletions:
+    # 2 GPUs of these nodes are free, 7 once a4 and a5 are gone: never the 8 it needs.
+    # Its cpu and memory fit what the pool has left next to the first tenant's (oversell-guard).
+    other = s.tenant(8, [{"name": "x", "deserved": {GPU: 8}}], cpu="16", memory="64Gi")
+    other_ns = f"tenant-{other}"
+    s.submit(other, "x", "o1", "normal-job", 8, 1)
+    with PodDeletions(s.kube, [ns, other_ns]) as deletions:
+        wait_for(
+            "sla to admit the other tenant's job",
+            lambda: s.kube.pod_group_phase(other_ns, "o1") == "Inqueue",
+            timeout=60,
+            interval=1,
+        )
+        for_other = run_module("queue_arbiter", {"tenant": other, "settle_seconds": 0})
+        assert not for_other.get("failed"), for_other.get("msg")
+        assert for_other["decision"] == "none" and for_other["evicted"] == [], for_other
+
         # A debug job never preempts: the arbiter refuses it and nothing is evicted.
         s.submit(tenant, "b", "b-debug", "debug-job", 1, 3)
         debug = run_module(
@@ -269,6 +294,8 @@ def test_scenario_two_the_arbiter_takes_back_what_team_a_borrowed(site, ansible_
         preview = run_module("queue_arbiter", {"tenant": tenant}, check=True)
         assert preview["decision"] == "reclaim" and preview["changed"] is True
         assert [v["name"] for v in preview["victims"]] == ["a5", "a4"]
+        # Debug victims never preempt once back: nothing else is exposed.
+        assert preview["may_preempt_after_restart"] == []
         assert deletions.order == []  # check mode evicts nothing
 
         arbitrated = time.monotonic()
@@ -285,6 +312,8 @@ def test_scenario_two_the_arbiter_takes_back_what_team_a_borrowed(site, ansible_
     for name in ("a1", "a2", "a3"):
         assert s.kube.running(ns, name, team_a[name][1]), name
     assert s.kube.running(ns, "b1", 5)
+    assert not s.kube.running(other_ns, "o1", 1)
+    assert evictions(s.kube.core, other_ns) == [] and evictions(s.kube.core, ns) == []
     assert arbiter_events(s.kube, ns, "ArbiterEvicted") == {"a4", "a5"}
     assert arbiter_events(s.kube, ns, "ArbiterMadeRoom") == {"b2"}
     history = json.loads(
@@ -392,10 +421,19 @@ def test_the_design_6_2_example_and_two_runs_at_once(site, start_module):
     # The arbiter evicted every pod of its two victims (task-e 1, task-c 3), once.
     assert len(winner["evicted"]) == 4, winner["evicted"]
     assert arbiter_events(s.kube, ns, "ArbiterEvicted") == {"task-c", "task-e"}
-    # Volcano's job controller restarts task-c; while the hold keeps team a at 20, its
-    # restarted normal job is preempted for by gangpreempt inside team a, which may evict
-    # the debug job task-d (measured; docs/scheduling-policy.md, "Holding the room"). Any
-    # other deletion is that: Volcano's in-queue preemption of a lower-priority job.
+    # Rule restart-may-preempt: task-c comes back at normal-job, and gangpreempt may take
+    # team a's debug job task-d for it. The arbiter said so before it evicted (measured:
+    # it does, in some runs; docs/scheduling-policy.md, "After the victims come back").
+    assert winner["may_preempt_after_restart"] == [
+        {
+            "victim": f"{ns}/task-c",
+            "priority_class": "normal-job",
+            "queue": f"{ns}-a",
+            "may_preempt": [f"{ns}/task-d"],
+        }
+    ], winner
+    # Nothing else is evicted: besides the victims, only what the arbiter foresaw, and
+    # only by Volcano's in-queue preemption.
     others = evicted_jobs(deletions) - {"task-c", "task-e"}
     assert others <= {"task-d"}, deletions.order
     if others:

@@ -197,9 +197,12 @@ def arbiter_result(
     decision: Decision | None,
     waiting: Iterable[WaitingJob] = (),
     reason: str = "",
+    after_restart: Iterable[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The run's result before anything is evicted: the job decided for (None: none), the
-    decision (none when there is no job), the other candidates (``waiting``)."""
+    decision (none when there is no job), the other candidates (``waiting``), and what
+    Volcano may evict once the victims come back (``after_restart``, rule
+    restart-may-preempt in ``aftermath``)."""
     return {
         "changed": False,
         "job": job.ref if job else None,
@@ -211,6 +214,7 @@ def arbiter_result(
         "reason": decision.reason if decision else reason,
         "blocked_by": decision.blocked_by if decision else None,
         "waiting": [w.ref for w in waiting],
+        "may_preempt_after_restart": list(after_restart),
         "evicted": [],
         "history": [],
         "diff": arbiter_diff([]),

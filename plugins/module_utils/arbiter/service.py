@@ -59,6 +59,12 @@ from ..kube.cluster import (
 )
 from ..kube.lease import QUEUE_ARBITER, lease_blocker, run_holder
 from ..kube.lease_io import acquire_lease, default_holder, read_lease, release_lease, run_id
+from .aftermath import (
+    aftermath_dicts,
+    aftermath_warning,
+    restart_may_preempt,
+    returns_after_eviction,
+)
 from .candidates import (
     admission_due,
     arbiter_candidates,
@@ -170,10 +176,15 @@ def decide(
     if not candidates:
         return arbiter_result(None, None, reason=_no_candidate(params, podgroups, stamp)), None
     first = candidates[0]
-    decision = plan_for(first, states, running_jobs(vcjobs, pods), free_gpus, pool_gpus)
-    return arbiter_result(first, decision, candidates[1:]), Plan(
-        first, decision, vcjobs, pods, states
-    )
+    running = running_jobs(vcjobs, pods)
+    decision = plan_for(first, states, running, free_gpus, pool_gpus)
+    returning = {
+        str((j.get("metadata") or {}).get("uid")): returns_after_eviction(j) for j in vcjobs
+    }
+    after = restart_may_preempt(decision.victims, running, returning)
+    return arbiter_result(
+        first, decision, candidates[1:], after_restart=aftermath_dicts(after)
+    ), Plan(first, decision, vcjobs, pods, states)
 
 
 def _no_candidate(
@@ -290,6 +301,12 @@ def _record_history(cluster: Cluster, entry: Mapping[str, Any], size: int) -> li
 # --- the whole run -----------------------------------------------------------------
 
 
+def _warn_aftermath(result: Mapping[str, Any]) -> None:
+    """Rule restart-may-preempt, said before (check mode) or after the eviction."""
+    if result["may_preempt_after_restart"]:
+        warn(aftermath_warning(result["may_preempt_after_restart"]))
+
+
 def _without_eviction(result: dict[str, Any]) -> dict[str, Any]:
     if result["decision"] == REFUSE:
         warn(result["reason"])
@@ -381,6 +398,7 @@ def run(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str,
         blocker = lease_blocker(QUEUE_ARBITER, read_lease(cluster, QUEUE_ARBITER), holder, now)
         if blocker:
             warn(blocker)
+        _warn_aftermath(result)
         result.update(changed=True, diff=arbiter_diff(result["victims"]))
         return result
     known = report(result)
@@ -415,6 +433,7 @@ def run(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str,
             diff=arbiter_diff(victims),
         )
         if jobs:
+            _warn_aftermath(result)
             _record_event(
                 cluster,
                 made_room_event(plan.job, plan.decision.action, jobs, now),
