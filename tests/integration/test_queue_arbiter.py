@@ -13,7 +13,11 @@ real vc-scheduler, and the queue arbiter where Volcano cannot make the room.
   team-reclaim-victims names, and the job runs; where no set of whole jobs exists
   nothing is evicted and the reason is reported; a debug job never takes anything;
 * design 6.2's worked example: the text (never below deserved) holds, not the example;
-* two arbiter runs started together evict once; a second run changes nothing.
+  the arbiter reports beforehand what Volcano may evict for a restarted victim;
+* two arbiter runs started together evict once; a second run changes nothing;
+* the other guarantees in the same runs: critical jobs stay (scenario one's own set and
+  scenario two), another tenant waiting for the same nodes takes nothing (scenario two),
+  debug jobs never preempt and the throttle holds new submissions (as above).
 
 Each test pins its jobs to nodes of its own (label platform.io/conformance), so the
 victims depend only on the rules. Needs free 8-GPU nodes (it skips otherwise).
