@@ -11,8 +11,8 @@ description:
   - Reads the cluster's HyperNodes (or computes the tree from node labels or an inventory description without writing
     anything) and returns the tree as data and as an indented text tree, together with Mermaid and Graphviz DOT
     renderings and the topology rules the tree breaks.
-  - With O(dest), writes C(<basename>.mmd) and C(<basename>.dot) there, and C(<basename>.png) when the Graphviz
-    C(dot) program is installed on the host the module runs on. Files are written only when their content changes.
+  - It changes nothing, on the cluster or on the host; M(gpucloud.platform.topology_render) writes the renderings as
+    files.
   - Reads the cluster with one list call for Nodes and, with O(source=cluster), one for HyperNodes.
 version_added: 0.1.0
 extends_documentation_fragment:
@@ -31,33 +31,21 @@ options:
     description: With O(source=cluster), show only the HyperNodes labelled C(platform.io/managed-by=gpucloud-platform).
     type: bool
     default: false
-  dest:
-    description: A directory to write the renderings into; created when missing. Nothing is written without it.
-    type: path
-  basename:
-    description: The file name, without extension, of the renderings.
-    type: str
-    default: topology
-  formats:
-    description: Which files to write into O(dest). V(png) needs the Graphviz C(dot) program; without it a warning is given.
-    type: list
-    elements: str
-    choices: [mermaid, dot, png]
-    default: [mermaid, dot, png]
 attributes:
   check_mode:
-    details: No file is written; RV(files) lists the renderings and C(changed) says whether one would change.
+    support: full
+    details: The module changes nothing in either mode.
   diff_mode:
-    support: none
-    details: The module returns no diff of the files it writes.
+    support: N/A
+    details: The module changes nothing.
 seealso:
+  - module: gpucloud.platform.topology_render
   - module: gpucloud.platform.topology
 """
 
 EXAMPLES = r"""
-- name: The cluster's topology, rendered for the docs
+- name: The cluster's topology
   gpucloud.platform.topology_info:
-    dest: /srv/platform/topology
   register: topo
 
 - name: Print it
@@ -101,18 +89,6 @@ unplaced_nodes:
   returned: always
   type: list
   elements: str
-files:
-  description: The files of the renderings in O(dest), whether or not their content changed.
-  returned: always
-  type: list
-  elements: str
-done:
-  description:
-    - When the run fails part-way, the writes it had made (C(changed) is true when there are any); running again
-      finishes the change.
-  returned: when the run fails part-way
-  type: list
-  elements: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -126,21 +102,12 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discove
     check_node_selector,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.view import (
-    RENDERING_FORMATS,
     VIEW_SOURCES,
 )
 
 OPTIONS = dict(
     source=dict(type="str", choices=list(VIEW_SOURCES), default="cluster"),
     managed_only=dict(type="bool", default=False),
-    dest=dict(type="path"),
-    basename=dict(type="str", default="topology"),
-    formats=dict(
-        type="list",
-        elements="str",
-        choices=list(RENDERING_FORMATS),
-        default=list(RENDERING_FORMATS),
-    ),
     **TREE_OPTIONS,
 )
 

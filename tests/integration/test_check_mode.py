@@ -99,6 +99,8 @@ MODULES: dict[str, list[dict[str, Any]]] = {
     "queue_arbiter": [{}],
     "topology": [{"prune": True}],
     "topology_info": [{}],
+    # In check mode topology_render compares its files and writes none (not even the directory).
+    "topology_render": [{"dest": f"/tmp/gpucloud-check-render-{uuid.uuid4().hex[:6]}"}],
     "hypernode": [
         {
             "name": f"ck-new-{uuid.uuid4().hex[:5]}",
@@ -237,6 +239,8 @@ def test_a_module_in_check_mode_writes_nothing(module, index, world, dyn, run_mo
     after = snapshot(dyn)
     assert changes(before, after) == [], result
     assert "cannot reach" not in str(result.get("msg", "")), result
+    if module == "topology_render":
+        assert result["files"] and not Path(MODULES[module][index]["dest"]).exists(), result
 
 
 @pytest.mark.parametrize("playbook", sorted(p for p, v in PLAYBOOKS.items() if v is not None))

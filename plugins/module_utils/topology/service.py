@@ -8,8 +8,9 @@ pure functions of ``discovery``, ``plan``, ``manifests`` and ``view``:
 * ``run_sync`` (module ``topology``): one list of Nodes, one of HyperNodes,
   then the plan's writes in its order;
 * ``run_info`` (module ``topology_info``): one list of Nodes (and of
-  HyperNodes for the cluster's own tree), then the renderings written as files
-  on the host the module runs on;
+  HyperNodes for the cluster's own tree); it changes nothing;
+* ``run_render`` (module ``topology_render``): the same reads, then the
+  renderings written as files on the host the module runs on;
 * ``run_hypernode`` (module ``hypernode``): one list of HyperNodes (and of
   Nodes when a leaf selects by pattern or label), then one write.
 
@@ -112,22 +113,32 @@ def run_hypernode(params: Mapping[str, Any], cluster: Cluster, check_mode: bool)
     return result
 
 
-# --- topology_info: the tree, shown ---------------------------------------------
+# --- topology_info and topology_render: the tree, shown ---------------------------------------------
+
+
+def read_view(params: Mapping[str, Any], cluster: Cluster) -> dict[str, Any]:
+    """The tree as data and renderings (``view_report``), from one list of Nodes and, for
+    the cluster's own tree, one of HyperNodes."""
+    nodes = cluster.list("v1", "Node", label_selector=params["node_selector"])
+    live = cluster.list(HYPERNODE_API, KIND) if params["source"] == "cluster" else []
+    return view_report(topology_view(params, nodes, live))
 
 
 def run_info(params: Mapping[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
-    """The tree as data and renderings; with ``dest``, the renderings as files."""
-    nodes = cluster.list("v1", "Node", label_selector=params["node_selector"])
-    live = cluster.list(HYPERNODE_API, KIND) if params["source"] == "cluster" else []
-    report = view_report(topology_view(params, nodes, live))
+    """The tree as data and renderings; an _info module: it changes nothing."""
+    return {"changed": False, **read_view(params, cluster)}
+
+
+def run_render(params: Mapping[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+    """The renderings as files in ``dest``, each written only when its content changes."""
+    report = read_view(params, cluster)
     written = Written()
-    if params["dest"]:
-        try:
-            write_renderings(params, report, check_mode, written)
-        except (OSError, GraphvizError) as exc:
-            raise PartialWrite(
-                "writing the topology renderings", written.done, exc, **report, files=written.files
-            ) from exc
+    try:
+        write_renderings(params, report, check_mode, written)
+    except (OSError, GraphvizError) as exc:
+        raise PartialWrite(
+            "writing the topology renderings", written.done, exc, **report, files=written.files
+        ) from exc
     return {"changed": bool(written.done), **report, "files": written.files}
 
 

@@ -16,6 +16,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.topology import 
 from ansible_collections.gpucloud.platform.plugins.modules import hypernode as hypernode_module
 from ansible_collections.gpucloud.platform.plugins.modules import topology as topology_module
 from ansible_collections.gpucloud.platform.plugins.modules import topology_info as info_module
+from ansible_collections.gpucloud.platform.plugins.modules import (
+    topology_render as render_module,
+)
 from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster
 
 TOR, SPINE = "topology.volcano.sh/tor", "topology.volcano.sh/spine"
@@ -338,29 +341,29 @@ def test_hypernode_reads_nodes_only_for_pattern_leaves(run_module):
 # -- topology_info ----------------------------------------------------------------------
 
 
-def test_topology_info_writes_renderings(run_module, tmp_path):
+def test_topology_render_writes_renderings(run_module, tmp_path):
     cluster = FakeCluster(default_nodes())
     run_module(topology_module, cluster)
     synced = list(cluster.writes)
     cluster.put(node("n8", {}))
     args = dict(dest=str(tmp_path), formats=["mermaid", "dot"])
-    out = run_module(info_module, cluster, **args)
+    out = run_module(render_module, cluster, **args)
     assert out["errors"] == [] and out["unplaced_nodes"] == ["n8"]
     assert [h["name"] for h in out["hypernodes"]][:3] == ["spine-0", "tor-0", "tor-1"]
     assert (tmp_path / "topology.mmd").read_text().startswith("flowchart TD")
     assert (tmp_path / "topology.dot").read_text() == out["dot"]
     assert out["files"] == [str(tmp_path / "topology.mmd"), str(tmp_path / "topology.dot")]
     assert out["changed"] is True and out["requests"] == 2
-    again = run_module(info_module, cluster, **args)
+    again = run_module(render_module, cluster, **args)
     assert again["changed"] is False
-    assert cluster.writes == synced  # topology_info only reads the cluster
+    assert cluster.writes == synced  # topology_render only reads the cluster
 
 
-def test_topology_info_check_mode_writes_no_file(run_module, tmp_path):
+def test_topology_render_check_mode_writes_no_file(run_module, tmp_path):
     cluster = FakeCluster(default_nodes())
     dest = tmp_path / "out"
     out = run_module(
-        info_module, cluster, dest=str(dest), formats=["mermaid"], _ansible_check_mode=True
+        render_module, cluster, dest=str(dest), formats=["mermaid"], _ansible_check_mode=True
     )
     assert out["changed"] is True and out["files"] == [str(dest / "topology.mmd")]
     assert not dest.exists()
@@ -369,7 +372,7 @@ def test_topology_info_check_mode_writes_no_file(run_module, tmp_path):
 def test_topology_info_previews_a_source_without_hypernodes(run_module):
     cluster = FakeCluster(default_nodes())
     out = run_module(info_module, cluster, source="labels")
-    assert out["changed"] is False and out["files"] == []
+    assert out["changed"] is False and "files" not in out
     assert [h["name"] for h in out["hypernodes"]][:2] == ["spine-0", "tor-0"]
     assert cluster.lists == ["Node"] and out["requests"] == 1
 
@@ -397,17 +400,17 @@ def fake_dot(directory, script):
     return f"{directory}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
-def test_topology_info_png_from_graphviz(run_module, tmp_path, monkeypatch):
+def test_topology_render_png_from_graphviz(run_module, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", fake_dot(tmp_path / "bin", "cat >/dev/null; printf PNG\n"))
     cluster = FakeCluster(default_nodes())
     dest = tmp_path / "out"
-    out = run_module(info_module, cluster, dest=str(dest))
+    out = run_module(render_module, cluster, dest=str(dest))
     assert out["files"] == [str(dest / f"topology.{s}") for s in ("mmd", "dot", "png")]
     assert (dest / "topology.png").read_bytes() == b"PNG"
-    assert run_module(info_module, cluster, dest=str(dest))["changed"] is False
+    assert run_module(render_module, cluster, dest=str(dest))["changed"] is False
 
 
-def test_topology_info_without_graphviz_warns_and_writes_the_rest(
+def test_topology_render_without_graphviz_warns_and_writes_the_rest(
     run_module, tmp_path, monkeypatch
 ):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
@@ -415,21 +418,30 @@ def test_topology_info_without_graphviz_warns_and_writes_the_rest(
     # also loaded Ansible's controller it goes to the display instead, so catch it here.
     warned = []
     monkeypatch.setattr(service, "warn", warned.append)
-    out = run_module(info_module, FakeCluster(default_nodes()), dest=str(tmp_path))
+    out = run_module(render_module, FakeCluster(default_nodes()), dest=str(tmp_path))
     assert warned == [service.NO_GRAPHVIZ]
     assert "Graphviz 'dot' is not installed on this host" in service.NO_GRAPHVIZ
     assert out["files"] == [str(tmp_path / "topology.mmd"), str(tmp_path / "topology.dot")]
     assert not (tmp_path / "topology.png").exists()
 
 
-def test_topology_info_graphviz_failing_names_what_was_written(run_module, tmp_path, monkeypatch):
+def test_topology_render_graphviz_failing_names_what_was_written(run_module, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", fake_dot(tmp_path / "bin", "echo bad >&2; exit 3\n"))
     dest = tmp_path / "out"
-    out = run_module(info_module, FakeCluster(default_nodes()), dest=str(dest))
+    out = run_module(render_module, FakeCluster(default_nodes()), dest=str(dest))
     assert out["failed"] is True and out["changed"] is True
     assert "Graphviz dot failed (rc 3): b'bad\\n'" in out["msg"]
     assert out["done"] == [str(dest / "topology.mmd"), str(dest / "topology.dot")]
     assert out["files"][-1] == str(dest / "topology.png") and "text" in out
+
+
+def test_topology_info_changes_nothing_and_takes_no_dest(run_module):
+    """An _info module: no file options, never changed (the renderings are topology_render's)."""
+    cluster = FakeCluster(default_nodes())
+    out = run_module(info_module, cluster)
+    assert out["changed"] is False and out["text"] and out["mermaid"].startswith("flowchart TD")
+    refused = run_module(info_module, cluster, dest="/tmp/x")
+    assert refused["failed"] and "dest" in refused["msg"]
 
 
 # -- playbooks/hypernode_sync.yml -------------------------------------------------------

@@ -172,29 +172,38 @@ def test_run_hypernode_absent_and_missing_is_no_change():
     assert result["changed"] is False and result["action"] == "none" and cluster.writes == []
 
 
-# -- run_info -----------------------------------------------------------------------------
+# -- run_info and run_render ---------------------------------------------------------------
 
 
-def test_run_info_reads_and_writes_only_files(tmp_path):
+def test_run_info_changes_nothing():
     cluster = FakeCluster(nodes())
     service.run_sync(sync_params(), cluster, check_mode=False)
     cluster.writes.clear()
-    result = service.run_info(info_params(dest=str(tmp_path / "d")), cluster, check_mode=False)
+    result = service.run_info(info_params(), cluster, check_mode=False)
+    assert result["changed"] is False and cluster.writes == [] and "files" not in result
+    assert result["hypernodes"][0]["name"] == "spine-0"
+
+
+def test_run_render_reads_and_writes_only_files(tmp_path):
+    cluster = FakeCluster(nodes())
+    service.run_sync(sync_params(), cluster, check_mode=False)
+    cluster.writes.clear()
+    result = service.run_render(info_params(dest=str(tmp_path / "d")), cluster, check_mode=False)
     assert result["changed"] is True and cluster.writes == []
     assert result["files"] == [
         str(tmp_path / "d" / "topology.mmd"),
         str(tmp_path / "d" / "topology.dot"),
     ]
     assert (tmp_path / "d" / "topology.dot").read_text() == result["dot"]
-    again = service.run_info(info_params(dest=str(tmp_path / "d")), cluster, check_mode=False)
+    again = service.run_render(info_params(dest=str(tmp_path / "d")), cluster, check_mode=False)
     assert again["changed"] is False
 
 
-def test_run_info_file_errors_are_partial_writes(tmp_path):
+def test_run_render_file_errors_are_partial_writes(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     with pytest.raises(PartialWrite) as caught:
-        service.run_info(info_params(dest=str(blocker)), FakeCluster(nodes()), check_mode=False)
+        service.run_render(info_params(dest=str(blocker)), FakeCluster(nodes()), check_mode=False)
     assert caught.value.done == [] and isinstance(caught.value.cause, OSError)
     assert caught.value.what == "writing the topology renderings"
 
