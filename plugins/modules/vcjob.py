@@ -189,10 +189,13 @@ options:
     description: Seconds the throttle holds a queue for one large job at most (design 6.4.2, 5 minutes).
     type: int
     default: 300
-  poll_interval:
-    description: Seconds between polls while waiting or holding.
+  wait_sleep:
+    description:
+      - Seconds between polls while waiting or holding (the name M(kubernetes.core.k8s) uses).
+      - The alias C(poll_interval) is deprecated and will be removed in 1.0.0.
     type: int
     default: 5
+    aliases: [poll_interval]
 attributes:
   diff_mode:
     support: partial
@@ -351,7 +354,14 @@ OPTIONS = dict(
     engage_throttle=dict(type="bool", default=True),
     throttle_grace=dict(type="int", default=15),
     throttle_timeout=dict(type="int", default=300),
-    poll_interval=dict(type="int", default=5),
+    wait_sleep=dict(
+        type="int",
+        default=5,
+        aliases=["poll_interval"],
+        deprecated_aliases=[
+            dict(name="poll_interval", version="1.0.0", collection_name="gpucloud.platform")
+        ],
+    ),
 )
 
 

@@ -231,7 +231,7 @@ def test_each_kind_is_accepted_and_runs(kind, tenant, dyn, run_module):
             shm_size="1Gi",
             wait=True,
             wait_timeout=90,
-            poll_interval=1,
+            wait_sleep=1,
             **SMALL,
             **KIND_ARGS[kind],
         ),
@@ -278,7 +278,7 @@ def test_spot_job_with_price_and_checkpoint_runs(tenant, dyn, run_module):
             checkpoint_command=["/bin/sh", "-c", "python /scripts/checkpoint_save.py"],
             wait=True,
             wait_timeout=90,
-            poll_interval=1,
+            wait_sleep=1,
             **SMALL,
         ),
     )
@@ -375,7 +375,7 @@ def _filler(run_module, tenant, name, job_class, gpus=8):
             gpus_per_pod=gpus,
             wait=True,
             wait_timeout=90,
-            poll_interval=1,
+            wait_sleep=1,
             **SMALL,
         ),
     )
@@ -427,7 +427,7 @@ def test_large_job_throttle_race(platform_scheduler_conf, tenant, dyn, run_modul
             replicas=4,
             gpus_per_pod=8,
             throttle_grace=0,
-            poll_interval=1,
+            wait_sleep=1,
             **SMALL,
         ),
     )
@@ -508,7 +508,7 @@ def test_large_job_throttle_race(platform_scheduler_conf, tenant, dyn, run_modul
             gpus_per_pod=1,
             hold_when_throttled=True,
             hold_timeout=60,
-            poll_interval=1,
+            wait_sleep=1,
             **SMALL,
         ),
     )
@@ -553,7 +553,7 @@ def large_args(tenant: str, name: str, replicas: int, **extra) -> dict:
         gpus_per_pod=8,
         throttle_grace=3,
         throttle_timeout=15,
-        poll_interval=1,
+        wait_sleep=1,
         cpu="100m",
         memory="1Gi",
     )
@@ -570,7 +570,7 @@ def small_args(tenant: str, name: str) -> dict:
         image="i",
         command=["x"],
         gpus_per_pod=1,
-        poll_interval=1,
+        wait_sleep=1,
         wait_timeout=120,
         **SMALL,
     )
@@ -705,7 +705,7 @@ def test_throttle_lifts_after_timeout_for_a_job_preemption_does_not_place(
             manifest=manifest,
             throttle_grace=3,
             throttle_timeout=15,
-            poll_interval=1,
+            wait_sleep=1,
         ),
     )
     assert not never.get("failed"), never.get("msg")
@@ -731,7 +731,7 @@ def test_throttle_lifts_after_timeout_for_a_job_preemption_does_not_place(
             gpus_per_pod=1,
             wait=True,
             wait_timeout=60,
-            poll_interval=1,
+            wait_sleep=1,
             **SMALL,
         ),
     )

@@ -94,7 +94,7 @@ class Site:
         if pc == "large-job":
             # Soft topology: the victims depend on priority and age only, not on HyperNodes.
             manifest["spec"]["networkTopology"] = {"mode": "soft"}
-            args |= {"throttle_grace": 0, "poll_interval": 1}
+            args |= {"throttle_grace": 0, "wait_sleep": 1}
         out = self.run_module("vcjob", args)
         assert not out.get("failed"), out.get("msg")
         # The arbiter decides from the PodGroup, which Volcano's job controller makes.

@@ -348,7 +348,7 @@ def hold(
             return
         if monotonic() - start >= p["hold_timeout"]:
             raise Refused(still_throttled_text(cm, queue, p["hold_timeout"]), **result)
-        sleep(p["poll_interval"])
+        sleep(p["wait_sleep"])
 
 
 def create(cluster: Cluster, p: Mapping[str, Any], desired: dict, result: dict) -> dict:
@@ -381,12 +381,12 @@ def engage_unless_started(
         meta["namespace"],
         meta["name"],
         p["throttle_grace"],
-        min(p["poll_interval"], GRACE_POLL_SECONDS),
+        min(p["wait_sleep"], GRACE_POLL_SECONDS),
     )
     if phase not in JOB_STARTED_PHASES:
         mine = f"{meta['namespace']}/{meta['name']}"
         uid = (created.get("metadata") or {}).get("uid")
-        if not podgroup_created(cluster, meta["namespace"], uid, p["poll_interval"]):
+        if not podgroup_created(cluster, meta["namespace"], uid, p["wait_sleep"]):
             why = (
                 f"Volcano has not created its PodGroup within {PODGROUP_WAIT_SECONDS} s; the "
                 "scheduled large_job_throttle run judges it"
@@ -423,7 +423,7 @@ def wait_running(cluster: Cluster, p: Mapping[str, Any], created: dict, result: 
     PodGroup's conditions (why the scheduler has not run it)."""
     meta = created["metadata"]
     namespace, name = meta["namespace"], meta["name"]
-    phase, latest = wait_phase(cluster, namespace, name, p["wait_timeout"], p["poll_interval"])
+    phase, latest = wait_phase(cluster, namespace, name, p["wait_timeout"], p["wait_sleep"])
     if phase in JOB_STARTED_PHASES:
         return phase
     uid = ((latest or created).get("metadata") or {}).get("uid")

@@ -75,9 +75,9 @@ def option_errors(p: Mapping[str, Any]) -> list[FieldError]:
     for key in SECONDS_KEYS:
         if p[key] < 0:
             errors.append(FieldError(key, f"{p[key]} must be 0 or more seconds"))
-    if p["poll_interval"] < 1:
+    if p["wait_sleep"] < 1:
         errors.append(
-            FieldError("poll_interval", f"{p['poll_interval']} must be at least 1 second")
+            FieldError("wait_sleep", f"{p['wait_sleep']} must be at least 1 second")
         )
     return errors
 

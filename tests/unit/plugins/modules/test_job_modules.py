@@ -120,7 +120,7 @@ def test_hold_waits_until_the_large_job_runs(run_module):
         return original(api_version, kind, **kw)
 
     fake.list = list_and_start
-    out = run_module(vcjob_module, fake, **SINGLE, hold_when_throttled=True, poll_interval=5)
+    out = run_module(vcjob_module, fake, **SINGLE, hold_when_throttled=True, wait_sleep=5)
     assert out["changed"] is True and out["held_seconds"] == 10
     assert CM_KEY not in fake.store
     assert ("delete", "ConfigMap", "platform-throttle") in fake.writes
@@ -337,3 +337,10 @@ def test_a_tenant_identity_submits_a_large_job_and_leaves_the_throttle_to_the_pl
     assert out["changed"] is True and out["throttle_engaged"] is False
     assert ("create", "Job", "big") in fake.writes and CM_KEY not in fake.store
     assert any("large_job_throttle run keeps it" in w for w in warnings)
+
+
+def test_poll_interval_is_a_deprecated_alias_of_wait_sleep(run_module):
+    """kubernetes.core's name is wait_sleep; poll_interval still works until 1.0.0."""
+    fake = cluster()
+    out = run_module(vcjob_module, fake, **SINGLE, poll_interval=0)
+    assert out["failed"] and "wait_sleep: 0 must be at least 1 second" in out["msg"]

@@ -111,3 +111,10 @@ def test_module_requirements_are_requirements_txt():
 def test_option_fragments_document_their_spec(slugs, spec):
     options = {name: doc for slug in slugs for name, doc in fragment(slug)["options"].items()}
     assert spec_mismatches(options, spec) == []
+
+
+def test_the_platform_action_group_names_every_module():
+    """``module_defaults: {group/gpucloud.platform.platform: ...}`` (docs/development.md)
+    reaches every module of the collection."""
+    runtime = yaml.safe_load((ROOT / "meta" / "runtime.yml").read_text())
+    assert sorted(runtime["action_groups"]["platform"]) == MODULES

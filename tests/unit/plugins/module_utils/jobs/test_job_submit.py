@@ -40,13 +40,13 @@ def fields_of(exc_info):
 
 def test_option_errors_name_each_option():
     errors = submit.option_errors(
-        params(kind=None, wait_timeout=-1, throttle_grace=-2, poll_interval=0)
+        params(kind=None, wait_timeout=-1, throttle_grace=-2, wait_sleep=0)
     )
     assert [str(e) for e in errors] == [
         "kind: give kind (with its parameters) or manifest",
         "wait_timeout: -1 must be 0 or more seconds",
         "throttle_grace: -2 must be 0 or more seconds",
-        "poll_interval: 0 must be at least 1 second",
+        "wait_sleep: 0 must be at least 1 second",
     ]
     assert submit.option_errors(params(state="absent", name=None)) == [
         submit.FieldError("name", "is required to delete a job")
