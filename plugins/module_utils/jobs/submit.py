@@ -76,9 +76,7 @@ def option_errors(p: Mapping[str, Any]) -> list[FieldError]:
         if p[key] < 0:
             errors.append(FieldError(key, f"{p[key]} must be 0 or more seconds"))
     if p["wait_sleep"] < 1:
-        errors.append(
-            FieldError("wait_sleep", f"{p['wait_sleep']} must be at least 1 second")
-        )
+        errors.append(FieldError("wait_sleep", f"{p['wait_sleep']} must be at least 1 second"))
     return errors
 
 
