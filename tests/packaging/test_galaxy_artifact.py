@@ -46,6 +46,7 @@ NOT_SHIPPED = (
     "tests/conformance/",
     "tests/charts/",
     "tests/packaging/",
+    "collections/",
 )
 
 
