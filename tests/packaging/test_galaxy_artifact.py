@@ -47,6 +47,7 @@ NOT_SHIPPED = (
     "tests/charts/",
     "tests/packaging/",
     "collections/",
+    "ee/",
 )
 
 
