@@ -21,7 +21,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler
     DEFAULT_ACTIONS,
     DEFAULT_TIERS,
     render_scheduler_conf,
+    scheduler_conf_errors,
     scheduler_configmap,
+    suggestion,
 )
 
 ADMISSION_TOGGLES = (
@@ -56,11 +58,29 @@ def _list(value, option):
 
 
 def scheduler_conf_text(tiers=None, actions=None, configurations=None):
-    """The YAML text of volcano-scheduler.conf from structured variables."""
+    """The YAML text of volcano-scheduler.conf from structured variables. Its shape is
+    checked first (every rule of scheduler_conf_errors but the platform's own policy,
+    which the scheduling_policy role checks), so a bad entry is named, not a Python error."""
+    names = _actions(actions)
+    bad = [
+        f"actions[{i}]: {a!r} must be an action name"
+        for i, a in enumerate(names)
+        if not isinstance(a, str)
+    ]
+    if bad:
+        raise AnsibleFilterError("scheduler_conf_text: " + "; ".join(bad))
+    conf = {
+        "actions": ", ".join(names),
+        "tiers": _list(tiers, "tiers") if tiers is not None else list(DEFAULT_TIERS),
+        "configurations": _list(configurations, "configurations") if configurations else None,
+    }
+    errors = scheduler_conf_errors(
+        {k: v for k, v in conf.items() if v is not None}, platform_policy=False
+    )
+    if errors:
+        raise AnsibleFilterError("scheduler_conf_text: " + "; ".join(str(e) for e in errors))
     return render_scheduler_conf(
-        actions=_actions(actions),
-        tiers=_list(tiers, "tiers") if tiers is not None else DEFAULT_TIERS,
-        configurations=_list(configurations, "configurations") if configurations else None,
+        actions=names, tiers=conf["tiers"], configurations=conf["configurations"]
     )
 
 
@@ -74,9 +94,39 @@ def _switch(admission, name):
         ) from None
 
 
+def _check_manifest_inputs(conf_text, parts, admission):
+    """Every part named, every admission switch known, the conf a text: each problem
+    named with its field and value, all at once, before anything is built."""
+    errors = []
+    if isinstance(parts, (str, Mapping)) or not hasattr(parts, "__iter__"):
+        errors.append(f"parts: {parts!r} must be a list of {', '.join(PARTS)}")
+        parts = ()
+    for i, part in enumerate(parts):
+        if part not in PARTS:
+            errors.append(
+                f"parts[{i}]: {part!r} is not a part ({', '.join(PARTS)}){suggestion(str(part), PARTS)}"
+            )
+    if admission is not None and not isinstance(admission, Mapping):
+        errors.append(f"admission: {admission!r} must be a mapping of switches")
+    for key in admission or {} if isinstance(admission, Mapping) else {}:
+        if key not in ADMISSION_TOGGLES:
+            errors.append(
+                f"admission.{key}: is not an admission switch ({', '.join(ADMISSION_TOGGLES)})"
+                f"{suggestion(str(key), ADMISSION_TOGGLES)}"
+            )
+    if "scheduler_configmap" in parts and not (isinstance(conf_text, str) and conf_text.strip()):
+        errors.append(
+            f"conf_text: {conf_text!r} must be the YAML text of volcano-scheduler.conf "
+            "(the filter scheduler_conf_text makes it)"
+        )
+    if errors:
+        raise AnsibleFilterError("scheduling_policy_manifests: " + "; ".join(errors))
+
+
 def scheduling_policy_manifests(conf_text, parts=PARTS, admission=None, platform_groups=None):
     """The manifests to apply: PriorityClasses, the scheduler ConfigMap holding conf_text,
     the admission policies with their bindings, and the parent-queues parameter ConfigMap."""
+    _check_manifest_inputs(conf_text, parts, admission)
     admission = dict(admission or {})
     out = []
     if "priority_classes" in parts:

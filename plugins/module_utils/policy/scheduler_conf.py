@@ -39,7 +39,9 @@ def _plugin_field(tier: int, index: int, name: object) -> str:
     return f"tiers[{tier}].plugins[{index}]({name})"
 
 
-def _suggest(value: str, choices: Sequence[str]) -> str:
+def suggestion(value: str, choices: Sequence[str]) -> str:
+    """A "did you mean" hint for a near miss of one of ``choices`` (case or a typo); empty
+    when none is near."""
     lowered = {c.lower(): c for c in choices}
     if value.lower() in lowered:
         return f"; did you mean {lowered[value.lower()]!r}?"
@@ -61,7 +63,7 @@ def parse_conf(conf: str | Mapping[str, Any] | None) -> tuple[dict[str, Any], li
         return {}, [
             FieldError(
                 "volcano-scheduler.conf",
-                f"{type(conf).__name__} is neither a YAML string nor a mapping",
+                f"{conf!r} is neither a YAML string nor a mapping (rule conf-parses)",
             )
         ]
     if yaml is None:  # pragma: no cover
@@ -122,7 +124,7 @@ def action_errors(conf: Mapping[str, Any]) -> list[FieldError]:
             errors.append(
                 FieldError(
                     f"actions[{i}]",
-                    f"{name!r} is not an action of Volcano {vc.VOLCANO_VERSION}{_suggest(name, vc.ACTIONS)} "
+                    f"{name!r} is not an action of Volcano {vc.VOLCANO_VERSION}{suggestion(name, vc.ACTIONS)} "
                     f"(known: {', '.join(vc.ACTIONS)}); Volcano rejects the whole configuration",
                 )
             )
@@ -196,7 +198,7 @@ def plugin_name_errors(conf: Mapping[str, Any]) -> list[FieldError]:
                 FieldError(
                     _plugin_field(t, p, name) + ".name",
                     f"plugin {name!r} in tier {t} is not a plugin of Volcano {vc.VOLCANO_VERSION}"
-                    f"{_suggest(name, vc.PLUGINS)}; Volcano skips it and logs an error",
+                    f"{suggestion(name, vc.PLUGINS)}; Volcano skips it and logs an error",
                 )
             )
         elif name in seen:
@@ -226,7 +228,7 @@ def option_key_errors(conf: Mapping[str, Any]) -> list[FieldError]:
                     FieldError(
                         field,
                         f"plugin {name!r} in tier {t}: option key {key!r} is not read by Volcano "
-                        f"{vc.VOLCANO_VERSION}{_suggest(str(key), vc.PLUGIN_OPTION_KEYS)}; it would be ignored silently "
+                        f"{vc.VOLCANO_VERSION}{suggestion(str(key), vc.PLUGIN_OPTION_KEYS)}; it would be ignored silently "
                         "(plugin arguments go under 'arguments')",
                     )
                 )
@@ -307,7 +309,7 @@ def argument_errors(conf: Mapping[str, Any]) -> list[FieldError]:
                         FieldError(
                             field,
                             f"plugin {name!r} in tier {t}: argument {key!r} is not read by Volcano "
-                            f"{vc.VOLCANO_VERSION}{_suggest(key, list(known))}; it would be ignored silently "
+                            f"{vc.VOLCANO_VERSION}{suggestion(key, list(known))}; it would be ignored silently "
                             f"(arguments this plugin reads: {accepted})",
                         )
                     )
@@ -369,7 +371,7 @@ def configuration_errors(conf: Mapping[str, Any]) -> list[FieldError]:
             errors.append(
                 FieldError(
                     f"configurations[{i}].name",
-                    f"{name!r} is not an action of Volcano {vc.VOLCANO_VERSION}{_suggest(str(name), vc.ACTIONS)}",
+                    f"{name!r} is not an action of Volcano {vc.VOLCANO_VERSION}{suggestion(str(name), vc.ACTIONS)}",
                 )
             )
             continue

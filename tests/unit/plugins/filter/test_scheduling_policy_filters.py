@@ -112,3 +112,44 @@ def test_manifests_filter_reads_switches_as_ansible_booleans():
         f_manifests.scheduling_policy_manifests("x", admission={"queue_leaf": "maybe"})
     with pytest.raises(AnsibleFilterError, match="platform_groups: 'system:masters' is not a list"):
         f_manifests.scheduling_policy_manifests("x", platform_groups="system:masters")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"tiers": [["gang"]]},
+            "scheduler_conf_text: tiers[0]: ['gang'] must be a mapping with a 'plugins' list",
+        ),
+        (
+            {"tiers": [{"plugins": ["gang"]}]},
+            "tiers[0].plugins[0]: 'gang' must be a mapping with a 'name'",
+        ),
+        ({"configurations": [1]}, "configurations[0]: 1 must be a mapping with name and arguments"),
+        ({"actions": [1]}, "scheduler_conf_text: actions[0]: 1 must be an action name"),
+    ],
+)
+def test_conf_text_names_a_malformed_entry_instead_of_a_python_error(kwargs, message):
+    with pytest.raises(AnsibleFilterError, match=re.escape(message)):
+        f_manifests.scheduler_conf_text(**kwargs)
+
+
+def test_errors_filter_names_the_value_not_its_type():
+    assert f_errors.scheduler_conf_errors(42) == [
+        "volcano-scheduler.conf: 42 is neither a YAML string nor a mapping (rule conf-parses)"
+    ]
+
+
+def test_manifests_filter_refuses_unknown_parts_switches_and_a_conf_that_is_not_text():
+    with pytest.raises(AnsibleFilterError) as caught:
+        f_manifests.scheduling_policy_manifests(
+            5, parts=["priority_class", "scheduler_configmap"], admission={"queue_priorty": False}
+        )
+    text = str(caught.value)
+    assert "parts[0]: 'priority_class' is not a part" in text
+    assert "did you mean 'priority_classes'?" in text
+    assert "admission.queue_priorty: is not an admission switch" in text
+    assert "did you mean 'queue_priority'?" in text
+    assert "conf_text: 5 must be the YAML text of volcano-scheduler.conf" in text
+    with pytest.raises(AnsibleFilterError, match="parts: 'priority_classes' must be a list"):
+        f_manifests.scheduling_policy_manifests("x", parts="priority_classes")
