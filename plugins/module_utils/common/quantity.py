@@ -15,9 +15,10 @@ from decimal import Decimal
 from .errors import FieldError, PlatformValidationError
 
 try:
+    from kubernetes.utils.quantity import format_quantity as _format_quantity
     from kubernetes.utils.quantity import parse_quantity as _parse_quantity
 except ImportError:  # pragma: no cover - reported by the modules' requirement check
-    _parse_quantity = None
+    _format_quantity = _parse_quantity = None
 
 GPU = "nvidia.com/gpu"
 CPU = "cpu"
@@ -102,25 +103,32 @@ def parse_resources(
     return parsed
 
 
+# The binary units memory is shown in, largest first.
+_BINARY = (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10))
+
+
+def _suffix(value: Decimal, resource: str) -> str:
+    """The unit ``fmt`` shows a quantity in: memory in the largest exact binary unit,
+    a fraction in millicores, else none. Choosing it is ours; the client's
+    ``format_quantity`` only writes a value in a unit it is given."""
+    if value != value.to_integral_value():
+        milli = value * 1000
+        return "m" if milli == milli.to_integral_value() else ""
+    whole = int(value)
+    if resource in (MEMORY, "ephemeral-storage") and whole:
+        return next((suffix for suffix, size in _BINARY if whole % size == 0), "")
+    return ""
+
+
 def fmt(value: Decimal, resource: str = "") -> int | str:
     """Render a quantity the way Kubernetes shows it: whole numbers as ints,
     memory in the largest exact binary unit, fractional CPU in millicores."""
+    suffix = _suffix(value, resource)
+    if suffix:
+        return _format_quantity(value, suffix, quantize=Decimal(1))
     if value == value.to_integral_value():
         whole = int(value)
-        if resource in (MEMORY, "ephemeral-storage") and whole:
-            for suffix, size in (
-                ("Ti", 1 << 40),
-                ("Gi", 1 << 30),
-                ("Mi", 1 << 20),
-                ("Ki", 1 << 10),
-            ):
-                if whole % size == 0:
-                    return f"{whole // size}{suffix}"
-            return str(whole)
         return whole if resource in WHOLE_RESOURCES or resource in ("", CPU) else str(whole)
-    milli = value * 1000
-    if milli == milli.to_integral_value():
-        return f"{int(milli)}m"
     return str(value)
 
 
