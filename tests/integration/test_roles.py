@@ -128,6 +128,8 @@ def run_role(
                 "platform_helm_binary": helm_binary(),
                 "platform_helm_probe_timeout": 10,
                 "platform_helm_wait_timeout": "2m0s",
+                # As the local inventory: skip what no repository serves; one test is strict.
+                "platform_helm_strict": False,
                 "ansible_python_interpreter": str(ROOT / ".venv" / "bin" / "python"),
                 **extra,
             }
@@ -292,6 +294,27 @@ def test_unreachable_chart_is_skipped_with_one_line(tmp_path, kubeconfig, namesp
     assert "\n" not in lines[0]
     assert f"chart dcgm-exporter 4.8.1 not reachable at {missing}" in lines[0]
     assert "set dcgm_exporter_chart_ref" in lines[0]
+    assert helm_releases(namespace, kubeconfig) == []
+
+
+def test_strict_mode_fails_the_play_on_an_unreachable_chart(tmp_path, kubeconfig, namespace):
+    """platform_helm_strict (the default outside the local inventory): the play fails
+    naming the chart and the switch, and nothing is installed."""
+    missing = str(tmp_path / "no-such-chart.tgz")
+    run = run_role(
+        tmp_path,
+        kubeconfig,
+        "dcgm_exporter",
+        {
+            "dcgm_exporter_chart_ref": missing,
+            "dcgm_exporter_chart_repo_url": "",
+            "dcgm_exporter_namespace": namespace,
+            "platform_helm_strict": True,
+        },
+    )
+    assert run.failed == 1, run.messages()
+    failure = next(m for m in run.messages() if "platform_helm_strict is true" in m)
+    assert f"chart dcgm-exporter 4.8.1 not reachable at {missing}" in failure
     assert helm_releases(namespace, kubeconfig) == []
 
 
