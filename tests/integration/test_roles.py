@@ -576,6 +576,17 @@ def test_storage_drivers_and_classes(tmp_path, kubeconfig, api_client, namespace
         ceph = standin_values(api_client, namespace, "ceph-csi-cephfs")["values"]
         assert ceph["csiConfig"] == [{"clusterID": "c1", "monitors": ["10.0.0.1:6789"]}]
         assert ceph["storageClass"]["create"] is False
+        # Every image of the chart under the mirror: the plugin and its sidecars.
+        images = [
+            ceph["nodeplugin"]["registrar"]["image"]["repository"],
+            ceph["nodeplugin"]["plugin"]["image"]["repository"],
+            *(
+                ceph["provisioner"][c]["image"]["repository"]
+                for c in ("provisioner", "resizer", "snapshotter")
+            ),
+        ]
+        assert all(i.startswith(f"{MIRROR}/") for i in images), images
+        assert len(set(images)) == 5, images
         sc = storage.read_storage_class(f"{namespace}-datasets")
         assert sc.provisioner == "nfs.csi.k8s.io"
         assert sc.reclaim_policy == "Retain"
