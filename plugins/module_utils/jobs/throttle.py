@@ -50,7 +50,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -63,6 +63,7 @@ from ..common.names import (
     tenant_namespace_errors,
 )
 from ..common.quantity import render
+from ..common.times import as_utc, read_rfc3339, write_rfc3339
 from ..topology.tree import NodeInfo, Tree, nodes_under
 from .demand import job_demand, pod_demand, replicas_of
 from .sla import waiting_seconds
@@ -132,17 +133,13 @@ class Entry:
 
 
 def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return write_rfc3339(moment)
 
 
 def parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    """A Kubernetes time (UTC when it names no zone); None when it is not one."""
+    parsed = read_rfc3339(value) if isinstance(value, str) else None
+    return as_utc(parsed) if parsed else None
 
 
 def podgroup_waits(podgroup: Mapping[str, Any]) -> bool:

@@ -30,6 +30,7 @@ from ..common.names import (
     QUEUE_ARBITER_LEASE,
     SPOT_RECLAIM_LEASE,
 )
+from ..common.times import read_rfc3339, write_rfc3339
 
 
 @dataclass(frozen=True)
@@ -51,23 +52,17 @@ QUEUE_ARBITER = RunLease(QUEUE_ARBITER_LEASE, "queue arbiter")
 
 def micro_time(moment: datetime) -> str:
     """A Lease's MicroTime (``2026-01-01T12:00:00.000000Z``)."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return write_rfc3339(moment, micro=True)
 
 
 def seconds_time(moment: datetime) -> str:
     """An RFC 3339 time to the second (``2026-01-01T12:00:00Z``)."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return write_rfc3339(moment)
 
 
 def parse_micro(value: object) -> datetime | None:
-    """A Lease time as written by ``micro_time`` (or any ISO time); None when not one."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = value[:-1] + "+00:00" if value.endswith("Z") else value
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        return None
+    """A Lease time as written by ``micro_time`` (or any RFC 3339 time); None when not one."""
+    return read_rfc3339(value) if isinstance(value, str) else None
 
 
 def run_holder(identity: str, run_id: str) -> str:

@@ -34,6 +34,7 @@ from typing import Any
 
 from ..common.errors import FieldError, PlatformValidationError
 from ..common.names import ANNOTATION_SPOT_PRICE, JOB_HOLDING_PHASES, LABEL_BILLING_TYPE
+from ..common.times import read_rfc3339
 from ..jobs.demand import job_demand
 
 SPOT = "spot"
@@ -104,14 +105,8 @@ def parse_time(value: object, field: str) -> float:
     if isinstance(value, datetime):
         parsed = value
     elif isinstance(value, str) and value.strip():
-        text = value.strip()
-        if text[-1:] in ("z", "Z"):
-            text = text[:-1] + "+00:00"
-        try:
-            parsed = datetime.fromisoformat(text)
-        except ValueError:
-            parsed = None
-        if parsed is None or "T" not in text.upper():
+        parsed = read_rfc3339(value)
+        if parsed is None:
             raise PlatformValidationError(
                 [
                     FieldError(
