@@ -206,6 +206,16 @@ _LABEL_NAME_WORDS = "letters, digits, '-', '_' and '.', starting and ending with
 DNS_SUBDOMAIN_MAX = 253
 
 
+def is_dns_subdomain(value: object) -> bool:
+    """A DNS-1123 subdomain (k8s.io/apimachinery IsDNS1123Subdomain): the one check every
+    rule that names objects uses."""
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= DNS_SUBDOMAIN_MAX
+        and bool(_DNS_SUBDOMAIN.match(value))
+    )
+
+
 def dns_subdomain_errors(field: str, value: object) -> list[FieldError]:
     """Rule dns-subdomain: an object name such as a Volcano Job's, lower-case letters, digits,
     '-' and '.', each dot-separated part starting and ending alphanumeric, at most 253

@@ -40,6 +40,7 @@ from ..common.names import (
     SPOT_PRICE_DECIMALS,
     SPOT_PRICE_LIMIT,
     dns_label_errors,
+    is_dns_subdomain,
     namespace_name,
     tenant_name_errors,
 )
@@ -68,7 +69,6 @@ RESTART_POLICIES = (
     {"event": "PodFailed", "action": "RestartJob"},
 )
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 @dataclass
@@ -425,9 +425,7 @@ def request_errors(
         errors += _quantity_errors("shm_size", req.shm_size)
     for name in ("dataset_pvc", "workspace_pvc"):
         value = getattr(req, name)
-        if value is not None and (
-            not isinstance(value, str) or not _DNS_SUBDOMAIN.match(value) or len(value) > 253
-        ):
+        if value is not None and not is_dns_subdomain(value):
             errors.append(
                 FieldError(
                     name, f"{value!r} is not a PersistentVolumeClaim name (a DNS-1123 subdomain)"

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..common.errors import FieldError
+from ..common.names import is_dns_subdomain
 
 KIND = "HyperNode"
 MEMBER_NODE = "Node"
@@ -31,9 +32,7 @@ SELECTORS = ("exactMatch", "regexMatch", "labelMatch")
 DISCOVERY_SOURCE_LABEL = "volcano.sh/network-topology-source"
 DEFAULT_TIER_LABELS = ("topology.volcano.sh/tor", "topology.volcano.sh/spine")
 
-# The CRD's pattern for exactMatch.name: a DNS-1123 subdomain, at most 253 characters.
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-DNS_SUBDOMAIN_MAX = 253
+# The CRD's pattern for exactMatch.name is a DNS-1123 subdomain (common/names.is_dns_subdomain).
 # Python re features Go's RE2 (which Volcano compiles patterns with) refuses.
 _NOT_RE2 = re.compile(r"\(\?<?[=!]|\\[1-9]")
 
@@ -136,7 +135,7 @@ def name_errors(field_name: str, value: object, what: str) -> list[FieldError]:
     """Rule dns-subdomain: HyperNode and exactMatch names are DNS-1123 subdomains (CRD pattern)."""
     if not isinstance(value, str) or not value:
         return [FieldError(field_name, f"{value!r} must be a non-empty {what} name")]
-    if len(value) > DNS_SUBDOMAIN_MAX or not _DNS_SUBDOMAIN.match(value):
+    if not is_dns_subdomain(value):
         return [
             FieldError(
                 field_name,
