@@ -13,12 +13,10 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.builders im
     RESTART_POLICIES,
 )
 from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.arbiter.test_arbiter_rules import (
-    SUB,
     A,
     B,
-    qs,
+    design_6_2,
     run,
-    states_of,
     wait,
 )
 
@@ -61,23 +59,6 @@ def test_the_first_matching_policy_and_the_task_s_own_policies_decide():
     tasks = [{"name": "w", "policies": ending}, {"name": "ps"}]
     assert not aftermath.returns_after_eviction(vcjob(ending, tasks))
     assert aftermath.returns_after_eviction(vcjob(None, tasks))
-
-
-def design_6_2():
-    states = states_of(
-        qs(SUB, "subscription", "root", 30, 30, 30),
-        qs(A, deserved=20, allocated=25),
-        qs(B, deserved=10, allocated=5),
-    )
-    running = [
-        run("task-a", A, "normal-job", 8, 50),
-        run("task-b", A, "normal-job", 8, 40),
-        run("task-c", A, "normal-job", 3, 30),
-        run("task-d", A, "debug-job", 4, 20),
-        run("task-e", A, "debug-job", 2, 10),
-        run("b1", B, "debug-job", 5, 60),
-    ]
-    return states, running
 
 
 def test_design_6_2_the_restarted_normal_job_may_preempt_the_debug_job_left_running():

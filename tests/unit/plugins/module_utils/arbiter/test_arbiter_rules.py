@@ -529,10 +529,9 @@ def test_plan_invariants(world, free, pool_extra):
         assert rules.arbiter_need(job, states, free) > 0
 
 
-def test_design_6_2_reclaim_takes_a_normal_job_after_the_debug_job_it_may_take():
-    """Design 6.2's worked example: reclaim returns what was borrowed whatever its priority
-    (P50, then P100), never below deserved: task-e (debug 2), then task-c (normal 3, the
-    newest normal job); task-d (debug 4) would take team a to 19."""
+def design_6_2():
+    """Design 6.2's worked example in a subscription of 30: team a (deserved 20) runs 25,
+    team b (deserved 10) runs 5 (its debug job b1)."""
     states = states_of(
         qs(SUB, "subscription", "root", 30, 30, 30),
         qs(A, deserved=20, allocated=25),
@@ -544,7 +543,16 @@ def test_design_6_2_reclaim_takes_a_normal_job_after_the_debug_job_it_may_take()
         run("task-c", A, "normal-job", 3, 30),
         run("task-d", A, "debug-job", 4, 20),
         run("task-e", A, "debug-job", 2, 10),
+        run("b1", B, "debug-job", 5, 60),
     ]
+    return states, running
+
+
+def test_design_6_2_reclaim_takes_a_normal_job_after_the_debug_job_it_may_take():
+    """Design 6.2's worked example: reclaim returns what was borrowed whatever its priority
+    (P50, then P100), never below deserved: task-e (debug 2), then task-c (normal 3, the
+    newest normal job); task-d (debug 4) would take team a to 19."""
+    states, running = design_6_2()
     b2 = wait("b2", B, "normal-job", 5)
     assert names(rules.team_reclaim_victims(b2, states, running, 5)) == ["task-e", "task-c"]
     debug = wait("b-debug", B, "debug-job", 5)
