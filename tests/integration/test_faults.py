@@ -5,7 +5,7 @@ middle of one (``tools/localcluster/cluster.py stop kube-apiserver``).
 
 * With the API server down, every module fails with one clear line ("cannot reach
   the Kubernetes API server"), ``changed: false``, and no traceback.
-* A spot recompute over 300 spot queues and a tenant with 40 teams, each stopped
+* A spot recompute over 300 spot queues and a tenant with 150 teams, each stopped
   part-way, fail with ``changed: true`` and ``done`` naming exactly the writes that
   were made, and say that running again finishes the change. After ``up`` one run
   finishes it and the next changes nothing.
@@ -209,7 +209,9 @@ def test_a_tenant_cut_off_part_way_names_what_it_wrote(
     core = client.CoreV1Api(api_client)
     custom = client.CustomObjectsApi(api_client)
     name = f"flt{uuid.uuid4().hex[:5]}"
-    teams = [{"name": f"t{i:02d}", "deserved": {GPU: 0}} for i in range(40)]
+    # Enough teams that the writes are still going when the API server stops (40 were
+    # once all written first on a fast run).
+    teams = [{"name": f"t{i:03d}", "deserved": {GPU: 0}} for i in range(150)]
     args = {
         "name": name,
         "subscription": {GPU: 1, "cpu": 4, "memory": "8Gi"},

@@ -292,7 +292,11 @@ def waiting_jobs(
     Pending or Inqueue with fewer than minMember pods running), each a PodGroup together
     with the Volcano Job its ``ownerReferences`` name, with that Job's GPUs (rule
     job-demand), queue and PriorityClass. A PodGroup whose Job is not listed, or that is
-    being deleted, is none."""
+    being deleted, is none; so is one whose Job is already Running: the scheduler writes
+    the PodGroup's phase and running count at the end of its session, after the job
+    controller has seen the pods run, and in between the job would be counted twice, as
+    running and as waiting (measured: a second arbiter run then refused to make room
+    that had been made)."""
     by_uid = {(j.get("metadata") or {}).get("uid"): j for j in vcjobs}
     out = []
     for pg in podgroups:
@@ -302,6 +306,8 @@ def waiting_jobs(
         name, uid = owner_job(pg)
         vcjob = by_uid.get(uid)
         if vcjob is None:
+            continue
+        if ((vcjob.get("status") or {}).get("state") or {}).get("phase") in JOB_HOLDING_PHASES:
             continue
         spec = vcjob.get("spec") or {}
         pg_spec = pg.get("spec") or {}

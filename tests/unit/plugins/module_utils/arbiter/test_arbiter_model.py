@@ -318,3 +318,11 @@ def test_waiting_jobs_pair_podgroups_with_their_jobs():
         podgroup_phase="Pending",
     )
     assert big.ref == "tenant-alpha/big"
+
+
+def test_a_running_job_whose_podgroup_still_says_inqueue_is_not_waiting():
+    """The PodGroup's status is written at the end of the scheduler's session, after the
+    job controller has seen the pods run: the Job's phase decides."""
+    jobs = [vcjob("b2", phase="Running"), vcjob("b3", phase="Pending")]
+    pgs = [podgroup("b2", phase="Inqueue", running=0), podgroup("b3", phase="Inqueue")]
+    assert [w.name for w in model.waiting_jobs(pgs, jobs)] == ["b3"]
