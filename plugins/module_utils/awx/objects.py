@@ -21,8 +21,8 @@ Rules held here:
 * Rule awx-settings (``awx_settings_errors``): every name a non-empty string, the
   project's URL given, each schedule's interval 1 to 1440 minutes, each timeout 0 or
   more seconds (0: none), each survey and schedule naming a playbook of the project.
-* Rule awx-secret-preview (``preview``): a credential's inputs are shown as their
-  length, never their content.
+* Rule awx-secret-preview (``preview``): a credential's inputs, when given, are shown as
+  their length, never their content.
 """
 
 from __future__ import annotations
@@ -168,7 +168,13 @@ def awx_objects(settings: Mapping[str, Any], surveys: Mapping[str, Any]) -> list
             settings["credential"],
             organization=org,
             credential_type=KUBECONFIG_CREDENTIAL_TYPE,
-            inputs={"kubeconfig": settings.get("kubeconfig") or ""},
+            # The secret only when the caller gives it; awx_configure.yml reads it from
+            # awx_kubeconfig_file in the task that writes the credential (no_log there).
+            **(
+                {"inputs": {"kubeconfig": settings["kubeconfig"]}}
+                if settings.get("kubeconfig")
+                else {}
+            ),
         ),
         _obj(
             "execution_environment",
@@ -252,7 +258,7 @@ def preview(objects: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ``<secret: N characters>`` (empty: ``<not set>``)."""
     out = []
     for obj in objects:
-        if obj["kind"] == "credential":
+        if obj["kind"] == "credential" and "inputs" in obj["params"]:
             inputs = {
                 k: f"<secret: {len(v)} characters>" if v else "<not set>"
                 for k, v in obj["params"].get("inputs", {}).items()
