@@ -108,7 +108,8 @@ def _check_manifest_inputs(conf_text, parts, admission):
             )
     if admission is not None and not isinstance(admission, Mapping):
         errors.append(f"admission: {admission!r} must be a mapping of switches")
-    for key in admission or {} if isinstance(admission, Mapping) else {}:
+        admission = None
+    for key in admission or {}:
         if key not in ADMISSION_TOGGLES:
             errors.append(
                 f"admission.{key}: is not an admission switch ({', '.join(ADMISSION_TOGGLES)})"

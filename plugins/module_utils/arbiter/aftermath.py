@@ -32,8 +32,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..common.names import PRIORITY_CLASSES
-from .model import CRITICAL_CLASS, RunningJob
+from .model import RunningJob, class_preempts
+from .rules import evictable
 
 EVICTED_EVENTS = ("PodEvicted", "*")
 ENDING_ACTIONS = ("AbortJob", "TerminateJob", "CompleteJob")
@@ -60,12 +60,6 @@ def returns_after_eviction(vcjob: Mapping[str, Any]) -> bool:
     return False
 
 
-def class_preempts(priority_class: str) -> bool:
-    """A platform PriorityClass preempts unless its preemptionPolicy is Never; any other
-    name is taken to preempt (Kubernetes' default policy)."""
-    return PRIORITY_CLASSES.get(priority_class, (0, "PreemptLowerPriority"))[1] != "Never"
-
-
 def restart_may_preempt(
     victims: Sequence[RunningJob],
     running: Iterable[RunningJob],
@@ -83,11 +77,7 @@ def restart_may_preempt(
         exposed = [
             r
             for r in staying
-            if r.queue == victim.queue
-            and r.priority < victim.priority
-            and r.preemptable
-            and r.priority_class != CRITICAL_CLASS
-            and r.gpus > 0
+            if r.queue == victim.queue and r.priority < victim.priority and evictable(r)
         ]
         if exposed:
             out.append((victim, sorted(exposed, key=lambda r: (r.namespace, r.name))))

@@ -64,6 +64,12 @@ def priority_of(priority_class: str | None) -> int:
     return 0
 
 
+def class_preempts(priority_class: str | None) -> bool:
+    """A platform PriorityClass preempts unless its preemptionPolicy is Never (debug-job);
+    any other name is taken to preempt (Kubernetes' default policy)."""
+    return PRIORITY_CLASSES.get(priority_class or "", (0, "PreemptLowerPriority"))[1] != "Never"
+
+
 @dataclass(frozen=True)
 class QueueState:
     """One Volcano queue, GPUs only. ``deserved_gpus``/``capability_gpus`` None: not set

@@ -67,6 +67,7 @@ from .model import (
     RunningJob,
     WaitingJob,
     ancestry,
+    class_preempts,
     effective_capability,
 )
 
@@ -158,15 +159,15 @@ def victim_order_key(job: RunningJob) -> tuple[int, float, str, str]:
     return (job.priority, -job.started, job.namespace, job.name)
 
 
+def evictable(victim: RunningJob) -> bool:
+    """What preempt, team reclaim and rule restart-may-preempt share: preemptable, never
+    critical-job, holding GPUs (evicting a job without GPUs frees nothing)."""
+    return victim.preemptable and victim.priority_class != CRITICAL_CLASS and victim.gpus > 0
+
+
 def _evictable(job: WaitingJob, victim: RunningJob) -> bool:
-    """What preempt and team reclaim share: preemptable, never critical-job, holding GPUs
-    (evicting a job without GPUs frees nothing), and not the waiting job itself."""
-    return (
-        victim.preemptable
-        and victim.priority_class != CRITICAL_CLASS
-        and victim.gpus > 0
-        and not (job.uid and victim.uid == job.uid)
-    )
+    """``evictable``, and not the waiting job itself."""
+    return evictable(victim) and not (job.uid and victim.uid == job.uid)
 
 
 def _may_be_taken(job: WaitingJob, victim: RunningJob) -> bool:
@@ -177,8 +178,9 @@ def _may_be_taken(job: WaitingJob, victim: RunningJob) -> bool:
 
 def preempt_candidates(job: WaitingJob, running: Iterable[RunningJob]) -> list[RunningJob]:
     """The running jobs rule preempt-victims may take for ``job``, in victim order: the same
-    queue, a lower priority, preemptable, not critical-job. A debug-job has none."""
-    if job.priority_class == DEBUG_CLASS:
+    queue, a lower priority, preemptable, not critical-job. A debug-job has none (its
+    PriorityClass never preempts, ``model.class_preempts``)."""
+    if not class_preempts(job.priority_class):
         return []
     return sorted(
         (r for r in running if r.queue == job.queue and _may_be_taken(job, r)),
@@ -216,8 +218,8 @@ def _preempt_problem(
     need: int,
     preempting_classes: Sequence[str] | None,
 ) -> str:
-    if job.priority_class == DEBUG_CLASS:
-        return f"queue {job.queue}: {job.ref} is a {DEBUG_CLASS}, which never preempts"
+    if not class_preempts(job.priority_class):
+        return f"queue {job.queue}: {job.ref} is a {job.priority_class}, which never preempts"
     if preempting_classes is not None and job.priority_class not in preempting_classes:
         return (
             f"queue {job.queue}: {job.ref} is a {_class_name(job)}, and only "

@@ -178,8 +178,12 @@ def decide(
     first = candidates[0]
     running = running_jobs(vcjobs, pods)
     decision = plan_for(first, states, running, free_gpus, pool_gpus)
+    # Rule victim-returns for the victims only, read from their Jobs.
+    victim_uids = {v.uid for v in decision.victims}
     returning = {
-        str((j.get("metadata") or {}).get("uid")): returns_after_eviction(j) for j in vcjobs
+        uid: returns_after_eviction(j)
+        for j in vcjobs
+        if (uid := str((j.get("metadata") or {}).get("uid"))) in victim_uids
     }
     after = restart_may_preempt(decision.victims, running, returning)
     return arbiter_result(

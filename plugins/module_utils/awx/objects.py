@@ -53,6 +53,17 @@ KUBECONFIG_INPUTS = {
     "required": ["kubeconfig"],
 }
 MAX_EVERY_MINUTES = 24 * 60
+# The settings that must be non-empty text (rule awx-settings), in the order reported.
+NAMED_SETTINGS = (
+    "organization",
+    "project",
+    "inventory",
+    "execution_environment",
+    "credential",
+    "project_url",
+    "ee_image",
+    "inventory_file",
+)
 KINDS = (
     "organization",
     "credential_type",
@@ -77,6 +88,21 @@ def _name_errors(field: str, value: object) -> list[FieldError]:
     return [FieldError(field, f"{value!r} must be a non-empty string")]
 
 
+def _whole_errors(
+    field: str, value: object, what: str, low: int, high: int | None = None
+) -> list[FieldError]:
+    """``value`` a whole number from ``low`` (to ``high``), else one error naming it."""
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and value >= low
+        and (high is None or value <= high)
+    ):
+        return []
+    bound = f"from {low} to {high}" if high is not None else f"{low} or more"
+    return [FieldError(field, f"{value!r} must be a whole number of {what}, {bound}")]
+
+
 def awx_settings_errors(
     settings: Mapping[str, Any],
     surveys: Mapping[str, Any],
@@ -86,18 +112,9 @@ def awx_settings_errors(
     playbooks, without ``.yml``."""
     known = set(playbooks)
     errors: list[FieldError] = []
-    for field in ("organization", "project", "inventory", "execution_environment", "credential"):
+    for field in NAMED_SETTINGS:
         errors += _name_errors(f"awx_{field}", settings.get(field))
-    errors += _name_errors("awx_project_url", settings.get("project_url"))
-    errors += _name_errors("awx_ee_image", settings.get("ee_image"))
-    errors += _name_errors("awx_inventory_file", settings.get("inventory_file"))
-    timeout = settings.get("job_timeout")
-    if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 0:
-        errors.append(
-            FieldError(
-                "awx_job_timeout", f"{timeout!r} must be a whole number of seconds, 0 or more"
-            )
-        )
+    errors += _whole_errors("awx_job_timeout", settings.get("job_timeout"), "seconds", 0)
     for key in surveys:
         if key not in known:
             errors.append(
@@ -114,21 +131,10 @@ def awx_settings_errors(
                     f"{sched.get('playbook')!r} names no playbook of the project",
                 )
             )
-        every = sched.get("every_minutes")
-        if (
-            not isinstance(every, int)
-            or isinstance(every, bool)
-            or not 1 <= every <= MAX_EVERY_MINUTES
-        ):
-            errors.append(
-                FieldError(
-                    f"{where}.every_minutes",
-                    f"{every!r} must be a whole number of minutes from 1 to {MAX_EVERY_MINUTES}",
-                )
-            )
-        timeout = sched.get("timeout", 0)
-        if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 0:
-            errors.append(FieldError(f"{where}.timeout", f"{timeout!r} must be 0 or more seconds"))
+        errors += _whole_errors(
+            f"{where}.every_minutes", sched.get("every_minutes"), "minutes", 1, MAX_EVERY_MINUTES
+        )
+        errors += _whole_errors(f"{where}.timeout", sched.get("timeout", 0), "seconds", 0)
     return [FieldError(e.field, f"{e.message} (rule awx-settings)") for e in errors]
 
 

@@ -9,6 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter import aftermath, rules
+from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter.model import (
+    class_preempts,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.builders import (
     RESTART_POLICIES,
 )
@@ -100,9 +103,9 @@ def test_critical_non_preemptable_and_equal_priority_jobs_are_not_exposed():
 
 
 def test_debug_victims_and_unknown_classes():
-    assert not aftermath.class_preempts("debug-job")
-    assert aftermath.class_preempts("normal-job")
-    assert aftermath.class_preempts("some-site-class")
+    assert not class_preempts("debug-job")
+    assert class_preempts("normal-job")
+    assert class_preempts("some-site-class")
 
 
 @given(

@@ -93,7 +93,7 @@ def test_settings_errors_name_the_field_value_and_rule():
         "awx_job_timeout: -1 must be a whole number of seconds, 0 or more (rule awx-settings)",
         "awx_surveys.typo: names no playbook of the project (playbooks/typo.yml) (rule awx-settings)",
         "awx_schedules[0].playbook: 'nope' names no playbook of the project (rule awx-settings)",
-        "awx_schedules[0].every_minutes: 0 must be a whole number of minutes from 1 to 1440 "
+        "awx_schedules[0].every_minutes: 0 must be a whole number of minutes, from 1 to 1440 "
         "(rule awx-settings)",
     ]
     assert objects.awx_settings_errors(settings(), SURVEYS, PLAYBOOKS) == []
