@@ -20,6 +20,17 @@ def state_dir(name: str | None = None) -> Path:
     return Path(base) / "gpucloud-localcluster" / name
 
 
+def prometheus_url() -> str:
+    """The local cluster's Prometheus (cluster.py writes where it listens)."""
+    override = os.environ.get("GPUCLOUD_PROMETHEUS_URL")
+    if override:
+        return override
+    path = state_dir() / "prometheus-url"
+    if not path.exists():
+        pytest.fail(f"no local Prometheus recorded in {path}; run tools/localcluster/cluster.py up")
+    return path.read_text().strip()
+
+
 def wait_until(
     predicate: Callable[[], Any], timeout: float = 120, interval: float = 1, what: str = "condition"
 ) -> Any:

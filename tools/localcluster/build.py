@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Builds the local cluster's binaries from Go modules, with a cache.
 
-    python3 tools/localcluster/build.py [--budget SECONDS] [--print-dir]
+    python3 tools/localcluster/build.py [--budget SECONDS] [--print-dir] [--only NAME]
 
 The binaries land in ``$XDG_CACHE_HOME/gpucloud-localcluster/bin/<key>/`` (by
 default under ``~/.cache``), where ``<key>`` hashes go.mod, go.sum, compat/,
@@ -30,6 +30,7 @@ import pins
 
 HERE = Path(__file__).resolve().parent
 GOMOD = HERE / "gomod"
+GOMOD_METRICS = HERE / "gomod-metrics"
 COMPAT = HERE / "compat"
 EXIT_BUDGET = 75
 
@@ -58,6 +59,8 @@ def cache_key() -> str:
         GOMOD / "go.mod",
         GOMOD / "go.sum",
         GOMOD / "cmd/etcd/main.go",
+        GOMOD_METRICS / "go.mod",
+        GOMOD_METRICS / "go.sum",
         HERE / "pins.py",
         Path(__file__),
     ]:
@@ -114,6 +117,36 @@ def assemble_volcano_apis() -> Path:
     return dest
 
 
+ALL_BINARIES = [*pins.MODULE_BINARIES, *pins.INSTALLED_BINARIES, *pins.METRICS_BINARIES]
+
+
+def build_metrics(
+    staging: Path, budget: Budget, env: dict[str, str], names: list[str] | None = None
+) -> None:
+    """Prometheus, promtool and kube-state-metrics, each stamped with its release."""
+    for name, (package, version) in pins.METRICS_BINARIES.items():
+        if names is not None and name not in names:
+            continue
+        stamp = f"-s -w -X github.com/prometheus/common/version.Version={version}"
+        run_with_progress(
+            [
+                "go",
+                "build",
+                "-v",
+                "-trimpath",
+                "-ldflags",
+                stamp,
+                "-o",
+                str(staging / name),
+                package,
+            ],
+            name,
+            budget,
+            GOMOD_METRICS,
+            env,
+        )
+
+
 class Budget:
     def __init__(self, seconds: float | None):
         self.deadline = time.monotonic() + seconds if seconds is not None else None
@@ -166,7 +199,7 @@ def run_with_progress(
 
 def build(budget: Budget) -> Path:
     target = bin_dir()
-    if all((target / name).exists() for name in [*pins.MODULE_BINARIES, *pins.INSTALLED_BINARIES]):
+    if all((target / name).exists() for name in ALL_BINARIES):
         print(f"build: cached binaries in {target}")
         return target
     started = time.monotonic()
@@ -208,6 +241,7 @@ def build(budget: Budget) -> Path:
                 Path("/"),
                 install_env,
             )
+        build_metrics(staging, budget, env)
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
@@ -216,6 +250,24 @@ def build(budget: Budget) -> Path:
             shutil.rmtree(staging)
     print(f"build: all binaries ready in {time.monotonic() - started:.0f}s")
     return target
+
+
+def build_only(name: str, budget: Budget) -> Path:
+    """One metrics binary alone (the unit stage needs promtool, not the cluster)."""
+    if name not in pins.METRICS_BINARIES:
+        raise SystemExit(f"build: --only {name}: one of {', '.join(pins.METRICS_BINARIES)}")
+    target = bin_dir()
+    if (target / name).exists():
+        print(f"build: cached {name} in {target}")
+        return target / name
+    target.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="build-", dir=target.parent))
+    try:
+        build_metrics(staging, budget, go_env(), [name])
+        (staging / name).rename(target / name)
+    finally:
+        shutil.rmtree(staging)
+    return target / name
 
 
 def main() -> int:
@@ -228,6 +280,11 @@ def main() -> int:
         action="store_true",
         help="print the binary directory for this checkout and exit",
     )
+    parser.add_argument(
+        "--only",
+        metavar="NAME",
+        help=f"build only this one ({', '.join(pins.METRICS_BINARIES)}) and print its path",
+    )
     args = parser.parse_args()
     if args.print_dir:
         print(bin_dir())
@@ -235,6 +292,9 @@ def main() -> int:
     if shutil.which("go") is None:
         print("build: the Go toolchain is required (go not found on PATH)", file=sys.stderr)
         return 1
+    if args.only:
+        print(build_only(args.only, Budget(args.budget)))
+        return 0
     build(Budget(args.budget))
     return 0
 

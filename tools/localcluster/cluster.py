@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -40,6 +41,20 @@ import pins  # noqa: E402
 import pki  # noqa: E402
 import topology  # noqa: E402
 
+
+def _load_rules_module() -> Any:
+    """The collection's rules builder (stdlib only), so the local Prometheus
+    evaluates exactly the groups the monitoring role applies."""
+    path = HERE.parents[1] / "plugins" / "module_utils" / "observability" / "rules.py"
+    spec = importlib.util.spec_from_file_location("gpucloud_platform_rules", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+RULES = _load_rules_module()
+
 HOST = "127.0.0.1"
 _BASE_PORTS = {
     "etcd": 23790,
@@ -54,6 +69,9 @@ _BASE_PORTS = {
     "vc-controller-manager-healthz": 28082,
     "vc-scheduler": 28083,
     "vc-scheduler-healthz": 28084,
+    "kube-state-metrics": 28090,
+    "kube-state-metrics-telemetry": 28091,
+    "prometheus": 29090,
 }
 # A second cluster beside the default one (its own --name) needs its own
 # ports: GPUCLOUD_LOCALCLUSTER_PORT_OFFSET shifts every port by that much.
@@ -82,7 +100,13 @@ ORDER = [
     "vc-controller-manager",
     "vc-scheduler",
     "scheduler-conf-sync",
+    "kube-state-metrics",
+    "prometheus",
 ]
+PROMETHEUS = f"http://{HOST}:{PORTS['prometheus']}"
+# Short intervals so a test sees a job's GPU-hours within seconds; production
+# keeps the monitoring role's 30 s (monitoring_scrape_interval).
+SCRAPE_INTERVAL_SECONDS = 5
 
 
 def log(msg: str) -> None:
@@ -222,6 +246,16 @@ def kubeconfig_for(state: Path, user: str) -> Path:
     return path
 
 
+SERVICE_USERS = (
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "volcano",
+    "kube-state-metrics",
+    "prometheus",
+)
+
+
 def ensure_pki(state: Path) -> None:
     p = state / "pki"
     pki.ensure_ca(p)
@@ -250,11 +284,14 @@ def ensure_pki(state: Path) -> None:
     pki.ensure_cert(p, "admin", "admin", ("system:masters",))
     # The components run with cluster-admin rights: they are stand-ins for
     # in-cluster deployments whose RBAC is not what these tests examine.
-    for user in ("kube-controller-manager", "kube-scheduler", "kwok", "volcano"):
+    for user in SERVICE_USERS:
         pki.ensure_cert(
-            p, user, f"system:{user}" if user.startswith("kube-") else user, ("system:masters",)
+            p,
+            user,
+            f"system:{user}" if user in ("kube-controller-manager", "kube-scheduler") else user,
+            ("system:masters",),
         )
-    for user in ("admin", "kube-controller-manager", "kube-scheduler", "kwok", "volcano"):
+    for user in ("admin", *SERVICE_USERS):
         kubeconfig_for(state, user)
 
 
@@ -289,10 +326,7 @@ def volcano_chart() -> Path:
 
 def components(state: Path, bins: Path) -> list[Component]:
     p = state / "pki"
-    k = {
-        u: str(kubeconfig_for(state, u))
-        for u in ("kube-controller-manager", "kube-scheduler", "kwok", "volcano")
-    }
+    k = {u: str(kubeconfig_for(state, u)) for u in SERVICE_USERS}
     h = HOST
     # kcm and kube-scheduler serve /healthz with a certificate of our CA, and
     # skip the front-proxy lookup (there is no aggregation layer here).
@@ -421,6 +455,7 @@ def components(state: Path, bins: Path) -> list[Component]:
                 f"--kubeconfig={k['volcano']}",
                 "--leader-elect=false",
                 f"--listen-address={h}:{PORTS['vc-controller-manager']}",
+                "--enable-metrics=true",
                 "--enable-healthz=true",
                 f"--healthz-address={h}:{PORTS['vc-controller-manager-healthz']}",
                 "--logtostderr",
@@ -444,6 +479,35 @@ def components(state: Path, bins: Path) -> list[Component]:
                 "-v=3",
             ],
             f"http://{h}:{PORTS['vc-scheduler-healthz']}/healthz",
+        ),
+        Component(
+            "kube-state-metrics",
+            [
+                str(bins / "kube-state-metrics"),
+                f"--kubeconfig={k['kube-state-metrics']}",
+                f"--host={h}",
+                f"--port={PORTS['kube-state-metrics']}",
+                f"--telemetry-host={h}",
+                f"--telemetry-port={PORTS['kube-state-metrics-telemetry']}",
+                # only what the platform's rules read, to keep it light
+                "--resources=pods,nodes,namespaces",
+                f"--metric-labels-allowlist=pods=[{','.join(RULES.KSM_LABELS_ALLOWLIST)}]",
+                f"--metric-annotations-allowlist=pods=[{','.join(RULES.KSM_ANNOTATIONS_ALLOWLIST)}]",
+            ],
+            f"http://{h}:{PORTS['kube-state-metrics']}/healthz",
+        ),
+        Component(
+            "prometheus",
+            [
+                str(bins / "prometheus"),
+                f"--config.file={state / 'prometheus.yml'}",
+                f"--storage.tsdb.path={state / 'prometheus'}",
+                "--storage.tsdb.retention.time=1d",
+                f"--web.listen-address={h}:{PORTS['prometheus']}",
+                "--web.enable-lifecycle",
+                "--log.level=warn",
+            ],
+            f"{PROMETHEUS}/-/ready",
         ),
         Component(
             "scheduler-conf-sync",
@@ -651,6 +715,59 @@ def default_scheduler_conf() -> str:
     return (volcano_chart() / "config/volcano-scheduler.conf").read_text()
 
 
+def prometheus_config(state: Path) -> dict[str, Any]:
+    """Scrapes kube-state-metrics, the API server and Volcano's two metrics servers."""
+    p = state / "pki"
+    every = f"{SCRAPE_INTERVAL_SECONDS}s"
+
+    def static(job: str, port: str) -> dict[str, Any]:
+        return {"job_name": job, "static_configs": [{"targets": [f"{HOST}:{PORTS[port]}"]}]}
+
+    return {
+        "global": {"scrape_interval": every, "evaluation_interval": every},
+        "rule_files": [str(state / "prometheus-rules.yml")],
+        "scrape_configs": [
+            # honor_labels: the pods' namespace and pod, not the exporter's
+            {**static("kube-state-metrics", "kube-state-metrics"), "honor_labels": True},
+            static("volcano-scheduler", "vc-scheduler"),
+            static("volcano-controllers", "vc-controller-manager"),
+            {
+                **static("kube-apiserver", "kube-apiserver"),
+                "scheme": "https",
+                "tls_config": {
+                    "ca_file": str(p / "ca.crt"),
+                    "cert_file": str(p / "prometheus.crt"),
+                    "key_file": str(p / "prometheus.key"),
+                },
+            },
+        ],
+    }
+
+
+def write_prometheus_files(state: Path) -> bool:
+    """prometheus.yml and the platform's rules; True when either changed."""
+    files = {
+        state / "prometheus.yml": yaml.safe_dump(prometheus_config(state), sort_keys=False),
+        state / "prometheus-rules.yml": yaml.safe_dump(
+            {"groups": RULES.rule_groups()}, sort_keys=False
+        ),
+        # where tests and tools find this cluster's Prometheus (ports shift per cluster)
+        state / "prometheus-url": PROMETHEUS + "\n",
+    }
+    changed = False
+    for path, text in files.items():
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+            changed = True
+    return changed
+
+
+def reload_prometheus() -> None:
+    req = urllib.request.Request(f"{PROMETHEUS}/-/reload", method="POST")
+    with urllib.request.urlopen(req, timeout=10):
+        pass
+
+
 def ensure_base_objects(api: Api) -> None:
     for ns in (VOLCANO_NS, "platform-system"):
         api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -684,9 +801,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(f"localcluster: {exc}", file=sys.stderr)
         return 2
     bins = build.bin_dir()
-    missing = [
-        b for b in [*pins.MODULE_BINARIES, *pins.INSTALLED_BINARIES] if not (bins / b).exists()
-    ]
+    missing = [b for b in build.ALL_BINARIES if not (bins / b).exists()]
     if missing:
         log(f"binaries missing ({', '.join(missing)}); building them first")
         build.build(build.Budget(None))
@@ -713,6 +828,9 @@ def cmd_up(args: argparse.Namespace) -> int:
             # The webhook server only serves once its configurations exist.
             for doc in render_volcano_admission(state, bins):
                 api.apply(doc)
+        if name == "prometheus" and write_prometheus_files(state) and running:
+            log("prometheus: configuration or rules changed; reloading")
+            reload_prometheus()
         if running:
             continue
         log(f"starting {name}")
@@ -747,7 +865,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         "up: "
         + (f"started {', '.join(started)}" if started else "already running, nothing to start")
     )
-    log(f"{len(nodes)} nodes, {sum(n.gpus for n in nodes)} nvidia.com/gpu")
+    log(
+        f"{len(nodes)} nodes, {sum(n.gpus for n in nodes)} nvidia.com/gpu; Prometheus at {PROMETHEUS}"
+    )
     print(state / "admin.kubeconfig")
     return 0
 

@@ -9,6 +9,10 @@ VOLCANO_APIS_BASE = "v1.14.0"
 ETCD = "v3.6.5"
 KWOK = "v0.7.0"
 HELM = "v3.21.4"
+# Prometheus's Go module v0.<major*100+minor>.<patch> is release 3.8.0.
+PROMETHEUS = "v0.308.0"
+PROMETHEUS_RELEASE = "3.8.0"
+KUBE_STATE_METRICS = "v2.18.0"
 
 # Built from the generated module in gomod/: output name -> main package.
 MODULE_BINARIES = {
@@ -24,4 +28,12 @@ MODULE_BINARIES = {
 INSTALLED_BINARIES = {
     "kwok": f"sigs.k8s.io/kwok/cmd/kwok@{KWOK}",
     "helm": f"helm.sh/helm/v3/cmd/helm@{HELM}",
+}
+# Built from the generated module in gomod-metrics/ (Prometheus's go.mod has
+# exclude directives, which `go install module@version` refuses):
+# output name -> (main package, version stamped into it).
+METRICS_BINARIES = {
+    "prometheus": ("github.com/prometheus/prometheus/cmd/prometheus", PROMETHEUS_RELEASE),
+    "promtool": ("github.com/prometheus/prometheus/cmd/promtool", PROMETHEUS_RELEASE),
+    "kube-state-metrics": ("k8s.io/kube-state-metrics/v2", KUBE_STATE_METRICS.lstrip("v")),
 }

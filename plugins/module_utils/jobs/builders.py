@@ -621,8 +621,9 @@ def _task(
     if volumes:
         pod_spec["volumes"] = volumes
     metadata: dict[str, Any] = {"labels": dict(labels)}
-    if not job_class.preemptable:
-        metadata["annotations"] = {PREEMPTABLE_ANNOTATION: "false"}
+    annotations = pod_annotations(job_class, class_annotations(job_class, req.spot_price))
+    if annotations:
+        metadata["annotations"] = annotations
     task: dict[str, Any] = {
         "name": role.task,
         "replicas": role.replicas,
@@ -668,6 +669,18 @@ def build_job(
         spec["networkTopology"] = dict(job_class.network_topology)
     spec["tasks"] = tasks
     return {"apiVersion": JOB_API, "kind": KIND, "metadata": metadata, "spec": spec}
+
+
+def pod_annotations(job_class: JobClass, job_annotations: Mapping[str, str]) -> dict[str, str]:
+    """What every pod of the job carries: not preemptable for a class that is not, and
+    (rule billing-labels) a spot job's bid, because metering reads pods, not Volcano
+    Jobs (kube-state-metrics' kube_pod_annotations), as it reads the billing labels."""
+    out = {}
+    if not job_class.preemptable:
+        out[PREEMPTABLE_ANNOTATION] = "false"
+    if ANNOTATION_SPOT_PRICE in job_annotations:
+        out[ANNOTATION_SPOT_PRICE] = job_annotations[ANNOTATION_SPOT_PRICE]
+    return out
 
 
 def class_annotations(job_class: JobClass, spot_price: Any = None) -> dict[str, str]:
@@ -902,8 +915,9 @@ def complete_manifest(
                 for k in (LABEL_TENANT, LABEL_JOB_CLASS, LABEL_BILLING_TYPE, LABEL_MANAGED_BY)
             }
         )
-        if not jc.preemptable:
-            tmeta.setdefault("annotations", {})[PREEMPTABLE_ANNOTATION] = "false"
+        extra = pod_annotations(jc, own)
+        if extra:
+            tmeta.setdefault("annotations", {}).update(extra)
         if jc.termination_grace_seconds is not None:
             task["template"].setdefault("spec", {}).setdefault(
                 "terminationGracePeriodSeconds", jc.termination_grace_seconds

@@ -179,6 +179,10 @@ def test_spot_job_gets_price_grace_period_and_checkpoint():
     assert m["metadata"]["labels"]["platform.io/billing-type"] == "spot"
     assert m["metadata"]["annotations"] == {"platform.io/spot-price": "0.3"}
     assert m["spec"]["priorityClassName"] == "spot-job"
+    # rule billing-labels: metering reads the bid and the billing type from the pods
+    template = m["spec"]["tasks"][0]["template"]["metadata"]
+    assert template["annotations"] == {"platform.io/spot-price": "0.3"}
+    assert template["labels"]["platform.io/billing-type"] == "spot"
     pod = m["spec"]["tasks"][0]["template"]["spec"]
     assert pod["terminationGracePeriodSeconds"] == 300
     assert (
@@ -341,6 +345,8 @@ def test_complete_manifest_fills_platform_fields():
     assert out["spec"]["priorityClassName"] == "spot-job" and out["spec"]["minAvailable"] == 2
     assert out["spec"]["schedulerName"] == "volcano" and out["spec"]["maxRetry"] == 3
     assert out["spec"]["tasks"][0]["template"]["spec"]["terminationGracePeriodSeconds"] == 300
+    for task in out["spec"]["tasks"]:
+        assert task["template"]["metadata"]["annotations"]["platform.io/spot-price"] == "0.5"
     assert user["metadata"] == {"name": "mine"}  # the caller's manifest is not changed
 
 
