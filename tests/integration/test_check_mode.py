@@ -94,6 +94,7 @@ MODULES: dict[str, list[dict[str, Any]]] = {
     "payg_capacity": [{"tenant": TENANT, "capability": {GPU: 1}, "reclaim": False}],
     "spot_capacity": [{}],
     "spot_reclaim": [{"need": 100000, "allow_partial": True}],
+    "spot_info": [{}, {"tenant": TENANT, "reclaim_gpus": 8}],
     "vcjob": [job_args("ck-new"), {"tenant": TENANT, "name": "ck-held", "state": "absent"}],
     "large_job_throttle": [{}],
     "queue_arbiter": [{}],

@@ -108,6 +108,9 @@ CASES = [
         "spot_price: 'nan'",
     ),
     ("vcjob", job_args(queue=f"{NS}-spot", job_class="spot", spot_price="-1"), "spot_price: '-1'"),
+    # The spot market view: a reclaim of no GPU, a tenant that does not exist.
+    ("spot_info", {"reclaim_gpus": 0}, "reclaim_gpus: 0 is less than 1"),
+    ("spot_info", {"tenant": f"{TENANT}x"}, f"tenant: '{TENANT}x' is not a tenant"),
     # Namespaces that are not a tenant's.
     ("large_job_throttle", {"namespaces": ["../x"]}, "namespaces[0]: '../x'"),
     (

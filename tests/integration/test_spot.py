@@ -116,6 +116,18 @@ def job_phase(custom, namespace, name):
     return ((job.get("status") or {}).get("state") or {}).get("phase")
 
 
+def start_one_by_one(custom, namespace, jobs):
+    """Create each Volcano Job of ``jobs`` (name -> body) in turn and wait until it is
+    Running, a second apart, so that their start times differ (seconds resolution)."""
+    for name, body in jobs.items():
+        custom.create_namespaced_custom_object(*VCJOBS[:2], namespace, VCJOBS[2], body)
+        wait_until(
+            lambda name=name: job_phase(custom, namespace, name) == "Running",
+            what=f"{name} Running",
+        )
+        time.sleep(1.1)
+
+
 @pytest.fixture
 def tenants(api_client, priority_classes):
     """Two spot tenants and one buyer, with unique names; removed afterwards."""
@@ -131,18 +143,32 @@ def tenants(api_client, priority_classes):
     suffix = uuid.uuid4().hex[:6]
     names = {"a": f"spa{suffix}", "b": f"spb{suffix}", "buyer": f"buy{suffix}"}
     custom = client.CustomObjectsApi(api_client)
+    created = create_queues(custom, [names["a"], names["b"]])
+    yield names, created
+    remove_queues(custom, created)
+
+
+def create_queues(custom, tenants):
+    """Each tenant's three queues (subscription 2 GPUs, no PAYG, spot capability 64),
+    made directly; returns their names in creation order."""
     created = []
-    for key in ("a", "b"):
+    for tenant in tenants:
         for queue_type, deserved, capability in (
             ("subscription", 2, 2),
             ("payg", 0, 0),
             ("spot", 0, 64),
         ):
-            body = queue_body(names[key], queue_type, deserved, capability)
+            body = queue_body(tenant, queue_type, deserved, capability)
             custom.create_cluster_custom_object(*VOLCANO, body)
             created.append(body["metadata"]["name"])
-    yield names, created
-    # Jobs first (Volcano keeps a queue that still has pod groups), then the queues.
+    return created
+
+
+def remove_queues(custom, created):
+    """Delete the Volcano Jobs in the queues ``created``, then the queues (in reverse):
+    Volcano keeps a queue that still has pod groups."""
+    from kubernetes.client.rest import ApiException
+
     for job in custom.list_cluster_custom_object(*VCJOBS)["items"]:
         if job["spec"].get("queue") in created:
             meta = job["metadata"]
@@ -199,13 +225,7 @@ def test_purchase_reclaims_spot_jobs_in_order_and_recomputes_capacity(
         "spot-a": job_body("spot-a", namespace, spot_a, 4, 1, "0.1"),
     }
     # B and D start earlier than A and C (the design's "2 h" and "1 h").
-    for name, body in jobs.items():
-        custom.create_namespaced_custom_object(*VCJOBS[:2], namespace, VCJOBS[2], body)
-        wait_until(
-            lambda name=name: job_phase(custom, namespace, name) == "Running",
-            what=f"{name} Running",
-        )
-        time.sleep(1.1)  # distinct start times (seconds resolution)
+    start_one_by_one(custom, namespace, jobs)
 
     preview = run_module("spot_reclaim", {"need": 12}, check=True)
     assert not preview.get("failed"), preview.get("msg")

@@ -15,7 +15,9 @@ through ``kube.Cluster``:
 * per victim: delete the Volcano Job, then a ``SpotReclaimed`` Event on it;
 * one entry per reclaim at the head of the bounded history ConfigMap;
 * a server-side apply of just the capability and deserved of each spot queue
-  whose value changes.
+  whose value changes;
+* for ``spot_info`` (``run_market``): the same Queue and Job lists and one get of
+  the history ConfigMap, nothing written.
 
 In check mode nothing is created, replaced or deleted: the reclaim only
 reports its victims, and the applies are the cluster's server-side dry runs.
@@ -37,7 +39,7 @@ from ..capacity.pool import (
     label_selector,
     pool_from_nodes,
 )
-from ..common.errors import PartialWrite, PlatformValidationError, Refused
+from ..common.errors import PartialWrite, PlatformValidationError, Refused, raise_if
 from ..common.history import push_history, read_history
 from ..common.names import (
     CAPACITY_FIELD_MANAGER,
@@ -61,6 +63,7 @@ from ..kube.cluster import (
 from ..kube.lease import SPOT_RECLAIM
 from ..kube.lease_io import default_holder, run_id
 from .capacity_plan import plan_spot_capacity, recompute_result
+from .market import market_view, parse_market, unknown_tenant_errors
 from .reclaim import (
     NEED_FROM_UNSOLD,
     SUMMARY_FIELDS,
@@ -419,3 +422,22 @@ def apply_capabilities(
             raise PartialWrite(what, done, exc, **report) from exc
         done.append(manifest["metadata"]["name"])
     return done
+
+
+# --- spot_info ---------------------------------------------------------------------
+
+
+def run_market(
+    params: Mapping[str, Any], cluster: Cluster, check_mode: bool = False
+) -> dict[str, Any]:
+    """The ``spot_info`` module: one list of managed Queues, one of spot Volcano Jobs
+    (label selector ``platform.io/billing-type=spot``, every namespace: the reclaim and
+    so the safe bid are cluster-wide) and one get of the reclaim history; it never
+    writes. An unknown ``tenant`` is refused right after the Queue list, before the
+    other reads."""
+    tenant, reclaim_gpus = parse_market(params)
+    queues = read_queues(cluster)
+    raise_if(unknown_tenant_errors(tenant, queues))
+    candidates = read_spot_candidates(cluster, queues)
+    history = read_live_history(cluster)
+    return {"changed": False, **market_view(tenant, reclaim_gpus, queues, candidates, history)}
