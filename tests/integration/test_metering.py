@@ -94,7 +94,7 @@ def integrate(matrix: list[dict], key: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for series in matrix:
         value = series["metric"].get(key, "")
-        out[value] = out.get(value, 0.0) + sum(float(v) for _, v in series["values"]) * STEP
+        out[value] = out.get(value, 0.0) + sum(float(sample[1]) for sample in series["values"]) * STEP
     return out
 
 
@@ -144,7 +144,7 @@ def test_gpu_hours_per_billing_type_match_what_ran(running_jobs, dyn):
         step=STEP,
     )
     measured = integrate(data["result"], "billing_type")
-    for job, suffix, _, gpus, _ in JOBS:
+    for job, suffix, _class, gpus, _price in JOBS:
         expected = gpus * (ends[job] - starts[job])
         got = measured.get(BILLING[suffix], 0.0)
         # The recorded series starts and stops up to one scrape plus one
