@@ -94,7 +94,9 @@ def integrate(matrix: list[dict], key: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for series in matrix:
         value = series["metric"].get(key, "")
-        out[value] = out.get(value, 0.0) + sum(float(sample[1]) for sample in series["values"]) * STEP
+        out[value] = (
+            out.get(value, 0.0) + sum(float(sample[1]) for sample in series["values"]) * STEP
+        )
     return out
 
 
