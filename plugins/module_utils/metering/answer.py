@@ -1,0 +1,50 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a Prometheus HTTP API answer says (pure: no I/O).
+
+* Rule prometheus-answer (``matrix_of``): a ``query_range`` answer is usable when it is
+  JSON with ``status: success`` and a ``data.resultType`` of ``matrix``; otherwise the
+  reason, with Prometheus's own ``errorType`` and ``error`` when it gave them (it does
+  with HTTP 400, 422 and 503, for example for a query of more than 11,000 points).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class AnswerError(ValueError):
+    """An answer that is not a usable matrix; the message says why."""
+
+
+def read_json(body: bytes | str) -> Any:
+    """The JSON ``body`` holds, or None when it is not JSON."""
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def error_of(answer: Any) -> str | None:
+    """Prometheus's reason in an answer of ``status: error``, or None."""
+    if not isinstance(answer, dict) or answer.get("status") != "error":
+        return None
+    kind, text = answer.get("errorType") or "error", answer.get("error") or "no reason given"
+    return f"{kind}: {text}"
+
+
+def matrix_of(body: bytes | str) -> list[dict[str, Any]]:
+    """Rule prometheus-answer: the series of a ``query_range`` answer, or AnswerError."""
+    answer = read_json(body)
+    if not isinstance(answer, dict):
+        raise AnswerError(f"the answer is not a JSON object: {str(body)[:200]!r}")
+    if answer.get("status") != "success":
+        raise AnswerError(
+            f"the answer's status is {answer.get('status')!r}, not 'success' "
+            f"({error_of(answer) or 'no reason given'})"
+        )
+    data = answer.get("data") or {}
+    if data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
+        raise AnswerError(f"the answer is a {data.get('resultType')!r}, not a matrix of series")
+    return data["result"]
