@@ -23,6 +23,7 @@ import pytest
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     ROOT,
     run_playbook,
+    state_dir,
 )
 
 pytestmark = pytest.mark.integration
@@ -79,6 +80,23 @@ def job_args(name: str, **extra: Any) -> dict[str, Any]:
     }
 
 
+def recorded_prometheus() -> str:
+    """The local cluster's Prometheus, without failing at collection when it is not up."""
+    path = state_dir() / "prometheus-url"
+    return path.read_text().strip() if path.exists() else "http://127.0.0.1:29090"
+
+
+USAGE = {
+    "prometheus_url": recorded_prometheus(),
+    "start": "2026-01-01T00:00:00Z",
+    "end": "2026-01-01T01:00:00Z",
+    "prices": {
+        "subscription": {"gpu_hour": 2, "overage_gpu_hour": 3},
+        "payg": {"gpu_hour": 3},
+        "spot": {},
+    },
+}
+
 # module -> the check-mode runs that would write
 MODULES: dict[str, list[dict[str, Any]]] = {
     "tenant": [
@@ -95,6 +113,7 @@ MODULES: dict[str, list[dict[str, Any]]] = {
     "spot_capacity": [{}],
     "spot_reclaim": [{"need": 100000, "allow_partial": True}],
     "spot_info": [{}, {"tenant": TENANT, "reclaim_gpus": 8}],
+    "usage_report": [USAGE],
     "vcjob": [job_args("ck-new"), {"tenant": TENANT, "name": "ck-held", "state": "absent"}],
     "large_job_throttle": [{}],
     "queue_arbiter": [{}],
@@ -146,6 +165,12 @@ PLAYBOOKS: dict[str, dict[str, Any] | None] = {
     "throttle_reconcile.yml": {},
     "arbiter_reconcile.yml": {},
     "hypernode_sync.yml": {},
+    # Reads Prometheus; in check mode it writes no report file (nor its directory).
+    "usage_report.yml": {
+        "metering_prometheus_url": USAGE["prometheus_url"],
+        "metering_prices": USAGE["prices"],
+        "usage_report_dir": f"/tmp/gpucloud-check-usage-{uuid.uuid4().hex[:6]}",
+    },
     # Configures an AWX server, which the local cluster does not have.
     "awx_configure.yml": None,
 }
@@ -242,6 +267,10 @@ def test_a_module_in_check_mode_writes_nothing(module, index, world, dyn, run_mo
     assert "cannot reach" not in str(result.get("msg", "")), result
     if module == "topology_render":
         assert result["files"] and not Path(MODULES[module][index]["dest"]).exists(), result
+    if module == "usage_report":
+        assert not result.get("failed") and result["ledger"]["period"]["start"] == USAGE["start"], (
+            result
+        )
 
 
 @pytest.mark.parametrize("playbook", sorted(p for p, v in PLAYBOOKS.items() if v is not None))
@@ -255,3 +284,5 @@ def test_a_playbook_in_check_mode_writes_nothing(playbook, world, dyn, ansible_e
     failed = {n: r.get("msg") for n, r in tasks.items() if r.get("failed")}
     assert changes(before, after) == [], failed
     assert rc == 0, failed  # a check-mode run also tells the truth about what would happen
+    if playbook == "usage_report.yml":
+        assert not Path(PLAYBOOKS[playbook]["usage_report_dir"]).exists()

@@ -13,11 +13,14 @@ While the jobs run, every dashboard panel's query returns data in its unit.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 import time
 import urllib.parse
 import urllib.request
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pytest
@@ -25,6 +28,7 @@ import pytest
 from ansible_collections.gpucloud.platform.tests.integration import test_jobs as job_tests
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     prometheus_url,
+    run_playbook,
     wait_until,
 )
 
@@ -126,7 +130,7 @@ def running_jobs(tenant, dyn, run_module):
     return tenant, ns, names, starts
 
 
-def test_gpu_hours_per_billing_type_match_what_ran(running_jobs, dyn):
+def test_gpu_hours_per_billing_type_match_what_ran(running_jobs, dyn, run_module):
     name, ns, names, starts = running_jobs
     # Every panel is checked while the jobs hold their GPUs.
     check_dashboard_panels(name)
@@ -154,6 +158,7 @@ def test_gpu_hours_per_billing_type_match_what_ran(running_jobs, dyn):
         # is within one interval's GPU-seconds (measured: 1.3 s of 41 s).
         print(f"{job}: {got:.1f} GPU-seconds recorded, {expected:.1f} ran")
         assert abs(got - expected) <= gpus * STEP, (job, got, expected, measured)
+    check_usage_report(run_module, name, start, end, measured)
     # The spot job's bid travels with its pods into the per-job series.
     jobs_data = prom(
         "query_range",
@@ -205,3 +210,114 @@ def check_dashboard_panels(name: str) -> None:
     # 3 DCGM panels, the failure ratio and the reclaim count are left to promtool
     assert len(skipped) == 5, skipped
     assert len(checked) + len(skipped) == len(dashboard_queries())
+
+
+PRICES = {
+    "subscription": {"gpu_hour": "2.00", "overage_gpu_hour": "3.00"},
+    "payg": {"gpu_hour": "3.50"},
+    "spot": {},
+}
+
+
+def rfc3339(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def check_usage_report(run_module, name: str, start: float, end: float, measured: dict) -> None:
+    """usage_report over the same period: the same GPU-hours, priced by the table.
+
+    The job tests' tenant has no subscription queue (size 0), so all its
+    subscription hours are overage."""
+    first = int(start) // STEP * STEP
+    last = first + -(-(int(end) + 1 - first) // STEP) * STEP
+    out = run_module(
+        "usage_report",
+        {
+            "prometheus_url": prometheus_url(),
+            "start": rfc3339(first),
+            "end": rfc3339(last),
+            "step": STEP,
+            "tenants": [name],
+            "prices": PRICES,
+            "currency": "EUR",
+        },
+    )
+    assert not out.get("failed"), out.get("msg")
+    assert out["changed"] is False
+    ledger = out["ledger"]
+    assert ledger["period"] == {"start": rfc3339(first), "end": rfc3339(last), "step": STEP}
+    assert ledger["currency"] == "EUR" and ledger["prices"] == PRICES
+    rows = {r["billing_type"]: r for r in ledger["rows"] if r["tenant"] == name}
+    gpus = {BILLING[suffix]: g for _job, suffix, _class, g, _price in JOBS}
+    for billing, row in rows.items():
+        hours = Decimal(row["gpu_hours"])
+        # the module's integral over its own grid of the same series
+        assert abs(hours * 3600 - Decimal(str(measured[billing]))) <= gpus[billing] * STEP, (
+            billing,
+            row,
+        )
+    cents = Decimal("0.01")
+    sub = rows["subscription"]
+    assert sub["subscription_gpus"] == "0" and Decimal(sub["included_gpu_hours"]) == 0
+    assert sub["overage_gpu_hours"] == sub["gpu_hours"]
+    assert Decimal(sub["amount"]) == (Decimal(sub["overage_gpu_hours"]) * Decimal("3.00")).quantize(
+        cents, ROUND_HALF_UP
+    )
+    payg = rows["payg"]
+    assert Decimal(payg["amount"]) == (Decimal(payg["gpu_hours"]) * Decimal("3.50")).quantize(
+        cents, ROUND_HALF_UP
+    )
+    (line,) = rows["spot"]["jobs"]
+    assert line["job"] == "cheap" and Decimal(line["bid"]) == Decimal("0.5")
+    assert Decimal(line["amount"]) == (Decimal(line["gpu_hours"]) * Decimal("0.5")).quantize(
+        cents, ROUND_HALF_UP
+    )
+    # The CSV says the same: the spot job's line carries its hours and amount.
+    lines = list(csv.DictReader(io.StringIO(out["csv"])))
+    (spot_line,) = [r for r in lines if r["tenant"] == name and r["job"] == "cheap"]
+    assert spot_line["gpu_hours"] == line["gpu_hours"] and spot_line["amount"] == line["amount"]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"end": "2026-01-01T00:00:00Z"}, "end"),
+        ({"tenants": ["nosuchtenant"]}, "tenants"),
+        ({"prices": {"subscription": PRICES["subscription"], "spot": {}}}, "prices.payg"),
+        ({"prometheus_url": "http://127.0.0.1:9"}, "prometheus_url"),
+    ],
+)
+def test_usage_report_refuses_bad_input_naming_the_field(run_module, localcluster, change, field):
+    args = {
+        "prometheus_url": prometheus_url(),
+        "start": "2026-01-02T00:00:00Z",
+        "end": "2026-01-02T01:00:00Z",
+        "step": 60,
+        "prices": PRICES,
+        **change,
+    }
+    out = run_module("usage_report", args)
+    assert out.get("failed") is True
+    assert field in out["msg"], out["msg"]
+
+
+def test_the_playbook_writes_the_ledger_as_json_and_csv(ansible_env, localcluster, tmp_path):
+    """playbooks/usage_report.yml with the local inventory's Prometheus and prices."""
+    rc, tasks = run_playbook(
+        ansible_env,
+        "usage_report.yml",
+        {
+            "usage_start": "2026-01-01T00:00:00Z",
+            "usage_end": "2026-01-01T01:00:00Z",
+            "usage_report_dir": str(tmp_path),
+        },
+        inventory="inventories/local",
+    )
+    assert rc == 0, {n: r.get("msg") for n, r in tasks.items() if r.get("failed")}
+    stem = tmp_path / "usage-20260101T000000Z-20260101T010000Z"
+    ledger = json.loads(stem.with_suffix(".json").read_text())
+    assert ledger["period"]["start"] == "2026-01-01T00:00:00Z" and set(ledger["prices"]) == set(
+        PRICES
+    )
+    header = next(csv.reader(io.StringIO(stem.with_suffix(".csv").read_text())))
+    assert header[:3] == ["kind", "tenant", "billing_type"]
