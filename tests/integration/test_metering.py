@@ -108,6 +108,13 @@ def integrate(matrix: list[dict], key: str) -> dict[str, float]:
 def running_jobs(tenant, dyn, run_module):
     """The three jobs, Running; returns (tenant, namespace, job names, when each began to run)."""
     ns = f"tenant-{tenant}"
+    # A GPU capability on the team queue, so Volcano reports one for the capability panel
+    # (the job tests' queues have none).
+    dyn.resources.get(api_version=job_tests.QUEUES[0], kind=job_tests.QUEUES[1]).patch(
+        name=f"{ns}-algo",
+        body={"spec": {"capability": {"nvidia.com/gpu": 16}}},
+        content_type="application/merge-patch+json",
+    )
     for name, suffix, job_class, gpus, price in JOBS:
         out = run_module(
             "vcjob",
