@@ -105,8 +105,12 @@ def integrate(matrix: list[dict], key: str) -> dict[str, float]:
 
 
 @pytest.fixture
-def running_jobs(tenant, dyn, run_module):
-    """The three jobs, Running; returns (tenant, namespace, job names, when each began to run)."""
+def running_jobs(platform_scheduler_conf, tenant, dyn, run_module):
+    """The three jobs, Running; returns (tenant, namespace, job names, when each began to run).
+
+    The platform's scheduler configuration, not the chart's: only Volcano's capacity
+    plugin writes volcano_queue_capacity_scalar_resources (proportion writes allocated
+    and deserved alone), and the dashboards are drawn for the platform's scheduler."""
     ns = f"tenant-{tenant}"
     # A GPU capability on the team queue, so Volcano reports one for the capability panel
     # (the job tests' queues have none).
