@@ -113,6 +113,21 @@ def case_delete_with_stale_uid_conflicts_and_missing_is_false(cluster, ns):
     assert cluster.delete("v1", "ConfigMap", "never-made", namespace=ns) is False
 
 
+def case_merge_patch_sets_removes_and_conflicts_on_a_stale_version(cluster, ns):
+    made = cluster.create(configmap(ns, "a", {"keep": "1", "drop": "2"}))
+    patched = cluster.merge_patch(
+        "v1", "ConfigMap", "a", {"data": {"drop": None, "new": "3"}}, namespace=ns
+    )
+    assert patched["data"] == {"keep": "1", "new": "3"}
+    stale = {
+        "metadata": {"resourceVersion": made["metadata"]["resourceVersion"]},
+        "data": {"x": "y"},
+    }
+    with pytest.raises(ConflictError):
+        cluster.merge_patch("v1", "ConfigMap", "a", stale, namespace=ns)
+    assert cluster.get("v1", "ConfigMap", "a", namespace=ns)["data"] == {"keep": "1", "new": "3"}
+
+
 def case_requests_are_counted(cluster, ns):
     before = cluster.requests
     cluster.list("v1", "ConfigMap", ns)

@@ -91,6 +91,20 @@ def merge(into: dict[str, Any], patch: Mapping[str, Any]) -> None:
             into[key] = copy.deepcopy(value)
 
 
+def json_merge(into: dict[str, Any], patch: Mapping[str, Any]) -> None:
+    """A JSON merge patch (RFC 7386) applied in place."""
+    for key, value in patch.items():
+        if value is None:
+            into.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            json_merge(into[key], value)
+        elif isinstance(value, Mapping):
+            into[key] = {}
+            json_merge(into[key], value)
+        else:
+            into[key] = copy.deepcopy(value)
+
+
 class FakeCluster:
     """``Cluster``'s interface over a dict: list, get, apply, create, replace, delete."""
 
@@ -195,6 +209,32 @@ class FakeCluster:
         stored = copy.deepcopy(dict(manifest))
         stored["metadata"].setdefault("creationTimestamp", "2026-01-01T00:00:00Z")
         return self.put(stored)
+
+    def merge_patch(self, api_version, kind, name, body, namespace=None):
+        """RFC 7386: maps merge, null removes, the rest replaces; a resourceVersion in
+        the body must be the live one."""
+        self.requests += 1
+        key = self.key(kind, namespace, name)
+        live = self.store.get(key)
+        if live is None:
+            raise not_found()
+        wanted = (body.get("metadata") or {}).get("resourceVersion")
+        if wanted and wanted != live["metadata"]["resourceVersion"]:
+            raise conflict()
+        obj = copy.deepcopy(live)
+        json_merge(obj, {k: v for k, v in body.items() if k != "metadata"})
+        json_merge(
+            obj["metadata"],
+            {k: v for k, v in (body.get("metadata") or {}).items() if k != "resourceVersion"},
+        )
+        if self.dry_run:
+            self.writes.append(("dry-run", kind, name))
+            return obj
+        self.writes.append(("merge-patch", kind, name))
+        if obj != live:
+            obj["metadata"]["resourceVersion"] = str(next(self._version))
+        self.store[key] = obj
+        return copy.deepcopy(obj)
 
     def replace(self, manifest):
         self.requests += 1

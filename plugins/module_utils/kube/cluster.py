@@ -156,6 +156,30 @@ class Cluster:
         )
         return result.to_dict()
 
+    def merge_patch(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        body: Mapping[str, Any],
+        namespace: str | None = None,
+    ) -> dict[str, Any]:
+        """A JSON merge patch (dry run in check mode). For fields a server-side apply
+        must not own, such as a node's taints: an atomic list an apply would take over
+        whole and remove again on the next apply that leaves it out. A
+        ``metadata.resourceVersion`` in the body makes the API server refuse
+        (ConflictError) when the object changed since it was read."""
+        self.requests += 1
+        result = self._client.patch(
+            self.resource(api_version, kind),
+            dict(body),
+            name=name,
+            namespace=namespace,
+            content_type="application/merge-patch+json",
+            field_manager=FIELD_MANAGER,
+        )
+        return result.to_dict()
+
     def create(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
         self.requests += 1
         meta = manifest["metadata"]
