@@ -291,8 +291,30 @@ def running_jobs(
     return out
 
 
+def placed(vcjob: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> bool:
+    """Rule placed-is-not-waiting: at least ``minAvailable`` of the Job's pods are bound to a
+    node and not on their way out. The scheduler has placed the job; its queue's
+    ``status.allocated`` may count them already while the PodGroup and the Job still say
+    Pending (measured: a second arbiter run, started with the first, read b2 bound but
+    Pending and refused it as over the subscription, its own GPUs counted twice)."""
+    spec = vcjob.get("spec") or {}
+    # Volcano's admission fills minAvailable in with every task's replicas when it is 0.
+    need = int(spec.get("minAvailable") or 0) or sum(
+        int(t.get("replicas") or 0) for t in spec.get("tasks") or []
+    )
+    bound = [
+        p
+        for p in pods_of(vcjob, pods)
+        if (p.get("spec") or {}).get("nodeName")
+        and not (p.get("metadata") or {}).get("deletionTimestamp")
+    ]
+    return need > 0 and len(bound) >= need
+
+
 def waiting_jobs(
-    podgroups: Iterable[Mapping[str, Any]], vcjobs: Iterable[Mapping[str, Any]]
+    podgroups: Iterable[Mapping[str, Any]],
+    vcjobs: Iterable[Mapping[str, Any]],
+    pods: Iterable[Mapping[str, Any]] | None = None,
 ) -> list[WaitingJob]:
     """The waiting jobs (rule throttle-trigger, ``jobs/throttle.podgroup_waits``: a PodGroup
     Pending or Inqueue with fewer than minMember pods running), each a PodGroup together
@@ -302,8 +324,10 @@ def waiting_jobs(
     the PodGroup's phase and running count at the end of its session, after the job
     controller has seen the pods run, and in between the job would be counted twice, as
     running and as waiting (measured: a second arbiter run then refused to make room
-    that had been made)."""
+    that had been made). With ``pods``, a job the scheduler has placed is none too (rule
+    placed-is-not-waiting)."""
     by_uid = {(j.get("metadata") or {}).get("uid"): j for j in vcjobs}
+    pod_list = list(pods) if pods is not None else None
     out = []
     for pg in podgroups:
         meta = pg.get("metadata") or {}
@@ -314,6 +338,8 @@ def waiting_jobs(
         if vcjob is None:
             continue
         if ((vcjob.get("status") or {}).get("state") or {}).get("phase") in JOB_HOLDING_PHASES:
+            continue
+        if pod_list is not None and placed(vcjob, pod_list):
             continue
         spec = vcjob.get("spec") or {}
         pg_spec = pg.get("spec") or {}

@@ -160,12 +160,12 @@ def decide(
         refusal = job_scope_refusal(tenant, job, vcjobs, states)
         if refusal:
             raise Refused(refusal)
-    waiting = waiting_jobs(pending, vcjobs)
+    pods = cluster.list("v1", "Pod", field_selector=_UNFINISHED_PODS)
+    waiting = waiting_jobs(pending, vcjobs, pods)
     if not waiting:
         return arbiter_result(None, None, reason=_no_candidate(params, podgroups, stamp)), None
     if states is None:
         states = queue_states(cluster.list(QUEUE_API, "Queue", label_selector=MANAGED_SELECTOR))
-    pods = cluster.list("v1", "Pod", field_selector=_UNFINISHED_PODS)
     pool, members = pool_from_nodes(cluster.list("v1", "Node"))
     held, _leaving = allocated_from_pods(pods, members)
     pool_gpus = int(pool[GPU])

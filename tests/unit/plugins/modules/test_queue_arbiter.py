@@ -123,7 +123,7 @@ def test_scenario_one_preempts_debug_then_normal_jobs_newest_first(run_module):
     assert ("Pod", NS, "task-a-worker-0") in cluster.store
     assert cluster.objects("Lease") == []
     # five lists before the Lease and five under it
-    assert cluster.lists == ["PodGroup", "Job", "Queue", "Pod", "Node"] * 2
+    assert cluster.lists == ["PodGroup", "Job", "Pod", "Queue", "Node"] * 2
     assert out["requests"] == 23
 
 
@@ -222,7 +222,7 @@ def test_scenario_two_team_b_takes_back_what_team_a_borrowed(run_module):
         "tenant-a-b: team-reclaim-victims, order 1"
     )
     # namespace-scoped lists for the tenant's PodGroups and Jobs
-    assert cluster.lists[:3] == ["PodGroup", "Job", "Queue"]
+    assert cluster.lists[:4] == ["PodGroup", "Job", "Pod", "Queue"]
 
 
 # -- refusals and nothing to do ----------------------------------------------------------------

@@ -326,3 +326,31 @@ def test_a_running_job_whose_podgroup_still_says_inqueue_is_not_waiting():
     jobs = [vcjob("b2", phase="Running"), vcjob("b3", phase="Pending")]
     pgs = [podgroup("b2", phase="Inqueue", running=0), podgroup("b3", phase="Inqueue")]
     assert [w.name for w in model.waiting_jobs(pgs, jobs)] == ["b3"]
+
+
+def _bound(job, index, node="gpu-node-0", deleting=False):
+    p = pod(job, owner_uid=f"uid-{job}", phase="Pending")
+    p["metadata"]["name"] = f"{job}-worker-{index}"
+    p["spec"] = {"nodeName": node} if node else {}
+    if deleting:
+        p["metadata"]["deletionTimestamp"] = "2026-01-01T12:00:00Z"
+    return p
+
+
+def test_a_job_the_scheduler_placed_is_not_waiting():
+    """Rule placed-is-not-waiting: minAvailable pods bound (and not leaving) while the Job and
+    its PodGroup still say Pending: its GPUs are in the queue's allocation already."""
+    jobs = [vcjob("b2", replicas=2, phase="Pending"), vcjob("b3", replicas=2, phase="Pending")]
+    pgs = [podgroup("b2", min_member=2), podgroup("b3", min_member=2)]
+    pods = [
+        _bound("b2", 0),
+        _bound("b2", 1),
+        _bound("b3", 0),  # one of two bound
+        _bound("b3", 1, node=None),
+    ]
+    assert [w.name for w in model.waiting_jobs(pgs, jobs, pods)] == ["b3"]
+    # a bound pod on its way out does not count
+    leaving = [_bound("b2", 0), _bound("b2", 1, deleting=True)]
+    assert [w.name for w in model.waiting_jobs(pgs, jobs, leaving)] == ["b2", "b3"]
+    # without the pods the Job and PodGroup phases decide, as before
+    assert [w.name for w in model.waiting_jobs(pgs, jobs)] == ["b2", "b3"]
