@@ -413,12 +413,19 @@ def capacity_proportion_errors(conf: Mapping[str, Any]) -> list[FieldError]:
     return []
 
 
+# Plugins that read their own enableHierarchy (framework.Session.HierarchyEnabled):
+# capacity shares queues along the tree; nodegroup hands a queue without an
+# affinity the affinity of its nearest ancestor.
+HIERARCHY_ALLOWED = ("capacity", "nodegroup")
+
+
 def hierarchy_errors(conf: Mapping[str, Any]) -> list[FieldError]:
-    """Rule hierarchy-only-capacity: enableHierarchy belongs on capacity and nowhere else."""
+    """Rule hierarchy-only-capacity: enableHierarchy belongs on capacity (queue shares)
+    and nodegroup (inherited node-group affinity), and nowhere else."""
     errors = []
     for t, p, plugin in plugins_of(conf):
         name = plugin.get("name")
-        if "enableHierarchy" in plugin and name != "capacity":
+        if "enableHierarchy" in plugin and name not in HIERARCHY_ALLOWED:
             what = (
                 "drf's enableHierarchy turns on hierarchical DRF, a second queue-sharing model that conflicts "
                 "with capacity's hierarchy"
@@ -428,10 +435,37 @@ def hierarchy_errors(conf: Mapping[str, Any]) -> list[FieldError]:
             errors.append(
                 FieldError(
                     f"{_plugin_field(t, p, name)}.enableHierarchy",
-                    f"plugin {name!r} in tier {t}: {what}; set enableHierarchy only on capacity",
+                    f"plugin {name!r} in tier {t}: {what}; set enableHierarchy only on "
+                    f"{' and '.join(HIERARCHY_ALLOWED)}",
                 )
             )
     return errors
+
+
+def node_group_plugin_errors(conf: Mapping[str, Any]) -> list[FieldError]:
+    """Rule node-groups-need-nodegroup: queues bound to node groups (``hybrid/queues``) need
+    Volcano's nodegroup plugin with enableHierarchy: true, so that every queue without an
+    affinity of its own inherits root's (IDC only). Without it a cloud node is open to
+    every queue whose pods tolerate its taint."""
+    found = _tier_of(conf, "nodegroup")
+    if found is None:
+        return [
+            FieldError(
+                "tiers",
+                "has no nodegroup plugin; queues bound to node groups need "
+                "{name: nodegroup, enableHierarchy: true} in a tier",
+            )
+        ]
+    t, p, plugin = found
+    if plugin.get("enableHierarchy") is not True:
+        return [
+            FieldError(
+                f"{_plugin_field(t, p, 'nodegroup')}.enableHierarchy",
+                f"{plugin.get('enableHierarchy')!r}: must be true, or queues without an affinity "
+                "of their own do not inherit root's IDC-only affinity",
+            )
+        ]
+    return []
 
 
 def deciding_tier(conf: Mapping[str, Any]) -> int | None:
@@ -744,6 +778,9 @@ def scheduler_conf_errors(
     errors += capacity_tier_errors(data)
     errors += victim_fallthrough_errors(data)
     errors += sla_enqueue_only_errors(data)
+    from .deviceshare import deviceshare_errors  # deviceshare imports this module
+
+    errors += deviceshare_errors(data)
     if platform_policy:
         errors += platform_policy_errors(data)
     return errors
@@ -790,6 +827,13 @@ DEFAULT_TIERS: tuple[dict[str, Any], ...] = (
                 },
             },
             {"name": "network-topology-aware", "arguments": {"weight": 10}},
+            # Rule node-groups-need-nodegroup: queues bound to IDC or cloud node groups
+            # (hybrid/queues). Not strict, so until nodes are grouped it changes nothing.
+            {
+                "name": "nodegroup",
+                "enableHierarchy": True,
+                "arguments": {"strict": False, "enablePreferredOrder": True},
+            },
         ]
     },
 )

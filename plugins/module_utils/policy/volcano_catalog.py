@@ -113,8 +113,9 @@ PLUGIN_OPTION_KEYS = (
 )
 
 # Plugins that read ``enableHierarchy``: framework/session.go HierarchyEnabled
-# (used by plugins/capacity/capacity.go) and plugins/drf/drf.go (hdrf).
-HIERARCHY_PLUGINS = frozenset({"capacity", "drf"})
+# (used by plugins/capacity/capacity.go and plugins/nodegroup/nodegroup.go) and
+# plugins/drf/drf.go (hdrf).
+HIERARCHY_PLUGINS = frozenset({"capacity", "drf", "nodegroup"})
 
 # Argument kinds: how Volcano reads the value (pkg/scheduler/framework/arguments.go).
 # "int" is Arguments.GetInt: only a YAML integer is taken, a quoted "10" is

@@ -150,15 +150,15 @@ BAD = {
     ),
     "unknown plugin": (
         _append(2, {"name": "topology"}),
-        ["tiers[2].plugins[5](topology).name", "tier 2"],
+        ["tiers[2].plugins[6](topology).name", "tier 2"],
     ),
     "misspelt plugin": (
         _append(2, {"name": "network-topology"}),
-        ["tiers[2].plugins[5]", "did you mean 'network-topology-aware'"],
+        ["tiers[2].plugins[6]", "did you mean 'network-topology-aware'"],
     ),
     "duplicate plugin": (
         _append(2, {"name": "predicates"}),
-        ["tiers[2].plugins[5](predicates)", "already configured in tier 2"],
+        ["tiers[2].plugins[6](predicates)", "already configured in tier 2"],
     ),
     "enabledPreemptable spelling": (
         _set(1, "gang", "enabledPreemptable", False),
@@ -221,11 +221,11 @@ BAD = {
     ),
     "capacity with proportion": (
         _append(2, {"name": "proportion"}),
-        ["tiers[2].plugins[5](proportion).name", "capacity' in tier 1"],
+        ["tiers[2].plugins[6](proportion).name", "capacity' in tier 1"],
     ),
     "hierarchy on drf": (
         _set(2, "drf", "enableHierarchy", True),
-        ["tiers[2].plugins[0](drf).enableHierarchy", "only on capacity"],
+        ["tiers[2].plugins[0](drf).enableHierarchy", "only on capacity and nodegroup"],
     ),
     "capacity after deciding tier": (
         _move_capacity_to_tier_1,
@@ -285,7 +285,7 @@ def _sla(conf) -> dict:
         (lambda c: c["tiers"].pop(0), ["tiers: has no 'sla' plugin", "never"]),
         (
             lambda c: (c["tiers"].pop(0), c["tiers"][1]["plugins"].append({"name": "sla"})),
-            ["tiers[1].plugins[5](sla).name", "has 'sla' in tier 1", "tier 0"],
+            ["tiers[1].plugins[6](sla).name", "has 'sla' in tier 1", "tier 0"],
         ),
         (
             lambda c: _sla(c).update(arguments={"sla-waiting-time": "1m"}),
@@ -374,7 +374,7 @@ def test_any_unknown_plugin_name_is_reported_with_its_tier(name):
     conf = default()
     conf["tiers"][2]["plugins"].append({"name": name})
     errors = [str(e) for e in sc.plugin_name_errors(conf)]
-    assert len(errors) == 1 and f"tiers[2].plugins[5]({name})" in errors[0]
+    assert len(errors) == 1 and f"tiers[2].plugins[6]({name})" in errors[0]
 
 
 @given(st.one_of(st.text(max_size=5), st.floats(allow_nan=False), st.booleans()))
