@@ -35,7 +35,7 @@ options:
     required: true
   name:
     description:
-      - Team name; it may not end in C(subscription), C(payg) or C(spot).
+      - Team name; it may not end in C(subscription), C(payg), C(spot) or C(burst).
     type: str
     required: true
   state:

@@ -95,7 +95,7 @@ options:
     suboptions:
       name:
         description:
-          - Team name; the queue is C(tenant-<tenant>-<name>). It may not end in C(subscription), C(payg) or C(spot).
+          - Team name; the queue is C(tenant-<tenant>-<name>). It may not end in C(subscription), C(payg), C(spot) or C(burst).
         type: str
         required: true
       deserved:

@@ -39,6 +39,21 @@ LABEL_MANAGED_BY = PREFIX + "managed-by"
 LABEL_BILLING_TYPE = PREFIX + "billing-type"
 LABEL_JOB_CLASS = PREFIX + "job-class"
 ANNOTATION_SPOT_PRICE = PREFIX + "spot-price"
+# Hybrid cloud (docs/hybrid-cloud.md): where a node is, and what a job may use.
+LABEL_NODE_LOCATION = PREFIX + "node-location"  # idc | cloud
+LABEL_CLOUD_PROVIDER = PREFIX + "cloud-provider"
+LABEL_COMPLIANCE_ZONE = PREFIX + "compliance-zone"  # on IDC nodes of a compliance zone
+LABEL_COMPLIANCE = PREFIX + "compliance"  # "restricted" on a job and its pods: IDC only
+ANNOTATION_PLACEMENT = PREFIX + "placement"  # local-only | local-first | cloud-ok
+ANNOTATION_IDC_LATENCY = PREFIX + "idc-latency-ms"  # on cloud nodes
+NODE_LOCATIONS = ("idc", "cloud")
+COMPLIANCE_RESTRICTED = "restricted"
+NODEGROUP_LABEL = "volcano.sh/nodegroup-name"  # read by Volcano's nodegroup plugin
+REGION_LABEL = "topology.kubernetes.io/region"
+# Virtual Kubelet's own taint on the nodes it registers (node/nodeutil, provider name as value).
+CLOUD_TAINT_KEY = "virtual-kubelet.io/provider"
+BURST_QUEUE = "cloud-burst"
+QUEUE_TYPE_BURST = "burst"
 # Rule spot-price's bounds, per GPU-hour: below SPOT_PRICE_LIMIT, with at most
 # SPOT_PRICE_DECIMALS decimal places (the admission policy's pattern is built from them).
 SPOT_PRICE_LIMIT = 1_000_000
@@ -52,6 +67,12 @@ MANAGED_SELECTOR = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
 # partial apply under FIELD_MANAGER would drop the labels and parent that the
 # tenant's full apply set).
 CAPACITY_FIELD_MANAGER = "gpucloud-platform-capacity"
+# Node-group labels, taints and queue affinities (hybrid/service) are applied alone, under
+# their own manager, for the same reason.
+NODEGROUP_FIELD_MANAGER = "gpucloud-platform-nodegroups"
+# A tenant's burst leaf in its queue list ConfigMap: a key the tenant module's own apply of
+# that ConfigMap (under FIELD_MANAGER) must keep.
+BURST_FIELD_MANAGER = "gpucloud-platform-burst"
 SPOT_RECLAIM_LEASE = "spot-reclaim"
 SPOT_RECLAIM_HISTORY = "spot-reclaim-history"
 EVENT_REASON_SPOT_RECLAIMED = "SpotReclaimed"
@@ -77,6 +98,8 @@ QUEUE_SUFFIX = {
     QUEUE_TYPE_SUBSCRIPTION: "subscription",
     QUEUE_TYPE_PAYG: "payg",
     QUEUE_TYPE_SPOT: "spot",
+    # A tenant's cloud quota, a leaf under the platform's cloud-burst queue (hybrid/burst).
+    QUEUE_TYPE_BURST: "burst",
 }
 
 BILLING_TYPES = ("subscription", "payg", "spot")

@@ -1,0 +1,209 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Node groups and burst quotas against the cluster: the ``node_groups`` and
+``burst_quota`` modules.
+
+Reads one list of Nodes, one list of Queues and the scheduler ConfigMap; plans
+with ``hybrid/plan``; writes each node, then the queues, with a merge patch
+carrying the object's resourceVersion (a node's taints are an atomic list,
+which a server-side apply would own whole and drop on the next run). In check
+mode every write is the API server's dry run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.module_utils.common.warnings import warn
+
+from ..common.errors import FieldError, PartialWrite, PlatformValidationError, Refused, raise_if
+from ..common.names import (
+    BURST_FIELD_MANAGER,
+    FIELD_MANAGER,
+    JOB_API,
+    JOB_FINISHED_PHASES,
+    LABEL_TENANT,
+    MANAGED_SELECTOR,
+    QUEUE_API,
+    VOLCANO_NAMESPACE,
+    namespace_name,
+)
+from ..common.objects import differs
+from ..kube.cluster import ApiException, Cluster, TransportError
+from ..policy import volcano_catalog as vc
+from ..policy.admission import TENANT_QUEUES_CONFIGMAP
+from ..policy.scheduler_conf import node_group_plugin_errors, parse_conf
+from .burst import BURST_BILLING, burst_leaf, burst_leaf_name, burst_quota_errors, capability_gpus
+from .nodegroups import membership, parse_groups
+from .plan import NodeGroupPlan, plan_node_groups
+
+
+def _scheduler_conf_errors(cluster: Cluster) -> list[FieldError]:
+    cm = cluster.get("v1", "ConfigMap", vc.SCHEDULER_CONFIGMAP, namespace=VOLCANO_NAMESPACE)
+    text = ((cm or {}).get("data") or {}).get(vc.SCHEDULER_CONF_KEY)
+    where = f"{VOLCANO_NAMESPACE}/{vc.SCHEDULER_CONFIGMAP}"
+    if cm is None:
+        return [FieldError(where, "does not exist; apply the scheduling_policy role first")]
+    conf, errors = parse_conf(text)
+    if errors:
+        return [FieldError(f"{where}.{e.field}", e.message) for e in errors]
+    return [
+        FieldError(
+            f"{where}.{e.field}",
+            e.message + " (the scheduling_policy role's default configuration has it)",
+        )
+        for e in node_group_plugin_errors(conf)
+    ]
+
+
+def _write_all(cluster: Cluster, plan: NodeGroupPlan) -> list[str]:
+    done: list[str] = []
+    for write in plan.writes:
+        try:
+            if write.create:
+                cluster.create(write.body)
+            else:
+                cluster.merge_patch(write.api_version, write.kind, write.name, write.body)
+        except (ApiException, TransportError) as exc:
+            raise PartialWrite("grouping nodes", done, exc, nodes=plan.nodes) from exc
+        done.append(write.key())
+    return done
+
+
+def run(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+    """Label and taint the node groups, bind the queues to them."""
+    conf_errors = _scheduler_conf_errors(cluster)
+    if conf_errors:
+        raise Refused(
+            "node groups need Volcano's nodegroup plugin with enableHierarchy: "
+            + "; ".join(str(e) for e in conf_errors),
+            errors=[str(e) for e in conf_errors],
+        )
+    groups = parse_groups(params["groups"])
+    nodes = cluster.list("v1", "Node")
+    members, errors = membership(groups, nodes)
+    if errors:
+        raise PlatformValidationError(errors)
+    queues = cluster.list(QUEUE_API, "Queue")
+    plan = plan_node_groups(
+        groups, members, nodes, queues, params["elastic_queue_types"], params.get("burst_queue")
+    )
+    for message in plan.warnings:
+        warn(message)
+    done = _write_all(cluster, plan)
+    return {
+        "changed": bool(done),
+        "writes": done,
+        "nodes": plan.nodes,
+        "groups": {
+            g.name: sorted(n for n, m in members.items() if m.name == g.name) for g in groups
+        },
+        "diff": {"before": plan.before, "after": plan.after},
+    }
+
+
+# -- burst_quota ------------------------------------------------------------------------
+
+
+def _leaf_jobs(cluster: Cluster, namespace: str, leaf: str) -> list[str]:
+    """The Volcano Jobs of the tenant that name the leaf and have not finished."""
+    return sorted(
+        j["metadata"]["name"]
+        for j in cluster.list(JOB_API, "Job", namespace=namespace)
+        if (j.get("spec") or {}).get("queue") == leaf
+        and ((j.get("status") or {}).get("state") or {}).get("phase") not in JOB_FINISHED_PHASES
+    )
+
+
+def _queue_list_entry(tenant: str, leaf: str, value: str | None) -> dict[str, Any]:
+    """The tenant's queue list with the leaf's key alone, under the burst manager: the
+    tenant module's own apply of the ConfigMap keeps it (another manager owns it)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": TENANT_QUEUES_CONFIGMAP, "namespace": namespace_name(tenant)},
+        "data": {leaf: value} if value else {},
+    }
+
+
+def run_burst(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+    """The ``burst_quota`` module: the tenant's cloud quota as a leaf of the burst queue."""
+    tenant, parent = params["tenant"], params["burst_queue"]
+    leaf = burst_leaf_name(tenant)
+    ns = namespace_name(tenant)
+    owned = cluster.list(
+        QUEUE_API, "Queue", label_selector=f"{LABEL_TENANT}={tenant},{MANAGED_SELECTOR}"
+    )
+    if not owned:
+        raise PlatformValidationError(
+            [FieldError("tenant", f"{tenant!r} is not a tenant (no managed Queue of it)")]
+        )
+    live = next((q for q in owned if q["metadata"]["name"] == leaf), None)
+    before = {
+        "capability": capability_gpus(live),
+        "parent": ((live or {}).get("spec") or {}).get("parent"),
+    }
+    if params["state"] == "absent":
+        if live is None:
+            return {"changed": False, "queue": leaf, "diff": {"before": before, "after": before}}
+        jobs = _leaf_jobs(cluster, ns, leaf)
+        if jobs and not params["force"]:
+            raise Refused(
+                f"{leaf} holds jobs {', '.join(jobs)}; wait for them, or force: true to remove it "
+                "anyway (Volcano then refuses new pods there)",
+                jobs=jobs,
+            )
+        done: list[str] = []
+        try:
+            cluster.apply(_queue_list_entry(tenant, leaf, None), field_manager=BURST_FIELD_MANAGER)
+            done.append(f"ConfigMap/{ns}/{TENANT_QUEUES_CONFIGMAP}")
+            cluster.delete(QUEUE_API, "Queue", leaf)
+            done.append(f"Queue/{leaf}")
+        except (ApiException, TransportError) as exc:
+            raise PartialWrite(f"removing {leaf}", done, exc) from exc
+        after = {"capability": None, "parent": None}
+        return {
+            "changed": True,
+            "queue": leaf,
+            "writes": done,
+            "diff": {"before": before, "after": after},
+        }
+    parent_queue = cluster.get(QUEUE_API, "Queue", parent)
+    if parent_queue is None:
+        raise Refused(
+            f"burst_queue: {parent} does not exist; gpucloud.platform.node_groups makes it from "
+            "the cloud groups"
+        )
+    gpus = params["gpus"]
+    raise_if(burst_quota_errors(gpus, capability_gpus(parent_queue), parent))
+    allocated = int(
+        str((((live or {}).get("status") or {}).get("allocated") or {}).get("nvidia.com/gpu", 0))
+    )
+    if live is not None and gpus < allocated and not params["force"]:
+        raise Refused(
+            f"gpus: {gpus} is below the {allocated} GPUs {leaf} holds now; wait for its jobs, or "
+            "force: true to lower it anyway (running jobs are not evicted)"
+        )
+    desired = burst_leaf(tenant, gpus, parent)
+    entry = _queue_list_entry(tenant, leaf, BURST_BILLING)
+    cm = cluster.get("v1", "ConfigMap", TENANT_QUEUES_CONFIGMAP, namespace=ns)
+    writes: list[dict[str, Any]] = []
+    if live is None or differs(desired, live):
+        writes.append(desired)
+    if differs(entry, cm):
+        writes.append(entry)
+    done = []
+    try:
+        for manifest in writes:
+            manager = BURST_FIELD_MANAGER if manifest["kind"] == "ConfigMap" else FIELD_MANAGER
+            cluster.apply(manifest, field_manager=manager)
+            done.append(f"{manifest['kind']}/{manifest['metadata']['name']}")
+    except (ApiException, TransportError) as exc:
+        raise PartialWrite(f"writing {leaf}", done, exc) from exc
+    after = {"capability": gpus, "parent": parent}
+    return {
+        "changed": bool(done),
+        "queue": leaf,
+        "writes": done,
+        "diff": {"before": before, "after": after},
+    }
