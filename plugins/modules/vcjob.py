@@ -153,6 +153,41 @@ options:
     description: GPUs of the largest node; no pod may ask for more.
     type: int
     default: 8
+  vgpu:
+    description:
+      - "Shares of GPUs instead of whole ones (HAMi's volcano-vgpu, docs/gpu-sharing.md) for each GPU pod:
+        C(number) vGPUs (each on a different physical GPU, at most O(max_gpus_per_node)), optionally C(memory_mib)
+        per vGPU and C(cores) (percent, 1 to 100). They become the resources C(volcano.sh/vgpu-number),
+        C(volcano.sh/vgpu-memory) and C(volcano.sh/vgpu-cores)."
+      - Refused together with O(gpus_per_pod) (rule vgpu-or-whole-gpu).
+    type: dict
+  placement:
+    description:
+      - "Where the pods may run in a hybrid cluster (docs/hybrid-cloud.md). Default: wherever the queue's node groups
+        allow."
+      - "C(local-only): required node affinity C(platform.io/node-location NotIn [cloud])."
+      - "C(local-first): the same as a preferred term (weight 100) and Virtual Kubelet's taint tolerated; in a queue
+        bound to IDC and cloud groups (pay-as-you-go by default) it fills the IDC first and spills to cloud nodes."
+      - "C(cloud-ok): the taint tolerated, no preference."
+      - "C(local-first) and C(cloud-ok) need O(checkpoint_command) (a cloud GPU node is a spot instance) and get a
+        300 s O(termination_grace_seconds) unless it is given."
+    type: str
+    choices: [local-only, local-first, cloud-ok]
+  compliance:
+    description:
+      - "A compliance-restricted job: the Job and its pods carry C(platform.io/compliance: restricted) and run in the
+        IDC only (placement C(local-only); any other placement is refused). The admission policy
+        C(gpucloud-compliance-placement) refuses such a pod that tolerates the cloud taint or lacks the IDC affinity."
+    type: bool
+    default: false
+  compliance_zone:
+    description: With O(compliance), also require the nodes of this compliance zone (C(platform.io/compliance-zone)).
+    type: str
+  prefetch:
+    description:
+      - "With a cloud placement: an init container C(data-prefetch) (C(image), C(command)) that copies the data onto
+        a node-local C(emptyDir) mounted at C(path) (default C(/data/local)) in the main container too."
+    type: dict
   job_classes:
     description:
       - "Settings merged over the class table, per class and setting, for example
@@ -239,6 +274,22 @@ EXAMPLES = r"""
     command: [python, finetune.py]
     gpus_per_pod: 4
     checkpoint_command: [/bin/sh, -c, python /scripts/checkpoint_save.py]
+
+- name: Pay-as-you-go training that fills the IDC first and spills to cloud GPU nodes
+  gpucloud.platform.vcjob:
+    tenant: alpha
+    name: burst-train
+    queue: tenant-alpha-payg
+    kind: pytorch_ddp
+    image: registry.example.com/train:1.4
+    command: [python, train.py]
+    replicas: 4
+    gpus_per_pod: 8
+    placement: local-first
+    checkpoint_command: [/bin/sh, -c, python /scripts/checkpoint_save.py]
+    prefetch:
+      image: registry.example.com/data-loader:2
+      command: [aws, s3, sync, "s3://dataset/imagenet/", /data/local/]
 
 - name: A small job that waits while a large job takes the queue
   gpucloud.platform.vcjob:
@@ -346,6 +397,11 @@ OPTIONS = dict(
     termination_grace_seconds=dict(type="int"),
     checkpoint_command=dict(type="list", elements="str"),
     max_gpus_per_node=dict(type="int", default=8),
+    vgpu=dict(type="dict"),
+    placement=dict(type="str", choices=["local-only", "local-first", "cloud-ok"]),
+    compliance=dict(type="bool", default=False),
+    compliance_zone=dict(type="str"),
+    prefetch=dict(type="dict"),
     job_classes=dict(type="dict", default={}),
     wait=dict(type="bool", default=False),
     wait_timeout=dict(type="int", default=300),

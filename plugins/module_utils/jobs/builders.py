@@ -25,6 +25,7 @@ from typing import Any
 
 from ..common.errors import FieldError, PlatformValidationError, raise_if
 from ..common.names import (
+    ANNOTATION_PLACEMENT,
     ANNOTATION_SPOT_PRICE,
     JOB_API,
     JOB_CLASSES,
@@ -45,6 +46,21 @@ from ..common.names import (
     tenant_name_errors,
 )
 from ..common.quantity import GPU, RDMA, parse
+from ..hybrid.placement import (
+    CLOUD_PLACEMENTS,
+    cloud_patterns,
+    compliance_labels,
+    effective_placement,
+    placement_errors,
+    placement_pod_spec,
+    prefetch_errors,
+)
+from ..hybrid.vgpu import (
+    MAX_VGPU_NUMBER,
+    vgpu_conflict_errors,
+    vgpu_request_errors,
+    vgpu_resources,
+)
 from ..policy.admission import PREEMPTABLE_ANNOTATION
 from .classes import DEFAULT_CLASSES, JobClass, class_queue_errors
 from .demand import job_demand, pod_demand
@@ -110,6 +126,11 @@ class JobRequest:
     termination_grace_seconds: int | None = None
     checkpoint_command: list[str] | None = None
     max_gpus_per_node: int = 8
+    vgpu: dict[str, Any] | None = None
+    placement: str | None = None
+    compliance: bool = False
+    compliance_zone: str | None = None
+    prefetch: dict[str, Any] | None = None
 
     @classmethod
     def from_mapping(cls, params: Mapping[str, Any]) -> JobRequest:
@@ -418,6 +439,8 @@ def request_errors(
         else "",
     )
     errors += gpu_errs
+    errors += vgpu_request_errors("vgpu", req.vgpu, max_node or MAX_VGPU_NUMBER)
+    errors += vgpu_conflict_errors("vgpu", req.gpus_per_pod, req.vgpu)
     errors += _int_errors("rdma", req.rdma, 0)
     for name in ("cpu", "memory", "head_cpu", "head_memory"):
         errors += _quantity_errors(name, getattr(req, name))
@@ -491,6 +514,17 @@ def request_errors(
         errors += _int_errors("max_retry", req.max_retry, 0)
     if req.termination_grace_seconds is not None:
         errors += _int_errors("termination_grace_seconds", req.termination_grace_seconds, 0)
+    errors += placement_errors(
+        req.placement, req.compliance, req.compliance_zone, req.checkpoint_command
+    )
+    errors += prefetch_errors(req.prefetch)
+    if req.prefetch is not None and req.placement not in CLOUD_PLACEMENTS:
+        errors.append(
+            FieldError(
+                "prefetch",
+                f"copies data onto a cloud node; placement {req.placement!r} never runs on one",
+            )
+        )
     if kind_ok and counts_ok and isinstance(req.name, str):
         errors += dns_label_errors("name", req.name, max(_pod_name_room(req), 1))
     elif not isinstance(req.name, str):
@@ -564,6 +598,10 @@ def _resources(req: JobRequest, gpus: bool) -> dict[str, Any]:
     limits: dict[str, Any] = {}
     if gpus and req.gpus_per_pod:
         requests[GPU] = limits[GPU] = req.gpus_per_pod
+    if gpus and req.vgpu:
+        shares = vgpu_resources(req.vgpu, req.max_gpus_per_node)
+        requests.update(shares)
+        limits.update(shares)
     if gpus and req.rdma:
         requests[RDMA] = limits[RDMA] = req.rdma
     out: dict[str, Any] = {"requests": requests}
@@ -602,6 +640,9 @@ def _task(
     req: JobRequest, role: Role, job_class: JobClass, labels: dict[str, str]
 ) -> dict[str, Any]:
     volumes, mounts = _volumes(req)
+    placement = effective_placement(req.placement, req.compliance)
+    cloud = cloud_patterns(placement, req.prefetch)
+    volumes, mounts = volumes + cloud["volumes"], mounts + cloud["mounts"]
     container: dict[str, Any] = {"name": role.container, "image": req.image}
     if role.command:
         container["command"] = list(role.command)
@@ -613,9 +654,14 @@ def _task(
     if req.checkpoint_command:
         container["lifecycle"] = {"preStop": {"exec": {"command": list(req.checkpoint_command)}}}
     pod_spec: dict[str, Any] = {"containers": [container], "restartPolicy": role.restart_policy}
+    if cloud["init_containers"]:
+        pod_spec["initContainers"] = cloud["init_containers"]
+    pod_spec.update(placement_pod_spec(placement, req.compliance, req.compliance_zone))
     grace = req.termination_grace_seconds
     if grace is None:
         grace = job_class.termination_grace_seconds
+    if grace is None:
+        grace = cloud["grace"]
     if grace is not None:
         pod_spec["terminationGracePeriodSeconds"] = grace
     if volumes:
@@ -645,6 +691,7 @@ def build_job(
     job_class = table[req.job_class]
     queue_type = req.queue_type or guess_queue_type(req.queue)
     labels = job_labels(req.tenant, job_class, job_class.billing_for(queue_type))
+    labels.update(compliance_labels(req.compliance))
     tasks = [_task(req, r, job_class, labels) for r in roles(req) if r.replicas > 0]
     metadata: dict[str, Any] = {
         "name": req.name,
@@ -652,6 +699,9 @@ def build_job(
         "labels": dict(labels),
     }
     annotations = class_annotations(job_class, req.spot_price)
+    placement = effective_placement(req.placement, req.compliance)
+    if placement:
+        annotations[ANNOTATION_PLACEMENT] = placement
     if annotations:
         metadata["annotations"] = annotations
     spec: dict[str, Any] = {

@@ -54,6 +54,11 @@ BUILD_KEYS = (
     "termination_grace_seconds",
     "checkpoint_command",
     "max_gpus_per_node",
+    "vgpu",
+    "placement",
+    "compliance",
+    "compliance_zone",
+    "prefetch",
 )
 SECONDS_KEYS = ("wait_timeout", "hold_timeout", "throttle_grace", "throttle_timeout")
 # Shown in the refusal of a live job that differs; the rest are counted, not named.
