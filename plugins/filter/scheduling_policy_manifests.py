@@ -34,6 +34,8 @@ ADMISSION_TOGGLES = (
     "large_job_throttle",
     "pod_placement",
     "platform_state",
+    "compliance_placement",
+    "cloud_burst",
 )
 PARTS = ("priority_classes", "scheduler_configmap", "admission_policies", "parent_queues_configmap")
 
@@ -84,10 +86,14 @@ def scheduler_conf_text(tiers=None, actions=None, configurations=None):
     )
 
 
+# Switches that are off unless given: cloud_burst loosens pod_placement for a hybrid cluster.
+ADMISSION_OFF_BY_DEFAULT = ("cloud_burst",)
+
+
 def _switch(admission, name):
     """One admission switch: a boolean, or what Ansible reads as one ("false", "no", 0)."""
     try:
-        return boolean(admission.get(name, True), strict=True)
+        return boolean(admission.get(name, name not in ADMISSION_OFF_BY_DEFAULT), strict=True)
     except TypeError:
         raise AnsibleFilterError(
             f"admission.{name}: {admission[name]!r} is not a boolean"

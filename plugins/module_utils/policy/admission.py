@@ -49,6 +49,7 @@ from ..common.names import (
     tenant_labels,
 )
 from ..jobs.sla import SLA_FORBIDDEN_PRIORITY_CLASSES, SLA_WAITING_ANNOTATIONS
+from .compliance import POLICY_COMPLIANCE_PLACEMENT, compliance_placement_policy
 from .platform_state import DEFAULT_PLATFORM_GROUPS, POLICY_PLATFORM_STATE, platform_state_policy
 from .pod_placement import POLICY_POD_PLACEMENT, pod_placement_policy
 from .vap import POLICY_PREFIX, binding, cel_list, managed_labels, policy, tenant_match
@@ -73,7 +74,12 @@ QUEUE_POLICY_NAMES = (
     POLICY_QUEUE_BILLING,
     POLICY_LARGE_JOB_THROTTLE,
 )
-POLICY_NAMES = (*QUEUE_POLICY_NAMES, POLICY_POD_PLACEMENT, POLICY_PLATFORM_STATE)
+POLICY_NAMES = (
+    *QUEUE_POLICY_NAMES,
+    POLICY_POD_PLACEMENT,
+    POLICY_PLATFORM_STATE,
+    POLICY_COMPLIANCE_PLACEMENT,
+)
 # The largest spot price admitted, per GPU-hour: a bound, so that a price is a
 # number every consumer can compare (no 1e400, no negative, at most 6 decimals).
 SPOT_PRICE_PATTERN = (
@@ -384,9 +390,12 @@ def admission_manifests(
     large_job_throttle: bool = True,
     pod_placement: bool = True,
     platform_state: bool = True,
+    compliance_placement: bool = True,
+    cloud_burst: bool = False,
     platform_groups: Sequence[str] = DEFAULT_PLATFORM_GROUPS,
 ) -> list[dict[str, Any]]:
-    """Policies and bindings, each binding after its policy."""
+    """Policies and bindings, each binding after its policy. ``cloud_burst`` lets tenant
+    pods tolerate the cloud nodes' taint (``pod_placement.forbidden_taint_keys``)."""
     out: list[dict[str, Any]] = []
     if queue_tenant:
         out += [queue_tenant_policy(), binding(POLICY_QUEUE_TENANT, _TENANT_QUEUES_PARAM)]
@@ -415,7 +424,9 @@ def admission_manifests(
             ),
         ]
     if pod_placement:
-        out += [pod_placement_policy(), binding(POLICY_POD_PLACEMENT)]
+        out += [pod_placement_policy(cloud_burst), binding(POLICY_POD_PLACEMENT)]
+    if compliance_placement:
+        out += [compliance_placement_policy(), binding(POLICY_COMPLIANCE_PLACEMENT)]
     if platform_state:
         out += [platform_state_policy(platform_groups), binding(POLICY_PLATFORM_STATE)]
     return out

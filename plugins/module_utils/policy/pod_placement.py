@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..common.names import PRIORITY_CLASSES
+from ..common.names import CLOUD_TAINT_KEY, PRIORITY_CLASSES
 from .vap import POLICY_PREFIX, cel_list, policy, tenant_match
 
 POLICY_POD_PLACEMENT = POLICY_PREFIX + "pod-placement"
@@ -39,7 +39,7 @@ CRITICAL_CLASS = "critical-job"
 # Taints a tenant's pod may never tolerate: they keep tenants off nodes the
 # platform hands out itself (Virtual Kubelet cloud nodes, the control plane).
 PLATFORM_TAINT_KEYS = (
-    "virtual-kubelet.io/provider",
+    CLOUD_TAINT_KEY,
     "node-role.kubernetes.io/control-plane",
 )
 
@@ -76,10 +76,21 @@ def _rule(expression: str, field: str, problem: str, fix: str, reason: str = "Fo
     }
 
 
-def pod_placement_policy() -> dict[str, Any]:
+def forbidden_taint_keys(cloud_burst: bool = False) -> tuple[str, ...]:
+    """The platform taints no tenant pod tolerates. With cloud burst on (a hybrid cluster
+    whose queues are bound to node groups, ``hybrid/queues``) a pod may tolerate the cloud
+    nodes' taint: the scheduler's node groups decide which queues reach cloud nodes, and
+    the compliance policy keeps restricted pods off them."""
+    if cloud_burst:
+        return tuple(k for k in PLATFORM_TAINT_KEYS if k != CLOUD_TAINT_KEY)
+    return PLATFORM_TAINT_KEYS
+
+
+def pod_placement_policy(cloud_burst: bool = False) -> dict[str, Any]:
     """Rule pods-through-volcano, as one policy over Pods and every pod template."""
     classes = cel_list(tuple(PRIORITY_CLASSES))
-    taints = cel_list(PLATFORM_TAINT_KEYS)
+    forbidden = forbidden_taint_keys(cloud_burst)
+    taints = cel_list(forbidden)
     preemptable_off = (
         f"((has(p[0].annotations) && '{PREEMPTABLE_KEY}' in p[0].annotations && "
         f"p[0].annotations['{PREEMPTABLE_KEY}'] == 'false') || (has(p[0].labels) && "
@@ -130,7 +141,7 @@ def pod_placement_policy() -> dict[str, Any]:
                     f"&& !(t.key in {taints}))",
                     "tolerations",
                     "a toleration without a key, or of a platform taint "
-                    f"({', '.join(PLATFORM_TAINT_KEYS)}), is not allowed",
+                    f"({', '.join(forbidden)}), is not allowed",
                     "tolerate only the taints of your own nodes, by key",
                 ),
                 _rule(

@@ -40,8 +40,8 @@ def test_manifests_filter_returns_everything_in_apply_order():
     assert kinds[:5] == ["PriorityClass"] * 5
     assert kinds[5] == "ConfigMap" and manifests[5]["data"]["volcano-scheduler.conf"] == text
     assert (
-        kinds.count("ValidatingAdmissionPolicy") == 7
-        and kinds.count("ValidatingAdmissionPolicyBinding") == 7
+        kinds.count("ValidatingAdmissionPolicy") == 8
+        and kinds.count("ValidatingAdmissionPolicyBinding") == 8
     )
     assert manifests[-1]["metadata"]["name"] == "platform-parent-queues"
 
@@ -55,6 +55,7 @@ def test_manifests_filter_parts_and_toggles():
             "large_job_throttle": False,
             "queue_billing": False,
             "pod_placement": False,
+            "compliance_placement": False,
         },
         platform_groups=["ops:platform"],
     )

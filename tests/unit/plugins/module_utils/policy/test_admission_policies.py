@@ -14,7 +14,7 @@ def by_kind_name(manifests):
 def test_each_policy_has_its_binding():
     manifests = ap.admission_manifests()
     index = by_kind_name(manifests)
-    assert len(manifests) == 2 * len(ap.POLICY_NAMES) == 14
+    assert len(manifests) == 2 * len(ap.POLICY_NAMES) == 16
     for name in ap.POLICY_NAMES:
         policy = index[("ValidatingAdmissionPolicy", name)]
         binding = index[("ValidatingAdmissionPolicyBinding", name)]
@@ -134,7 +134,11 @@ def test_throttle_policy_is_namespace_scoped_and_allows_without_params():
 
 def test_policies_can_be_switched_off():
     manifests = ap.admission_manifests(
-        queue_leaf=False, large_job_throttle=False, pod_placement=False, platform_state=False
+        queue_leaf=False,
+        large_job_throttle=False,
+        pod_placement=False,
+        platform_state=False,
+        compliance_placement=False,
     )
     names = {m["metadata"]["name"] for m in manifests}
     assert names == {ap.POLICY_QUEUE_TENANT, ap.POLICY_QUEUE_PRIORITY, ap.POLICY_QUEUE_BILLING}
