@@ -25,6 +25,7 @@ from typing import Any
 
 from ..common.errors import FieldError, raise_if
 from ..common.names import (
+    LABEL_NODE_LOCATION,
     LABEL_QUEUE_TYPE,
     LABEL_TENANT,
     POD_TERMINAL_PHASES,
@@ -88,10 +89,25 @@ def node_matches(node: Mapping[str, Any], node_selector: Mapping[str, str] | Non
     return all(labels.get(key) == value for key, value in (node_selector or {}).items())
 
 
+def is_cloud_node(node: Mapping[str, Any]) -> bool:
+    """A node of a cloud pool: grouped as cloud (``hybrid/nodegroups``), or registered by
+    Virtual Kubelet (its default label ``type: virtual-kubelet``) before it was grouped."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return labels.get(LABEL_NODE_LOCATION) == "cloud" or labels.get("type") == "virtual-kubelet"
+
+
 def node_in_pool(node: Mapping[str, Any], node_selector: Mapping[str, str] | None = None) -> bool:
     """Rule pool, membership: Ready, not ``spec.unschedulable`` and matching
-    every label of the node selector."""
+    every label of the node selector.
+
+    Rule pool-excludes-cloud: a cloud node is in a pool only when the selector asks
+    for cloud nodes (``platform.io/node-location: cloud``). Its GPUs are a quota the
+    provider declares, not hardware the platform owns: subscriptions, pay-as-you-go
+    and spot are sold out of the IDC, and the cloud is the burst queue's
+    (``hybrid/queues``)."""
     if not node_matches(node, node_selector):
+        return False
+    if is_cloud_node(node) and (node_selector or {}).get(LABEL_NODE_LOCATION) != "cloud":
         return False
     if (node.get("spec") or {}).get("unschedulable"):
         return False
