@@ -36,6 +36,7 @@ STALE_HYPERNODE = f"ck-stale-{uuid.uuid4().hex[:5]}"
 
 # (api_version, kind): what the collection writes, and so what check mode must leave alone.
 WATCHED = [
+    ("v1", "Node"),
     ("v1", "Namespace"),
     ("v1", "ConfigMap"),
     ("rbac.authorization.k8s.io/v1", "Role"),
@@ -97,6 +98,9 @@ USAGE = {
     },
 }
 
+# Every IDC node of the local cluster in one group (the cluster has no cloud node).
+NODE_GROUPS = [{"name": "ck-idc", "location": "idc", "selector": {"type": "kwok"}}]
+
 # module -> the check-mode runs that would write
 MODULES: dict[str, list[dict[str, Any]]] = {
     "tenant": [
@@ -121,6 +125,9 @@ MODULES: dict[str, list[dict[str, Any]]] = {
     "topology_info": [{}],
     # In check mode topology_render compares its files and writes none (not even the directory).
     "topology_render": [{"dest": f"/tmp/gpucloud-check-render-{uuid.uuid4().hex[:6]}"}],
+    "node_groups": [{"groups": NODE_GROUPS}],
+    # The tenant has no burst leaf: nothing to remove (making one needs cloud-burst).
+    "burst_quota": [{"tenant": TENANT, "state": "absent"}],
     "hypernode": [
         {
             "name": f"ck-new-{uuid.uuid4().hex[:5]}",
@@ -165,6 +172,7 @@ PLAYBOOKS: dict[str, dict[str, Any] | None] = {
     "throttle_reconcile.yml": {},
     "arbiter_reconcile.yml": {},
     "hypernode_sync.yml": {},
+    "node_groups.yml": {"platform_node_groups": NODE_GROUPS},
     # Reads Prometheus; in check mode it writes no report file (nor its directory).
     "usage_report.yml": {
         "metering_prometheus_url": USAGE["prometheus_url"],
@@ -259,7 +267,10 @@ def test_every_module_and_playbook_is_covered():
 @pytest.mark.parametrize(
     ("module", "index"), [(m, i) for m, runs in sorted(MODULES.items()) for i in range(len(runs))]
 )
-def test_a_module_in_check_mode_writes_nothing(module, index, world, dyn, run_module):
+def test_a_module_in_check_mode_writes_nothing(module, index, world, dyn, run_module, request):
+    if module == "node_groups":
+        # node_groups refuses a scheduler without the nodegroup plugin: the platform's has it.
+        request.getfixturevalue("platform_scheduler_conf")
     before = snapshot(dyn)
     result = run_module(module, MODULES[module][index], check=True, diff=True)
     after = snapshot(dyn)
@@ -267,6 +278,9 @@ def test_a_module_in_check_mode_writes_nothing(module, index, world, dyn, run_mo
     assert "cannot reach" not in str(result.get("msg", "")), result
     if module == "topology_render":
         assert result["files"] and not Path(MODULES[module][index]["dest"]).exists(), result
+    if module == "node_groups":
+        # Check mode plans the writes (labels on every node, root's affinity) and makes none.
+        assert not result.get("failed") and result["changed"] and result["writes"], result
     if module == "usage_report":
         assert not result.get("failed") and result["ledger"]["period"]["start"] == USAGE["start"], (
             result
@@ -274,7 +288,10 @@ def test_a_module_in_check_mode_writes_nothing(module, index, world, dyn, run_mo
 
 
 @pytest.mark.parametrize("playbook", sorted(p for p, v in PLAYBOOKS.items() if v is not None))
-def test_a_playbook_in_check_mode_writes_nothing(playbook, world, dyn, ansible_env):
+def test_a_playbook_in_check_mode_writes_nothing(playbook, world, dyn, ansible_env, request):
+    if playbook == "node_groups.yml":
+        # node_groups refuses a scheduler without the nodegroup plugin: the platform's has it.
+        request.getfixturevalue("platform_scheduler_conf")
     before = snapshot(dyn)
     inventory = "inventories/local" if playbook == "site.yml" else "localhost,"
     rc, tasks = run_playbook(

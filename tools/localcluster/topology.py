@@ -13,6 +13,12 @@
 
 Every node sits under exactly one ToR and every ToR under exactly one spine;
 the file is rejected whole, naming the entry, before anything is started.
+
+An optional ``cloud`` list adds public-cloud GPU nodes shaped exactly as a
+Virtual Kubelet provider registers them (``cloud_node``): outside the ToR tree,
+
+    cloud:
+      - {provider: aliyun, region: cn-hangzhou, count: 2, gpus: 8, latency_ms: 35}
 """
 
 from __future__ import annotations
@@ -29,6 +35,14 @@ LABEL_TOR = "topology.volcano.sh/tor"
 LABEL_SPINE = "topology.volcano.sh/spine"
 LABEL_LOCAL = "gpucloud.localcluster/fake-node"
 NODE_KEYS = {"name", "gpus", "rdma", "cpu", "memory", "pods", "gpu_product", "labels", "taints"}
+CLOUD_KEYS = {"provider", "region", "count", "prefix", "gpus", "latency_ms", "gpu_product"}
+# What virtual-kubelet v1.14.1 puts on the node it registers (node/nodeutil: the
+# default labels and the provider taint), plus the region label and the latency
+# annotation the second design document asks a provider to add.
+VK_LABELS = {"type": "virtual-kubelet", "kubernetes.io/role": "agent"}
+VK_TAINT_KEY = "virtual-kubelet.io/provider"
+REGION_LABEL = "topology.kubernetes.io/region"
+LATENCY_ANNOTATION = "platform.io/idc-latency-ms"
 DEFAULTS = {
     "gpus": 8,
     "rdma": 1,
@@ -58,6 +72,7 @@ class FakeNode:
     gpu_product: str
     labels: dict[str, str] = field(default_factory=dict)
     taints: list[dict[str, str]] = field(default_factory=list)
+    annotations: dict[str, str] = field(default_factory=dict)
 
     def manifest(self) -> dict[str, Any]:
         capacity = {
@@ -73,8 +88,7 @@ class FakeNode:
             "kubernetes.io/arch": "amd64",
             "type": "kwok",
             LABEL_LOCAL: "true",
-            LABEL_TOR: self.tor,
-            LABEL_SPINE: self.spine,
+            **({LABEL_TOR: self.tor, LABEL_SPINE: self.spine} if self.tor else {}),
             "nvidia.com/gpu.product": self.gpu_product,
             "nvidia.com/gpu.present": "true",
             "nvidia.com/gpu.count": str(self.gpus),
@@ -86,7 +100,7 @@ class FakeNode:
             "metadata": {
                 "name": self.name,
                 "labels": labels,
-                "annotations": {KWOK_ANNOTATION: "fake"},
+                "annotations": {KWOK_ANNOTATION: "fake", **self.annotations},
             },
             "spec": {"taints": self.taints} if self.taints else {},
             "status": {"capacity": capacity, "allocatable": dict(capacity)},
@@ -144,6 +158,60 @@ def _node(entry: Any, defaults: dict[str, Any], spine: str, tor: str, where: str
     )
 
 
+def cloud_node(
+    name: str,
+    provider: str,
+    region: str,
+    gpus: int = 8,
+    latency_ms: int = 35,
+    gpu_product: str = "NVIDIA-A100-SXM4-40GB",
+) -> FakeNode:
+    """A cloud GPU node as Virtual Kubelet registers it: its default labels, the provider
+    taint, the declared GPU capacity, a region label and the latency annotation. No ToR:
+    a cloud node is in no network performance domain of the IDC."""
+    return FakeNode(
+        name=name,
+        spine="",
+        tor="",
+        gpus=gpus,
+        rdma=0,
+        cpu="96",
+        memory="768Gi",
+        pods=110,
+        gpu_product=gpu_product,
+        labels={**VK_LABELS, REGION_LABEL: region},
+        taints=[{"key": VK_TAINT_KEY, "value": provider, "effect": "NoSchedule"}],
+        annotations={LATENCY_ANNOTATION: str(latency_ms)},
+    )
+
+
+def _cloud(data: Any, source: str, seen: dict[str, str]) -> list[FakeNode]:
+    if not isinstance(data, list):
+        raise _err(f"{source}.cloud", "a list of {provider, region, count, ...}")
+    out = []
+    for i, entry in enumerate(data):
+        where = f"{source}.cloud[{i}]"
+        if not isinstance(entry, dict) or set(entry) - CLOUD_KEYS:
+            raise _err(where, f"a mapping with keys from {sorted(CLOUD_KEYS)}")
+        provider = _name(entry.get("provider"), f"{where}.provider")
+        region = _name(entry.get("region"), f"{where}.region")
+        prefix = entry.get("prefix") or f"vk-{provider}-{region}-"
+        for n in range(_count(entry.get("count", 1), f"{where}.count")):
+            node = cloud_node(
+                _name(f"{prefix}{n}", f"{where}.prefix"),
+                provider,
+                region,
+                _count(entry.get("gpus", 8), f"{where}.gpus"),
+                _count(entry.get("latency_ms", 35), f"{where}.latency_ms"),
+                str(entry.get("gpu_product", "NVIDIA-A100-SXM4-40GB")),
+            )
+            if node.name in seen:
+                raise _err(where, f"node {node.name!r} is already in the topology")
+            seen[node.name] = "cloud"
+            out.append(node)
+    return out
+
+
 def parse(data: Any, source: str = "topology") -> list[FakeNode]:
     if not isinstance(data, dict) or not isinstance(data.get("spines"), list) or not data["spines"]:
         raise _err(source, "needs a non-empty 'spines' list")
@@ -190,6 +258,8 @@ def parse(data: Any, source: str = "topology") -> list[FakeNode]:
                     )
                 seen_nodes[node.name] = tname
                 nodes.append(node)
+    if data.get("cloud"):
+        nodes += _cloud(data["cloud"], source, seen_nodes)
     if not nodes:
         raise _err(source, "describes no nodes")
     return nodes

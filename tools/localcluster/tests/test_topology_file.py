@@ -75,3 +75,25 @@ def test_unreadable_file_is_reported(tmp_path):
     bad.write_text("spines: [\n")
     with pytest.raises(topology.TopologyError, match="not valid YAML"):
         topology.load(bad)
+
+
+def test_cloud_nodes_are_shaped_as_virtual_kubelet_registers_them():
+    nodes = topology.load(HERE / "topologies" / "hybrid.yaml")
+    cloud = [n for n in nodes if not n.tor]
+    assert len(nodes) == 10 and len(cloud) == 2 and sum(n.gpus for n in cloud) == 16
+    manifest = cloud[0].manifest()
+    labels = manifest["metadata"]["labels"]
+    assert labels["type"] == "virtual-kubelet" and labels["kubernetes.io/role"] == "agent"
+    assert labels[topology.REGION_LABEL] == "cn-hangzhou"
+    assert topology.LABEL_TOR not in labels and topology.LABEL_SPINE not in labels
+    assert manifest["spec"]["taints"] == [
+        {"key": "virtual-kubelet.io/provider", "value": "aliyun", "effect": "NoSchedule"}
+    ]
+    assert manifest["metadata"]["annotations"][topology.LATENCY_ANNOTATION] == "35"
+    assert manifest["status"]["capacity"]["nvidia.com/gpu"] == "8"
+
+
+def test_a_cloud_entry_with_an_unknown_key_is_refused_by_its_place():
+    data = {**_spines(("t0", ["a"])), "cloud": [{"provider": "p", "region": "r", "zone": 1}]}
+    with pytest.raises(topology.TopologyError, match=r"cloud\[0\]"):
+        topology.parse(data)
