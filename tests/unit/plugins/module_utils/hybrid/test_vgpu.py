@@ -118,7 +118,7 @@ def test_a_valid_request_becomes_exactly_its_resources(value):
     assert v.vgpu_request_errors("vgpu", value) == []
     resources = v.vgpu_resources(value)
     assert resources == {v.VGPU_KEYS[k]: n for k, n in value.items()}
-    assert all(type(n) is int for n in resources.values())
+    assert all(isinstance(n, int) and not isinstance(n, bool) for n in resources.values())
 
 
 @given(valid_requests, st.integers(-(2**40), 2**40))
