@@ -193,7 +193,8 @@ options:
       - "Settings merged over the class table, per class and setting, for example
         C({large: {network_topology: {mode: hard, highestTierAllowed: 1}, min_gpus: 16}})."
       - "Settings: C(priority_class), C(network_topology), C(queue_types), C(max_gpus), C(min_gpus), C(multi_node),
-        C(billing_type), C(preemptable), C(max_retry), C(termination_grace_seconds), C(sla_waiting_seconds)."
+        C(billing_type), C(preemptable), C(max_retry), C(termination_grace_seconds), C(sla_waiting_seconds),
+        C(placement) (the class's default O(placement), for example C({large: {placement: local-only}}))."
     type: dict
     default: {}
   wait:

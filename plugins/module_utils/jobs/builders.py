@@ -514,15 +514,16 @@ def request_errors(
         errors += _int_errors("max_retry", req.max_retry, 0)
     if req.termination_grace_seconds is not None:
         errors += _int_errors("termination_grace_seconds", req.termination_grace_seconds, 0)
+    placement = job_placement(req, job_class)
     errors += placement_errors(
-        req.placement, req.compliance, req.compliance_zone, req.checkpoint_command
+        placement, req.compliance, req.compliance_zone, req.checkpoint_command
     )
     errors += prefetch_errors(req.prefetch)
-    if req.prefetch is not None and req.placement not in CLOUD_PLACEMENTS:
+    if req.prefetch is not None and placement not in CLOUD_PLACEMENTS:
         errors.append(
             FieldError(
                 "prefetch",
-                f"copies data onto a cloud node; placement {req.placement!r} never runs on one",
+                f"copies data onto a cloud node; placement {placement!r} never runs on one",
             )
         )
     if kind_ok and counts_ok and isinstance(req.name, str):
@@ -544,6 +545,13 @@ def request_errors(
         if kind_ok and counts_ok and not gpu_errs:
             errors += class_size_errors(job_class, roles(req), req.gpus_per_pod)
     return errors
+
+
+def job_placement(req: JobRequest, job_class: JobClass | None) -> str | None:
+    """The job's placement: its own, else its class's (``JobClass.placement``)."""
+    if req.placement is not None:
+        return req.placement
+    return job_class.placement if job_class is not None else None
 
 
 def class_size_errors(
@@ -640,7 +648,7 @@ def _task(
     req: JobRequest, role: Role, job_class: JobClass, labels: dict[str, str]
 ) -> dict[str, Any]:
     volumes, mounts = _volumes(req)
-    placement = effective_placement(req.placement, req.compliance)
+    placement = effective_placement(job_placement(req, job_class), req.compliance)
     cloud = cloud_patterns(placement, req.prefetch)
     volumes, mounts = volumes + cloud["volumes"], mounts + cloud["mounts"]
     container: dict[str, Any] = {"name": role.container, "image": req.image}
@@ -699,7 +707,7 @@ def build_job(
         "labels": dict(labels),
     }
     annotations = class_annotations(job_class, req.spot_price)
-    placement = effective_placement(req.placement, req.compliance)
+    placement = effective_placement(job_placement(req, job_class), req.compliance)
     if placement:
         annotations[ANNOTATION_PLACEMENT] = placement
     if annotations:

@@ -24,6 +24,7 @@ from ..common.names import (
     QUEUE_TYPE_TEAM,
     QUEUE_TYPES,
 )
+from ..hybrid.placement import PLACEMENTS
 from .sla import SLA_FORBIDDEN_PRIORITY_CLASSES, SLA_WAITING_MAX_SECONDS
 
 TOPOLOGY_MODES = ("hard", "soft")
@@ -47,6 +48,8 @@ class JobClass:
     ``preemptable`` False marks every task template
     ``volcano.sh/preemptable: "false"`` (neither preempt nor reclaim takes it).
     ``termination_grace_seconds`` None keeps the Kubernetes default.
+    ``placement``: the class's hybrid-cloud placement (``hybrid/placement``), which a job's
+    own overrides; None: none.
     ``sla_waiting_seconds``: how long the job's PodGroup may wait for admission before
     Volcano's sla plugin admits it past its queue's capability, so that preempt and
     reclaim start for it (``jobs/sla``); None: the job waits for room like any other
@@ -65,6 +68,9 @@ class JobClass:
     max_retry: int = 3
     termination_grace_seconds: int | None = None
     sla_waiting_seconds: int | None = None
+    # Where the class's jobs may run in a hybrid cluster (hybrid/placement): a job's own
+    # placement wins; None: wherever its queue's node groups allow.
+    placement: str | None = None
 
     def billing_for(self, queue_type: str) -> str:
         """Rule billing-type: the class's own billing type, else the queue's."""
@@ -83,6 +89,7 @@ class JobClass:
             "max_retry": self.max_retry,
             "termination_grace_seconds": self.termination_grace_seconds,
             "sla_waiting_seconds": self.sla_waiting_seconds,
+            "placement": self.placement,
         }
 
 
@@ -239,6 +246,13 @@ def _override_errors(name: str, row: Any) -> list[FieldError]:
             FieldError(f"{base}.max_retry", f"{row['max_retry']!r} must be a whole number >= 0")
         )
     errors.extend(sla_setting_errors(name, row))
+    if "placement" in row and row["placement"] not in (None, *PLACEMENTS):
+        errors.append(
+            FieldError(
+                f"{base}.placement",
+                f"{row['placement']!r} must be {', '.join(PLACEMENTS)} or null (rule placement)",
+            )
+        )
     for key in ("multi_node", "preemptable"):
         if key in row and not isinstance(row[key], bool):
             errors.append(FieldError(f"{base}.{key}", f"{row[key]!r} must be true or false"))

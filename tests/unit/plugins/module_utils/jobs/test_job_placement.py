@@ -328,3 +328,32 @@ def test_the_request_fields_default_to_nothing():
     req = jb.JobRequest.from_mapping({**BASE, "kind": "single", "placement": None, "vgpu": None})
     assert req.placement is None and req.vgpu is None and req.prefetch is None
     assert req.compliance is False and req.compliance_zone is None
+
+
+def test_a_class_placement_is_the_default_and_a_job_placement_wins():
+    """The class table's placement (job_classes: {large: {placement: ...}}) applies to a job
+    without one of its own; a bad one is refused naming the setting."""
+    from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.classes import (
+        job_class_table,
+    )
+
+    table = job_class_table({"normal": {"placement": "local-only"}})
+    params = {
+        "name": "j",
+        "tenant": "alpha",
+        "queue": "tenant-alpha-payg",
+        "queue_type": "payg",
+        "kind": "single",
+        "image": "i",
+        "gpus_per_pod": 1,
+    }
+    job = jb.build_job(params, table)
+    spec = job["spec"]["tasks"][0]["template"]["spec"]
+    assert "tolerations" not in spec
+    required = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert required["nodeSelectorTerms"][0]["matchExpressions"][0]["operator"] == "NotIn"
+    assert job["metadata"]["annotations"]["platform.io/placement"] == "local-only"
+    own = jb.build_job({**params, "placement": "cloud-ok", "checkpoint_command": ["c"]}, table)
+    assert own["metadata"]["annotations"]["platform.io/placement"] == "cloud-ok"
+    with pytest.raises(PlatformValidationError, match=r"job_classes.normal.placement: 'moon'"):
+        job_class_table({"normal": {"placement": "moon"}})
