@@ -25,7 +25,7 @@ it as 0 would make a queue look emptier, or a job smaller, than the scheduler se
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..common.names import (
@@ -38,7 +38,7 @@ from ..common.names import (
 )
 from ..common.quantity import GPU, parse
 from ..jobs.classes import DEFAULT_CLASSES
-from ..jobs.demand import job_demand
+from ..jobs.demand import job_demand, pod_demand
 from ..jobs.sla import waiting_seconds
 from ..jobs.throttle import owner_job, podgroup_waits
 from ..policy.admission import PREEMPTABLE_ANNOTATION
@@ -170,6 +170,53 @@ def queue_states(queues: Iterable[Mapping[str, Any]]) -> dict[str, QueueState]:
             tenant=str(labels.get(LABEL_TENANT) or ""),
         )
     return out
+
+
+# The queue of a Volcano Job's pod, as the job controller writes it (label and annotation).
+POD_QUEUE_KEY = "volcano.sh/queue-name"
+
+
+def releasing_gpus(pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """GPUs per queue of the pods on their way out: bound to a node, not ended, with a
+    deletion timestamp (an eviction's victims while they stop)."""
+    out: dict[str, int] = {}
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        if not meta.get("deletionTimestamp") or not spec.get("nodeName"):
+            continue
+        if (pod.get("status") or {}).get("phase") in POD_TERMINAL_PHASES:
+            continue
+        queue = (meta.get("labels") or {}).get(POD_QUEUE_KEY) or (
+            meta.get("annotations") or {}
+        ).get(POD_QUEUE_KEY)
+        if not queue:
+            continue
+        gpus = int(pod_demand(spec, f"pods[{meta.get('name', '')}].spec")[GPU])
+        if gpus:
+            out[queue] = out.get(queue, 0) + gpus
+    return out
+
+
+def without_releasing(
+    states: Mapping[str, QueueState], releasing: Mapping[str, int]
+) -> dict[str, QueueState]:
+    """Rule releasing-is-free: each queue's allocation less the GPUs its pods (and its
+    children's) are giving back. Volcano counts a stopping pod as allocated (Releasing)
+    until it is gone; the arbiter counts it free, as it does on the nodes, so that the
+    room an eviction is making is not asked for twice (measured: a second arbiter run
+    started with the first saw the victims still allocated and refused the job as over
+    its subscription)."""
+    taken: dict[str, int] = {}
+    for queue, gpus in releasing.items():
+        for name in ancestry(states, queue):
+            taken[name] = taken.get(name, 0) + gpus
+    return {
+        name: replace(state, allocated_gpus=max(0, state.allocated_gpus - taken.get(name, 0)))
+        if name in taken
+        else state
+        for name, state in states.items()
+    }
 
 
 def ancestry(states: Mapping[str, QueueState], name: str) -> list[str]:

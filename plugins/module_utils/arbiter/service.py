@@ -81,7 +81,16 @@ from .hold import (
     with_gpu_capability,
 )
 from .inputs import job_scope_refusal, queue_scope_refusal
-from .model import RunningJob, WaitingJob, pods_of, queue_states, running_jobs, waiting_jobs
+from .model import (
+    RunningJob,
+    WaitingJob,
+    pods_of,
+    queue_states,
+    releasing_gpus,
+    running_jobs,
+    waiting_jobs,
+    without_releasing,
+)
 from .record import (
     arbiter_diff,
     arbiter_result,
@@ -166,6 +175,8 @@ def decide(
         return arbiter_result(None, None, reason=_no_candidate(params, podgroups, stamp)), None
     if states is None:
         states = queue_states(cluster.list(QUEUE_API, "Queue", label_selector=MANAGED_SELECTOR))
+    # Rule releasing-is-free: the room an earlier eviction is making is not asked for again.
+    states = without_releasing(states, releasing_gpus(pods))
     pool, members = pool_from_nodes(cluster.list("v1", "Node"))
     held, _leaving = allocated_from_pods(pods, members)
     pool_gpus = int(pool[GPU])

@@ -354,3 +354,28 @@ def test_a_job_the_scheduler_placed_is_not_waiting():
     assert [w.name for w in model.waiting_jobs(pgs, jobs, leaving)] == ["b2", "b3"]
     # without the pods the Job and PodGroup phases decide, as before
     assert [w.name for w in model.waiting_jobs(pgs, jobs)] == ["b2", "b3"]
+
+
+def test_the_gpus_of_stopping_pods_are_free_in_their_queues_and_ancestors():
+    """Rule releasing-is-free: a victim's pod with a deletion timestamp still counts in its
+    queue's status.allocated (Volcano's Releasing); the arbiter takes it out of the queue
+    and every ancestor, once per pod, and ignores pods not bound or already ended."""
+    states = model.queue_states(tenant_tree())
+    leaving = _bound("a4", 0, deleting=True)
+    leaving["metadata"]["labels"] = {"volcano.sh/queue-name": "tenant-alpha-a"}
+    leaving["spec"]["containers"] = [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 3}}}]
+    unbound = dict(leaving, spec={"containers": leaving["spec"]["containers"]})
+    ended = dict(leaving, status={"phase": "Failed"})
+    staying = _bound("a5", 0)
+    releasing = model.releasing_gpus([leaving, unbound, ended, staying])
+    assert releasing == {"tenant-alpha-a": 3}
+    after = model.without_releasing(states, releasing)
+    assert after["tenant-alpha-a"].allocated_gpus == states["tenant-alpha-a"].allocated_gpus - 3
+    sub = "tenant-alpha-subscription"
+    assert after[sub].allocated_gpus == states[sub].allocated_gpus - 3
+    assert after["tenant-alpha-b"] == states["tenant-alpha-b"]
+    # never below 0
+    assert (
+        model.without_releasing(states, {"tenant-alpha-b": 99})["tenant-alpha-b"].allocated_gpus
+        == 0
+    )
