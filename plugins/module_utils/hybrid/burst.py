@@ -9,6 +9,8 @@ Rules held here:
   the cloud's declared GPUs (``cloud-burst``'s capability); Volcano's webhook refuses a
   child above its parent. The leaves together may exceed it: ``cloud-burst`` caps the
   cloud as a whole, as a parent queue does.
+* Rule burst-running-work (``burst_shrink_refusal``, ``burst_removal_refusal``): a quota
+  below what the leaf holds now, or removing a leaf with unfinished jobs, only with force.
 * Rule burst-billing (``BURST_BILLING``): jobs in a burst leaf are billed pay-as-you-go,
   so the leaf is ``payg`` in the tenant's queue list, which the admission policies and
   ``vcjob`` read for the billing type and the classes a queue takes.
@@ -16,6 +18,7 @@ Rules held here:
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..common.errors import FieldError
@@ -26,6 +29,7 @@ from ..common.names import (
     queue_labels,
     queue_name,
 )
+from ..common.quantity import parse
 
 GPU = "nvidia.com/gpu"
 BURST_BILLING = QUEUE_TYPE_PAYG
@@ -70,6 +74,35 @@ def burst_leaf(tenant: str, gpus: int, parent: str) -> dict[str, Any]:
     }
 
 
-def capability_gpus(queue: dict[str, Any] | None) -> int | None:
-    value = (((queue or {}).get("spec") or {}).get("capability") or {}).get(GPU)
-    return None if value is None else int(str(value))
+def _gpus(queue: Mapping[str, Any] | None, part: str, key: str) -> int | None:
+    value = (((queue or {}).get(part) or {}).get(key) or {}).get(GPU)
+    name = ((queue or {}).get("metadata") or {}).get("name", "")
+    return None if value is None else int(parse(value, f"queues[{name}].{part}.{key}.{GPU}"))
+
+
+def capability_gpus(queue: Mapping[str, Any] | None) -> int | None:
+    return _gpus(queue, "spec", "capability")
+
+
+def allocated_gpus(queue: Mapping[str, Any] | None) -> int:
+    return _gpus(queue, "status", "allocated") or 0
+
+
+def burst_shrink_refusal(leaf: str, gpus: int, allocated: int, force: bool) -> str | None:
+    """Rule burst-running-work, resizing: never below what the leaf holds unless forced."""
+    if gpus >= allocated or force:
+        return None
+    return (
+        f"gpus: {gpus} is below the {allocated} GPUs {leaf} holds now; wait for its jobs, or "
+        "force: true to lower it anyway (running jobs are not evicted)"
+    )
+
+
+def burst_removal_refusal(leaf: str, jobs: Sequence[str], force: bool) -> str | None:
+    """Rule burst-running-work, removing: not while unfinished jobs name the leaf, unless forced."""
+    if not jobs or force:
+        return None
+    return (
+        f"{leaf} holds jobs {', '.join(jobs)}; wait for them, or force: true to remove it "
+        "anyway (Volcano then refuses new pods there)"
+    )

@@ -33,7 +33,16 @@ from ..kube.cluster import ApiException, Cluster, TransportError
 from ..policy import volcano_catalog as vc
 from ..policy.admission import TENANT_QUEUES_CONFIGMAP
 from ..policy.scheduler_conf import node_group_plugin_errors, parse_conf
-from .burst import BURST_BILLING, burst_leaf, burst_leaf_name, burst_quota_errors, capability_gpus
+from .burst import (
+    BURST_BILLING,
+    allocated_gpus,
+    burst_leaf,
+    burst_leaf_name,
+    burst_quota_errors,
+    burst_removal_refusal,
+    burst_shrink_refusal,
+    capability_gpus,
+)
 from .nodegroups import membership, parse_groups
 from .plan import NodeGroupPlan, plan_node_groups
 
@@ -147,12 +156,9 @@ def run_burst(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dic
         if live is None:
             return {"changed": False, "queue": leaf, "diff": {"before": before, "after": before}}
         jobs = _leaf_jobs(cluster, ns, leaf)
-        if jobs and not params["force"]:
-            raise Refused(
-                f"{leaf} holds jobs {', '.join(jobs)}; wait for them, or force: true to remove it "
-                "anyway (Volcano then refuses new pods there)",
-                jobs=jobs,
-            )
+        refusal = burst_removal_refusal(leaf, jobs, params["force"])
+        if refusal:
+            raise Refused(refusal, jobs=jobs)
         done: list[str] = []
         try:
             cluster.apply(_queue_list_entry(tenant, leaf, None), field_manager=BURST_FIELD_MANAGER)
@@ -176,14 +182,9 @@ def run_burst(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dic
         )
     gpus = params["gpus"]
     raise_if(burst_quota_errors(gpus, capability_gpus(parent_queue), parent))
-    allocated = int(
-        str((((live or {}).get("status") or {}).get("allocated") or {}).get("nvidia.com/gpu", 0))
-    )
-    if live is not None and gpus < allocated and not params["force"]:
-        raise Refused(
-            f"gpus: {gpus} is below the {allocated} GPUs {leaf} holds now; wait for its jobs, or "
-            "force: true to lower it anyway (running jobs are not evicted)"
-        )
+    refusal = burst_shrink_refusal(leaf, gpus, allocated_gpus(live), params["force"])
+    if live is not None and refusal:
+        raise Refused(refusal)
     desired = burst_leaf(tenant, gpus, parent)
     entry = _queue_list_entry(tenant, leaf, BURST_BILLING)
     cm = cluster.get("v1", "ConfigMap", TENANT_QUEUES_CONFIGMAP, namespace=ns)

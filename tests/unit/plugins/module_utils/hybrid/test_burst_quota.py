@@ -160,3 +160,15 @@ def test_bad_input_names_its_field(given, field):
 def test_a_team_may_not_be_named_like_the_burst_leaf():
     assert team_name_errors("alpha", "burst", "teams[0].name")
     assert team_name_errors("alpha", "cloud-burst", "teams[0].name")
+
+
+def test_rule_burst_running_work():
+    assert burst.burst_shrink_refusal("l", 4, 8, force=False).startswith("gpus: 4 is below the 8")
+    assert burst.burst_shrink_refusal("l", 4, 8, force=True) is None
+    assert burst.burst_shrink_refusal("l", 8, 8, force=False) is None
+    assert "holds jobs a, b" in burst.burst_removal_refusal("l", ["a", "b"], force=False)
+    assert burst.burst_removal_refusal("l", [], force=False) is None
+    assert burst.burst_removal_refusal("l", ["a"], force=True) is None
+    # quantities as the API writes them
+    assert burst.allocated_gpus({"status": {"allocated": {GPU: "2k"}}}) == 2000
+    assert burst.capability_gpus({"spec": {}}) is None
