@@ -35,6 +35,7 @@ ADMISSION_TOGGLES = (
     "pod_placement",
     "platform_state",
     "compliance_placement",
+    "workload_queue",
     "cloud_burst",
 )
 PARTS = ("priority_classes", "scheduler_configmap", "admission_policies", "parent_queues_configmap")

@@ -53,6 +53,7 @@ from .compliance import POLICY_COMPLIANCE_PLACEMENT, compliance_placement_policy
 from .platform_state import DEFAULT_PLATFORM_GROUPS, POLICY_PLATFORM_STATE, platform_state_policy
 from .pod_placement import POLICY_POD_PLACEMENT, pod_placement_policy
 from .vap import POLICY_PREFIX, binding, cel_list, managed_labels, policy, tenant_match
+from .workload_queue import POLICY_WORKLOAD_QUEUE, workload_queue_policy
 
 LABEL_ALLOW_CRITICAL = PREFIX + "allow-critical"
 PARENT_QUEUES_CONFIGMAP = "platform-parent-queues"
@@ -79,6 +80,7 @@ POLICY_NAMES = (
     POLICY_POD_PLACEMENT,
     POLICY_PLATFORM_STATE,
     POLICY_COMPLIANCE_PLACEMENT,
+    POLICY_WORKLOAD_QUEUE,
 )
 # The largest spot price admitted, per GPU-hour: a bound, so that a price is a
 # number every consumer can compare (no 1e400, no negative, at most 6 decimals).
@@ -391,6 +393,7 @@ def admission_manifests(
     pod_placement: bool = True,
     platform_state: bool = True,
     compliance_placement: bool = True,
+    workload_queue: bool = True,
     cloud_burst: bool = False,
     platform_groups: Sequence[str] = DEFAULT_PLATFORM_GROUPS,
 ) -> list[dict[str, Any]]:
@@ -427,6 +430,8 @@ def admission_manifests(
         out += [pod_placement_policy(cloud_burst), binding(POLICY_POD_PLACEMENT)]
     if compliance_placement:
         out += [compliance_placement_policy(), binding(POLICY_COMPLIANCE_PLACEMENT)]
+    if workload_queue:
+        out += [workload_queue_policy(), binding(POLICY_WORKLOAD_QUEUE, _TENANT_QUEUES_PARAM)]
     if platform_state:
         out += [platform_state_policy(platform_groups), binding(POLICY_PLATFORM_STATE)]
     return out

@@ -40,8 +40,8 @@ def test_manifests_filter_returns_everything_in_apply_order():
     assert kinds[:5] == ["PriorityClass"] * 5
     assert kinds[5] == "ConfigMap" and manifests[5]["data"]["volcano-scheduler.conf"] == text
     assert (
-        kinds.count("ValidatingAdmissionPolicy") == 8
-        and kinds.count("ValidatingAdmissionPolicyBinding") == 8
+        kinds.count("ValidatingAdmissionPolicy") == 9
+        and kinds.count("ValidatingAdmissionPolicyBinding") == 9
     )
     assert manifests[-1]["metadata"]["name"] == "platform-parent-queues"
 
@@ -56,6 +56,7 @@ def test_manifests_filter_parts_and_toggles():
             "queue_billing": False,
             "pod_placement": False,
             "compliance_placement": False,
+            "workload_queue": False,
         },
         platform_groups=["ops:platform"],
     )

@@ -1,0 +1,163 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A live InferenceService read back into the domain's terms: its spec (for the
+rollout actions, which start from what runs) and its report (for the info module)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..common.names import LABEL_JOB_CLASS, LABEL_TENANT
+from ..common.quantity import parse_quantity
+from .manifests import (
+    AUTOSCALER_CLASS,
+    DEPLOYMENT_MODE,
+    GPU,
+    QUEUE_ANNOTATION,
+    predictor_deployment,
+)
+from .spec import Autoscaling, Canary, ModelVersion, ServiceSpec
+from .versions import previous, read_history
+
+
+def _model(version: str, predictor: Mapping[str, Any]) -> ModelVersion:
+    model = predictor.get("model") or {}
+    requests = (model.get("resources") or {}).get("requests") or {}
+    gpus = requests.get(GPU)
+    return ModelVersion(
+        version=version,
+        format=(model.get("modelFormat") or {}).get("name", ""),
+        storage_uri=model.get("storageUri", ""),
+        runtime=model.get("runtime"),
+        gpus=int(parse_quantity(gpus)) if gpus is not None else 0,
+        cpu=None if requests.get("cpu") is None else str(requests["cpu"]),
+        memory=None if requests.get("memory") is None else str(requests["memory"]),
+        args=tuple(model.get("args") or ()),
+    )
+
+
+def mode_of(obj: Mapping[str, Any]) -> str:
+    mode = ((obj.get("metadata") or {}).get("annotations") or {}).get(DEPLOYMENT_MODE, "Standard")
+    return "knative" if mode in ("Knative", "Serverless") else "standard"
+
+
+def spec_from_live(obj: Mapping[str, Any], gpu_util_target: int | None = None) -> ServiceSpec:
+    """The ServiceSpec a live Standard-mode InferenceService stands for."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    predictor = spec.get("predictor") or {}
+    stable = _model(predictor.get("name") or "default", predictor)
+    canaries = tuple(
+        Canary(
+            _model((c.get("predictor") or {}).get("name", ""), c.get("predictor") or {}),
+            int(c.get("trafficPercent", 0)),
+            (c.get("predictor") or {}).get("minReplicas"),
+        )
+        for c in spec.get("canary") or []
+    )
+    labels = meta.get("labels") or {}
+    auto = Autoscaling(
+        min_replicas=predictor.get("minReplicas", 1),
+        max_replicas=predictor.get("maxReplicas") or None,
+        scale_metric=predictor.get("scaleMetric"),
+        scale_target=predictor.get("scaleTarget"),
+        gpu_util_target=gpu_util_target,
+    )
+    return ServiceSpec(
+        name=meta.get("name", ""),
+        tenant=labels.get(LABEL_TENANT, ""),
+        queue=(predictor.get("annotations") or {}).get(QUEUE_ANNOTATION, ""),
+        job_class=labels.get(LABEL_JOB_CLASS, ""),
+        stable=stable,
+        canaries=canaries,
+        autoscaling=auto,
+        mode=mode_of(obj),
+    )
+
+
+def hpa_target(hpa: Mapping[str, Any] | None) -> int | None:
+    """The gpu_util_target of the platform's HPA, read back."""
+    for metric in ((hpa or {}).get("spec") or {}).get("metrics") or []:
+        target = ((metric.get("pods") or {}).get("target") or {}).get("averageValue")
+        if target is not None:
+            return int(parse_quantity(target))
+    return None
+
+
+def _conditions(status: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        c["type"]: {k: c.get(k) for k in ("status", "reason", "message") if c.get(k) is not None}
+        for c in status.get("conditions") or []
+        if "type" in c
+    }
+
+
+def report(obj: Mapping[str, Any], hpa: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What inference_service_info says about one service (docs/inference.md)."""
+    meta = obj.get("metadata") or {}
+    status = obj.get("status") or {}
+    history = read_history(meta.get("annotations"))
+    conditions = _conditions(status)
+    mode = mode_of(obj)
+    out: dict[str, Any] = {
+        "name": meta.get("name"),
+        "namespace": meta.get("namespace"),
+        "mode": mode,
+        "ready": (conditions.get("Ready") or {}).get("status") == "True",
+        "conditions": conditions,
+        "url": status.get("url"),
+        "address": (status.get("address") or {}).get("url"),
+        "versions": [e["version"] for e in history],
+        "previous_version": (previous(history) or {}).get("version"),
+        "autoscaler_class": (meta.get("annotations") or {}).get(AUTOSCALER_CLASS, "hpa"),
+    }
+    if mode == "knative":
+        predictor = (obj.get("spec") or {}).get("predictor") or {}
+        share = predictor.get("canaryTrafficPercent")
+        out["current_version"] = history[-1]["version"] if history else None
+        out["canaries"] = []
+        out["traffic"] = (
+            {"latest": share, "previous": 100 - share} if share is not None else {"latest": 100}
+        )
+        return out
+    live = spec_from_live(obj, hpa_target(hpa))
+    by_name = {c.get("name"): c for c in status.get("canaryStatuses") or []}
+    out["current_version"] = live.stable.version
+    out["storage_uri"] = live.stable.storage_uri
+    out["queue"] = live.queue
+    out["job_class"] = live.job_class
+    out["canaries"] = [
+        {
+            "version": c.model.version,
+            "storage_uri": c.model.storage_uri,
+            "traffic_percent": c.traffic_percent,
+            "ready": bool((by_name.get(c.model.version) or {}).get("ready")),
+            "deployment": predictor_deployment(live.name, c.model.version),
+        }
+        for c in live.canaries
+    ]
+    traffic = {live.stable.version: 100 - sum(c.traffic_percent for c in live.canaries)}
+    traffic.update({c.model.version: c.traffic_percent for c in live.canaries})
+    out["traffic"] = traffic
+    out["deployment"] = predictor_deployment(live.name, live.stable.version)
+    out["gpu_util_target"] = live.autoscaling.gpu_util_target
+    return out
+
+
+def graph_report(obj: Mapping[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    status = obj.get("status") or {}
+    root = (((obj.get("spec") or {}).get("nodes") or {}).get("root")) or {}
+    return {
+        "name": meta.get("name"),
+        "namespace": meta.get("namespace"),
+        "ready": (_conditions(status).get("Ready") or {}).get("status") == "True",
+        "conditions": _conditions(status),
+        "url": status.get("url"),
+        "router": root.get("routerType"),
+        "routes": [
+            {"service": s.get("name"), "url": s.get("serviceUrl"), "weight": s.get("weight")}
+            for s in root.get("steps") or []
+        ],
+    }

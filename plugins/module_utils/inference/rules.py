@@ -1,0 +1,235 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The named rules of a model service, each in one function.
+
+Every rule returns the ``FieldError`` list for the input field it is about, so a
+caller collects all of them and refuses before the first write. The canary
+rules are KServe's own (``validateCanarySpecs`` in KServe 0.20's
+``inference_service_validation.go``), checked here so the error names the
+module's field instead of coming back from the webhook as a sentence.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from ..common.errors import FieldError
+from ..common.names import QUEUE_TYPE_SPOT, QUEUE_TYPE_SUBSCRIPTION, QUEUE_TYPE_TEAM
+from ..jobs.classes import JobClass
+from .spec import Canary, ServiceSpec
+
+# Classes a model service may run at: large needs a gang and a hard topology, and
+# debug never preempts; neither fits a service that holds its GPUs for good.
+INFERENCE_CLASSES = ("critical", "normal", "spot")
+
+
+def default_class(queue_type: str, critical_allowed: bool = True) -> str:
+    """Rule inference-default-class (design 5.3): a model in a subscription team queue is
+    critical inference, where the tenant may run critical work at all (namespace label
+    ``platform.io/allow-critical``, which policy queue-priority reads); in a spot queue
+    it is spot; anywhere else normal."""
+    if queue_type in (QUEUE_TYPE_TEAM, QUEUE_TYPE_SUBSCRIPTION):
+        return "critical" if critical_allowed else "normal"
+    if queue_type == QUEUE_TYPE_SPOT:
+        return "spot"
+    return "normal"
+
+
+def class_errors(
+    job_class: str, queue: str, queue_type: str, table: Mapping[str, JobClass]
+) -> list[FieldError]:
+    """Rule inference-class-fits-queue: an inference class, and one the queue's type allows."""
+    if job_class not in INFERENCE_CLASSES or job_class not in table:
+        return [
+            FieldError(
+                "job_class",
+                f"{job_class!r} is not a class for a model service; use one of {', '.join(INFERENCE_CLASSES)}",
+            )
+        ]
+    allowed = table[job_class].queue_types
+    if queue_type not in allowed:
+        fits = [c for c in INFERENCE_CLASSES if c in table and queue_type in table[c].queue_types]
+        return [
+            FieldError(
+                "job_class",
+                f"{job_class} runs only in {', '.join(allowed)} queues, and {queue} is a {queue_type} queue; "
+                f"use {' or '.join(fits) or 'another queue'}",
+            )
+        ]
+    return []
+
+
+def critical_errors(job_class: str, critical_allowed: bool, namespace: str) -> list[FieldError]:
+    """Rule inference-critical-allowed: critical only where the platform allows the tenant
+    critical work; the admission policy would refuse every predictor pod's PodGroup."""
+    if job_class != "critical" or critical_allowed:
+        return []
+    return [
+        FieldError(
+            "job_class",
+            f"critical is not enabled for namespace {namespace} (label platform.io/allow-critical, the tenant "
+            "module's allow_critical); use normal, or ask the platform to allow critical work",
+        )
+    ]
+
+
+def traffic_errors(canaries: Sequence[Canary]) -> list[FieldError]:
+    """Rule inference-traffic: the canaries' shares add up to at most 100; the stable
+    version takes the rest."""
+    total = sum(c.traffic_percent for c in canaries)
+    if total <= 100:
+        return []
+    parts = " + ".join(str(c.traffic_percent) for c in canaries)
+    return [
+        FieldError(
+            "canaries[].traffic_percent",
+            f"{parts} = {total} is over 100; the stable version takes 100 minus the canaries' share",
+        )
+    ]
+
+
+def canary_name_errors(spec: ServiceSpec) -> list[FieldError]:
+    """Rule inference-canary-unique: every canary version is named once, and not as the
+    stable one (the name is the canary's Deployment)."""
+    errors, seen = [], {spec.stable.version: "model.version"}
+    for i, canary in enumerate(spec.canaries):
+        name = canary.model.version
+        if name in seen:
+            errors.append(
+                FieldError(
+                    f"canaries[{i}].version",
+                    f"{name!r} is already {seen[name]}; name each version once",
+                )
+            )
+        else:
+            seen[name] = f"canaries[{i}].version"
+    return errors
+
+
+def canary_replica_errors(spec: ServiceSpec) -> list[FieldError]:
+    """Rule inference-canary-min-replicas: a canary never keeps more replicas than the
+    stable version (KServe refuses it too)."""
+    stable = spec.autoscaling.min_replicas
+    return [
+        FieldError(
+            f"canaries[{i}].min_replicas",
+            f"{c.min_replicas} is above the stable version's min_replicas ({stable})",
+        )
+        for i, c in enumerate(spec.canaries)
+        if c.min_replicas is not None and c.min_replicas > stable
+    ]
+
+
+def knative_errors(spec: ServiceSpec) -> list[FieldError]:
+    """Rule knative-one-canary: Knative mode splits between the latest revision and the
+    one before it, so it has one canary at most, and it scales on concurrency or rps."""
+    errors = []
+    if spec.mode == "knative" and len(spec.canaries) > 1:
+        errors.append(
+            FieldError(
+                "canaries",
+                f"{len(spec.canaries)} canaries; Knative mode takes one (canaryTrafficPercent)",
+            )
+        )
+    return errors
+
+
+def version_errors(spec: ServiceSpec, known: Mapping[str, str]) -> list[FieldError]:
+    """Rule inference-version-immutable: a version name stands for one storageUri for good.
+    ``known`` maps the versions the service ever had (its history and its live spec) to
+    their storageUri; a new model gets a new version name."""
+    errors = []
+    paths = [("model", spec.stable)] + [
+        (f"canaries[{i}]", c.model) for i, c in enumerate(spec.canaries)
+    ]
+    seen: dict[str, str] = dict(known)
+    for path, model in paths:
+        before = seen.get(model.version)
+        if before is not None and before != model.storage_uri:
+            errors.append(
+                FieldError(
+                    f"{path}.storage_uri",
+                    f"version {model.version} is {before}, not {model.storage_uri}; give the new model a "
+                    "new version name",
+                )
+            )
+        seen.setdefault(model.version, model.storage_uri)
+    return errors
+
+
+def canary_replicas(canary: Canary, stable_min: int) -> int:
+    """KServe's ``canaryReplicaCount``: the canary's own min_replicas, else the stable
+    minimum times its traffic share, rounded up."""
+    if canary.min_replicas is not None:
+        return canary.min_replicas
+    return math.ceil(stable_min * canary.traffic_percent / 100)
+
+
+def stable_replicas(spec: ServiceSpec) -> int:
+    """The stable Deployment's minimum: KServe lowers it by the canaries' replicas, to one
+    at least, so the total stays the stable minimum."""
+    low = spec.autoscaling.min_replicas
+    if not spec.canaries:
+        return low
+    return max(low - sum(canary_replicas(c, low) for c in spec.canaries), 1)
+
+
+def footprint(spec: ServiceSpec) -> tuple[int, int | None]:
+    """GPUs the service holds at its minimum, and at its maximum (None: no maximum)."""
+    low = spec.autoscaling.min_replicas
+    canary_gpus = sum(canary_replicas(c, low) * c.model.gpus for c in spec.canaries)
+    at_min = stable_replicas(spec) * spec.stable.gpus + canary_gpus
+    high = spec.autoscaling.max_replicas
+    at_max = None if high is None else high * spec.stable.gpus + canary_gpus
+    return at_min, at_max
+
+
+def capability_errors(spec: ServiceSpec, capability: int | None) -> list[FieldError]:
+    """Rule inference-gpus-within-capability: the GPUs the service holds at its minimum fit
+    the queue's capability (``capability`` None: the queue sets none). Volcano would
+    leave the rest Pending for good."""
+    if capability is None:
+        return []
+    at_min, _ = footprint(spec)
+    if at_min <= capability:
+        return []
+    return [
+        FieldError(
+            "model.gpus",
+            f"the service needs {at_min} GPUs at its minimum ({_breakdown(spec)}), above the capability of "
+            f"queue {spec.queue} ({capability})",
+        )
+    ]
+
+
+def capability_warnings(spec: ServiceSpec, capability: int | None) -> list[str]:
+    """At its maximum a service may ask for more than the queue holds: it then scales only
+    as far as the queue allows. Said, not refused."""
+    _, at_max = footprint(spec)
+    if capability is None or at_max is None or at_max <= capability:
+        return []
+    return [
+        f"at max_replicas the service would hold {at_max} GPUs, above the capability of queue "
+        f"{spec.queue} ({capability}); it scales only as far as the queue allows"
+    ]
+
+
+def _breakdown(spec: ServiceSpec) -> str:
+    low = spec.autoscaling.min_replicas
+    parts = [f"{stable_replicas(spec)} x {spec.stable.gpus} for {spec.stable.version}"]
+    parts += [
+        f"{canary_replicas(c, low)} x {c.model.gpus} for {c.model.version}" for c in spec.canaries
+    ]
+    return " + ".join(parts)
+
+
+def spec_errors(spec: ServiceSpec, known: Mapping[str, str]) -> list[FieldError]:
+    """Every rule that needs only the input and the service's known versions."""
+    return (
+        traffic_errors(spec.canaries)
+        + canary_name_errors(spec)
+        + canary_replica_errors(spec)
+        + knative_errors(spec)
+        + version_errors(spec, known)
+    )

@@ -1,0 +1,392 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The inference domain's service: the only code of the domain that talks to the
+cluster. Every rule is checked before the first write; the writes are server-side
+applies of what differs (dry runs in check mode)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ..common.errors import FieldError, PartialWrite, PlatformValidationError, Refused, raise_if
+from ..common.names import LABEL_TENANT, MANAGED_SELECTOR, QUEUE_API, namespace_name
+from ..common.objects import differs
+from ..hybrid.burst import capability_gpus
+from ..jobs.classes import DEFAULT_CLASSES
+from ..kube.cluster import ApiException, Cluster, TransportError
+from ..policy.admission import LABEL_ALLOW_CRITICAL, TENANT_QUEUES_CONFIGMAP
+from . import live as livemod
+from .inputs import model_of
+from .manifests import (
+    GRAPH_API,
+    HPA_API,
+    ISVC_API,
+    NETPOL_API,
+    ab_graph,
+    gpu_util_hpa,
+    graph_name,
+    inference_service,
+    network_policy_name,
+    predictor_deployment,
+    serving_network_policy,
+)
+from .rules import (
+    capability_errors,
+    capability_warnings,
+    class_errors,
+    critical_errors,
+    default_class,
+    spec_errors,
+)
+from .spec import ServiceSpec, parse_autoscaling, parse_canaries
+from .versions import known_versions, plan, read_history
+
+
+def _tenant_queue_type(cluster: Cluster, tenant: str, queue: str) -> str:
+    """Rule queue-of-own-tenant: the queue is one of the tenant's leaf queues (its
+    ``platform-queues`` list, the same parameter the admission policies read)."""
+    cm = cluster.get("v1", "ConfigMap", TENANT_QUEUES_CONFIGMAP, namespace=namespace_name(tenant))
+    if cm is None:
+        raise PlatformValidationError(
+            [
+                FieldError(
+                    "tenant",
+                    f"{tenant!r} is not a tenant (no {TENANT_QUEUES_CONFIGMAP} in {namespace_name(tenant)})",
+                )
+            ]
+        )
+    own = cm.get("data") or {}
+    if queue not in own:
+        raise PlatformValidationError(
+            [
+                FieldError(
+                    "queue",
+                    f"{queue} is not a queue of tenant {tenant}; its queues: {', '.join(sorted(own))}",
+                )
+            ]
+        )
+    return own[queue]
+
+
+def _view(spec: ServiceSpec | None, history: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The parts of a service its diff shows and its change is judged by."""
+    if spec is None:
+        return None
+    auto = spec.autoscaling
+    return {
+        "mode": spec.mode,
+        "queue": spec.queue,
+        "job_class": spec.job_class,
+        "stable": _model_view(spec.stable),
+        "canaries": [
+            {
+                **_model_view(c.model),
+                "traffic_percent": c.traffic_percent,
+                "min_replicas": c.min_replicas,
+            }
+            for c in spec.canaries
+        ],
+        "autoscaling": {
+            "min_replicas": auto.min_replicas,
+            "max_replicas": auto.max_replicas,
+            "scale_metric": auto.scale_metric,
+            "scale_target": auto.scale_target,
+            "gpu_util_target": auto.gpu_util_target,
+        },
+        "versions": [e["version"] for e in history],
+    }
+
+
+def _model_view(model: Any) -> dict[str, Any]:
+    return {
+        "version": model.version,
+        "storage_uri": model.storage_uri,
+        "format": model.format,
+        "runtime": model.runtime,
+        "gpus": model.gpus,
+    }
+
+
+def _requested(params: Mapping[str, Any], queue: str, job_class: str) -> ServiceSpec | None:
+    stable, _ = model_of(params)
+    if stable is None:
+        return None
+    canaries, _ = parse_canaries(params.get("canaries"), stable)
+    auto, _ = parse_autoscaling(params.get("autoscaling"))
+    return ServiceSpec(
+        name=params["name"],
+        tenant=params["tenant"],
+        queue=queue,
+        job_class=job_class,
+        stable=stable,
+        canaries=canaries,
+        autoscaling=auto,
+        mode=params.get("mode", "standard"),
+    )
+
+
+def _live_state(
+    cluster: Cluster, name: str, ns: str
+) -> tuple[dict | None, dict | None, dict | None]:
+    isvc = cluster.get(ISVC_API, "InferenceService", name, namespace=ns)
+    hpa = cluster.get(HPA_API, "HorizontalPodAutoscaler", f"{name}-gpu-util", namespace=ns)
+    netpol = cluster.get(NETPOL_API, "NetworkPolicy", network_policy_name(name), namespace=ns)
+    return isvc, hpa, netpol
+
+
+def run_service(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+    """The ``inference_service`` module."""
+    name, tenant = params["name"], params["tenant"]
+    ns = namespace_name(tenant)
+    isvc, hpa, netpol = _live_state(cluster, name, ns)
+    live_spec = livemod.spec_from_live(isvc, livemod.hpa_target(hpa)) if isvc else None
+    history = read_history((isvc or {}).get("metadata", {}).get("annotations"))
+    before = _view(live_spec, history)
+    if params["state"] == "absent":
+        return _absent(cluster, name, ns, isvc, hpa, netpol, before)
+    queue = params.get("queue") or (live_spec.queue if live_spec else "")
+    queue_type = _tenant_queue_type(cluster, tenant, queue)
+    namespace = cluster.get("v1", "Namespace", ns) or {}
+    labels = (namespace.get("metadata") or {}).get("labels") or {}
+    critical_allowed = labels.get(LABEL_ALLOW_CRITICAL) == "true"
+    job_class = params.get("job_class") or (
+        live_spec.job_class
+        if live_spec and params["action"] != "deploy"
+        else default_class(queue_type, critical_allowed)
+    )
+    raise_if(
+        class_errors(job_class, queue, queue_type, DEFAULT_CLASSES)
+        + critical_errors(job_class, critical_allowed, ns)
+    )
+    requested = _requested(params, queue, job_class) if params["action"] == "deploy" else None
+    added: tuple = ()
+    if params["action"] == "canary" and live_spec is not None:
+        added, errors = parse_canaries(params.get("canaries"), live_spec.stable)
+        raise_if(errors)
+    desired, new_history = plan(
+        params["action"],
+        requested,
+        live_spec,
+        history,
+        params.get("traffic"),
+        params.get("version"),
+        added,
+    )
+    queue_obj = cluster.get(QUEUE_API, "Queue", queue)
+    capability = capability_gpus(queue_obj)
+    raise_if(
+        spec_errors(desired, known_versions(history, live_spec))
+        + capability_errors(desired, capability)
+    )
+    row = DEFAULT_CLASSES[job_class]
+    billing = row.billing_for(queue_type)
+    manifests = _desired_manifests(params, desired, row, billing, new_history)
+    after = _view(desired, new_history)
+    writes = _changed(
+        manifests,
+        {"InferenceService": isvc, "NetworkPolicy": netpol, "HorizontalPodAutoscaler": hpa},
+    )
+    if before != after and not any(m["kind"] == "InferenceService" for m in writes):
+        writes.insert(0, manifests[0])
+    done = _write(cluster, writes, f"inference service {name}")
+    if hpa is not None and not any(m["kind"] == "HorizontalPodAutoscaler" for m in manifests):
+        cluster.delete(HPA_API, "HorizontalPodAutoscaler", hpa["metadata"]["name"], namespace=ns)
+        done.append(f"HorizontalPodAutoscaler/{ns}/{hpa['metadata']['name']}")
+    result: dict[str, Any] = {
+        "changed": bool(done),
+        "writes": done,
+        "service": {
+            "name": name,
+            "namespace": ns,
+            "queue": queue,
+            "job_class": job_class,
+            "billing_type": billing,
+            "current_version": desired.stable.version,
+            "deployment": predictor_deployment(name, desired.stable.version),
+            "traffic": _traffic(desired),
+        },
+        "diff": {"before": before, "after": after},
+        "warnings": capability_warnings(desired, capability),
+    }
+    if params.get("wait") and not check_mode:
+        result["status"] = _wait_ready(
+            cluster, name, ns, desired, params["wait_timeout"], params["wait_sleep"]
+        )
+    return result
+
+
+def _traffic(spec: ServiceSpec) -> dict[str, int]:
+    out = {spec.stable.version: 100 - sum(c.traffic_percent for c in spec.canaries)}
+    out.update({c.model.version: c.traffic_percent for c in spec.canaries})
+    return out
+
+
+def _desired_manifests(
+    params: Mapping[str, Any],
+    spec: ServiceSpec,
+    row: Any,
+    billing: str,
+    history: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """InferenceService first; the NetworkPolicy before the pods need it; the HPA last."""
+    out = [inference_service(spec, row, billing, history)]
+    out.append(
+        serving_network_policy(
+            spec,
+            list(params.get("gateway_namespaces") or []),
+            params.get("monitoring_namespace"),
+            params.get("serving_port", 8080),
+            params.get("metrics_port", 8080),
+        )
+    )
+    hpa = gpu_util_hpa(spec)
+    if hpa is not None:
+        out.append(hpa)
+    return out
+
+
+def _changed(manifests: list[dict[str, Any]], live: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in manifests if live.get(m["kind"]) is None or differs(m, live[m["kind"]])]
+
+
+def _write(cluster: Cluster, writes: list[dict[str, Any]], what: str) -> list[str]:
+    done: list[str] = []
+    try:
+        for manifest in writes:
+            cluster.apply(manifest)
+            meta = manifest["metadata"]
+            done.append(f"{manifest['kind']}/{meta.get('namespace')}/{meta['name']}")
+    except (ApiException, TransportError) as exc:
+        raise PartialWrite(what, done, exc) from exc
+    return done
+
+
+def _absent(
+    cluster: Cluster, name: str, ns: str, isvc: Any, hpa: Any, netpol: Any, before: Any
+) -> dict[str, Any]:
+    done = []
+    for obj, api in ((hpa, HPA_API), (netpol, NETPOL_API), (isvc, ISVC_API)):
+        if obj is None:
+            continue
+        kind, obj_name = obj["kind"], obj["metadata"]["name"]
+        try:
+            if cluster.delete(api, kind, obj_name, namespace=ns, propagation="Background"):
+                done.append(f"{kind}/{ns}/{obj_name}")
+        except (ApiException, TransportError) as exc:
+            raise PartialWrite(f"removing inference service {name}", done, exc) from exc
+    return {"changed": bool(done), "writes": done, "diff": {"before": before, "after": None}}
+
+
+def _wait_ready(
+    cluster: Cluster, name: str, ns: str, spec: ServiceSpec, timeout: int, sleep: int
+) -> dict[str, Any]:
+    """Until the service is Ready with every canary ready, or ``timeout`` seconds."""
+    started = time.monotonic()
+    while True:
+        obj = cluster.get(ISVC_API, "InferenceService", name, namespace=ns) or {}
+        report = livemod.report(obj) if obj else {}
+        canaries_ready = all(c["ready"] for c in report.get("canaries", []))
+        same = report.get("current_version") == spec.stable.version
+        if report.get("ready") and canaries_ready and same:
+            report["waited_seconds"] = round(time.monotonic() - started, 1)
+            return report
+        if time.monotonic() - started > timeout:
+            raise Refused(
+                f"{name} is not Ready after {timeout}s; conditions: {report.get('conditions')}",
+                status=report,
+            )
+        time.sleep(sleep)
+
+
+def run_info(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+    """The ``inference_service_info`` module: one LIST per kind."""
+    del check_mode  # reads only
+    tenant, name = params.get("tenant"), params.get("name")
+    ns = namespace_name(tenant) if tenant else None
+    selector = f"{LABEL_TENANT}={tenant},{MANAGED_SELECTOR}" if tenant else MANAGED_SELECTOR
+    services = cluster.list(ISVC_API, "InferenceService", namespace=ns, label_selector=selector)
+    hpas = cluster.list(HPA_API, "HorizontalPodAutoscaler", namespace=ns, label_selector=selector)
+    by_hpa = {(h["metadata"]["namespace"], h["metadata"]["name"]): h for h in hpas}
+    reports = [
+        livemod.report(
+            s, by_hpa.get((s["metadata"]["namespace"], f"{s['metadata']['name']}-gpu-util"))
+        )
+        for s in services
+        if name is None or s["metadata"]["name"] == name
+    ]
+    graphs = cluster.list(
+        GRAPH_API, "InferenceGraph", namespace=params["serving_namespace"], label_selector=selector
+    )
+    return {
+        "changed": False,
+        "services": sorted(reports, key=lambda r: (r["namespace"], r["name"])),
+        "graphs": sorted((livemod.graph_report(g) for g in graphs), key=lambda r: r["name"]),
+    }
+
+
+def service_url(isvc: Mapping[str, Any]) -> str | None:
+    """Where the gateway reaches a service: the address KServe reports."""
+    return ((isvc.get("status") or {}).get("address") or {}).get("url") or (
+        isvc.get("status") or {}
+    ).get("url")
+
+
+def run_graph(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+    """The ``inference_graph`` module: an A/B split between a tenant's services."""
+    del check_mode  # the cluster's dry run
+    tenant, ns = params["tenant"], params["namespace"]
+    full = graph_name(tenant, params["name"])
+    live = cluster.get(GRAPH_API, "InferenceGraph", full, namespace=ns)
+    if params["state"] == "absent":
+        if live is None:
+            return {"changed": False, "graph": full, "writes": []}
+        cluster.delete(GRAPH_API, "InferenceGraph", full, namespace=ns, propagation="Background")
+        return {"changed": True, "graph": full, "writes": [f"InferenceGraph/{ns}/{full}"]}
+    services = {
+        s["metadata"]["name"]: s
+        for s in cluster.list(
+            ISVC_API,
+            "InferenceService",
+            namespace=namespace_name(tenant),
+            label_selector=MANAGED_SELECTOR,
+        )
+    }
+    routes, errors = [], []
+    for i, route in enumerate(params["routes"]):
+        svc = services.get(route["service"])
+        url = service_url(svc) if svc else None
+        if svc is None:
+            errors.append(
+                FieldError(
+                    f"routes[{i}].service",
+                    f"{route['service']} is not a model service of tenant {tenant}; its services: "
+                    f"{', '.join(sorted(services)) or 'none'}",
+                )
+            )
+        elif url is None:
+            errors.append(
+                FieldError(
+                    f"routes[{i}].service", f"{route['service']} has no address yet (not Ready)"
+                )
+            )
+        else:
+            routes.append((route["service"], url, route["weight"]))
+    raise_if(errors)
+    desired = ab_graph(tenant, params["name"], routes, ns)
+    before = livemod.graph_report(live) if live else None
+    if live is not None and not differs(desired, live):
+        return {
+            "changed": False,
+            "graph": full,
+            "writes": [],
+            "diff": {"before": before, "after": before},
+        }
+    done = _write(cluster, [desired], f"inference graph {full}")
+    return {
+        "changed": True,
+        "graph": full,
+        "writes": done,
+        "diff": {"before": before, "after": livemod.graph_report(desired)},
+    }

@@ -1,0 +1,105 @@
+#!/usr/bin/python
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: inference_graph
+short_description: An A/B test between a tenant's model services, as a KServe InferenceGraph Splitter
+version_added: 0.1.0
+description:
+  - "The graph C(<tenant>-<name>) in O(namespace), the serving gateway's namespace, has one Splitter node that sends
+    each request to one of O(routes) by weight (rule inference-ab-test). Each route is a model service of the tenant
+    (gpucloud.platform.inference_service), reached at the address KServe reports for it."
+  - "The graph lives with the gateway, not in the tenant's namespace: KServe's router Deployment has no scheduler or
+    PriorityClass field to give its pods, so the tenant's admission policies (every pod through Volcano) would refuse
+    it there (docs/design-differences.md). The services admit the gateway's namespace already."
+  - "Refused before any write: weights that do not add up to 100, a service named twice, one that is not the
+    tenant's, and one that has no address yet."
+options:
+  name:
+    description: The A/B test's name (the graph is C(<tenant>-<name>)).
+    type: str
+    required: true
+  tenant:
+    description: The tenant whose services it splits between.
+    type: str
+    required: true
+  state:
+    description: C(present) makes or changes the graph; C(absent) removes it.
+    type: str
+    choices: [present, absent]
+    default: present
+  routes:
+    description: Two or more C({service, weight}); the weights add up to 100. Required with O(state=present).
+    type: list
+    elements: dict
+  namespace:
+    description: The serving gateway's namespace, where the graph and its router run.
+    type: str
+    default: platform-serving
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - gpucloud.platform.module
+seealso:
+  - module: gpucloud.platform.inference_service
+  - module: gpucloud.platform.inference_service_info
+"""
+
+EXAMPLES = r"""
+- name: Half of the requests to llm, half to llm-distilled
+  gpucloud.platform.inference_graph:
+    name: llm-ab
+    tenant: alpha
+    routes:
+      - {service: llm, weight: 50}
+      - {service: llm-distilled, weight: 50}
+"""
+
+RETURN = r"""
+graph:
+  description: The InferenceGraph's name.
+  returned: always
+  type: str
+  sample: alpha-llm-ab
+writes:
+  description: The objects written or deleted.
+  returned: always
+  type: list
+  elements: str
+diff:
+  description: The routes before and after.
+  returned: in diff mode
+  type: dict
+changed:
+  description: Whether anything was written (in check mode, would be).
+  returned: always
+  type: bool
+requests:
+  description: How many API requests the run made.
+  returned: always
+  type: int
+done:
+  description: The writes made before a failed one.
+  returned: on a failure part-way
+  type: list
+  elements: str
+"""
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.inference import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.inference.inputs import (
+    GRAPH_OPTIONS,
+    validate_graph,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+
+OPTIONS = GRAPH_OPTIONS
+
+
+def main() -> None:
+    run_module(OPTIONS, service.run_graph, validate=validate_graph)
+
+
+if __name__ == "__main__":
+    main()

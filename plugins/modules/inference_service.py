@@ -1,0 +1,234 @@
+#!/usr/bin/python
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: inference_service
+short_description: Deploy a tenant's model on KServe, in its queue, and roll it out by canary
+version_added: 0.1.0
+description:
+  - "A model service is one KServe InferenceService in C(tenant-<tenant>) (docs/inference.md). Its stable predictor
+    serves one version (O(model.version) and the O(model.storage_uri) it stands for); each of O(canaries) serves
+    another version at a share of the traffic. A version's name is KServe's C(predictor.name), so its Deployment is
+    C(<name>-<version>-predictor) and promoting a canary keeps its pods running."
+  - "Tenant placement (rule inference-placement): the predictor pods are scheduled by Volcano in O(queue), at the
+    PriorityClass of O(job_class), marked C(volcano.sh/preemptable: \"false\") at critical, with no topology
+    constraint, and labelled with the tenant, class and billing type the metering rules read. O(job_class) defaults
+    to C(critical) in a subscription team queue (design 5.3), C(spot) in a spot queue and C(normal) otherwise."
+  - "The rollout actions start from what runs: C(canary) adds or changes canaries, C(step) sets the canaries'
+    traffic (O(traffic)), C(promote) makes a canary the stable version, C(rollback) drops the canaries or, with
+    none, returns to the previous version. The service's versions are kept on it (annotation
+    C(platform.io/model-versions))."
+  - "In a subscription team queue of a tenant the platform has not allowed critical work (namespace label
+    C(platform.io/allow-critical)), the default class is C(normal)."
+  - "A NetworkPolicy admits O(gateway_namespaces) on O(serving_port) and O(monitoring_namespace) on O(metrics_port)
+    to the service's predictor pods alone (rule inference-reachable)."
+  - "Refused before any write, each naming the field: canary traffic over 100, a canary version named twice or like
+    the stable one, a canary min_replicas above the stable one, a version whose storage_uri changed under the same
+    name, GPUs at the service's minimum beyond the queue's capability, a class the queue type does not allow, and
+    a queue that is not the tenant's."
+  - "O(mode=knative) renders KServe's Knative (Serverless) shape: the predictor declares the newest version and
+    C(canaryTrafficPercent) its share. It needs Knative Serving in the cluster."
+options:
+  name:
+    description: The service (the InferenceService's name).
+    type: str
+    required: true
+  tenant:
+    description: The tenant whose namespace holds the service.
+    type: str
+    required: true
+  state:
+    description: C(present) deploys or changes the service; C(absent) removes it, its HPA and its NetworkPolicy.
+    type: str
+    choices: [present, absent]
+    default: present
+  action:
+    description:
+      - C(deploy) makes the service match O(model), O(canaries) and O(autoscaling).
+      - C(canary) adds O(canaries) to the live service, or changes those of the same version; the stable version stays.
+      - C(step) sets the traffic of live canaries to O(traffic).
+      - C(promote) makes the canary O(version) (or the only one) the stable version.
+      - C(rollback) drops the canary O(version) (or all), or, with no canary, returns to the previous version.
+    type: str
+    choices: [deploy, canary, step, promote, rollback]
+    default: deploy
+  queue:
+    description: One of the tenant's leaf queues. Required with O(action=deploy); the other actions keep the live one.
+    type: str
+  job_class:
+    description: The class the pods run at; by default from the queue's type (see above).
+    type: str
+    choices: [critical, normal, spot]
+  mode:
+    description: KServe's deployment mode.
+    type: str
+    choices: [standard, knative]
+    default: standard
+  model:
+    description:
+      - The stable version, with keys C(version) (a DNS label of up to 20 characters), C(format) (for example
+        C(vllm)), C(storage_uri), C(runtime), C(gpus), C(cpu), C(memory) and C(args).
+      - Required with O(action=deploy).
+    type: dict
+  canaries:
+    description:
+      - Canary versions, each with the keys of O(model) (format, runtime and resources default to the stable
+        version's), C(traffic_percent) and C(min_replicas).
+    type: list
+    elements: dict
+    default: []
+  autoscaling:
+    description:
+      - C(min_replicas) (default 1), C(max_replicas), C(scale_metric) (cpu, memory, concurrency, rps) and
+        C(scale_target) for KServe's own autoscaler.
+      - C(gpu_util_target) instead makes the design's HPA on C(DCGM_FI_DEV_GPU_UTIL) (needs C(max_replicas) and a
+        custom metrics API serving it; docs/inference.md).
+    type: dict
+  traffic:
+    description: "With O(action=step), the canaries' new shares, for example C({v2: 40})."
+    type: dict
+  version:
+    description: With O(action=promote) or O(action=rollback), the canary it is about.
+    type: str
+  gateway_namespaces:
+    description: Namespaces whose pods may send requests to the service (the serving gateway's, the A/B routers').
+    type: list
+    elements: str
+    default: [platform-serving]
+  monitoring_namespace:
+    description: The namespace that may scrape the predictors' metrics.
+    type: str
+    default: monitoring
+  serving_port:
+    description: The predictors' serving port.
+    type: int
+    default: 8080
+  metrics_port:
+    description: The predictors' metrics port.
+    type: int
+    default: 8080
+  wait:
+    description: Wait until the service is Ready at the new stable version with every canary ready (not in check mode).
+    type: bool
+    default: false
+  wait_timeout:
+    description: How long O(wait) waits, in seconds.
+    type: int
+    default: 600
+  wait_sleep:
+    description: Seconds between checks while waiting.
+    type: int
+    default: 2
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - gpucloud.platform.module
+seealso:
+  - module: gpucloud.platform.inference_service_info
+  - module: gpucloud.platform.inference_graph
+"""
+
+EXAMPLES = r"""
+- name: First version of a model, critical inference in team research's queue
+  gpucloud.platform.inference_service:
+    name: llm
+    tenant: alpha
+    queue: tenant-alpha-research
+    model:
+      version: v1
+      format: vllm
+      runtime: kserve-vllm
+      storage_uri: s3://models/llama2-70b/v1
+      gpus: 4
+    autoscaling:
+      min_replicas: 2
+      max_replicas: 8
+      gpu_util_target: 70
+    wait: true
+
+- name: Version v2 as a canary at 20 % (format, runtime and GPUs as v1's)
+  gpucloud.platform.inference_service:
+    name: llm
+    tenant: alpha
+    action: canary
+    canaries:
+      - {version: v2, storage_uri: s3://models/llama2-70b/v2, traffic_percent: 20}
+
+- name: Step the canary to 50 %
+  gpucloud.platform.inference_service:
+    name: llm
+    tenant: alpha
+    action: step
+    traffic: {v2: 50}
+
+- name: Promote v2
+  gpucloud.platform.inference_service:
+    name: llm
+    tenant: alpha
+    action: promote
+
+- name: Back to v1
+  gpucloud.platform.inference_service:
+    name: llm
+    tenant: alpha
+    action: rollback
+"""
+
+RETURN = r"""
+service:
+  description: The service after the run - C(name), C(namespace), C(queue), C(job_class), C(billing_type),
+    C(current_version), C(deployment) (the stable Deployment) and C(traffic) (version to percent).
+  returned: success
+  type: dict
+status:
+  description: With O(wait), what gpucloud.platform.inference_service_info reports once it is Ready, plus
+    C(waited_seconds).
+  returned: when waited
+  type: dict
+writes:
+  description: The objects written or deleted (C(Kind/namespace/name)), in order.
+  returned: always
+  type: list
+  elements: str
+warnings:
+  description: Said, not refused - for example a maximum above the queue's capability.
+  returned: success
+  type: list
+  elements: str
+diff:
+  description: The service's versions, canaries, traffic, queue, class and autoscaling before and after.
+  returned: in diff mode
+  type: dict
+changed:
+  description: Whether anything was written (in check mode, would be).
+  returned: always
+  type: bool
+requests:
+  description: How many API requests the run made.
+  returned: always
+  type: int
+done:
+  description: The writes made before a failed one (every write is idempotent, so running again finishes the change).
+  returned: on a failure part-way
+  type: list
+  elements: str
+"""
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.inference import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.inference.inputs import (
+    SERVICE_OPTIONS,
+    validate_service,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+
+OPTIONS = SERVICE_OPTIONS
+
+
+def main() -> None:
+    run_module(OPTIONS, service.run_service, validate=validate_service)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+#!/usr/bin/python
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: inference_service_info
+short_description: Report a tenant's model services - readiness, URL, versions, canaries and traffic split
+version_added: 0.1.0
+description:
+  - "One LIST per kind: the InferenceServices and HPAs the collection manages (of O(tenant), or of every tenant), and
+    the A/B InferenceGraphs in O(serving_namespace)."
+  - "For each service: its readiness conditions, URL and cluster address, the current and previous versions and the
+    whole history, each canary's version, traffic share and readiness, and the traffic split."
+options:
+  tenant:
+    description: Only this tenant's services; all tenants when left out.
+    type: str
+  name:
+    description: Only this service.
+    type: str
+  serving_namespace:
+    description: Where the A/B InferenceGraphs live.
+    type: str
+    default: platform-serving
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - gpucloud.platform.module
+seealso:
+  - module: gpucloud.platform.inference_service
+"""
+
+EXAMPLES = r"""
+- name: Where is llm's rollout?
+  gpucloud.platform.inference_service_info:
+    tenant: alpha
+    name: llm
+  register: llm
+
+- name: Show the split
+  ansible.builtin.debug:
+    msg: "{{ llm.services[0].traffic }}"
+"""
+
+RETURN = r"""
+services:
+  description:
+    - One entry per service - C(name), C(namespace), C(mode), C(ready), C(conditions) (type to status, reason and
+      message), C(url), C(address), C(current_version), C(previous_version), C(versions) (oldest first),
+      C(storage_uri), C(queue), C(job_class), C(canaries) (C(version), C(storage_uri), C(traffic_percent), C(ready),
+      C(deployment)), C(traffic) (version to percent), C(deployment), C(autoscaler_class) and C(gpu_util_target).
+  returned: always
+  type: list
+  elements: dict
+graphs:
+  description: The tenant's A/B InferenceGraphs - C(name), C(ready), C(conditions), C(url), C(router) and C(routes)
+    (C(service), C(url), C(weight)).
+  returned: always
+  type: list
+  elements: dict
+changed:
+  description: Always false; the module only reads.
+  returned: always
+  type: bool
+requests:
+  description: How many API requests the run made.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.inference import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.inference.inputs import INFO_OPTIONS
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+
+OPTIONS = INFO_OPTIONS
+
+
+def main() -> None:
+    run_module(OPTIONS, service.run_info)
+
+
+if __name__ == "__main__":
+    main()
