@@ -6,9 +6,11 @@
 The binaries land in ``$XDG_CACHE_HOME/gpucloud-localcluster/bin/<key>/`` (by
 default under ``~/.cache``), where ``<key>`` hashes go.mod, go.sum, compat/,
 pins.py, this file and the Go version: a fresh clone on the same machine
-reuses them, and any change to a pin builds anew. A cold build prints one
-progress line per package batch; ``--budget`` stops it (exit 75) when it would
-take longer, keeping everything compiled so far in Go's own build cache.
+reuses them, and any change to a pin builds anew. Three generated modules are
+built: gomod/ (the control plane and Volcano), gomod-metrics/ and gomod-kserve/.
+A cold build prints one progress line per package batch; ``--budget`` stops it
+(exit 75) when it would take longer, keeping everything compiled so far in
+Go's own build cache.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import pins
 HERE = Path(__file__).resolve().parent
 GOMOD = HERE / "gomod"
 GOMOD_METRICS = HERE / "gomod-metrics"
+GOMOD_KSERVE = HERE / "gomod-kserve"
 COMPAT = HERE / "compat"
 EXIT_BUDGET = 75
 
@@ -61,6 +64,8 @@ def cache_key() -> str:
         GOMOD / "cmd/etcd/main.go",
         GOMOD_METRICS / "go.mod",
         GOMOD_METRICS / "go.sum",
+        GOMOD_KSERVE / "go.mod",
+        GOMOD_KSERVE / "go.sum",
         HERE / "pins.py",
         Path(__file__),
     ]:
@@ -117,7 +122,38 @@ def assemble_volcano_apis() -> Path:
     return dest
 
 
-ALL_BINARIES = [*pins.MODULE_BINARIES, *pins.INSTALLED_BINARIES, *pins.METRICS_BINARIES]
+ALL_BINARIES = [
+    *pins.MODULE_BINARIES,
+    *pins.INSTALLED_BINARIES,
+    *pins.METRICS_BINARIES,
+    *pins.KSERVE_BINARIES,
+]
+
+
+def build_kserve(staging: Path, budget: Budget, env: dict[str, str]) -> None:
+    """KServe's controller, from gomod-kserve/ (KServe's own client-library pins).
+
+    KServe stamps no version into its binaries, and the Kubernetes stamp of
+    ldflags() would misreport the client-go it is built on, so neither is set.
+    """
+    for name, package in pins.KSERVE_BINARIES.items():
+        run_with_progress(
+            [
+                "go",
+                "build",
+                "-v",
+                "-trimpath",
+                "-ldflags",
+                "-s -w",
+                "-o",
+                str(staging / name),
+                package,
+            ],
+            name,
+            budget,
+            GOMOD_KSERVE,
+            env,
+        )
 
 
 def build_metrics(
@@ -242,6 +278,7 @@ def build(budget: Budget) -> Path:
                 install_env,
             )
         build_metrics(staging, budget, env)
+        build_kserve(staging, budget, env)
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)

@@ -37,3 +37,10 @@ METRICS_BINARIES = {
     "promtool": ("github.com/prometheus/prometheus/cmd/promtool", PROMETHEUS_RELEASE),
     "kube-state-metrics": ("k8s.io/kube-state-metrics/v2", KUBE_STATE_METRICS.lstrip("v")),
 }
+# KServe's controller, built from the generated module in gomod-kserve/ on the
+# client libraries KServe's own go.mod pins (see docs/localcluster.md):
+# output name -> main package.
+KSERVE = "v0.20.0"
+KSERVE_BINARIES = {
+    "kserve-manager": "github.com/kserve/kserve/cmd/manager",
+}
