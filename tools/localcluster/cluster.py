@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The local GPU cluster: real kube-apiserver, etcd, controllers and Volcano
-1.15.1 as processes on 127.0.0.1, with GPU nodes simulated by kwok.
+"""The local GPU cluster: real kube-apiserver, etcd, controllers, Volcano
+1.15.1 and KServe's controller as processes on 127.0.0.1, with GPU nodes
+simulated by kwok.
 
     cluster.py up [--topology FILE] [--name NAME]   start (idempotent); prints the kubeconfig path
     cluster.py down [--wipe]                         stop what `up` started; --wipe removes all state
@@ -16,10 +17,14 @@ State (certificates, etcd data, logs, pids) lives in
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
+import functools
+import hashlib
 import importlib.util
 import json
 import os
+import re
 import signal
 import ssl
 import subprocess
@@ -35,6 +40,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import yaml  # noqa: E402
+
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 import build  # noqa: E402
 import pins  # noqa: E402
@@ -72,6 +79,9 @@ _BASE_PORTS = {
     "kube-state-metrics": 28090,
     "kube-state-metrics-telemetry": 28091,
     "prometheus": 29090,
+    "kserve-webhook": 29443,
+    "kserve-metrics": 28085,
+    "kserve-healthz": 28086,
 }
 # A second cluster beside the default one (its own --name) needs its own
 # ports: GPUCLOUD_LOCALCLUSTER_PORT_OFFSET shifts every port by that much.
@@ -99,6 +109,7 @@ ORDER = [
     "vc-webhook-manager",
     "vc-controller-manager",
     "vc-scheduler",
+    "kserve-controller",
     "scheduler-conf-sync",
     "kube-state-metrics",
     "prometheus",
@@ -107,6 +118,11 @@ PROMETHEUS = f"http://{HOST}:{PORTS['prometheus']}"
 # Short intervals so a test sees a job's GPU-hours within seconds; production
 # keeps the monitoring role's 30 s (monitoring_scrape_interval).
 SCRAPE_INTERVAL_SECONDS = 5
+KSERVE_NS = "kserve"
+KSERVE_CONFIGMAP = "inferenceservice-config"
+KSERVE_WEBHOOK_SERVICE = "kserve-webhook-server-service"
+# The ClusterServingRuntimes installed from KServe's config/runtimes.
+KSERVE_RUNTIMES = ("kserve-sklearnserver", "kserve-huggingfaceserver")
 
 
 def log(msg: str) -> None:
@@ -196,6 +212,7 @@ PLURALS = {
         "validatingadmissionpolicybindings",
         False,
     ),
+    "ClusterServingRuntime": ("/apis/serving.kserve.io/v1alpha1", "clusterservingruntimes", False),
 }
 
 
@@ -214,6 +231,7 @@ class Component:
     name: str
     argv: list[str]
     health: str | None  # https URL checked with the admin certificate, or None
+    env: dict[str, str] | None = None  # added to the launcher's environment
 
 
 def kubeconfig_for(state: Path, user: str) -> Path:
@@ -253,6 +271,7 @@ SERVICE_USERS = (
     "volcano",
     "kube-state-metrics",
     "prometheus",
+    "kserve",
 )
 
 
@@ -279,6 +298,13 @@ def ensure_pki(state: Path) -> None:
         "webhook",
         "volcano-admission-service",
         server_names=(HOST, "localhost", "volcano-admission-service.volcano-system.svc"),
+        client=False,
+    )
+    pki.ensure_cert(
+        p,
+        "kserve-webhook",
+        KSERVE_WEBHOOK_SERVICE,
+        server_names=(HOST, "localhost", f"{KSERVE_WEBHOOK_SERVICE}.{KSERVE_NS}.svc"),
         client=False,
     )
     pki.ensure_cert(p, "admin", "admin", ("system:masters",))
@@ -322,6 +348,26 @@ def module_dir(module: str, version: str) -> Path:
 
 def volcano_chart() -> Path:
     return module_dir("volcano.sh/volcano", pins.VOLCANO) / "installer/helm/chart/volcano"
+
+
+@functools.cache
+def kserve_module() -> Path:
+    return module_dir("github.com/kserve/kserve", pins.KSERVE)
+
+
+def kserve_tmpdir(state: Path) -> Path:
+    """TMPDIR of kserve-controller. controller-runtime's webhook server reads
+    tls.crt and tls.key from $TMPDIR/k8s-webhook-server/serving-certs (the
+    manager has no flag for it), so the serving certificate is copied there."""
+    tmp = state / "kserve-tmp"
+    certs = tmp / "k8s-webhook-server" / "serving-certs"
+    certs.mkdir(parents=True, exist_ok=True)
+    for src, dest in (("kserve-webhook.crt", "tls.crt"), ("kserve-webhook.key", "tls.key")):
+        data = (state / "pki" / src).read_bytes()
+        if not (certs / dest).exists() or (certs / dest).read_bytes() != data:
+            (certs / dest).write_bytes(data)
+            (certs / dest).chmod(0o600)
+    return tmp
 
 
 def components(state: Path, bins: Path) -> list[Component]:
@@ -481,6 +527,20 @@ def components(state: Path, bins: Path) -> list[Component]:
             f"http://{h}:{PORTS['vc-scheduler-healthz']}/healthz",
         ),
         Component(
+            "kserve-controller",
+            [
+                str(bins / "kserve-manager"),
+                f"--kubeconfig={k['kserve']}",
+                "--leader-elect=false",
+                f"--webhook-port={PORTS['kserve-webhook']}",
+                f"--metrics-addr={h}:{PORTS['kserve-metrics']}",
+                f"--health-probe-addr={h}:{PORTS['kserve-healthz']}",
+            ],
+            f"http://{h}:{PORTS['kserve-healthz']}/readyz",
+            # constants.KServeNamespace: where it reads inferenceservice-config
+            {"POD_NAMESPACE": KSERVE_NS, "TMPDIR": str(state / "kserve-tmp")},
+        ),
+        Component(
             "kube-state-metrics",
             [
                 str(bins / "kube-state-metrics"),
@@ -567,6 +627,7 @@ def start(state: Path, comp: Component) -> int:
     out = open(logs / f"{comp.name}.log", "ab")  # noqa: SIM115 - handed to the child
     proc = subprocess.Popen(
         comp.argv,
+        env=dict(os.environ, **comp.env) if comp.env else None,
         stdout=out,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -592,17 +653,35 @@ def wait_for(
 # --- cluster objects ---------------------------------------------------------------------
 
 
-def apply_crds(api: Api) -> None:
-    chart = volcano_chart()
-    # Volcano's own CRDs and its jobflow sub-chart's: vc-controller-manager
-    # waits for every controller's informers, the jobflow ones included.
-    paths = sorted(chart.glob("crd/bases/*.yaml")) + sorted(
-        chart.glob("charts/jobflow/crd/bases/*.yaml")
-    )
+CRD_DIGEST = "gpucloud.localcluster/source-digest"
+_CRD_NAME = re.compile(r"^metadata:\n(?:  .*\n)*?  name: (\S+)$", re.M)
+
+
+def apply_crd_files(api: Api, paths: list[Path], what: str, skip_unchanged: bool = False) -> None:
+    """Apply every CRD in these files and wait until all are Established.
+
+    With skip_unchanged (one CRD per file), a CRD whose stored copy carries
+    the file's digest is not parsed or applied again: KServe's
+    InferenceService CRD is 1.9 MB of YAML, seconds to parse on every `up`.
+    """
     names = []
     for path in paths:
-        for doc in yaml.safe_load_all(path.read_text()):
+        text = path.read_text()
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        if skip_unchanged and (match := _CRD_NAME.search(text)):
+            stored = api.get(
+                f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{match.group(1)}"
+            )
+            if ((stored or {}).get("metadata", {}).get("annotations") or {}).get(
+                CRD_DIGEST
+            ) == digest:
+                names.append(match.group(1))
+                continue
+        for doc in yaml.load_all(text, Loader=YAML_LOADER):
             if doc:
+                doc["metadata"].pop("creationTimestamp", None)
+                if skip_unchanged:
+                    doc["metadata"].setdefault("annotations", {})[CRD_DIGEST] = digest
                 api.apply(doc)
                 names.append(doc["metadata"]["name"])
 
@@ -610,13 +689,110 @@ def apply_crds(api: Api) -> None:
         for name in names:
             crd = api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
             conds = {
-                c["type"]: c["status"] for c in (crd or {}).get("status", {}).get("conditions", [])
+                c["type"]: c["status"]
+                for c in ((crd or {}).get("status") or {}).get("conditions") or []
             }
             if conds.get("Established") != "True":
                 return False
         return True
 
-    wait_for("Volcano CRDs to be established", established, 60)
+    wait_for(f"{what} CRDs to be established", established, 60)
+
+
+def apply_crds(api: Api) -> None:
+    chart = volcano_chart()
+    # Volcano's own CRDs and its jobflow sub-chart's: vc-controller-manager
+    # waits for every controller's informers, the jobflow ones included.
+    paths = sorted(chart.glob("crd/bases/*.yaml")) + sorted(
+        chart.glob("charts/jobflow/crd/bases/*.yaml")
+    )
+    apply_crd_files(api, paths, "Volcano")
+
+
+def kserve_crd_paths(module: Path) -> list[Path]:
+    """KServe's config/crd/full: what its kustomization installs (the v1beta1
+    and v1alpha1 kinds and ClusterStorageContainer, which the pod mutator lists
+    for a storageUri); not the LLMInferenceService and LocalModel CRDs, whose
+    controllers are other binaries."""
+    full = module / "config/crd/full"
+    return sorted(full.glob("serving.kserve.io_*.yaml")) + sorted(
+        full.glob("clusterstoragecontainer/serving.kserve.io_*.yaml")
+    )
+
+
+def kserve_config(module: Path) -> dict[str, Any]:
+    """KServe's inferenceservice-config, in Standard mode and without ingress:
+    raw Deployments and Services, no Knative, Istio, Ingress or HTTPRoute."""
+    cm = yaml.safe_load((module / "config/configmap/inferenceservice.yaml").read_text())
+    data = cm["data"]
+    deploy = json.loads(data["deploy"])
+    deploy["defaultDeploymentMode"] = "Standard"
+    ingress = json.loads(data["ingress"])
+    ingress.update(
+        enableGatewayApi=False, disableIngressCreation=True, disableIstioVirtualHost=True
+    )
+    data["deploy"] = json.dumps(deploy, indent=2)
+    data["ingress"] = json.dumps(ingress, indent=2)
+    cm["metadata"] = {"name": KSERVE_CONFIGMAP, "namespace": KSERVE_NS}
+    return cm
+
+
+def render_kserve_webhooks(state: Path, module: Path) -> list[dict[str, Any]]:
+    """KServe's webhook configurations (config/webhook/manifests.yaml), pointed
+    at kserve-controller's loopback address instead of its Service."""
+    import base64
+
+    bundle = base64.b64encode((state / "pki" / "ca.crt").read_bytes()).decode()
+    docs = [
+        d for d in yaml.safe_load_all((module / "config/webhook/manifests.yaml").read_text()) if d
+    ]
+    for doc in docs:
+        doc["metadata"].pop("creationTimestamp", None)
+        for hook in doc.get("webhooks") or []:
+            svc = hook["clientConfig"].pop("service")
+            hook["clientConfig"]["url"] = (
+                f"https://{HOST}:{PORTS['kserve-webhook']}{svc.get('path', '/')}"
+            )
+            hook["clientConfig"]["caBundle"] = bundle
+    return docs
+
+
+def kserve_runtimes(module: Path) -> list[dict[str, Any]]:
+    """KSERVE_RUNTIMES from config/runtimes, with the kustomization's image
+    names and KServe's release as the tag in place of the `name:replace`
+    placeholders (kwok never pulls an image)."""
+    runtimes = module / "config/runtimes"
+    images = {
+        i["name"]: i["newName"]
+        for i in yaml.safe_load((runtimes / "kustomization.yaml").read_text())["images"]
+    }
+    out = []
+    for name in KSERVE_RUNTIMES:
+        doc = yaml.safe_load((runtimes / f"{name}.yaml").read_text())
+        for container in doc["spec"]["containers"]:
+            image, _, tag = container["image"].partition(":")
+            if tag == "replace":
+                container["image"] = f"{images[image]}:{pins.KSERVE}"
+        out.append(doc)
+    return out
+
+
+def apply_kserve_crds(api: Api) -> None:
+    """KServe's namespace and CRDs, Established. `up` runs this beside the
+    Volcano components' start: the API server takes seconds over the 1.9 MB
+    InferenceService CRD."""
+    api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KSERVE_NS}})
+    apply_crd_files(api, kserve_crd_paths(kserve_module()), "KServe", skip_unchanged=True)
+
+
+def ensure_kserve_objects(api: Api, state: Path) -> None:
+    """What kserve-controller needs besides its CRDs before it starts: its
+    configuration, webhook configurations and serving certificate."""
+    module = kserve_module()
+    api.apply(kserve_config(module))
+    for doc in render_kserve_webhooks(state, module):
+        api.apply(doc)
+    kserve_tmpdir(state)
 
 
 def render_volcano_admission(state: Path, bins: Path) -> list[dict[str, Any]]:
@@ -814,6 +990,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     pids = read_pids(state)
     api = Api(state)
     started: list[str] = []
+    background = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     for name in ORDER:
         comp = comps[name]
         pid = pids.get(name)
@@ -823,11 +1000,15 @@ def cmd_up(args: argparse.Namespace) -> int:
         # (server-side apply: a no-op when nothing changed).
         if name == "kwok":
             ensure_base_objects(api)
+            kserve_crds = background.submit(apply_kserve_crds, api)
         if name == "vc-webhook-manager":
             apply_crds(api)
             # The webhook server only serves once its configurations exist.
             for doc in render_volcano_admission(state, bins):
                 api.apply(doc)
+        if name == "kserve-controller":
+            kserve_crds.result()
+            ensure_kserve_objects(api, state)
         if name == "prometheus" and write_prometheus_files(state) and running:
             log("prometheus: configuration or rules changed; reloading")
             reload_prometheus()
@@ -844,6 +1025,10 @@ def cmd_up(args: argparse.Namespace) -> int:
             state,
             name,
         )
+    background.shutdown()
+    # Validated by kserve-controller's own webhook, so applied once it serves.
+    for doc in kserve_runtimes(kserve_module()):
+        api.apply(doc)
     sync_nodes(api, nodes)
     if topo_path != remembered:
         remembered.write_text(topo_path.read_text())
