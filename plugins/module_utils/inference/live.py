@@ -6,6 +6,7 @@ rollout actions, which start from what runs) and its report (for the info module
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..common.names import LABEL_JOB_CLASS, LABEL_TENANT
@@ -14,6 +15,7 @@ from .manifests import (
     AUTOSCALER_CLASS,
     DEPLOYMENT_MODE,
     GPU,
+    LABEL_MODEL_VERSION,
     QUEUE_ANNOTATION,
     predictor_deployment,
 )
@@ -56,6 +58,8 @@ def spec_from_live(obj: Mapping[str, Any], gpu_util_target: int | None = None) -
         )
         for c in spec.get("canary") or []
     )
+    if mode_of(obj) == "knative":
+        stable, canaries = _knative_versions(meta, predictor)
     labels = meta.get("labels") or {}
     auto = Autoscaling(
         min_replicas=predictor.get("minReplicas", 1),
@@ -74,6 +78,29 @@ def spec_from_live(obj: Mapping[str, Any], gpu_util_target: int | None = None) -
         autoscaling=auto,
         mode=mode_of(obj),
     )
+
+
+def _knative_versions(
+    meta: Mapping[str, Any], predictor: Mapping[str, Any]
+) -> tuple[ModelVersion, tuple[Canary, ...]]:
+    """Knative mode names no predictor: the predictor declares the latest version (its
+    model-version label); with canaryTrafficPercent that is the canary, and the stable
+    version is the history's last entry, with the resources the manifest carries."""
+    version = (predictor.get("labels") or {}).get(LABEL_MODEL_VERSION) or "default"
+    latest = _model(version, predictor)
+    share = predictor.get("canaryTrafficPercent")
+    if share is None:
+        return latest, ()
+    history = read_history(meta.get("annotations"))
+    last = history[-1] if history else {}
+    stable = replace(
+        latest,
+        version=last.get("version") or "default",
+        storage_uri=last.get("storage_uri") or latest.storage_uri,
+        format=last.get("format") or latest.format,
+        runtime=last.get("runtime"),
+    )
+    return stable, (Canary(latest, int(share)),)
 
 
 def hpa_target(hpa: Mapping[str, Any] | None) -> int | None:

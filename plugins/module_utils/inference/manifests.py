@@ -47,6 +47,10 @@ SERVING_NAMESPACE = "platform-serving"
 MONITORING_NAMESPACE = "monitoring"
 SERVING_PORT = 8080
 GPU = "nvidia.com/gpu"
+# KServe's constants.InferenceServiceContainerName: the ServingRuntime container a model
+# merges into. KServe's CRD requires canary[].predictor.model.name (and its webhook
+# refuses the name on the stable predictor).
+MODEL_CONTAINER = "kserve-container"
 
 
 def predictor_deployment(service: str, version: str) -> str:
@@ -138,6 +142,7 @@ def _scaling(spec: ServiceSpec) -> dict[str, Any]:
 
 def _canary(spec: ServiceSpec, row: JobClass, billing_type: str, canary: Canary) -> dict[str, Any]:
     predictor = {"name": canary.model.version, **_predictor(spec, row, billing_type, canary.model)}
+    predictor["model"] = {"name": MODEL_CONTAINER, **predictor["model"]}
     if canary.min_replicas is not None:
         predictor["minReplicas"] = canary.min_replicas
     return {"predictor": predictor, "trafficPercent": canary.traffic_percent}

@@ -52,6 +52,8 @@ def read_history(annotations: Mapping[str, str] | None) -> list[dict[str, Any]]:
         value = json.loads(raw) if raw else []
     except ValueError:
         return []
+    if not isinstance(value, list):
+        return []
     return [e for e in value if isinstance(e, dict) and isinstance(e.get("version"), str)]
 
 

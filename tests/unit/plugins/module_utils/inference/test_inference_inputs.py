@@ -1,0 +1,163 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""inference/inputs: the inference modules' options checked before the cluster is read,
+each refusal naming its field."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
+    PlatformValidationError,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.inference import inputs
+from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.inference.inference_objects import (
+    canary,
+    model,
+    params,
+)
+
+
+def refused_fields(check, given):
+    with pytest.raises(PlatformValidationError) as excinfo:
+        check(given)
+    return [e.field for e in excinfo.value.errors]
+
+
+def test_a_full_deploy_passes():
+    inputs.validate_service(
+        params(
+            canaries=[canary("v2", 10)],
+            autoscaling={"min_replicas": 1, "max_replicas": 4, "gpu_util_target": 70},
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "fields"),
+    [
+        ({"queue": None}, ["queue"]),
+        ({"queue": ""}, ["queue"]),
+        ({"model": None}, ["model"]),
+        ({"model": model(storage_uri="nope")}, ["model.storage_uri"]),
+        ({"canaries": [canary("v2", 120)]}, ["canaries[0].traffic_percent"]),
+        ({"autoscaling": {"gpu_util_target": 70}}, ["autoscaling.max_replicas"]),
+        ({"tenant": "Alpha"}, ["tenant"]),
+        ({"name": "llm_1"}, ["name"]),
+        ({"name": "a" * (inputs.SERVICE_NAME_MAX + 1)}, ["name"]),
+        ({"gateway_namespaces": ["platform-serving", "Bad"]}, ["gateway_namespaces[1]"]),
+    ],
+)
+def test_each_deploy_refusal_names_its_field(extra, fields):
+    assert refused_fields(inputs.validate_service, params(**extra)) == fields
+
+
+def test_the_longest_service_name_keeps_its_deployment_a_dns_label():
+    longest = "a" * inputs.SERVICE_NAME_MAX
+    inputs.validate_service(params(name=longest))
+    assert len(f"{longest}-{'v' * 20}-predictor") == 63
+
+
+def test_every_deploy_error_is_reported_at_once():
+    fields = refused_fields(
+        inputs.validate_service, params(queue=None, model=model(gpus=-1), tenant="Bad")
+    )
+    assert sorted(fields) == ["model.gpus", "queue", "tenant"]
+
+
+@pytest.mark.parametrize(
+    ("traffic", "fields"),
+    [
+        (None, ["traffic"]),
+        ({}, ["traffic"]),
+        ({"v2": 101}, ["traffic.v2"]),
+        ({"v2": -1}, ["traffic.v2"]),
+        ({"v2": "40"}, ["traffic.v2"]),
+        ({"v2": True}, ["traffic.v2"]),
+        ({"v2": 40, "v3": 4.5}, ["traffic.v3"]),
+    ],
+)
+def test_step_needs_whole_percents(traffic, fields):
+    given = params(action="step", model=None, queue=None, traffic=traffic)
+    assert refused_fields(inputs.validate_service, given) == fields
+
+
+def test_step_with_traffic_needs_no_model_or_queue():
+    inputs.validate_service(params(action="step", model=None, queue=None, traffic={"v2": 40}))
+
+
+def test_canary_needs_canaries():
+    given = params(action="canary", model=None, queue=None, canaries=[])
+    assert refused_fields(inputs.validate_service, given) == ["canaries"]
+
+
+@pytest.mark.parametrize("action", ["promote", "rollback"])
+def test_promote_and_rollback_need_nothing_more(action):
+    inputs.validate_service(params(action=action, model=None, queue=None))
+
+
+def test_absent_needs_no_model_or_queue():
+    inputs.validate_service(params(state="absent", model=None, queue=None))
+
+
+def graph_params(**extra):
+    out = {
+        "name": "chat",
+        "tenant": "alpha",
+        "state": "present",
+        "namespace": "platform-serving",
+        "routes": [{"service": "llm-a", "weight": 70}, {"service": "llm-b", "weight": 30}],
+    }
+    out.update(extra)
+    return out
+
+
+def test_a_graph_of_two_routes_adding_up_to_100_passes():
+    inputs.validate_graph(graph_params())
+
+
+@pytest.mark.parametrize(
+    ("routes", "fields"),
+    [
+        (
+            [{"service": "llm-a", "weight": 70}, {"service": "llm-b", "weight": 20}],
+            ["routes[].weight"],
+        ),
+        (
+            [{"service": "llm-a", "weight": 50}, {"service": "llm-a", "weight": 50}],
+            ["routes[1].service"],
+        ),
+        ([{"service": "llm-a", "weight": 100}], ["routes"]),
+        (None, ["routes"]),
+        (
+            [{"service": "llm-a", "weight": 70}, {"service": "Bad", "weight": 30}],
+            ["routes[1].service"],
+        ),
+        (
+            [{"service": "llm-a", "weight": 70}, {"service": "llm-b", "weight": "30"}],
+            ["routes[1].weight"],
+        ),
+        (
+            [{"service": "llm-a", "weight": 170}, {"service": "llm-b", "weight": -70}],
+            ["routes[0].weight", "routes[1].weight"],
+        ),
+    ],
+)
+def test_each_graph_refusal_names_its_field(routes, fields):
+    assert refused_fields(inputs.validate_graph, graph_params(routes=routes)) == fields
+
+
+def test_the_weights_message_gives_the_sum():
+    routes = [{"service": "llm-a", "weight": 70}, {"service": "llm-b", "weight": 20}]
+    with pytest.raises(PlatformValidationError, match="the weights add up to 90, not 100"):
+        inputs.validate_graph(graph_params(routes=routes))
+
+
+def test_a_duplicate_route_says_so():
+    routes = [{"service": "llm-a", "weight": 50}, {"service": "llm-a", "weight": 50}]
+    with pytest.raises(PlatformValidationError, match="'llm-a' is named twice"):
+        inputs.validate_graph(graph_params(routes=routes))
+
+
+def test_removing_a_graph_needs_no_routes():
+    inputs.validate_graph(graph_params(state="absent", routes=None))
