@@ -192,11 +192,6 @@ writes:
   returned: always
   type: list
   elements: str
-warnings:
-  description: Said, not refused - for example a maximum above the queue's capability.
-  returned: success
-  type: list
-  elements: str
 diff:
   description: The service's versions, canaries, traffic, queue, class and autoscaling before and after.
   returned: in diff mode

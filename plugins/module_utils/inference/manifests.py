@@ -38,6 +38,8 @@ AUTOSCALER_CLASS = "serving.kserve.io/autoscalerClass"
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 PREEMPTABLE = "volcano.sh/preemptable"
 LABEL_MODEL_VERSION = PREFIX + "model-version"
+# On a rollout graph: the service whose canary split it routes.
+LABEL_ROLLOUT_OF = PREFIX + "rollout-of"
 # Labels KServe puts on every predictor pod (constants.InferenceServicePodLabelKey, KServiceComponentLabel).
 KSERVE_ISVC_LABEL = "serving.kserve.io/inferenceservice"
 KSERVE_COMPONENT_LABEL = "component"
@@ -320,6 +322,39 @@ def ab_graph(
         },
         "spec": {"nodes": {"root": {"routerType": "Splitter", "steps": steps}}},
     }
+
+
+def version_url(spec: ServiceSpec, version: str) -> str:
+    """Where one version answers inside the cluster: its KServe Service, at the v1
+    protocol's predict path (the model's name is the service's)."""
+    host = f"{predictor_deployment(spec.name, version)}.{namespace_name(spec.tenant)}.svc.cluster.local"
+    return f"http://{host}/v1/models/{spec.name}:predict"
+
+
+def rollout_graph_name(spec: ServiceSpec) -> str:
+    return graph_name(spec.tenant, f"{spec.name}-canary")
+
+
+def rollout_graph(spec: ServiceSpec, namespace: str = SERVING_NAMESPACE) -> dict[str, Any] | None:
+    """Rule canary-traffic-routed: the canaries' shares as a Splitter at the gateway.
+
+    In Standard mode KServe 0.20 reads ``trafficPercent`` only to size the canary's
+    Deployment; the service's address is the stable version's Service, which selects no
+    canary pod, so no request reaches a canary (docs/design-differences.md). The
+    platform routes the split itself: this graph sends each request to one version by
+    its share, and the gateway sends the service's traffic to the graph while a canary
+    runs. None without canaries (or in Knative mode, where Knative routes)."""
+    if not spec.canaries or spec.mode != "standard":
+        return None
+    stable = 100 - sum(c.traffic_percent for c in spec.canaries)
+    routes = [(spec.stable.version, version_url(spec, spec.stable.version), stable)]
+    routes += [
+        (c.model.version, version_url(spec, c.model.version), c.traffic_percent)
+        for c in spec.canaries
+    ]
+    graph = ab_graph(spec.tenant, f"{spec.name}-canary", routes, namespace)
+    graph["metadata"]["labels"][LABEL_ROLLOUT_OF] = spec.name
+    return graph
 
 
 def replicas_by_version(spec: ServiceSpec) -> dict[str, int]:

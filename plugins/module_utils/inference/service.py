@@ -10,8 +10,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ansible.module_utils.common.warnings import warn
+
 from ..common.errors import FieldError, PartialWrite, PlatformValidationError, Refused, raise_if
-from ..common.names import LABEL_TENANT, MANAGED_SELECTOR, QUEUE_API, namespace_name
+from ..common.names import LABEL_TENANT, MANAGED_SELECTOR, QUEUE_API, ROOT_QUEUE, namespace_name
 from ..common.objects import differs
 from ..hybrid.burst import capability_gpus
 from ..jobs.classes import DEFAULT_CLASSES
@@ -23,6 +25,7 @@ from .manifests import (
     GRAPH_API,
     HPA_API,
     ISVC_API,
+    LABEL_ROLLOUT_OF,
     NETPOL_API,
     ab_graph,
     gpu_util_hpa,
@@ -30,6 +33,7 @@ from .manifests import (
     inference_service,
     network_policy_name,
     predictor_deployment,
+    rollout_graph,
     serving_network_policy,
 )
 from .rules import (
@@ -68,6 +72,22 @@ def _tenant_queue_type(cluster: Cluster, tenant: str, queue: str) -> str:
             ]
         )
     return own[queue]
+
+
+def _effective_capability(cluster: Cluster, queue: str) -> int | None:
+    """The GPUs the queue can ever hold: the smallest capability on its way to root (a team
+    queue without one of its own borrows up to its subscription's). None: no bound."""
+    bound: int | None = None
+    name: str | None = queue
+    for _ in range(8):  # the platform's trees are 3 deep; a loop cannot run away
+        if not name or name == ROOT_QUEUE:
+            break
+        obj = cluster.get(QUEUE_API, "Queue", name)
+        gpus = capability_gpus(obj)
+        if gpus is not None:
+            bound = gpus if bound is None else min(bound, gpus)
+        name = ((obj or {}).get("spec") or {}).get("parent")
+    return bound
 
 
 def _view(spec: ServiceSpec | None, history: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -127,25 +147,43 @@ def _requested(params: Mapping[str, Any], queue: str, job_class: str) -> Service
     )
 
 
-def _live_state(
-    cluster: Cluster, name: str, ns: str
-) -> tuple[dict | None, dict | None, dict | None]:
-    isvc = cluster.get(ISVC_API, "InferenceService", name, namespace=ns)
-    hpa = cluster.get(HPA_API, "HorizontalPodAutoscaler", f"{name}-gpu-util", namespace=ns)
-    netpol = cluster.get(NETPOL_API, "NetworkPolicy", network_policy_name(name), namespace=ns)
-    return isvc, hpa, netpol
+def _gateway(params: Mapping[str, Any]) -> str | None:
+    """The namespace the canary router runs in: the first gateway namespace."""
+    gateways = params.get("gateway_namespaces") or []
+    return gateways[0] if gateways else None
+
+
+def _live_state(cluster: Cluster, params: Mapping[str, Any]) -> dict[str, dict | None]:
+    """The service's objects as they are, by kind (one GET each)."""
+    name, ns = params["name"], namespace_name(params["tenant"])
+    live = {
+        "InferenceService": cluster.get(ISVC_API, "InferenceService", name, namespace=ns),
+        "HorizontalPodAutoscaler": cluster.get(
+            HPA_API, "HorizontalPodAutoscaler", f"{name}-gpu-util", namespace=ns
+        ),
+        "NetworkPolicy": cluster.get(
+            NETPOL_API, "NetworkPolicy", network_policy_name(name), namespace=ns
+        ),
+        "InferenceGraph": None,
+    }
+    gateway = _gateway(params)
+    if gateway:
+        graph = graph_name(params["tenant"], f"{name}-canary")
+        live["InferenceGraph"] = cluster.get(GRAPH_API, "InferenceGraph", graph, namespace=gateway)
+    return live
 
 
 def run_service(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
     """The ``inference_service`` module."""
     name, tenant = params["name"], params["tenant"]
     ns = namespace_name(tenant)
-    isvc, hpa, netpol = _live_state(cluster, name, ns)
+    live = _live_state(cluster, params)
+    isvc, hpa = live["InferenceService"], live["HorizontalPodAutoscaler"]
     live_spec = livemod.spec_from_live(isvc, livemod.hpa_target(hpa)) if isvc else None
     history = read_history((isvc or {}).get("metadata", {}).get("annotations"))
     before = _view(live_spec, history)
     if params["state"] == "absent":
-        return _absent(cluster, name, ns, isvc, hpa, netpol, before)
+        return _absent(cluster, live, before)
     queue = params.get("queue") or (live_spec.queue if live_spec else "")
     queue_type = _tenant_queue_type(cluster, tenant, queue)
     namespace = cluster.get("v1", "Namespace", ns) or {}
@@ -174,8 +212,7 @@ def run_service(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> d
         params.get("version"),
         added,
     )
-    queue_obj = cluster.get(QUEUE_API, "Queue", queue)
-    capability = capability_gpus(queue_obj)
+    capability = _effective_capability(cluster, queue)
     raise_if(
         spec_errors(desired, known_versions(history, live_spec))
         + capability_errors(desired, capability)
@@ -184,16 +221,11 @@ def run_service(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> d
     billing = row.billing_for(queue_type)
     manifests = _desired_manifests(params, desired, row, billing, new_history)
     after = _view(desired, new_history)
-    writes = _changed(
-        manifests,
-        {"InferenceService": isvc, "NetworkPolicy": netpol, "HorizontalPodAutoscaler": hpa},
-    )
+    writes = _changed(manifests, live)
     if before != after and not any(m["kind"] == "InferenceService" for m in writes):
         writes.insert(0, manifests[0])
     done = _write(cluster, writes, f"inference service {name}")
-    if hpa is not None and not any(m["kind"] == "HorizontalPodAutoscaler" for m in manifests):
-        cluster.delete(HPA_API, "HorizontalPodAutoscaler", hpa["metadata"]["name"], namespace=ns)
-        done.append(f"HorizontalPodAutoscaler/{ns}/{hpa['metadata']['name']}")
+    done += _remove_unwanted(cluster, manifests, live, done)
     result: dict[str, Any] = {
         "changed": bool(done),
         "writes": done,
@@ -206,10 +238,14 @@ def run_service(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> d
             "current_version": desired.stable.version,
             "deployment": predictor_deployment(name, desired.stable.version),
             "traffic": _traffic(desired),
+            "router": next(
+                (m["metadata"]["name"] for m in manifests if m["kind"] == "InferenceGraph"), None
+            ),
         },
         "diff": {"before": before, "after": after},
-        "warnings": capability_warnings(desired, capability),
     }
+    for message in capability_warnings(desired, capability):
+        warn(message)
     if params.get("wait") and not check_mode:
         result["status"] = _wait_ready(
             cluster, name, ns, desired, params["wait_timeout"], params["wait_sleep"]
@@ -244,7 +280,35 @@ def _desired_manifests(
     hpa = gpu_util_hpa(spec)
     if hpa is not None:
         out.append(hpa)
+    gateway = _gateway(params)
+    router = rollout_graph(spec, gateway) if gateway else None
+    if router is not None:
+        out.append(router)
     return out
+
+
+_REMOVABLE = {"HorizontalPodAutoscaler": HPA_API, "InferenceGraph": GRAPH_API}
+
+
+def _remove_unwanted(
+    cluster: Cluster, manifests: list[dict[str, Any]], live: Mapping[str, Any], done: list[str]
+) -> list[str]:
+    """The HPA once gpu_util_target is gone, the canary router once no canary runs."""
+    wanted = {m["kind"] for m in manifests}
+    removed: list[str] = []
+    for kind, api in _REMOVABLE.items():
+        obj = live.get(kind)
+        if obj is None or kind in wanted:
+            continue
+        name, ns = obj["metadata"]["name"], obj["metadata"]["namespace"]
+        try:
+            cluster.delete(api, kind, name, namespace=ns, propagation="Background")
+        except (ApiException, TransportError) as exc:
+            raise PartialWrite(
+                "removing what the service no longer needs", done + removed, exc
+            ) from exc
+        removed.append(f"{kind}/{ns}/{name}")
+    return removed
 
 
 def _changed(manifests: list[dict[str, Any]], live: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -263,19 +327,24 @@ def _write(cluster: Cluster, writes: list[dict[str, Any]], what: str) -> list[st
     return done
 
 
-def _absent(
-    cluster: Cluster, name: str, ns: str, isvc: Any, hpa: Any, netpol: Any, before: Any
-) -> dict[str, Any]:
-    done = []
-    for obj, api in ((hpa, HPA_API), (netpol, NETPOL_API), (isvc, ISVC_API)):
+def _absent(cluster: Cluster, live: Mapping[str, Any], before: Any) -> dict[str, Any]:
+    """The router first, the InferenceService last (KServe removes its Deployments)."""
+    done: list[str] = []
+    for kind, api in (
+        ("InferenceGraph", GRAPH_API),
+        ("HorizontalPodAutoscaler", HPA_API),
+        ("NetworkPolicy", NETPOL_API),
+        ("InferenceService", ISVC_API),
+    ):
+        obj = live.get(kind)
         if obj is None:
             continue
-        kind, obj_name = obj["kind"], obj["metadata"]["name"]
+        name, ns = obj["metadata"]["name"], obj["metadata"]["namespace"]
         try:
-            if cluster.delete(api, kind, obj_name, namespace=ns, propagation="Background"):
-                done.append(f"{kind}/{ns}/{obj_name}")
+            if cluster.delete(api, kind, name, namespace=ns, propagation="Background"):
+                done.append(f"{kind}/{ns}/{name}")
         except (ApiException, TransportError) as exc:
-            raise PartialWrite(f"removing inference service {name}", done, exc) from exc
+            raise PartialWrite("removing the inference service", done, exc) from exc
     return {"changed": bool(done), "writes": done, "diff": {"before": before, "after": None}}
 
 
@@ -319,18 +388,34 @@ def run_info(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict
     graphs = cluster.list(
         GRAPH_API, "InferenceGraph", namespace=params["serving_namespace"], label_selector=selector
     )
+    # A service's canary router (rule canary-traffic-routed) is reported with the service.
+    routers = {
+        (g["metadata"]["labels"].get(LABEL_TENANT), g["metadata"]["labels"][LABEL_ROLLOUT_OF]): g
+        for g in graphs
+        if LABEL_ROLLOUT_OF in (g["metadata"].get("labels") or {})
+    }
+    for report, svc in zip(
+        reports, [s for s in services if name is None or s["metadata"]["name"] == name], strict=True
+    ):
+        router = routers.get(
+            ((svc["metadata"].get("labels") or {}).get(LABEL_TENANT), report["name"])
+        )
+        report["router"] = livemod.graph_report(router) if router else None
+    ab_tests = [g for g in graphs if LABEL_ROLLOUT_OF not in (g["metadata"].get("labels") or {})]
     return {
         "changed": False,
         "services": sorted(reports, key=lambda r: (r["namespace"], r["name"])),
-        "graphs": sorted((livemod.graph_report(g) for g in graphs), key=lambda r: r["name"]),
+        "graphs": sorted((livemod.graph_report(g) for g in ab_tests), key=lambda r: r["name"]),
     }
 
 
 def service_url(isvc: Mapping[str, Any]) -> str | None:
-    """Where the gateway reaches a service: the address KServe reports."""
-    return ((isvc.get("status") or {}).get("address") or {}).get("url") or (
-        isvc.get("status") or {}
-    ).get("url")
+    """Where a router reaches a service: the cluster address KServe reports, at the v1
+    protocol's predict path (the model's name is the service's)."""
+    address = ((isvc.get("status") or {}).get("address") or {}).get("url")
+    if not address:
+        return None
+    return f"{address.rstrip('/')}/v1/models/{isvc['metadata']['name']}:predict"
 
 
 def run_graph(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:

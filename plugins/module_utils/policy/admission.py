@@ -431,7 +431,16 @@ def admission_manifests(
     if compliance_placement:
         out += [compliance_placement_policy(), binding(POLICY_COMPLIANCE_PLACEMENT)]
     if workload_queue:
-        out += [workload_queue_policy(), binding(POLICY_WORKLOAD_QUEUE, _TENANT_QUEUES_PARAM)]
+        # Allow without the parameter: in a namespace being deleted the queue list goes
+        # first, and KServe must still remove its finalizers; PodGroups stay checked by
+        # queue-tenant, which denies without it.
+        out += [
+            workload_queue_policy(),
+            binding(
+                POLICY_WORKLOAD_QUEUE,
+                {"name": TENANT_QUEUES_CONFIGMAP, "parameterNotFoundAction": "Allow"},
+            ),
+        ]
     if platform_state:
         out += [platform_state_policy(platform_groups), binding(POLICY_PLATFORM_STATE)]
     return out

@@ -35,18 +35,19 @@ WORKLOADS = [
 def _annotation(meta: str) -> str:
     return (
         f"(has({meta}.annotations) && '{QUEUE_NAME_ANNOTATION}' in {meta}.annotations ? "
-        f"{meta}.annotations['{QUEUE_NAME_ANNOTATION}'] : '')"
+        f"string({meta}.annotations['{QUEUE_NAME_ANNOTATION}']) : '')"
     )
 
 
-# (where under spec, queue, required) for each pod template the object carries.
+# [where under spec, queue, 'required' or 'optional'] for each pod template the object
+# carries (all strings: CEL types a list literal by its elements).
 _QUEUES = (
     "request.kind.kind == 'InferenceService' ? "
-    f"[['predictor.annotations', {_annotation('object.spec.predictor')}, true]] + "
+    f"[['predictor.annotations', {_annotation('object.spec.predictor')}, 'required']] + "
     "(has(object.spec.canary) ? object.spec.canary.map(c, ['canary[].predictor.annotations', "
-    f"{_annotation('c.predictor')}, false]) : []) : "
+    f"{_annotation('c.predictor')}, 'optional']) : []) : "
     "[['template.metadata.annotations', has(object.spec.template.metadata) ? "
-    f"{_annotation('object.spec.template.metadata')} : '', true]]"
+    f"{_annotation('object.spec.template.metadata')} : '', 'required']]"
 )
 
 
@@ -57,15 +58,24 @@ def workload_queue_policy() -> dict[str, Any]:
         {
             "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
             "matchConstraints": tenant_match(WORKLOADS, ["CREATE", "UPDATE"]),
+            # An object on its way out is only losing finalizers (KServe's): with the
+            # namespace deleted, its platform-queues parameter may be gone already, and a
+            # refusal would keep the namespace terminating for good.
+            "matchConditions": [
+                {
+                    "name": "not-being-deleted",
+                    "expression": "!has(object.metadata.deletionTimestamp)",
+                }
+            ],
             "variables": [
                 {"name": "queues", "expression": _QUEUES},
                 {"name": "own", "expression": "has(params.data) ? params.data.map(q, q) : []"},
             ],
             "validations": [
                 {
-                    "expression": "variables.queues.all(q, q[1] != '' || !q[2])",
+                    "expression": "variables.queues.all(q, q[1] != '' || q[2] != 'required')",
                     "messageExpression": (
-                        "'spec.' + variables.queues.filter(q, q[1] == '' && q[2])[0][0] + ': no "
+                        "'spec.' + variables.queues.filter(q, q[1] == '' && q[2] == 'required')[0][0] + ': no "
                         f"{QUEUE_NAME_ANNOTATION}; pods without it land in Volcano\\'s default queue, outside "
                         "your quota; use one of your own queues: ' + variables.own.join(', ')"
                     ),

@@ -31,6 +31,7 @@ from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.infer
     canary,
     model,
     params,
+    queue_obj,
     tenant_cluster,
     tenant_objects,
 )
@@ -88,10 +89,10 @@ def test_deploy_writes_the_inference_service_and_its_network_policy():
         "current_version": "v1",
         "deployment": "llm-v1-predictor",
         "traffic": {"v1": 100},
+        "router": None,
     }
     assert out["diff"]["before"] is None
     assert out["diff"]["after"]["stable"]["version"] == "v1"
-    assert out["warnings"] == []
 
 
 def test_deploy_with_gpu_util_target_adds_the_hpa_last():
@@ -203,11 +204,25 @@ def test_more_gpus_than_the_queue_holds_is_refused_before_any_write():
     ]
 
 
-def test_more_gpus_at_the_maximum_is_a_warning():
+def test_more_gpus_at_the_maximum_is_a_warning(monkeypatch):
+    said: list[str] = []
+    monkeypatch.setattr(service, "warn", said.append)
     cluster = tenant_cluster(team_gpus=8)
     out = run(cluster, model=model(gpus=2), autoscaling={"max_replicas": 6})
     assert out["changed"] is True
-    assert len(out["warnings"]) == 1 and "would hold 12 GPUs" in out["warnings"][0]
+    assert len(said) == 1 and "would hold 12 GPUs" in said[0]
+
+
+def test_a_team_queue_without_a_capability_is_bound_by_its_subscription():
+    """Rule inference-gpus-within-capability on the way to root: a team queue without a
+    capability of its own borrows up to its parent's."""
+    cluster = tenant_cluster(team_gpus=None)
+    subscription = queue_obj("tenant-alpha-subscription", 4)
+    subscription["spec"]["parent"] = "root"
+    cluster.put(subscription)
+    with pytest.raises(PlatformValidationError) as excinfo:
+        run(cluster, model=model(gpus=3), autoscaling={"min_replicas": 2})
+    assert "above the capability of queue" in str(excinfo.value) and "(4)" in str(excinfo.value)
 
 
 def test_a_queue_without_capability_takes_any_footprint():
@@ -255,7 +270,18 @@ def test_step_moves_only_the_traffic():
     run(cluster, canaries=[canary("v2", 20)])
     before = stored_isvc(cluster)
     out = run(cluster, action="step", model=None, queue=None, traffic={"v2": 50})
-    assert out["changed"] is True and out["writes"] == ["InferenceService/tenant-alpha/llm"]
+    assert out["changed"] is True and out["writes"] == [
+        "InferenceService/tenant-alpha/llm",
+        "InferenceGraph/platform-serving/alpha-llm-canary",
+    ]
+    router = cluster.get(
+        GRAPH_API, "InferenceGraph", "alpha-llm-canary", namespace="platform-serving"
+    )
+    steps = router["spec"]["nodes"]["root"]["steps"]
+    assert [(s["name"], s["weight"]) for s in steps] == [("v1", 50), ("v2", 50)]
+    assert steps[1]["serviceUrl"] == (
+        "http://llm-v2-predictor.tenant-alpha.svc.cluster.local/v1/models/llm:predict"
+    )
     after = stored_isvc(cluster)
     assert after["spec"]["canary"][0]["trafficPercent"] == 50
     assert after["spec"]["predictor"] == before["spec"]["predictor"]
@@ -412,7 +438,9 @@ def test_the_graph_routes_to_the_tenants_ready_services():
     graph = cluster.get(GRAPH_API, "InferenceGraph", "alpha-chat", namespace="platform-serving")
     steps = graph["spec"]["nodes"]["root"]["steps"]
     assert [(s["name"], s["weight"]) for s in steps] == [("llm-a", 70), ("llm-b", 30)]
-    assert steps[0]["serviceUrl"] == "http://llm-a-v1-predictor.tenant-alpha.svc.cluster.local"
+    assert steps[0]["serviceUrl"] == (
+        "http://llm-a-v1-predictor.tenant-alpha.svc.cluster.local/v1/models/llm-a:predict"
+    )
     assert service.run_graph(graph_params(), cluster, False)["changed"] is False
     gone = service.run_graph(graph_params(state="absent"), cluster, False)
     assert gone["changed"] is True
@@ -461,3 +489,25 @@ def test_the_queue_capability_is_read_as_a_quantity():
     with pytest.raises(PlatformValidationError) as excinfo:
         run(cluster, model=model(gpus=3))
     assert refusal(excinfo) == ["model.gpus"]
+
+
+def test_the_canary_router_follows_the_canaries_and_goes_with_the_last():
+    """Rule canary-traffic-routed: a Splitter of the versions while a canary runs, removed
+    on promotion (and not made in check mode's real store)."""
+    cluster = tenant_cluster()
+    run(cluster, canaries=[canary("v2", 20)])
+    router = cluster.get(
+        GRAPH_API, "InferenceGraph", "alpha-llm-canary", namespace="platform-serving"
+    )
+    assert [(s["name"], s["weight"]) for s in router["spec"]["nodes"]["root"]["steps"]] == [
+        ("v1", 80),
+        ("v2", 20),
+    ]
+    assert router["metadata"]["labels"]["platform.io/rollout-of"] == "llm"
+    out = run(cluster, action="promote", model=None, queue=None)
+    assert "InferenceGraph/platform-serving/alpha-llm-canary" in out["writes"]
+    assert (
+        cluster.get(GRAPH_API, "InferenceGraph", "alpha-llm-canary", namespace="platform-serving")
+        is None
+    )
+    assert out["service"]["router"] is None
