@@ -51,6 +51,8 @@ WATCHED = [
     ("scheduling.k8s.io/v1", "PriorityClass"),
     ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"),
     ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"),
+    ("serving.kserve.io/v1beta1", "InferenceService"),
+    ("serving.kserve.io/v1alpha1", "InferenceGraph"),
 ]
 # Written by the cluster's own components while the test runs, not by the collection.
 IGNORED_NAMESPACES = {"kube-node-lease", "kube-system", "volcano-system"}
@@ -98,6 +100,17 @@ USAGE = {
     },
 }
 
+# Two model services of the tenant, the second with a canary (made by ``world``).
+MODEL = {"version": "v1", "format": "sklearn", "storage_uri": "s3://models/ck/v1", "gpus": 0}
+
+
+def model_args(name: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "tenant": TENANT, "queue": f"{NS}-algo", "model": MODEL, **extra}
+
+
+CANARY = [{"version": "v2", "storage_uri": "s3://models/ck/v2", "traffic_percent": 20}]
+
+
 # Every IDC node of the local cluster in one group (the cluster has no cloud node).
 NODE_GROUPS = [{"name": "ck-idc", "location": "idc", "selector": {"type": "kwok"}}]
 
@@ -128,6 +141,22 @@ MODULES: dict[str, list[dict[str, Any]]] = {
     "node_groups": [{"groups": NODE_GROUPS}],
     # The tenant has no burst leaf: nothing to remove (making one needs cloud-burst).
     "burst_quota": [{"tenant": TENANT, "state": "absent"}],
+    "inference_service": [
+        model_args("ck-model", canaries=CANARY),
+        {"name": "ck-model2", "tenant": TENANT, "action": "promote"},
+        {"name": "ck-model", "tenant": TENANT, "state": "absent"},
+    ],
+    "inference_service_info": [{}],
+    "inference_graph": [
+        {
+            "name": "ck-ab",
+            "tenant": TENANT,
+            "routes": [
+                {"service": "ck-model", "weight": 50},
+                {"service": "ck-model2", "weight": 50},
+            ],
+        }
+    ],
     "hypernode": [
         {
             "name": f"ck-new-{uuid.uuid4().hex[:5]}",
@@ -173,6 +202,30 @@ PLAYBOOKS: dict[str, dict[str, Any] | None] = {
     "arbiter_reconcile.yml": {},
     "hypernode_sync.yml": {},
     "node_groups.yml": {"platform_node_groups": NODE_GROUPS},
+    "inference_deploy.yml": {
+        "tenant": TENANT,
+        "inference_name": "ck-model",
+        "inference_queue": f"{NS}-algo",
+        "inference_version": "v3",
+        "inference_format": "sklearn",
+        "inference_storage_uri": "s3://models/ck/v3",
+        "inference_gpus": 0,
+    },
+    "inference_canary.yml": {
+        "tenant": TENANT,
+        "inference_name": "ck-model",
+        "inference_version": "v2",
+        "inference_storage_uri": "s3://models/ck/v2",
+        "inference_traffic_percent": 30,
+    },
+    "inference_canary_step.yml": {
+        "tenant": TENANT,
+        "inference_name": "ck-model2",
+        "inference_version": "v2",
+        "inference_traffic_percent": 60,
+    },
+    "inference_promote.yml": {"tenant": TENANT, "inference_name": "ck-model2"},
+    "inference_rollback.yml": {"tenant": TENANT, "inference_name": "ck-model2"},
     # Reads Prometheus; in check mode it writes no report file (nor its directory).
     "usage_report.yml": {
         "metering_prometheus_url": USAGE["prometheus_url"],
@@ -235,7 +288,7 @@ def dyn(api_client):
 
 
 @pytest.fixture(scope="module")
-def world(run_module):
+def world(run_module, dyn, priority_classes):
     """A tenant with a held job and a managed HyperNode no node backs: something for every
     check-mode run to want to change."""
     made = run_module("tenant", tenant_args(TENANT))
@@ -251,7 +304,18 @@ def world(run_module):
         },
     )
     assert not stale.get("failed"), stale.get("msg")
+    dyn.resources.get(api_version="v1", kind="Namespace").server_side_apply(
+        body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "platform-serving"}},
+        field_manager="gpucloud-platform-test",
+    )
+    for name, extra in (("ck-model", {}), ("ck-model2", {"canaries": CANARY})):
+        made = run_module(
+            "inference_service", model_args(name, wait=True, wait_timeout=120, **extra)
+        )
+        assert not made.get("failed"), made.get("msg")
     yield
+    for name in ("ck-model", "ck-model2"):
+        run_module("inference_service", {"name": name, "tenant": TENANT, "state": "absent"})
     run_module("vcjob", {"tenant": TENANT, "name": "ck-held", "state": "absent"})
     run_module("hypernode", {"name": STALE_HYPERNODE, "state": "absent"})
     run_module("tenant", {"name": TENANT, "state": "absent", "force": True, "wait": True})
