@@ -10,7 +10,7 @@ short_description: Deploy a tenant's model on KServe, in its queue, and roll it 
 version_added: 0.1.0
 description:
   - "A model service is one KServe InferenceService in C(tenant-<tenant>) (docs/inference.md). Its stable predictor
-    serves one version (O(model.version) and the O(model.storage_uri) it stands for); each of O(canaries) serves
+    serves one version (the C(version) of O(model) and the C(storage_uri) it stands for); each of O(canaries) serves
     another version at a share of the traffic. A version's name is KServe's C(predictor.name), so its Deployment is
     C(<name>-<version>-predictor) and promoting a canary keeps its pods running."
   - "Tenant placement (rule inference-placement): the predictor pods are scheduled by Volcano in O(queue), at the

@@ -494,6 +494,8 @@ def test_kserve_installs_cert_manager_first_in_standard_mode(
         "kserve_resources_chart_ref": chart("kserve-resources"),
         "kserve_namespace": namespace,
         "platform_image_registry": MIRROR,
+        # The stand-in charts run no controller (the verification has its own test).
+        "kserve_verify": False,
     }
     first = run_role(tmp_path, kubeconfig, "kserve", extra)
     assert first.failed == 0, first.messages()
@@ -508,6 +510,24 @@ def test_kserve_installs_cert_manager_first_in_standard_mode(
 
     second = run_role(tmp_path, kubeconfig, "kserve", extra)
     assert second.changed == 0
+
+
+def test_kserve_verifies_the_running_controller(tmp_path, kubeconfig, namespace):
+    """The local cluster runs KServe's real controller outside Helm: kserve_install false
+    verifies it (CRDs established, Standard mode) and makes the serving namespace; a
+    KServe that is not where the role looks fails the play, naming what is missing."""
+    found = run_role(tmp_path, kubeconfig, "kserve", {"kserve_install": False})
+    assert found.failed == 0, found.messages()
+    summary = found.fact("kserve_summary")
+    assert [(e["component"], e["action"]) for e in summary] == [("kserve", "verified")]
+    assert "Standard mode" in summary[0]["item"]
+    missing = run_role(
+        tmp_path, kubeconfig, "kserve", {"kserve_install": False, "kserve_namespace": namespace}
+    )
+    assert missing.failed == 1
+    assert any(
+        f"missing ConfigMap {namespace}/inferenceservice-config" in m for m in missing.messages()
+    )
 
 
 def test_kserve_knative_mode_names_its_prerequisites(tmp_path, kubeconfig, namespace):

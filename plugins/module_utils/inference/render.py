@@ -65,10 +65,12 @@ def render(params: Any) -> list[dict[str, Any]]:
         class_errors(job_class, values["queue"], queue_type, DEFAULT_CLASSES)
         + critical_errors(job_class, allowed, ns)
     )
-    stable, _ = parse_model("model", values["model"])
-    assert stable is not None  # validate_service refused a bad model
-    canaries, _ = parse_canaries(values.get("canaries"), stable)
-    auto, _ = parse_autoscaling(values.get("autoscaling"))
+    # validate_service refused bad input already: the parsers' errors are empty here.
+    stable = parse_model("model", values["model"])[0]
+    if stable is None:
+        raise_if([FieldError("model", "is required")])
+    canaries = parse_canaries(values.get("canaries"), stable)[0]
+    auto = parse_autoscaling(values.get("autoscaling"))[0]
     spec = ServiceSpec(
         name=values["name"],
         tenant=values["tenant"],

@@ -191,7 +191,7 @@ def capability_errors(spec: ServiceSpec, capability: int | None) -> list[FieldEr
     leave the rest Pending for good."""
     if capability is None:
         return []
-    at_min, _ = footprint(spec)
+    at_min = footprint(spec)[0]
     if at_min <= capability:
         return []
     return [
@@ -206,7 +206,7 @@ def capability_errors(spec: ServiceSpec, capability: int | None) -> list[FieldEr
 def capability_warnings(spec: ServiceSpec, capability: int | None) -> list[str]:
     """At its maximum a service may ask for more than the queue holds: it then scales only
     as far as the queue allows. Said, not refused."""
-    _, at_max = footprint(spec)
+    at_max = footprint(spec)[1]
     if capability is None or at_max is None or at_max <= capability:
         return []
     return [

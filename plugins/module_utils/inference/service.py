@@ -79,7 +79,7 @@ def _effective_capability(cluster: Cluster, queue: str) -> int | None:
     queue without one of its own borrows up to its subscription's). None: no bound."""
     bound: int | None = None
     name: str | None = queue
-    for _ in range(8):  # the platform's trees are 3 deep; a loop cannot run away
+    for _depth in range(8):  # the platform's trees are 3 deep; a loop cannot run away
         if not name or name == ROOT_QUEUE:
             break
         obj = cluster.get(QUEUE_API, "Queue", name)
@@ -130,11 +130,11 @@ def _model_view(model: Any) -> dict[str, Any]:
 
 
 def _requested(params: Mapping[str, Any], queue: str, job_class: str) -> ServiceSpec | None:
-    stable, _ = model_of(params)
+    stable = model_of(params)[0]
     if stable is None:
         return None
-    canaries, _ = parse_canaries(params.get("canaries"), stable)
-    auto, _ = parse_autoscaling(params.get("autoscaling"))
+    canaries = parse_canaries(params.get("canaries"), stable)[0]
+    auto = parse_autoscaling(params.get("autoscaling"))[0]
     return ServiceSpec(
         name=params["name"],
         tenant=params["tenant"],

@@ -107,7 +107,7 @@ def isvc(spec, billing="subscription"):
 
 
 SPECS = {
-    "standard": lambda: make_spec(),
+    "standard": make_spec,
     "standard-canaries": lambda: make_spec(
         stable=model("v1", gpus=2, runtime="kserve-vllm", cpu="8", memory="64Gi", args=["--x"]),
         canaries=[canary("v2", 20), canary("v3", 10, min_replicas=1, gpus=1)],

@@ -34,12 +34,14 @@ STATUS = {
 }
 
 
-def rendered(spec, billing="subscription", history=HISTORY):
-    return manifests.inference_service(spec, DEFAULT_CLASSES[spec.job_class], billing, history)
+def rendered(spec, billing="subscription", history=None):
+    return manifests.inference_service(
+        spec, DEFAULT_CLASSES[spec.job_class], billing, HISTORY if history is None else history
+    )
 
 
 ROUND_TRIPS = {
-    "plain": lambda: make_spec(),
+    "plain": make_spec,
     "no-gpus": lambda: make_spec(stable=model("v1", gpus=0)),
     "everything": lambda: make_spec(
         stable=model("v1", gpus=2, runtime="kserve-vllm", cpu="8", memory="64Gi", args=["--x"]),

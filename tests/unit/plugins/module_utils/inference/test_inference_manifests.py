@@ -27,9 +27,12 @@ from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.infer
 HISTORY = [{"version": "v1", "storage_uri": "s3://models/llama/v1", "format": "vllm"}]
 
 
-def isvc(spec, job_class=None, billing="subscription", history=HISTORY):
+def isvc(spec, job_class=None, billing="subscription", history=None):
     return manifests.inference_service(
-        spec, DEFAULT_CLASSES[job_class or spec.job_class], billing, history
+        spec,
+        DEFAULT_CLASSES[job_class or spec.job_class],
+        billing,
+        HISTORY if history is None else history,
     )
 
 

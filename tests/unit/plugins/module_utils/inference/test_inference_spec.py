@@ -76,7 +76,7 @@ def test_each_model_refusal_names_its_field(value, field):
 
 
 def test_an_unknown_key_is_named_with_the_known_ones():
-    _, errors = parse_model("model", model(storage="s3://x"))
+    errors = parse_model("model", model(storage="s3://x"))[1]
     assert fields(errors) == ["model"]
     assert "unknown key(s) storage" in errors[0].message
     assert "storage_uri" in errors[0].message
@@ -88,7 +88,7 @@ def test_a_model_that_is_not_a_mapping_is_refused_at_its_path():
 
 
 def test_every_model_error_is_reported_at_once():
-    _, errors = parse_model("model", {"version": "Bad", "storage_uri": "nope", "gpus": -2})
+    errors = parse_model("model", {"version": "Bad", "storage_uri": "nope", "gpus": -2})[1]
     assert sorted(fields(errors)) == [
         "model.format",
         "model.gpus",
@@ -217,12 +217,12 @@ def test_gpu_util_target_with_a_maximum_parses():
     [{"scale_metric": "cpu"}, {"scale_target": 80}, {"scale_metric": "rps", "scale_target": 5}],
 )
 def test_gpu_util_target_refuses_kserves_own_scaling(extra):
-    _, errors = parse_autoscaling({"max_replicas": 4, "gpu_util_target": 70, **extra})
+    errors = parse_autoscaling({"max_replicas": 4, "gpu_util_target": 70, **extra})[1]
     assert fields(errors) == ["autoscaling.gpu_util_target"]
     assert "leave scale_metric and scale_target out" in errors[0].message
 
 
 def test_gpu_util_target_requires_max_replicas():
-    _, errors = parse_autoscaling({"gpu_util_target": 70})
+    errors = parse_autoscaling({"gpu_util_target": 70})[1]
     assert fields(errors) == ["autoscaling.max_replicas"]
     assert "required with gpu_util_target" in errors[0].message

@@ -58,7 +58,7 @@ def test_a_deploy_of_the_same_stable_version_keeps_the_history():
 def test_a_deploy_of_a_new_stable_version_appends_it():
     live = make_spec()
     requested = make_spec(stable=model("v2"))
-    _, after = versions.plan("deploy", requested, live, [entry("v1")])
+    after = versions.plan("deploy", requested, live, [entry("v1")])[1]
     assert after == [entry("v1"), entry("v2")]
 
 
@@ -83,7 +83,7 @@ def test_an_unknown_action_is_refused():
 
 def test_the_history_is_capped_at_ten_dropping_the_oldest():
     history = [entry(f"v{i}") for i in range(10)]
-    _, after = versions.plan("deploy", make_spec(stable=model("v10")), make_spec(), history)
+    after = versions.plan("deploy", make_spec(stable=model("v10")), make_spec(), history)[1]
     assert len(after) == versions.HISTORY_MAX == 10
     assert [e["version"] for e in after] == [f"v{i}" for i in range(1, 11)]
 
@@ -201,7 +201,7 @@ def test_rollback_with_canaries_drops_them_all_and_keeps_the_history():
 
 def test_rollback_of_a_named_canary_drops_only_that_one():
     live = make_spec(canaries=[canary("v2", 10), canary("v3", 20)])
-    desired, _ = versions.plan("rollback", None, live, [entry("v1")], version="v2")
+    desired = versions.plan("rollback", None, live, [entry("v1")], version="v2")[0]
     assert [c.model.version for c in desired.canaries] == ["v3"]
     with pytest.raises(PlatformValidationError, match="v8 is not a canary"):
         versions.plan("rollback", None, live, [entry("v1")], version="v8")
