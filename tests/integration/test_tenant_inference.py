@@ -354,11 +354,24 @@ def test_an_ab_test_splits_between_two_services(run_module, dyn, tenants):
             name="chat-small",
             queue=PAYG_QUEUE,
             model={**V1, "storage_uri": "s3://models/chat-small/v1"},
-            autoscaling={"min_replicas": 1},
+            autoscaling={"min_replicas": 1, "max_replicas": 3, "gpu_util_target": 70},
         ),
     )
     assert not small.get("failed"), small.get("msg")
     assert small["service"]["job_class"] == "normal" and small["service"]["billing_type"] == "payg"
+    # Design 10.3's HPA on the GPU utilisation, and none of KServe's own (autoscalerClass external).
+    hpas = res(dyn, ("autoscaling/v2", "HorizontalPodAutoscaler")).get(namespace=NS).items
+    by_name = {h.metadata.name: h.to_dict() for h in hpas}
+    hpa = by_name["chat-small-gpu-util"]
+    assert hpa["spec"]["scaleTargetRef"]["name"] == "chat-small-v1-predictor"
+    assert hpa["spec"]["metrics"][0]["pods"]["metric"]["name"] == "DCGM_FI_DEV_GPU_UTIL"
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 3)
+    assert not [
+        h
+        for h in by_name.values()
+        if h["spec"]["scaleTargetRef"]["name"] == "chat-small-v1-predictor"
+        and h["metadata"]["name"] != "chat-small-gpu-util"
+    ]
     routes = [{"service": SERVICE, "weight": 70}, {"service": "chat-small", "weight": 30}]
     made = run_module("inference_graph", {"name": "ab", "tenant": TENANT, "routes": routes})
     assert not made.get("failed"), made.get("msg")
