@@ -19,6 +19,7 @@ from .manifests import (
     QUEUE_ANNOTATION,
     predictor_deployment,
 )
+from .rules import traffic_split
 from .spec import Autoscaling, Canary, ModelVersion, ServiceSpec
 from .versions import previous, read_history
 
@@ -164,9 +165,7 @@ def report(obj: Mapping[str, Any], hpa: Mapping[str, Any] | None = None) -> dict
         }
         for c in live.canaries
     ]
-    traffic = {live.stable.version: 100 - sum(c.traffic_percent for c in live.canaries)}
-    traffic.update({c.model.version: c.traffic_percent for c in live.canaries})
-    out["traffic"] = traffic
+    out["traffic"] = traffic_split(live)
     out["deployment"] = predictor_deployment(live.name, live.stable.version)
     out["gpu_util_target"] = live.autoscaling.gpu_util_target
     return out

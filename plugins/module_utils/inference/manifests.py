@@ -25,7 +25,7 @@ from ..common.names import (
     tenant_labels,
 )
 from ..jobs.classes import JobClass
-from .rules import canary_replicas, stable_replicas
+from .rules import canary_replicas, stable_replicas, traffic_split
 from .spec import GPU_UTIL_METRIC, Canary, ModelVersion, ServiceSpec
 from .versions import ANNOTATION_VERSIONS
 
@@ -346,11 +346,9 @@ def rollout_graph(spec: ServiceSpec, namespace: str = SERVING_NAMESPACE) -> dict
     runs. None without canaries (or in Knative mode, where Knative routes)."""
     if not spec.canaries or spec.mode != "standard":
         return None
-    stable = 100 - sum(c.traffic_percent for c in spec.canaries)
-    routes = [(spec.stable.version, version_url(spec, spec.stable.version), stable)]
-    routes += [
-        (c.model.version, version_url(spec, c.model.version), c.traffic_percent)
-        for c in spec.canaries
+    routes = [
+        (version, version_url(spec, version), share)
+        for version, share in traffic_split(spec).items()
     ]
     graph = ab_graph(spec.tenant, f"{spec.name}-canary", routes, namespace)
     graph["metadata"]["labels"][LABEL_ROLLOUT_OF] = spec.name

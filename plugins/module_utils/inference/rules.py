@@ -89,6 +89,14 @@ def traffic_errors(canaries: Sequence[Canary]) -> list[FieldError]:
     ]
 
 
+def traffic_split(spec: ServiceSpec) -> dict[str, int]:
+    """Rule traffic-split: version -> percent of requests; the stable version takes what
+    the canaries leave."""
+    split = {spec.stable.version: 100 - sum(c.traffic_percent for c in spec.canaries)}
+    split.update({c.model.version: c.traffic_percent for c in spec.canaries})
+    return split
+
+
 def canary_name_errors(spec: ServiceSpec) -> list[FieldError]:
     """Rule inference-canary-unique: every canary version is named once, and not as the
     stable one (the name is the canary's Deployment)."""

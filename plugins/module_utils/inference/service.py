@@ -43,6 +43,7 @@ from .rules import (
     critical_errors,
     default_class,
     spec_errors,
+    traffic_split,
 )
 from .spec import ServiceSpec, parse_autoscaling, parse_canaries
 from .versions import known_versions, plan, read_history
@@ -184,6 +185,9 @@ def run_service(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> d
     before = _view(live_spec, history)
     if params["state"] == "absent":
         return _absent(cluster, live, before)
+    if live_spec is None and params["action"] != "deploy":
+        # Said before the queue is looked up: a rollout step needs a service to step.
+        plan(params["action"], None, None, history)
     queue = params.get("queue") or (live_spec.queue if live_spec else "")
     queue_type = _tenant_queue_type(cluster, tenant, queue)
     namespace = cluster.get("v1", "Namespace", ns) or {}
@@ -237,7 +241,7 @@ def run_service(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> d
             "billing_type": billing,
             "current_version": desired.stable.version,
             "deployment": predictor_deployment(name, desired.stable.version),
-            "traffic": _traffic(desired),
+            "traffic": traffic_split(desired),
             "router": next(
                 (m["metadata"]["name"] for m in manifests if m["kind"] == "InferenceGraph"), None
             ),
@@ -251,12 +255,6 @@ def run_service(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> d
             cluster, name, ns, desired, params["wait_timeout"], params["wait_sleep"]
         )
     return result
-
-
-def _traffic(spec: ServiceSpec) -> dict[str, int]:
-    out = {spec.stable.version: 100 - sum(c.traffic_percent for c in spec.canaries)}
-    out.update({c.model.version: c.traffic_percent for c in spec.canaries})
-    return out
 
 
 def _desired_manifests(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..common.names import LABEL_TENANT
 from .vap import POLICY_PREFIX, policy, tenant_match
 
 POLICY_WORKLOAD_QUEUE = POLICY_PREFIX + "workload-queue"
@@ -87,7 +88,7 @@ def workload_queue_policy() -> dict[str, Any]:
                         "'spec.' + variables.queues.filter(q, q[1] != '' && !(q[1] in variables.own))[0][0] + '["
                         f"{QUEUE_NAME_ANNOTATION}]: ' + variables.queues.filter(q, q[1] != '' && "
                         "!(q[1] in variables.own))[0][1] + ' is not a queue of tenant ' + "
-                        "namespaceObject.metadata.labels['platform.io/tenant'] + '; use one of your own "
+                        f"namespaceObject.metadata.labels['{LABEL_TENANT}'] + '; use one of your own "
                         "queues: ' + variables.own.join(', ')"
                     ),
                     "reason": "Forbidden",

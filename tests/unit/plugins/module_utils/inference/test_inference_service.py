@@ -511,3 +511,12 @@ def test_the_canary_router_follows_the_canaries_and_goes_with_the_last():
         is None
     )
     assert out["service"]["router"] is None
+
+
+def test_a_rollout_step_on_a_service_that_does_not_exist_says_so_first():
+    """Said before the queue is looked up, naming the action, and nothing is written."""
+    cluster = tenant_cluster()
+    with pytest.raises(PlatformValidationError) as excinfo:
+        run(cluster, action="step", model=None, queue=None, traffic={"v2": 50})
+    assert refusal(excinfo) == ["action"] and "deploy it first" in str(excinfo.value)
+    assert cluster.writes == []
