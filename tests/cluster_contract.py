@@ -136,6 +136,36 @@ def case_requests_are_counted(cluster, ns):
     assert cluster.requests - before == 3
 
 
+def case_apply_all_writes_every_manifest_and_returns_results_in_order(cluster, ns):
+    manifests = [configmap(ns, f"many-{i:02d}", {"i": str(i)}) for i in range(20)]
+    results = cluster.apply_all(manifests, workers=6)
+    assert [r["metadata"]["name"] for r in results] == [f"many-{i:02d}" for i in range(20)]
+    listed = cluster.list("v1", "ConfigMap", ns)
+    assert {
+        c["metadata"]["name"]: c["data"] for c in listed if "many-" in c["metadata"]["name"]
+    } == {f"many-{i:02d}": {"i": str(i)} for i in range(20)}
+
+
+def case_concurrently_returns_each_failure_in_its_place(cluster, ns):
+    cluster.create(configmap(ns, "taken", {}))
+    calls = [
+        lambda: cluster.create(configmap(ns, "fresh", {})),
+        lambda: cluster.create(configmap(ns, "taken", {})),
+        lambda: cluster.get("v1", "ConfigMap", "fresh", namespace=ns),
+    ]
+    results = cluster.concurrently(calls, workers=1)
+    assert results[0]["metadata"]["name"] == "fresh"
+    assert isinstance(results[1], ConflictError)
+    assert results[2]["metadata"]["name"] == "fresh"
+
+
+def case_list_returns_plain_dicts(cluster, ns):
+    cluster.apply(configmap(ns, "plain", {"k": "v"}, app="x"))
+    (item,) = cluster.list("v1", "ConfigMap", ns, label_selector="app=x")
+    assert type(item) is dict and type(item["metadata"]) is dict
+    assert item["data"] == {"k": "v"}
+
+
 CASES: dict[str, Callable[[Any, str], None]] = {
     name[len("case_") :]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
 }

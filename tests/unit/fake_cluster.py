@@ -149,6 +149,21 @@ class FakeCluster:
         return [w for w in self.writes if not w[0].startswith("dry-run")]
 
     # -- the Cluster interface --------------------------------------------------------------
+    def concurrently(self, calls, workers=8):
+        """Serial here: the order of a real run's results is the order of ``calls``."""
+        out = []
+        for call in calls:
+            try:
+                out.append(call())
+            except Exception as exc:  # the real Cluster returns exceptions too
+                out.append(exc)
+        return out
+
+    def apply_all(self, manifests, field_manager=FIELD_MANAGER, workers=8):
+        return self.concurrently(
+            [lambda m=m: self.apply(m, field_manager=field_manager) for m in manifests], workers
+        )
+
     def list(self, api_version, kind, namespace=None, label_selector=None, field_selector=None):
         self.requests += 1
         self.lists.append(kind)

@@ -12,9 +12,12 @@ and count their round trips.
 from __future__ import annotations
 
 import copy
+import json
+import threading
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from ..common.names import FIELD_MANAGER
 
@@ -37,9 +40,11 @@ try:
         ConflictError,
         NotFoundError,
         ResourceNotFoundError,
+        TooManyRequestsError,
     )
 except ImportError:  # pragma: no cover - the module reports the missing library
     ApiException = ConflictError = NotFoundError = ResourceNotFoundError = Exception
+    TooManyRequestsError = Exception
 
 # A request fails with the API server's answer (ApiException) or with no answer at all
 # (TransportError: down, unreachable, the connection cut); every write loop catches
@@ -48,6 +53,42 @@ try:  # the transport's own errors: the API server is down or unreachable
     from urllib3.exceptions import HTTPError as TransportError
 except ImportError:  # pragma: no cover - kubernetes always brings urllib3
     TransportError = ConnectionError
+
+
+T = TypeVar("T")
+
+# API priority and fairness answers 429 with a Retry-After when a flow's share is
+# used up; the request is retried after that many seconds, this many times at most.
+THROTTLE_ATTEMPTS = 8
+# Seconds to wait when a 429 carries no Retry-After, and the most any one wait takes.
+THROTTLE_DEFAULT_WAIT = 1.0
+THROTTLE_MAX_WAIT = 30.0
+# Concurrent writes of one run, unless the caller says otherwise.
+DEFAULT_WORKERS = 8
+
+
+def retry_after(exc: Exception) -> float:
+    """The seconds a 429 asks the client to wait (header ``Retry-After``), bounded."""
+    headers = getattr(exc, "headers", None) or {}
+    raw = headers.get("Retry-After") if hasattr(headers, "get") else None
+    try:
+        wait = float(raw) if raw is not None else THROTTLE_DEFAULT_WAIT
+    except (TypeError, ValueError):
+        wait = THROTTLE_DEFAULT_WAIT
+    return min(max(wait, 0.0), THROTTLE_MAX_WAIT)
+
+
+def decode(response: Any) -> Any:
+    """A raw API response's JSON body as plain dicts and lists.
+
+    The dynamic client's ``ResourceInstance`` wraps every nested field in an object
+    and ``to_dict()`` walks them all back: for a LIST of thousands of queues that is
+    most of the request's cost (measured: 3.2 s against 0.5 s for the same two
+    LISTs). ``json.loads`` of the body is the same data."""
+    data = getattr(response, "data", response)
+    if isinstance(data, bytes | bytearray):
+        data = data.decode("utf-8")
+    return json.loads(data) if isinstance(data, str) else data
 
 
 def argument_spec(**options: Any) -> dict[str, Any]:
@@ -65,10 +106,13 @@ def platform_module(**kwargs: Any):
 class Cluster:
     """A thin, counting wrapper around kubernetes.core's K8SClient."""
 
-    def __init__(self, client: Any):
+    def __init__(self, client: Any, sleep: Callable[[float], Any] = time.sleep):
         self._client = client
         self.requests = 0
+        self.throttled = 0  # 429 answers waited out
         self._resources: dict[tuple[str, str], Any] = {}
+        self._lock = threading.Lock()
+        self._sleep = sleep
 
     @classmethod
     def from_module(cls, module: Any) -> Cluster:
@@ -84,9 +128,74 @@ class Cluster:
 
     def resource(self, api_version: str, kind: str) -> Any:
         key = (api_version, kind)
-        if key not in self._resources:
-            self._resources[key] = self._client.resource(kind, api_version)
-        return self._resources[key]
+        with self._lock:  # discovery is not safe to run twice at once
+            if key not in self._resources:
+                self._resources[key] = self._client.resource(kind, api_version)
+            return self._resources[key]
+
+    def _send(self, call: Callable[[], Any]) -> Any:
+        """One request, counted; a 429 from API priority and fairness is waited out
+        (its Retry-After) and sent again, up to THROTTLE_ATTEMPTS times."""
+        for attempt in range(THROTTLE_ATTEMPTS):
+            with self._lock:
+                self.requests += 1
+            try:
+                return call()
+            except TooManyRequestsError as exc:
+                if attempt == THROTTLE_ATTEMPTS - 1:
+                    raise
+                with self._lock:
+                    self.throttled += 1
+                self._sleep(retry_after(exc))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def concurrently(
+        self, calls: Sequence[Callable[[], T]], workers: int = DEFAULT_WORKERS
+    ) -> list[T | BaseException]:
+        """Run ``calls`` on at most ``workers`` threads; each result, or the exception it
+        raised, in the order of ``calls``. Every call runs, whatever the others do: the
+        caller reports what was written and what failed. Order between calls is the
+        caller's: what must come first goes in an earlier batch."""
+        if not calls:
+            return []
+        workers = max(1, min(workers, len(calls)))
+        self._widen_pool(workers)
+
+        def guarded(call: Callable[[], T]) -> T | BaseException:
+            try:
+                return call()
+            except Exception as exc:  # pylint: disable=broad-exception-caught
+                return exc
+
+        if workers == 1:
+            return [guarded(c) for c in calls]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(guarded, calls))
+
+    def apply_all(
+        self,
+        manifests: Sequence[Mapping[str, Any]],
+        field_manager: str = FIELD_MANAGER,
+        workers: int = DEFAULT_WORKERS,
+    ) -> list[dict[str, Any] | BaseException]:
+        """``apply`` every manifest, ``workers`` at a time; results in order."""
+        for manifest in manifests:  # discovery before the threads start
+            self.resource(manifest["apiVersion"], manifest["kind"])
+        return self.concurrently(
+            [lambda m=m: self.apply(m, field_manager=field_manager) for m in manifests], workers
+        )
+
+    def _widen_pool(self, workers: int) -> None:
+        """urllib3 keeps ``connection_pool_maxsize`` connections per host and drops the
+        rest after each request (with a warning): room for every worker."""
+        api_client = getattr(getattr(self._client, "client", None), "client", None)
+        rest = getattr(api_client, "rest_client", None)
+        manager = getattr(rest, "pool_manager", None)
+        kw = getattr(manager, "connection_pool_kw", None)
+        if kw is None or kw.get("maxsize", 1) >= workers:
+            return
+        kw["maxsize"] = workers
+        manager.clear()  # pools are made again on the next request, with the new size
 
     def list(
         self,
@@ -104,19 +213,24 @@ class Cluster:
             params["label_selector"] = label_selector
         if field_selector:
             params["field_selector"] = field_selector
-        self.requests += 1
-        result = self._client.get(self.resource(api_version, kind), **params).to_dict()
+        resource = self.resource(api_version, kind)
+        result = decode(self._send(lambda: self._client.get(resource, serialize=False, **params)))
         return result.get("items") or []
 
     def get(
         self, api_version: str, kind: str, name: str, namespace: str | None = None
     ) -> dict[str, Any] | None:
-        self.requests += 1
+        resource = self.resource(api_version, kind)
         try:
-            obj = self._client.get(self.resource(api_version, kind), name=name, namespace=namespace)
+            return decode(
+                self._send(
+                    lambda: self._client.get(
+                        resource, name=name, namespace=namespace, serialize=False
+                    )
+                )
+            )
         except NotFoundError:
             return None
-        return obj.to_dict()
 
     def apply(
         self, manifest: Mapping[str, Any], field_manager: str = FIELD_MANAGER
@@ -127,34 +241,42 @@ class Cluster:
         a queue's capability) must use its own ``field_manager``: applying it
         under a manager that applied more fields before would remove those.
         """
-        self.requests += 1
         meta = manifest["metadata"]
         params: dict[str, Any] = {"field_manager": field_manager, "force_conflicts": True}
         if self.dry_run:
             params["dry_run"] = "All"
+        resource = self.resource(manifest["apiVersion"], manifest["kind"])
         # Straight to the API's apply patch: kubernetes.core's k8s_apply reads
         # the object first even for a server-side apply, one request more per
         # write that the API server does not need.
-        result = self._client.client.server_side_apply(
-            self.resource(manifest["apiVersion"], manifest["kind"]),
-            body=dict(manifest),
-            namespace=meta.get("namespace"),
-            **params,
+        return decode(
+            self._send(
+                lambda: self._client.client.server_side_apply(
+                    resource,
+                    body=dict(manifest),
+                    namespace=meta.get("namespace"),
+                    serialize=False,
+                    **params,
+                )
+            )
         )
-        return result.to_dict()
 
     def replace(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
         """Replace an object; with ``metadata.resourceVersion`` set this fails
         with ConflictError when someone else changed it in between."""
-        self.requests += 1
         meta = manifest["metadata"]
-        result = self._client.replace(
-            self.resource(manifest["apiVersion"], manifest["kind"]),
-            dict(manifest),
-            namespace=meta.get("namespace"),
-            field_manager=FIELD_MANAGER,
+        resource = self.resource(manifest["apiVersion"], manifest["kind"])
+        return decode(
+            self._send(
+                lambda: self._client.replace(
+                    resource,
+                    dict(manifest),
+                    namespace=meta.get("namespace"),
+                    field_manager=FIELD_MANAGER,
+                    serialize=False,
+                )
+            )
         )
-        return result.to_dict()
 
     def merge_patch(
         self,
@@ -169,27 +291,35 @@ class Cluster:
         whole and remove again on the next apply that leaves it out. A
         ``metadata.resourceVersion`` in the body makes the API server refuse
         (ConflictError) when the object changed since it was read."""
-        self.requests += 1
-        result = self._client.patch(
-            self.resource(api_version, kind),
-            dict(body),
-            name=name,
-            namespace=namespace,
-            content_type="application/merge-patch+json",
-            field_manager=FIELD_MANAGER,
+        resource = self.resource(api_version, kind)
+        return decode(
+            self._send(
+                lambda: self._client.patch(
+                    resource,
+                    dict(body),
+                    name=name,
+                    namespace=namespace,
+                    content_type="application/merge-patch+json",
+                    field_manager=FIELD_MANAGER,
+                    serialize=False,
+                )
+            )
         )
-        return result.to_dict()
 
     def create(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
-        self.requests += 1
         meta = manifest["metadata"]
-        result = self._client.create(
-            self.resource(manifest["apiVersion"], manifest["kind"]),
-            dict(manifest),
-            namespace=meta.get("namespace"),
-            field_manager=FIELD_MANAGER,
+        resource = self.resource(manifest["apiVersion"], manifest["kind"])
+        return decode(
+            self._send(
+                lambda: self._client.create(
+                    resource,
+                    dict(manifest),
+                    namespace=meta.get("namespace"),
+                    field_manager=FIELD_MANAGER,
+                    serialize=False,
+                )
+            )
         )
-        return result.to_dict()
 
     def delete(
         self,
@@ -203,7 +333,6 @@ class Cluster:
         """Delete one object; False when it was already gone. ``preconditions``
         (uid, resourceVersion) make the API server refuse with ConflictError
         when the object changed since it was read."""
-        self.requests += 1
         body: dict[str, Any] = {"propagationPolicy": propagation}
         if preconditions:
             body["preconditions"] = dict(preconditions)
@@ -212,12 +341,12 @@ class Cluster:
             # dryRun query parameter kubernetes.core adds is ignored there, so
             # without this a check-mode delete would delete for real.
             body["dryRun"] = ["All"]
+        resource = self.resource(api_version, kind)
         try:
-            self._client.delete(
-                self.resource(api_version, kind),
-                name=name,
-                namespace=namespace,
-                body=body,
+            self._send(
+                lambda: self._client.delete(
+                    resource, name=name, namespace=namespace, body=body, serialize=False
+                )
             )
         except NotFoundError:
             return False
@@ -228,7 +357,6 @@ class Cluster:
         hold and Volcano's job controller sees the eviction (its ``PodEvicted`` policies
         apply); a dry run in check mode. False when the pod was already gone. ``uid``
         makes the API server refuse (ConflictError) a pod re-created under the name."""
-        self.requests += 1
         options: dict[str, Any] = {}
         if uid:
             options["preconditions"] = {"uid": uid}
@@ -241,10 +369,9 @@ class Cluster:
         }
         if options:
             body["deleteOptions"] = options
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}/eviction"
         try:
-            self._client.client.request(
-                "post", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", body=body
-            )
+            self._send(lambda: self._client.client.request("post", path, body=body))
         except NotFoundError:
             return False
         return True
@@ -295,6 +422,7 @@ __all__ = [
     "Cluster",
     "ConflictError",
     "ResourceNotFoundError",
+    "TooManyRequestsError",
     "TransportError",
     "argument_spec",
     "platform_module",
