@@ -143,3 +143,55 @@ def tenant_oversell_errors(
 
 def _signed(value: Decimal, resource: str) -> str:
     return f"-{fmt(-value, resource)}" if value < 0 else str(fmt(value, resource))
+
+
+def catalog_oversell_errors(
+    pool: Mapping[str, Decimal],
+    live: Mapping[str, TenantCommitment],
+    desired: Mapping[str, tuple[Mapping[str, Decimal], Mapping[str, Decimal] | None]],
+    pruned: Sequence[str] = (),
+) -> list[FieldError]:
+    """Rule catalog-oversell-guard: every purchase of a tenant catalog together.
+
+    ``desired`` maps each catalog tenant to its (subscription, payg) (payg None: the
+    live grant stays). Tenants outside the catalog keep what they hold unless they are
+    ``pruned``. The catalog's total of subscriptions and pay-as-you-go grants must fit
+    in the pool per resource; as for one purchase, only a total that grows is checked,
+    so a pool that shrank under what is sold still takes a catalog that sells no more.
+    The error names the numbers and the tenants that grow."""
+    new_total, old_total, outside = _zero(), _zero(), _zero()
+    growing: dict[str, list[str]] = {r: [] for r in POOL_RESOURCES}
+    for commitment in live.values():
+        for r in POOL_RESOURCES:
+            old_total[r] += commitment.subscription[r] + commitment.payg[r]
+            if commitment.tenant not in desired and commitment.tenant not in pruned:
+                outside[r] += commitment.subscription[r] + commitment.payg[r]
+    for tenant, (subscription, payg) in desired.items():
+        current = live.get(tenant)
+        for r in POOL_RESOURCES:
+            held = Decimal(current.payg[r]) if current is not None else Decimal(0)
+            mine = Decimal(subscription.get(r, 0)) + (
+                Decimal(payg.get(r, 0)) if payg is not None else held
+            )
+            new_total[r] += mine
+            before = (current.subscription[r] + current.payg[r]) if current is not None else 0
+            if mine > before:
+                growing[r].append(f"{tenant} (+{fmt(mine - Decimal(before), r)})")
+    errors = []
+    for r in POOL_RESOURCES:
+        total = new_total[r] + outside[r]
+        have = Decimal(pool.get(r, 0))
+        if total <= have or total <= old_total[r]:
+            continue
+        shown = ", ".join(growing[r][:10]) + (" ..." if len(growing[r]) > 10 else "")
+        errors.append(
+            FieldError(
+                f"tenants.{r}",
+                f"the catalog sells {fmt(total, r)} as subscriptions and pay-as-you-go "
+                f"({fmt(new_total[r], r)} to the catalog's tenants + {fmt(outside[r], r)} kept "
+                f"by tenants outside it) but the pool has {fmt(have, r)}; "
+                f"{fmt(total - have, r)} too many; growing: {shown} "
+                "(rule catalog-oversell-guard)",
+            )
+        )
+    return errors

@@ -58,10 +58,13 @@ def run_module(
     options: Mapping[str, Any],
     service: Service,
     validate: Callable[[dict[str, Any]], Any] | None = None,
+    offline: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
     **module_kwargs: Any,
 ) -> None:
     """Run one module: ``options`` is its argument spec without the connection
-    options, ``service`` its domain service's ``run(params, cluster, check_mode)``."""
+    options, ``service`` its domain service's ``run(params, cluster, check_mode)``.
+    ``offline``, when it returns a result (``state: rendered``), answers without
+    connecting: no kubeconfig is needed and no request is made."""
     module = platform_module(
         argument_spec=argument_spec(**options), supports_check_mode=True, **module_kwargs
     )
@@ -71,6 +74,14 @@ def run_module(
             validate(params)  # every input checked before connecting
         except PlatformValidationError as exc:
             module.fail_json(requests=0, **failure(exc))
+    if offline is not None:
+        try:
+            answer = offline(params)
+        except PlatformValidationError as exc:
+            module.fail_json(requests=0, **failure(exc))
+        if answer is not None:
+            answer.pop("diff", None)
+            module.exit_json(requests=0, **answer)
     cluster = Cluster.from_module(module)
     try:
         result = service(params, cluster, module.check_mode)

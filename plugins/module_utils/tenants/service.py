@@ -384,6 +384,21 @@ def write_tenant(
     owned = {q.name for q in plan.queues} | set(live.queues) | set(plan.queue_deletes)
     parent_list = read_parent_queues(cluster)
     parent_list = sync_parent_queues(cluster, parent_list, parents, parents, changes, check_mode)
+    write_tenant_objects(cluster, plan, live, changes, check_mode)
+    sync_parent_queues(cluster, parent_list, parents, owned, changes, check_mode)
+
+
+def write_tenant_objects(
+    cluster: kube.Cluster,
+    plan: TenantPlan,
+    live: TenantLive,
+    changes: Changes,
+    check_mode: bool,
+    steps: Sequence[QueueStep] | None = None,
+) -> None:
+    """The Namespace, RBAC and NetworkPolicy that differ, then the queue steps. The
+    parent-queues list is the caller's: it must list a subscription queue before its
+    first team is written."""
     for manifest, action, current in tenant_object_changes(plan.objects, live):
         changes.record(manifest, action, current)
         namespaced = manifest["kind"] not in CLUSTER_SCOPED_KINDS
@@ -392,9 +407,9 @@ def write_tenant(
         cluster.apply(manifest)
         if not check_mode:
             changes.wrote(manifest, action)
-    steps = queue_steps(plan.queues, live.queues, plan.queue_deletes)
+    if steps is None:
+        steps = queue_steps(plan.queues, live.queues, plan.queue_deletes)
     run_queue_steps(cluster, steps, live.queues, changes, check_mode)
-    sync_parent_queues(cluster, parent_list, parents, owned, changes, check_mode)
 
 
 # -- tenant, state: absent -----------------------------------------------------------------

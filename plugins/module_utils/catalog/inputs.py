@@ -1,0 +1,85 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ``tenant_catalog`` module's options, checked before it connects: every problem
+at once, each naming its field. Pure: the catalog file, when given, is read by the
+service and checked here the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..capacity.pool import selector_errors
+from ..common.errors import FieldError, PlatformValidationError, raise_if
+from .spec import Catalog, parse_catalog
+
+STATES = ("present", "rendered", "gathered")
+ON_REFUSAL = ("fail", "skip")
+MAX_WORKERS = 64
+
+
+def option_errors(params: Mapping[str, Any]) -> list[FieldError]:
+    """Rule catalog-options: the run-wide options."""
+    errors = list(selector_errors(params.get("node_selector"), "node_selector"))
+    workers = params.get("workers", 8)
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        errors.append(
+            FieldError(
+                "workers",
+                f"{workers!r} must be a whole number from 1 to {MAX_WORKERS}: the writes sent "
+                "at once (rule catalog-options)",
+            )
+        )
+    if params.get("tenants") is not None and params.get("src"):
+        errors.append(
+            FieldError(
+                "src", "give the catalog as tenants or as src, not both (rule catalog-options)"
+            )
+        )
+    state = params.get("state", "present")
+    if params.get("prune") and state != "present":
+        errors.append(
+            FieldError("prune", f"applies to state: present, not {state} (rule catalog-options)")
+        )
+    if state == "rendered":
+        for key in ("pod_cidr", "service_cidr"):
+            if not params.get(key):
+                errors.append(
+                    FieldError(
+                        key,
+                        "is required with state: rendered: without a cluster to read, the "
+                        "NetworkPolicy's cut-outs need the cluster's networks given "
+                        "(rule catalog-options)",
+                    )
+                )
+    return errors
+
+
+def parse_options(params: Mapping[str, Any], tenants: object) -> Catalog | None:
+    """The catalog (None for ``state: gathered``, which takes none), after every
+    option is checked; raises once with every error."""
+    errors = option_errors(params)
+    state = params.get("state", "present")
+    if state == "gathered":
+        raise_if(errors)
+        return None
+    if tenants is None:
+        errors.append(
+            FieldError("tenants", f"is required with state: {state} (or src: a catalog file)")
+        )
+        raise_if(errors)
+    shared = {k: params.get(k) for k in ("pod_cidr", "service_cidr") if params.get(k)}
+    try:
+        catalog = parse_catalog(tenants, params.get("defaults"), shared)
+    except PlatformValidationError as exc:
+        raise PlatformValidationError([*errors, *exc.errors]) from None
+    raise_if(errors)
+    return catalog
+
+
+def check_options(params: Mapping[str, Any]) -> None:
+    """The module's ``validate``: with ``src`` the file is read later, by the service."""
+    if params.get("src"):
+        raise_if(option_errors(params))
+        return
+    parse_options(params, params.get("tenants"))

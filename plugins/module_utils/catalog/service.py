@@ -1,0 +1,376 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the ``tenant_catalog`` module does with a ``kube.Cluster``: read the whole fleet
+with one LIST per kind, plan every tenant, check the catalog as a whole, then write
+only what differs, ``workers`` tenants at a time.
+
+Order: the parent-queues list gains every new parent first (a team queue is written
+only after its subscription queue is listed), then each tenant's objects and queues
+(one tenant's writes in order, tenants side by side), then pruned tenants, then the
+list drops the parents no tenant has any more. Decisions come from the pure core
+(``catalog.spec``, ``catalog.plan``, ``catalog.render``, ``catalog.gather``); a
+tenant's writes are the ``tenant`` module's own (``tenants.service``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..capacity.oversell import catalog_oversell_errors
+from ..capacity.pool import commitments_from_queues, pool_from_nodes
+from ..common.errors import FieldError, PartialWrite, PlatformValidationError, Refused, raise_if
+from ..common.names import (
+    JOB_API,
+    LABEL_MANAGED_BY,
+    LABEL_TENANT,
+    MANAGED_BY,
+    PODGROUP_API,
+    QUEUE_API,
+    SERVICE_CIDR_API,
+    namespace_name,
+)
+from ..kube import cluster as kube
+from ..kube.cluster import NotFoundError, ResourceNotFoundError
+from ..queues.parent_list import parent_queue_names
+from ..tenants import service as tenants
+from ..tenants.changes import Changes
+from ..tenants.live import active_jobs, active_pods
+from ..tenants.network import ClusterNetworks, discovered_networks
+from .fleet import Fleet, group_fleet
+from .gather import gather_fleet
+from .inputs import parse_options
+from .plan import (
+    PRUNED,
+    TenantWork,
+    counts,
+    plan_tenant_work,
+    prune_candidates,
+    prune_refusal,
+    summary_row,
+    tenant_status,
+)
+from .render import render_catalog
+from .spec import Catalog
+
+# The kinds read for the fleet, each with one LIST selected by the tenant label.
+FLEET_KINDS = (
+    ("v1", "Namespace"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("networking.k8s.io/v1", "NetworkPolicy"),
+    ("v1", "ConfigMap"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+)
+# A progress line at most this often (seconds), and after the last tenant.
+PROGRESS_INTERVAL = 2.0
+
+
+class Progress:
+    """Lines appended to ``progress_file`` while the run writes (``tail -f`` it):
+    an Ansible module prints nothing until it ends."""
+
+    def __init__(self, path: str | None, total: int, clock: Callable[[], float] = time.monotonic):
+        self.path = Path(path) if path else None
+        self.total = total
+        self.done = 0
+        self.by_status: dict[str, int] = {}
+        self._clock = clock
+        self._start = clock()
+        self._last = 0.0
+        self._lock = threading.Lock()
+
+    def say(self, text: str) -> None:
+        if self.path is None:
+            return
+        with self.path.open("a", encoding="utf-8") as out:
+            out.write(f"[{self._clock() - self._start:7.1f}s] {text}\n")
+
+    def tenant_done(self, status: str) -> None:
+        with self._lock:
+            self.done += 1
+            self.by_status[status] = self.by_status.get(status, 0) + 1
+            now = self._clock()
+            if self.done < self.total and now - self._last < PROGRESS_INTERVAL:
+                return
+            self._last = now
+            parts = ", ".join(f"{k} {v}" for k, v in sorted(self.by_status.items()))
+            self.say(f"tenants {self.done}/{self.total} ({parts})")
+
+
+def load_catalog_file(path: str) -> Any:
+    """The ``src`` file: a YAML list of tenants, or a mapping with ``tenants``."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PlatformValidationError([FieldError("src", f"cannot read {path}: {exc}")]) from None
+    except yaml.YAMLError as exc:
+        raise PlatformValidationError(
+            [FieldError("src", f"{path} is not YAML: {exc}".splitlines()[0])]
+        ) from None
+    if isinstance(data, Mapping) and "tenants" in data:
+        return data["tenants"]
+    return data
+
+
+def catalog_from(params: Mapping[str, Any]) -> Catalog | None:
+    tenants_given = load_catalog_file(params["src"]) if params.get("src") else params.get("tenants")
+    return parse_options(params, tenants_given)
+
+
+# -- reads -----------------------------------------------------------------------------------
+
+
+def read_fleet(cluster: kube.Cluster, workers: int) -> Fleet:
+    """One LIST per kind, sent side by side: the tenants' objects by the tenant label,
+    every Queue, PodGroup and Node, the ServiceCIDRs, and the parent-queues list."""
+
+    def service_cidrs() -> list[dict[str, Any]]:
+        try:
+            return cluster.list(SERVICE_CIDR_API, "ServiceCIDR")
+        except (ResourceNotFoundError, NotFoundError):
+            return []
+
+    calls: list[Callable[[], Any]] = [
+        (lambda a=a, k=k: cluster.list(a, k, label_selector=LABEL_TENANT)) for a, k in FLEET_KINDS
+    ]
+    calls += [
+        lambda: cluster.list(QUEUE_API, "Queue"),
+        lambda: cluster.list(PODGROUP_API, "PodGroup"),
+        lambda: cluster.list("v1", "Node"),
+        service_cidrs,
+        lambda: tenants.read_parent_queues(cluster),
+    ]
+    results = cluster.concurrently(calls, workers)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    objects = {kind: results[i] for i, (_api, kind) in enumerate(FLEET_KINDS)}
+    queues, podgroups, nodes, cidrs, parent_list = results[len(FLEET_KINDS) :]
+    return Fleet(
+        tenants=group_fleet(objects, queues, podgroups),
+        queues={q["metadata"]["name"]: q for q in queues},
+        nodes=nodes,
+        service_cidrs=cidrs,
+        parent_list=parent_list,
+    )
+
+
+def read_running(cluster: kube.Cluster, names: Sequence[str], workers: int) -> dict[str, dict]:
+    """Active Volcano Jobs and pods of each tenant to prune: two LISTs in its namespace."""
+
+    def one(name: str) -> dict[str, Any]:
+        ns = namespace_name(name)
+        jobs = cluster.list(JOB_API, "Job", namespace=ns)
+        pods = cluster.list("v1", "Pod", namespace=ns)
+        return {"jobs": active_jobs(jobs), "pods": active_pods(pods)}
+
+    results = cluster.concurrently([lambda n=n: one(n) for n in names], workers)
+    out = {}
+    for name, result in zip(names, results, strict=True):
+        if isinstance(result, BaseException):
+            raise result
+        out[name] = result
+    return out
+
+
+# -- checks before the first write -----------------------------------------------------------
+
+
+def oversell_check(
+    params: Mapping[str, Any], catalog: Catalog, fleet: Fleet, pruned: Sequence[str]
+) -> None:
+    """Rule catalog-oversell-guard over every purchase of the catalog together."""
+    if not params.get("oversell_check", True):
+        return
+    selector = params.get("node_selector") or {}
+    pool, _members = pool_from_nodes(fleet.nodes, selector)
+    managed = [
+        q
+        for q in fleet.queues.values()
+        if ((q.get("metadata") or {}).get("labels") or {}).get(LABEL_MANAGED_BY) == MANAGED_BY
+    ]
+    desired = {t.name: (t.subscription, t.payg) for t in catalog.tenants}
+    raise_if(catalog_oversell_errors(pool, commitments_from_queues(managed), desired, pruned))
+
+
+def plan_all(
+    params: Mapping[str, Any], catalog: Catalog, fleet: Fleet, cluster: kube.Cluster
+) -> tuple[list[TenantWork], list[TenantWork]]:
+    """Every catalog tenant's work, and the tenants to prune with what runs in them."""
+    # What every tenant's egress cuts out, discovered once (given CIDRs win in the plan).
+    networks = discovered_networks(fleet.nodes, fleet.service_cidrs)
+    force = bool(params.get("force"))
+    works = [
+        plan_tenant_work(spec, fleet.live(spec.name), fleet.queues, networks, force)
+        for spec in catalog.tenants
+    ]
+    prunes: list[TenantWork] = []
+    if params.get("prune"):
+        names = prune_candidates(fleet.tenants, catalog.names)
+        running = read_running(cluster, names, params.get("workers", 8))
+        for name in names:
+            work = TenantWork(name=name, live=fleet.live(name), prune=True)
+            work.live.jobs = list(running[name]["jobs"])
+            work.live.pods = list(running[name]["pods"])
+            work.running = {"jobs": len(work.live.jobs), "pods": len(work.live.pods)}
+            work.errors = prune_refusal(name, work.running, force)
+            prunes.append(work)
+    return works, prunes
+
+
+# -- writes ----------------------------------------------------------------------------------
+
+
+def write_one(
+    cluster: kube.Cluster, work: TenantWork, check_mode: bool, progress: Progress
+) -> Changes:
+    changes = Changes()
+    try:
+        if work.prune:
+            tenants.delete_tenant(cluster, work.live, work.live.jobs, changes, check_mode)
+        elif work.plan is not None:
+            tenants.write_tenant_objects(
+                cluster, work.plan, work.live, changes, check_mode, work.steps
+            )
+    except (kube.ApiException, kube.TransportError, OSError) as exc:
+        exc.changes = changes  # what this tenant had written before it failed
+        raise
+    finally:
+        progress.tenant_done(PRUNED if work.prune else "written")
+    return changes
+
+
+def run_present(
+    params: Mapping[str, Any], catalog: Catalog, cluster: kube.Cluster, check_mode: bool
+) -> dict[str, Any]:
+    workers = params.get("workers", 8)
+    progress = Progress(params.get("progress_file"), len(catalog.tenants))
+    progress.say(f"reading the fleet for {len(catalog.tenants)} catalog tenants")
+    fleet = read_fleet(cluster, workers)
+    works, prunes = plan_all(params, catalog, fleet, cluster)
+    oversell_check(params, catalog, fleet, [w.name for w in prunes if not w.refused])
+    refused = [w for w in (*works, *prunes) if w.refused]
+    if refused and params.get("on_refusal", "fail") == "fail":
+        rows = [summary_row(w, tenant_status(w, False), []) for w in (*works, *prunes)]
+        raise Refused(
+            f"{len(refused)} tenant(s) of the catalog are refused, so nothing was written: "
+            + "; ".join(f"{w.name}: {' / '.join(w.errors)}" for w in refused[:20])
+            + ("; ..." if len(refused) > 20 else "")
+            + " (on_refusal: skip writes the others)",
+            summary=[r for r in rows if r["status"] == "refused"],
+            counts=counts(rows),
+        )
+    todo = [w for w in (*works, *prunes) if not w.refused]
+    progress.total = len(todo)
+    run_changes = Changes()  # the shared parent-queues list
+    parents: set[str] = set()
+    owned: set[str] = set()
+    for work in todo:
+        if work.plan is not None:
+            parents |= parent_queue_names(work.plan.queues)
+            owned |= {q.name for q in work.plan.queues} | set(work.plan.queue_deletes)
+        owned |= set(work.live.queues)
+    with tenants.reported_part_way("writing the tenant catalog's parent-queues list", run_changes):
+        parent_list = tenants.sync_parent_queues(
+            cluster, fleet.parent_list, parents, parents, run_changes, check_mode
+        )
+    progress.say(f"writing {len(todo)} tenants, {workers} at a time")
+    results = cluster.concurrently(
+        [lambda w=w: write_one(cluster, w, check_mode, progress) for w in todo], workers
+    )
+    failed = {w.name: r for w, r in zip(todo, results, strict=True) if isinstance(r, BaseException)}
+    if not failed:
+        with tenants.reported_part_way(
+            "writing the tenant catalog's parent-queues list", run_changes
+        ):
+            tenants.sync_parent_queues(
+                cluster, parent_list, parents, owned, run_changes, check_mode
+            )
+    return report(works, prunes, todo, results, run_changes, failed)
+
+
+def report(
+    works: Sequence[TenantWork],
+    prunes: Sequence[TenantWork],
+    todo: Sequence[TenantWork],
+    results: Sequence[Any],
+    run_changes: Changes,
+    failed: Mapping[str, BaseException],
+) -> dict[str, Any]:
+    """The per-tenant table, the objects written and the diff; a failed tenant makes the
+    run fail, naming what every tenant wrote (each write is idempotent: run again)."""
+    by_name = {w.name: r for w, r in zip(todo, results, strict=True)}
+    rows, objects, done = [], list(run_changes.objects), list(run_changes.done)
+    before, after = dict(run_changes.before), dict(run_changes.after)
+    for work in (*works, *prunes):
+        result = by_name.get(work.name)
+        changes = getattr(result, "changes", None) if isinstance(result, BaseException) else result
+        written = changes.objects if changes is not None else []
+        row = summary_row(work, tenant_status(work, bool(written)), written)
+        if work.name in failed:
+            row["status"], row["error"] = "failed", kube.api_error_message(failed[work.name])
+        rows.append(row)
+        if changes is not None:
+            objects += changes.objects
+            done += changes.done
+            before.update(changes.before)
+            after.update(changes.after)
+    result: dict[str, Any] = {
+        "changed": bool(objects),
+        "summary": rows,
+        "counts": counts([r for r in rows if r["status"] != "failed"]),
+        "objects": objects,
+        "diff": {"before": before, "after": after},
+    }
+    refused = [r["name"] for r in rows if r["status"] == "refused"]
+    if refused:
+        result["warnings"] = [
+            f"{len(refused)} tenant(s) refused and left as they are (on_refusal: skip): "
+            + ", ".join(refused[:20])
+        ]
+    if failed:
+        first = next(iter(failed.values()))
+        raise PartialWrite(
+            f"the tenant catalog ({len(failed)} tenant(s) failed: {', '.join(sorted(failed)[:10])})",
+            done,
+            first,
+            summary=rows,
+            counts=result["counts"],
+        )
+    return result
+
+
+# -- the module ------------------------------------------------------------------------------
+
+
+def run_rendered(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``state: rendered``: the manifests, with no request at all. The networks each
+    plan cuts out of the egress are the given ``pod_cidr`` and ``service_cidr``."""
+    catalog = catalog_from(params)
+    if catalog is None:  # gathered takes no catalog; the module routes it elsewhere
+        raise AssertionError("rendered needs a catalog")
+    manifests = render_catalog(catalog.tenants, ClusterNetworks())
+    return {"changed": False, "manifests": manifests, "tenants": catalog.names}
+
+
+def run_catalog(
+    params: Mapping[str, Any], cluster: kube.Cluster, check_mode: bool = False
+) -> dict[str, Any]:
+    """The ``tenant_catalog`` module (``state: present`` or ``gathered``)."""
+    state = params.get("state", "present")
+    if state == "gathered":
+        parse_options(params, None)
+        fleet = read_fleet(cluster, params.get("workers", 8))
+        networks = discovered_networks(fleet.nodes, fleet.service_cidrs)
+        return {"changed": False, "tenants": gather_fleet(fleet.tenants, networks)}
+    catalog = catalog_from(params)
+    if catalog is None:
+        raise AssertionError("present needs a catalog")
+    return run_present(params, catalog, cluster, check_mode)

@@ -1,0 +1,251 @@
+#!/usr/bin/python
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: tenant_catalog
+short_description: Converge every tenant of the GPU cloud to one catalog in one run, render it for GitOps, or read it back
+version_added: 0.9.0
+description:
+  - With O(state=present), takes the whole list of tenants (O(tenants) or the file O(src)) and makes the cluster hold
+    exactly what each one is entitled to - the same namespace, RBAC, network policy, queue list and Volcano queues
+    as M(gpucloud.platform.tenant) makes for one tenant, with the same rules and the same refusals.
+  - Reads the fleet with one list call per kind (Namespaces, Roles, RoleBindings, NetworkPolicies, ConfigMaps,
+    ClusterRoles and ClusterRoleBindings selected by C(platform.io/tenant); every Queue, PodGroup and Node; the
+    ServiceCIDRs) and one GET of the parent-queues list, whatever the number of tenants; then writes only what
+    differs, O(workers) tenants at a time, each tenant's writes in order.
+  - A 429 answer of API priority and fairness is waited out for its C(Retry-After) and the request sent again.
+  - The catalog is checked as a whole before the first request - every entry's fields, duplicate names (rule
+    catalog-unique-names), two tenants deriving the same queue (rule catalog-queue-names-unique) - and, before the
+    first write, against the cluster - every purchase together must fit in the pool (rule catalog-oversell-guard),
+    and no queue may belong to a tenant outside the catalog (rule catalog-queue-name-owned).
+  - A tenant the cluster's state refuses (a capability below what a queue has allocated, a busy team removed, an
+    egress into the cluster) fails the run before any write with O(on_refusal=fail), naming every refused tenant;
+    with O(on_refusal=skip) the other tenants are written and the refused ones reported with their reasons.
+  - Tenants the platform manages but the catalog no longer names are removed only with O(prune=true), and while
+    they have active Volcano Jobs or pods only with O(force=true) too. In check mode they are listed.
+  - Reports a per-tenant table (RV(summary)) - created, changed, unchanged, refused or pruned - and, with
+    O(progress_file), appends a progress line to that file every two seconds while it writes.
+  - With O(state=rendered), returns the manifests without a cluster (no kubeconfig, no request), stable and sorted,
+    for a GitOps repository.
+  - With O(state=gathered), reads the live tenants back into catalog entries (RV(tenants)); applying them with
+    O(state=present) to the same cluster writes nothing.
+  - In check mode nothing is written; objects the API server can judge alone are sent as a server-side dry run.
+options:
+  state:
+    description:
+      - V(present) converges the cluster to the catalog, V(rendered) returns its manifests without a cluster,
+        V(gathered) reads the live tenants into catalog form.
+    type: str
+    choices: [present, rendered, gathered]
+    default: present
+  tenants:
+    description:
+      - The catalog, one entry per tenant. An entry takes the per-tenant options of M(gpucloud.platform.tenant) -
+        C(name), C(subscription), C(subscription_guarantee), C(payg), C(teams), C(subjects), C(egress_cidrs),
+        C(egress_to_nodes), C(egress_to_metadata) and C(allow_critical) - with the same meaning and defaults;
+        any other key is refused, naming C(tenants[<i>].<key>).
+      - Required with O(state=present) and O(state=rendered) unless O(src) is given.
+    type: list
+    elements: dict
+  src:
+    description:
+      - A YAML file on the managed host holding the catalog - a list of entries as in O(tenants), or a mapping with
+        the key C(tenants).
+    type: path
+  defaults:
+    description:
+      - Values every entry takes unless it says otherwise (for example C(egress_cidrs) or C(subjects)); C(name) is
+        not allowed here.
+    type: dict
+    default: {}
+  pod_cidr:
+    description:
+      - The cluster's pod network, cut out of every tenant's egress. Unless given, read from the Nodes.
+      - Required with O(state=rendered), which reads nothing.
+    type: str
+  service_cidr:
+    description:
+      - The cluster's service network, cut out of every tenant's egress. Unless given, read from the ServiceCIDRs.
+      - Required with O(state=rendered).
+    type: str
+  node_selector:
+    description:
+      - Node labels a node must carry to count in the pool the oversell guard checks against, as in
+        M(gpucloud.platform.tenant).
+    type: dict
+    default: {}
+    aliases: [pool_node_selector]
+  oversell_check:
+    description:
+      - Refuse a catalog whose subscriptions and pay-as-you-go grants together grow beyond the pool (rule
+        catalog-oversell-guard). A catalog that sells no more than the cluster already does is never refused.
+    type: bool
+    default: true
+  prune:
+    description:
+      - Remove the tenants the platform manages that the catalog does not name, as
+        M(gpucloud.platform.tenant) with O(gpucloud.platform.tenant#module:state=absent) does.
+      - A tenant with active Volcano Jobs or pods is refused unless O(force=true).
+    type: bool
+    default: false
+  force:
+    description:
+      - Accept a capability below what a queue has allocated, remove team queues that run jobs, and prune tenants
+        whose jobs still run.
+    type: bool
+    default: false
+  on_refusal:
+    description:
+      - V(fail) writes nothing when any tenant is refused; V(skip) writes the others and reports the refused ones.
+    type: str
+    choices: [fail, skip]
+    default: fail
+  workers:
+    description:
+      - How many tenants are written at the same time (1 to 64). Each tenant's own writes stay in order.
+    type: int
+    default: 8
+  progress_file:
+    description:
+      - A file on the managed host the run appends progress lines to while it writes (C(tail -f) it).
+    type: path
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - gpucloud.platform.module
+notes:
+  - The API requests do not grow with the catalog's reads - about twelve list calls - but its writes do, one per
+    object that differs. An unchanged run makes only the reads.
+  - The rendered Queues carry the capacity the first run writes; the pay-as-you-go and spot capabilities are then
+    the platform's reconciles' to change, so a GitOps tool should ignore differences in their C(spec.capability).
+seealso:
+  - module: gpucloud.platform.tenant
+  - module: gpucloud.platform.tenant_info
+"""
+
+EXAMPLES = r"""
+- name: Every tenant as the inventory declares it
+  gpucloud.platform.tenant_catalog:
+    tenants: "{{ platform_tenants }}"
+    progress_file: /tmp/tenant-catalog.progress
+
+- name: The catalog kept in Git, removing tenants taken out of it (never one with running work)
+  gpucloud.platform.tenant_catalog:
+    src: /srv/platform/tenants.yml
+    prune: true
+
+- name: What the catalog would change, without writing
+  gpucloud.platform.tenant_catalog:
+    tenants: "{{ platform_tenants }}"
+    prune: true
+  check_mode: true
+  diff: true
+
+- name: Manifests for a GitOps repository (no cluster needed)
+  gpucloud.platform.tenant_catalog:
+    state: rendered
+    tenants: "{{ platform_tenants }}"
+    pod_cidr: 10.244.0.0/16
+    service_cidr: 10.96.0.0/12
+  register: rendered
+
+- name: Put an existing cluster under a catalog
+  gpucloud.platform.tenant_catalog:
+    state: gathered
+  register: gathered
+"""
+
+RETURN = r"""
+changed:
+  description: Whether an object was (in check mode, would be) written or deleted.
+  returned: always
+  type: bool
+summary:
+  description:
+    - One row per catalog tenant and per tenant to prune - C(name), C(status) (V(created), V(changed),
+      V(unchanged), V(refused), V(pruned), or V(failed) when its writes failed), C(objects) (how many it changed),
+      and C(errors) for a refused tenant, C(running) for one to prune, C(error) for a failed one.
+  returned: with O(state=present)
+  type: list
+  elements: dict
+  sample: [{name: alpha, status: created, objects: 10}, {name: beta, status: unchanged, objects: 0}]
+counts:
+  description: How many tenants ended in each status.
+  returned: with O(state=present)
+  type: dict
+  sample: {created: 998, changed: 1, unchanged: 0, refused: 1, pruned: 0}
+objects:
+  description: The objects written or deleted (in check mode, that would be), tenant by tenant.
+  returned: with O(state=present)
+  type: list
+  elements: dict
+  sample: [{kind: Queue, name: tenant-alpha-subscription, action: create}]
+diff:
+  description: Before and after of every changed object, keyed C(Kind/namespace/name); only the fields the module owns.
+  returned: when diff mode is on
+  type: dict
+manifests:
+  description:
+    - Every object of the catalog, sorted - cluster-scoped before namespaced, in the order the platform writes kinds
+      (Namespace, ClusterRole, ClusterRoleBinding, Role, RoleBinding, NetworkPolicy, ConfigMap, Queue with parents
+      first), then by namespace and name. The same catalog renders the same list.
+  returned: with O(state=rendered)
+  type: list
+  elements: dict
+tenants:
+  description:
+    - With O(state=gathered), the live tenants as catalog entries, sorted by name.
+    - With O(state=rendered), the names of the tenants rendered.
+  returned: with O(state=gathered) or O(state=rendered)
+  type: list
+  elements: raw
+done:
+  description:
+    - When the run fails part-way, the writes it had made; running again finishes the change.
+  returned: when the run fails part-way
+  type: list
+  elements: str
+requests:
+  description: How many API requests the run made (0 with O(state=rendered)).
+  returned: always
+  type: int
+"""
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.catalog import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.catalog.inputs import (
+    STATES,
+    check_options,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+
+OPTIONS = {
+    "state": {"type": "str", "choices": list(STATES), "default": "present"},
+    "tenants": {"type": "list", "elements": "dict"},
+    "src": {"type": "path"},
+    "defaults": {"type": "dict", "default": {}},
+    "pod_cidr": {"type": "str"},
+    "service_cidr": {"type": "str"},
+    "node_selector": {"type": "dict", "default": {}, "aliases": ["pool_node_selector"]},
+    "oversell_check": {"type": "bool", "default": True},
+    "prune": {"type": "bool", "default": False},
+    "force": {"type": "bool", "default": False},
+    "on_refusal": {"type": "str", "choices": ["fail", "skip"], "default": "fail"},
+    "workers": {"type": "int", "default": 8},
+    "progress_file": {"type": "path"},
+}
+
+
+def rendered(params: dict) -> dict | None:
+    """``state: rendered`` answers without connecting."""
+    return service.run_rendered(params) if params.get("state") == "rendered" else None
+
+
+def main() -> None:
+    # Every input is checked before the module connects.
+    run_module(OPTIONS, service.run_catalog, validate=check_options, offline=rendered)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ``tenant_catalog`` service over the fake cluster: the read count, what a run
+writes, refusals before the first write, pruning and check mode. The same flows run
+on the real API server in tests/integration/test_tenant_catalog.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.catalog import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
+    PartialWrite,
+    PlatformValidationError,
+    Refused,
+)
+from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster, conflict
+from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.tenants.tenant_objects import (
+    GPU,
+    pool,
+    podgroup,
+    vcjob,
+)
+
+
+def params(tenants, **over):
+    p = {
+        "state": "present",
+        "tenants": tenants,
+        "src": None,
+        "defaults": {},
+        "pod_cidr": None,
+        "service_cidr": None,
+        "node_selector": {},
+        "oversell_check": True,
+        "prune": False,
+        "force": False,
+        "on_refusal": "fail",
+        "workers": 4,
+        "progress_file": None,
+    }
+    p.update(over)
+    return p
+
+
+def fleet(n=3, gpus=2):
+    return [
+        {"name": f"t{i}", "subscription": {GPU: gpus, "cpu": 8, "memory": "32Gi"}} for i in range(n)
+    ]
+
+
+def test_a_fleet_is_read_with_one_list_per_kind_whatever_its_size():
+    for n in (2, 20):
+        cluster = pool(nodes=8)
+        result = service.run_catalog(params(fleet(n, gpus=1)), cluster)
+        assert result["counts"]["created"] == n
+        assert sorted(cluster.lists) == sorted(
+            [
+                "Namespace",
+                "Role",
+                "RoleBinding",
+                "NetworkPolicy",
+                "ConfigMap",
+                "ClusterRole",
+                "ClusterRoleBinding",
+                "Queue",
+                "PodGroup",
+                "Node",
+                "ServiceCIDR",
+            ]
+        )
+
+
+def test_an_unchanged_run_only_reads():
+    cluster = pool(nodes=8)
+    service.run_catalog(params(fleet()), cluster)
+    cluster.writes.clear()
+    result = service.run_catalog(params(fleet()), cluster)
+    assert cluster.writes == []
+    assert result["changed"] is False
+    assert result["counts"]["unchanged"] == 3
+
+
+def test_one_changed_tenant_writes_only_its_objects():
+    cluster = pool(nodes=8)
+    service.run_catalog(params(fleet()), cluster)
+    cluster.writes.clear()
+    tenants = fleet()
+    tenants[1]["subscription"][GPU] = 3
+    result = service.run_catalog(params(tenants), cluster)
+    assert {r["name"]: r["status"] for r in result["summary"]} == {
+        "t0": "unchanged",
+        "t1": "changed",
+        "t2": "unchanged",
+    }
+    assert {w[2] for w in cluster.writes} == {"tenant-t1-subscription"}
+
+
+def test_a_catalog_beyond_the_pool_writes_nothing():
+    cluster = pool(nodes=1)  # 8 GPUs
+    with pytest.raises(PlatformValidationError) as exc:
+        service.run_catalog(params(fleet(3, gpus=4)), cluster)
+    assert exc.value.messages[0].startswith("tenants.nvidia.com/gpu: the catalog sells 12 ")
+    assert cluster.writes == []
+
+
+def test_a_refused_tenant_stops_the_run_before_any_write_unless_skipped():
+    cluster = pool(nodes=8)
+    tenants = fleet()
+    tenants[0]["teams"] = [{"name": "ml", "deserved": {GPU: 1}}]
+    service.run_catalog(params(tenants), cluster)
+    cluster.put(podgroup("tenant-t0-ml", phase="Running", namespace="tenant-t0"))
+    cluster.writes.clear()
+    tenants = fleet()
+    tenants[0]["teams"] = []  # removes a busy team
+    tenants[2]["subscription"][GPU] = 3
+    with pytest.raises(Refused) as exc:
+        service.run_catalog(params(tenants), cluster)
+    assert "1 tenant(s) of the catalog are refused" in str(exc.value)
+    assert exc.value.extra["summary"][0]["name"] == "t0"
+    assert cluster.writes == []
+    result = service.run_catalog(params(tenants, on_refusal="skip"), cluster)
+    statuses = {r["name"]: r["status"] for r in result["summary"]}
+    assert statuses == {"t0": "refused", "t1": "unchanged", "t2": "changed"}
+    assert "t0" in result["warnings"][0]
+    assert {w[2] for w in cluster.writes} == {"tenant-t2-subscription"}
+
+
+def test_prune_only_when_asked_and_never_with_running_work_unless_forced():
+    cluster = pool(nodes=8)
+    service.run_catalog(params(fleet()), cluster)
+    busy = vcjob(phase="Running", name="busy", queue="tenant-t2-spot")
+    busy["metadata"]["namespace"] = "tenant-t2"
+    cluster.put(busy)
+    cluster.writes.clear()
+    assert service.run_catalog(params(fleet(2)), cluster)["changed"] is False  # t2 stays
+    with pytest.raises(Refused) as exc:
+        service.run_catalog(params(fleet(2), prune=True), cluster)
+    assert "'t2' is not in the catalog but still has 1 active Volcano Job(s)" in str(exc.value)
+    assert cluster.writes == []
+    cluster.dry_run = True
+    check = service.run_catalog(params(fleet(2), prune=True, force=True), cluster, check_mode=True)
+    assert cluster.real_writes == []
+    cluster.dry_run = False
+    result = service.run_catalog(params(fleet(2), prune=True, force=True), cluster)
+    assert check["objects"] == result["objects"]
+    assert {r["name"]: r["status"] for r in result["summary"]}["t2"] == "pruned"
+    assert not [k for k in cluster.store if k[2].startswith("tenant-t2")]
+
+
+def test_check_mode_reports_the_real_runs_objects_and_writes_nothing():
+    cluster = pool(nodes=8)
+    cluster.dry_run = True  # as kubernetes.core's client in check mode
+    check = service.run_catalog(params(fleet()), cluster, check_mode=True)
+    assert cluster.real_writes == []
+    cluster.dry_run = False
+    real = service.run_catalog(params(fleet()), cluster)
+    assert check["objects"] == real["objects"] and check["summary"] == real["summary"]
+
+
+class FailingCluster(FakeCluster):
+    """Refuses every write to tenant t1's namespace."""
+
+    def apply(self, manifest, field_manager=None, **kw):
+        if manifest["metadata"].get("namespace") == "tenant-t1":
+            raise conflict("t1 is being changed")
+        return super().apply(
+            manifest, **({"field_manager": field_manager} if field_manager else {})
+        )
+
+
+def test_a_failed_tenant_fails_the_run_naming_it_and_what_was_written():
+    cluster = pool(nodes=8, cluster_class=FailingCluster)
+    with pytest.raises(PartialWrite) as exc:
+        service.run_catalog(params(fleet()), cluster)
+    assert "1 tenant(s) failed: t1" in exc.value.what
+    rows = {r["name"]: r for r in exc.value.report["summary"]}
+    assert rows["t1"]["status"] == "failed" and rows["t0"]["status"] == "created"
+    assert any("tenant-t0" in d for d in exc.value.done)
+
+
+def test_rendered_reads_nothing_and_needs_the_networks():
+    result = service.run_rendered(
+        params(fleet(2), state="rendered", pod_cidr="10.244.0.0/16", service_cidr="10.96.0.0/12")
+    )
+    assert result["tenants"] == ["t0", "t1"] and len(result["manifests"]) == 2 * 10
+    with pytest.raises(PlatformValidationError) as exc:
+        service.run_rendered(params(fleet(2), state="rendered"))
+    assert [m.split(":")[0] for m in exc.value.messages] == ["pod_cidr", "service_cidr"]
+
+
+def test_gathered_reads_back_what_present_wrote():
+    cluster = pool(nodes=8)
+    tenants = fleet()
+    tenants[0]["teams"] = [{"name": "ml", "deserved": {GPU: 1}}]
+    service.run_catalog(params(tenants), cluster)
+    gathered = service.run_catalog(params(None, state="gathered"), cluster)["tenants"]
+    assert [g["name"] for g in gathered] == ["t0", "t1", "t2"]
+    cluster.writes.clear()
+    assert service.run_catalog(params(gathered), cluster)["changed"] is False
+    assert cluster.writes == []
+
+
+def test_a_catalog_file_is_read_and_checked(tmp_path):
+    path = tmp_path / "tenants.yml"
+    path.write_text(
+        "tenants:\n  - name: t0\n    subscription: {nvidia.com/gpu: 1}\n  - {name: t0}\n"
+    )
+    with pytest.raises(PlatformValidationError) as exc:
+        service.run_catalog(params(None, src=str(path)), pool(nodes=1))
+    assert any(
+        m.startswith("tenants[1].name: 't0' is already declared") for m in exc.value.messages
+    )
+    with pytest.raises(PlatformValidationError) as exc:
+        service.run_catalog(params(None, src=str(tmp_path / "missing.yml")), pool(nodes=1))
+    assert exc.value.messages[0].startswith("src: cannot read")
