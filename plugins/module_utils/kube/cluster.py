@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from ..common.errors import PartialWrite
 from ..common.names import FIELD_MANAGER
 
 try:
@@ -377,6 +378,22 @@ class Cluster:
         return True
 
 
+def written_or_raise(
+    labels: Sequence[str], results: Sequence[Any], what: str, **report: Any
+) -> list[str]:
+    """After concurrent writes: the labels of those that succeeded; when any failed, a
+    ``PartialWrite`` naming them (every write is idempotent: running again finishes)."""
+    done = [
+        label for label, r in zip(labels, results, strict=True) if not isinstance(r, BaseException)
+    ]
+    for result in results:
+        if isinstance(result, ApiException | TransportError):
+            raise PartialWrite(what, done, result, **report) from result
+        if isinstance(result, BaseException):
+            raise result
+    return done
+
+
 def retry_while_denied(
     call: Callable[[], Any],
     timeout: float = 30.0,
@@ -427,4 +444,5 @@ __all__ = [
     "argument_spec",
     "platform_module",
     "retry_while_denied",
+    "written_or_raise",
 ]

@@ -59,6 +59,7 @@ from ..kube.cluster import (
     ConflictError,
     TransportError,
     api_error_message,
+    written_or_raise,
 )
 from ..kube.lease import SPOT_RECLAIM
 from ..kube.lease_io import default_holder, run_id
@@ -413,15 +414,11 @@ def apply_capabilities(
     cluster: Cluster, manifests: list[dict[str, Any]], what: str, **report: Any
 ) -> list[str]:
     """Apply each queue's capability and deserved under the capacity field manager
-    (it owns only these fields, so the queue's other fields stay as they are)."""
-    done: list[str] = []
-    for manifest in manifests:
-        try:
-            cluster.apply(manifest, field_manager=CAPACITY_FIELD_MANAGER)
-        except (ApiException, TransportError) as exc:
-            raise PartialWrite(what, done, exc, **report) from exc
-        done.append(manifest["metadata"]["name"])
-    return done
+    (it owns only these fields, so the queue's other fields stay as they are), several
+    queues at a time: no queue's write depends on another's."""
+    results = cluster.apply_all(manifests, field_manager=CAPACITY_FIELD_MANAGER)
+    names = [m["metadata"]["name"] for m in manifests]
+    return written_or_raise(names, results, what, **report)
 
 
 # --- spot_info ---------------------------------------------------------------------

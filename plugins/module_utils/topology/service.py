@@ -35,7 +35,7 @@ from ansible.module_utils.common.warnings import warn
 from ..common.errors import PartialWrite, raise_if
 from ..common.names import HYPERNODE_API
 from ..common.objects import strip_server_fields
-from ..kube.cluster import ApiException, Cluster, TransportError
+from ..kube.cluster import ApiException, Cluster, TransportError, written_or_raise
 from .discovery import tree_from_source
 from .manifests import desired_hypernode
 from .plan import SyncPlan, introduced_errors, plan_hypernode, plan_tree_sync
@@ -74,14 +74,15 @@ def write_sync(
 ) -> list[str]:
     """The plan's writes in its order; raises ``PartialWrite`` with ``report`` when
     one fails. In check mode the deletions are only reported (``deleted``)."""
-    done: list[str] = []
+    # Creates and updates side by side (a HyperNode names its members, it does not need
+    # them to exist first); deletes after them, one at a time.
+    writes = [*plan.create, *(desired for desired, _live in plan.update)]
+    labels = [
+        *("created " + m["metadata"]["name"] for m in plan.create),
+        *("updated " + desired["metadata"]["name"] for desired, _live in plan.update),
+    ]
+    done = written_or_raise(labels, cluster.apply_all(writes), "writing HyperNodes", **report)
     try:
-        for manifest in plan.create:
-            cluster.apply(manifest)
-            done.append("created " + manifest["metadata"]["name"])
-        for desired, _live in plan.update:
-            cluster.apply(desired)
-            done.append("updated " + desired["metadata"]["name"])
         # The API server is not asked to dry run a delete: in check mode none is sent.
         for obj in [] if check_mode else plan.delete:
             cluster.delete(HYPERNODE_API, KIND, obj["metadata"]["name"])

@@ -17,8 +17,8 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
 from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster, conflict
 from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.tenants.tenant_objects import (
     GPU,
-    pool,
     podgroup,
+    pool,
     vcjob,
 )
 
