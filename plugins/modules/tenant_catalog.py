@@ -194,6 +194,12 @@ manifests:
   returned: with O(state=rendered)
   type: list
   elements: dict
+by_tenant:
+  description:
+    - RV(manifests) per tenant name, each list in the same order; the shared parent-queues list under the empty
+      name. One file each in a GitOps repository (C(playbooks/tenant_catalog.yml) writes them).
+  returned: with O(state=rendered)
+  type: dict
 tenants:
   description:
     - With O(state=gathered), the live tenants as catalog entries, sorted by name.

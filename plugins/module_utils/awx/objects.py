@@ -241,6 +241,7 @@ def awx_objects(settings: Mapping[str, Any], surveys: Mapping[str, Any]) -> list
                 description=sched["description"],
                 timeout=sched.get("timeout", timeout),
                 allow_simultaneous=False,
+                **({"extra_vars": dict(sched["extra_vars"])} if sched.get("extra_vars") else {}),
             )
         )
     for sched in settings.get("schedules") or []:

@@ -357,7 +357,22 @@ def run_rendered(params: Mapping[str, Any]) -> dict[str, Any]:
     if catalog is None:  # gathered takes no catalog; the module routes it elsewhere
         raise AssertionError("rendered needs a catalog")
     manifests = render_catalog(catalog.tenants, ClusterNetworks())
-    return {"changed": False, "manifests": manifests, "tenants": catalog.names}
+    return {
+        "changed": False,
+        "manifests": manifests,
+        "by_tenant": by_tenant(manifests),
+        "tenants": catalog.names,
+    }
+
+
+def by_tenant(manifests: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The rendered manifests per tenant (``platform.io/tenant``), in the same order; the
+    shared parent-queues list under ``""``: one file each in a GitOps repository."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for manifest in manifests:
+        labels = (manifest.get("metadata") or {}).get("labels") or {}
+        out.setdefault(labels.get(LABEL_TENANT, ""), []).append(dict(manifest))
+    return dict(sorted(out.items()))
 
 
 def run_catalog(

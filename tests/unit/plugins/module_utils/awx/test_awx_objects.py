@@ -137,7 +137,13 @@ def previewed(tmp_path_factory) -> list[dict]:
 
 def test_the_preview_renders_every_object_without_an_awx(previewed):
     kinds = [o["kind"] for o in previewed]
-    assert kinds.count("job_template") == len(SURVEYS) + 5 and kinds.count("schedule") == 5
+    assert kinds.count("job_template") == len(SURVEYS) + 6 and kinds.count("schedule") == 6
+    (catalog,) = (
+        o for o in previewed if o["kind"] == "job_template" and o["name"] == "Tenant catalog - reconcile"
+    )
+    assert catalog["params"]["extra_vars"] == {
+        "tenant_catalog_file": "inventories/production/tenants.yml"
+    }
     assert {"organization", "credential_type", "credential", "execution_environment"} <= set(kinds)
     assert {"project", "inventory", "inventory_source"} <= set(kinds)
     # The playbook reads the kubeconfig only in the task that writes the credential.

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Ratio benchmark: onboarding N tenants with one ``tenant_catalog`` run.
+
+Measured in one run, each with its own tenant names so none finds another's objects:
+
+- the per-tenant loop: ``gpucloud.platform.tenant`` once per tenant, over
+  ``--loop-tenants`` tenants (its per-tenant cost is extrapolated to N);
+- the physical limit: a bare Python client (``_bare.Bare``: raw server-side applies,
+  no Ansible) sending the same objects for N tenants with the same concurrency,
+  each tenant's objects in order;
+- ``gpucloud.platform.tenant_catalog`` creating N tenants (``--workers`` at a time);
+- the same catalog again, unchanged;
+- what an unchanged run cannot go below: an ``ansible-playbook`` run of a module
+  that does nothing (``tenant_catalog`` rendering an empty catalog, no request)
+  plus the catalog's reads done by the bare client (the same LISTs, raw JSON).
+
+Prints the table and the ratios the fleet-scale targets are stated in; asserts nothing.
+
+    .venv/bin/python benchmarks/tenant_catalog.py [--tenants 1000] [--loop-tenants 100] [--workers 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / ".venv" / "collections"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _bare import Bare
+from tenant_onboarding import MODULE_PLAYBOOK, NETWORKS, cleanup, tenant_objects
+
+from _api_counter import (
+    Measurement,
+    PlaybookRunner,
+    add_common_arguments,
+    api_client,
+    default_kubeconfig,
+    print_table,
+)
+
+LOOP, BARE, CATALOG = "cl-", "cb-", "cc-"
+EMPTY = {"nvidia.com/gpu": 0, "cpu": 0, "memory": 0}  # sells nothing: no pool needed
+
+CATALOG_PLAYBOOK = """\
+- name: gpucloud.platform.tenant_catalog
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Every tenant at once
+      gpucloud.platform.tenant_catalog:
+        tenants: "{{ tenants }}"
+        pod_cidr: "{{ pod_cidr }}"
+        service_cidr: "{{ service_cidr }}"
+        workers: "{{ workers }}"
+"""
+
+NOOP_PLAYBOOK = """\
+- name: a module that does nothing
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Render an empty catalog (no request)
+      gpucloud.platform.tenant_catalog:
+        state: rendered
+        tenants: []
+        pod_cidr: 10.128.0.0/12
+        service_cidr: 10.96.0.0/12
+"""
+
+# The catalog's reads: one LIST per kind and the parent-queues GET.
+LABELLED = (
+    "Namespace",
+    "Role",
+    "RoleBinding",
+    "NetworkPolicy",
+    "ConfigMap",
+    "ClusterRole",
+    "ClusterRoleBinding",
+)
+UNLABELLED = ("Queue", "PodGroup", "Node", "ServiceCIDR")
+PARENT_LIST = {
+    "kind": "ConfigMap",
+    "metadata": {"name": "platform-parent-queues", "namespace": "platform-system"},
+}
+
+
+def entries(prefix: str, count: int) -> list[dict]:
+    return [{"name": f"{prefix}{i:04d}", "subscription": dict(EMPTY)} for i in range(count)]
+
+
+def bare_onboarding(kubeconfig: str, tenants: list[dict], workers: int) -> Measurement:
+    bare = Bare(api_client(kubeconfig), workers)
+    objects = [tenant_objects({**t, **NETWORKS}) for t in tenants]
+
+    def one(manifests):
+        for manifest in manifests:
+            bare.apply(manifest, manager="gpucloud-platform")
+
+    print("bare client onboarding ...", end=" ", flush=True)
+    start = time.perf_counter()
+    bare.in_pool([lambda m=m: one(m) for m in objects])
+    seconds = time.perf_counter() - start
+    print(f"{seconds:.1f} s", flush=True)
+    return Measurement(
+        "bare client, same objects", seconds, bare.requests, {"PATCH": bare.requests}
+    )
+
+
+def bare_reads(kubeconfig: str, workers: int) -> Measurement:
+    bare = Bare(api_client(kubeconfig), workers)
+    calls = [lambda k=k: bare.list(k, "platform.io/tenant") for k in LABELLED]
+    calls += [lambda k=k: bare.list(k) for k in UNLABELLED]
+    calls.append(lambda: bare.get(PARENT_LIST))
+    start = time.perf_counter()
+    bare.in_pool(calls)
+    seconds = time.perf_counter() - start
+    return Measurement(
+        "bare client, the catalog's reads", seconds, bare.requests, {"GET": bare.requests}
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tenants", type=int, default=1000)
+    parser.add_argument("--loop-tenants", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--keep", action="store_true", help="leave the tenants in the cluster")
+    add_common_arguments(parser)
+    args = parser.parse_args()
+    kubeconfig = args.kubeconfig or default_kubeconfig()
+    prefixes = (LOOP, BARE, CATALOG)
+    leftover = cleanup(kubeconfig, prefixes)
+    if leftover:
+        print(f"removed {leftover} tenants left over from an earlier run")
+    n = args.tenants
+    with PlaybookRunner(kubeconfig, keep=args.keep_workdir) as runner:
+        try:
+            loop = runner.run(
+                f"tenant module loop ({args.loop_tenants})",
+                runner.write("loop.yml", MODULE_PLAYBOOK),
+                runner.write_vars("loop.json", {"tenants": entries(LOOP, args.loop_tenants)}),
+            )
+            bare = bare_onboarding(kubeconfig, entries(BARE, n), args.workers)
+            catalog_vars = runner.write_vars(
+                "catalog.json",
+                {"tenants": entries(CATALOG, n), "workers": args.workers, **NETWORKS},
+            )
+            playbook = runner.write("catalog.yml", CATALOG_PLAYBOOK)
+            first = runner.run(f"tenant_catalog, {n} new", playbook, catalog_vars)
+            again = runner.run(f"tenant_catalog, {n} unchanged", playbook, catalog_vars)
+            noop = runner.run("module doing nothing", runner.write("noop.yml", NOOP_PLAYBOOK))
+            reads = bare_reads(kubeconfig, args.workers)
+        finally:
+            if not args.keep:
+                cleanup(kubeconfig, prefixes)
+    loop_at_n = loop.seconds / args.loop_tenants * n
+    floor = noop.seconds + reads.seconds
+    print(f"\nonboarding {n} tenants, {args.workers} at a time")
+    print_table("", [loop, bare, first, again, noop, reads], bare, n, "tenant")
+    print(f"\nloop extrapolated to {n} tenants: {loop_at_n:.1f} s")
+    print(
+        f"catalog speed-up over the loop:          {loop_at_n / first.seconds:6.1f} x   (target >= 20)"
+    )
+    print(
+        f"catalog first run / bare client:         {first.seconds / bare.seconds:6.2f}     (target <= 1.5)"
+    )
+    print(
+        f"unchanged run / (no-op module + reads):  {again.seconds / floor:6.2f}     (target <= 1.3)"
+    )
+    print(
+        f"unchanged run requests:                  {again.requests:6d}     (the reads: {reads.requests})"
+    )
+
+
+if __name__ == "__main__":
+    main()

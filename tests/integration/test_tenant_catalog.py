@@ -1,0 +1,214 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ``tenant_catalog`` module against the local cluster (real API server, Volcano's
+queue webhook and controllers), run as Ansible runs a task.
+
+The cluster is shared with the other test files, so every catalog here is the live
+fleet gathered (``state: gathered``) plus this file's tenants: the other tenants must
+come out ``unchanged``, which proves on real objects that a gathered catalog writes
+nothing, and only this file's tenants are ever candidates to prune."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import wait_until
+from ansible_collections.gpucloud.platform.tests.integration.test_tenant import (
+    job_body,
+    parent_queues,
+    queues_of,
+)
+
+pytestmark = pytest.mark.integration
+
+GPU = "nvidia.com/gpu"
+MINE = ("cat-a", "cat-b", "cat-c")
+SUB = {"cpu": 4, "memory": "16Gi"}
+
+
+def mine():
+    return [
+        {"name": "cat-a", "subscription": {GPU: 1, **SUB}},
+        {
+            "name": "cat-b",
+            "subscription": {GPU: 2, **SUB},
+            "teams": [{"name": "ml", "deserved": {GPU: 1}}, {"name": "web", "deserved": {GPU: 1}}],
+        },
+        {"name": "cat-c", "subscription": {GPU: 1, **SUB}, "allow_critical": True},
+    ]
+
+
+@pytest.fixture(scope="module")
+def others(run_module):
+    """Every other tenant of the cluster as a catalog entry; none of this file's before
+    or after the tests."""
+
+    def clean():
+        for name in MINE:
+            run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
+
+    clean()
+    gathered = run_module("tenant_catalog", {"state": "gathered"})
+    assert not gathered.get("failed"), gathered.get("msg")
+    yield [t for t in gathered["tenants"] if t["name"] not in MINE]
+    clean()
+
+
+def catalog(others, tenants, **extra):
+    return {"tenants": [*copy.deepcopy(others), *tenants], "workers": 8, **extra}
+
+
+def statuses(result):
+    return {row["name"]: row["status"] for row in result["summary"]}
+
+
+def test_create_every_tenant_of_the_catalog(others, run_module, api_client):
+    result = run_module("tenant_catalog", catalog(others, mine()))
+    assert not result.get("failed"), result.get("msg")
+    got = statuses(result)
+    assert {n: got[n] for n in MINE} == dict.fromkeys(MINE, "created")
+    assert {n: s for n, s in got.items() if n not in MINE} == dict.fromkeys(
+        [t["name"] for t in others], "unchanged"
+    )
+    queues = queues_of(api_client, "cat-b")
+    assert set(queues) == {
+        f"tenant-cat-b-{s}" for s in ("subscription", "payg", "spot", "ml", "web")
+    }
+    wait_until(
+        lambda: all(
+            q["status"].get("state") == "Open" for q in queues_of(api_client, "cat-b").values()
+        ),
+        what="cat-b's queues Open",
+    )
+    assert queues["tenant-cat-b-ml"]["spec"]["parent"] == "tenant-cat-b-subscription"
+    assert "tenant-cat-b-subscription" in parent_queues(api_client)
+    assert "tenant-cat-a-subscription" not in parent_queues(api_client)
+    from kubernetes import client
+
+    ns = client.CoreV1Api(api_client).read_namespace("tenant-cat-c")
+    assert ns.metadata.labels["platform.io/allow-critical"] == "true"
+
+
+def test_an_unchanged_run_only_lists(others, run_module, api_client):
+    before = {n: rv(api_client, n) for n in MINE}
+    result = run_module("tenant_catalog", catalog(others, mine()))
+    assert not result.get("failed"), result.get("msg")
+    assert result["changed"] is False and result["objects"] == []
+    assert set(statuses(result).values()) == {"unchanged"}
+    # One LIST per kind (11) and the parent-queues GET, whatever the fleet's size.
+    assert result["requests"] == 12
+    assert {n: rv(api_client, n) for n in MINE} == before
+
+
+def rv(api_client, tenant):
+    return {n: q["metadata"]["resourceVersion"] for n, q in queues_of(api_client, tenant).items()}
+
+
+def test_check_mode_predicts_the_change_of_one_tenant_and_the_real_run_makes_it(
+    others, run_module, api_client
+):
+    changed = mine()
+    changed[1]["subscription"][GPU] = 3
+    changed[1]["teams"][0]["capability"] = {GPU: 3}
+    before = {n: rv(api_client, n) for n in MINE}
+    check = run_module("tenant_catalog", catalog(others, changed), check=True, diff=True)
+    assert not check.get("failed"), check.get("msg")
+    assert {n: rv(api_client, n) for n in MINE} == before  # nothing written
+    real = run_module("tenant_catalog", catalog(others, changed), diff=True)
+    assert not real.get("failed"), real.get("msg")
+    assert check["objects"] == real["objects"] and check["summary"] == real["summary"]
+    assert check["diff"] == real["diff"]
+    got = statuses(real)
+    assert got["cat-b"] == "changed"
+    assert {n for n, s in got.items() if s != "unchanged"} == {"cat-b"}
+    assert {o["name"] for o in real["objects"]} == {"tenant-cat-b-subscription", "tenant-cat-b-ml"}
+    queues = queues_of(api_client, "cat-b")
+    assert str(queues["tenant-cat-b-subscription"]["spec"]["capability"][GPU]) == "3"
+    assert rv(api_client, "cat-a") == before["cat-a"]
+
+
+def test_the_rendered_manifests_are_the_live_objects(others, run_module, api_client):
+    from kubernetes import client
+
+    rendered = run_module(
+        "tenant_catalog",
+        {
+            "state": "rendered",
+            "tenants": mine(),
+            "pod_cidr": "10.0.0.0/8",
+            "service_cidr": "10.96.0.0/12",
+            "kubeconfig": "/nonexistent",  # nothing is read: no cluster is needed
+        },
+    )
+    assert not rendered.get("failed"), rendered.get("msg")
+    assert rendered["requests"] == 0
+    by_name = {(m["kind"], m["metadata"]["name"]): m for m in rendered["manifests"]}
+    queue = by_name[("Queue", "tenant-cat-a-subscription")]
+    live = queues_of(api_client, "cat-a")["tenant-cat-a-subscription"]
+    assert as_text(live["spec"]["deserved"]) == as_text(queue["spec"]["deserved"])
+    assert as_text(live["spec"]["capability"]) == as_text(queue["spec"]["capability"])
+    role = client.RbacAuthorizationV1Api(api_client).read_namespaced_role(
+        "tenant-user", "tenant-cat-a"
+    )
+    rules = [api_client.sanitize_for_serialization(r) for r in role.rules]
+    assert rules == by_name[("Role", "tenant-user")]["rules"]
+
+
+def as_text(resources):
+    return {k: str(v) for k, v in resources.items()}
+
+
+def test_prune_is_refused_while_work_runs_then_done_when_nothing_runs(
+    others, run_module, api_client, priority_classes
+):
+    from kubernetes import client
+
+    custom = client.CustomObjectsApi(api_client)
+    custom.create_namespaced_custom_object(
+        "batch.volcano.sh",
+        "v1alpha1",
+        "tenant-cat-a",
+        "jobs",
+        job_body("busy", "tenant-cat-a", "tenant-cat-a-subscription"),
+    )
+    without_a = [t for t in mine() if t["name"] != "cat-a"]
+    kept = run_module("tenant_catalog", catalog(others, without_a))
+    assert not kept.get("failed") and "cat-a" not in statuses(kept)  # no prune unless asked
+    refused = run_module("tenant_catalog", catalog(others, without_a, prune=True))
+    assert refused.get("failed")
+    assert "'cat-a' is not in the catalog but still has 1 active Volcano Job(s)" in refused["msg"]
+    assert refused["summary"] == [
+        {
+            "name": "cat-a",
+            "status": "refused",
+            "objects": 0,
+            "errors": [refused["summary"][0]["errors"][0]],
+            "running": refused["summary"][0]["running"],
+        }
+    ]
+    assert "tenant-cat-a-subscription" in queues_of(api_client, "cat-a")
+
+    custom.delete_namespaced_custom_object(
+        "batch.volcano.sh", "v1alpha1", "tenant-cat-a", "jobs", "busy"
+    )
+    wait_until(
+        lambda: (
+            not custom.list_namespaced_custom_object(
+                "batch.volcano.sh", "v1alpha1", "tenant-cat-a", "jobs"
+            )["items"]
+            and not client.CoreV1Api(api_client).list_namespaced_pod("tenant-cat-a").items
+        ),
+        what="cat-a's job and pods gone",
+    )
+    check = run_module("tenant_catalog", catalog(others, without_a, prune=True), check=True)
+    assert not check.get("failed"), check.get("msg")
+    assert statuses(check)["cat-a"] == "pruned"
+    assert "tenant-cat-a-subscription" in queues_of(api_client, "cat-a")  # check mode: listed only
+    pruned = run_module("tenant_catalog", catalog(others, without_a, prune=True))
+    assert not pruned.get("failed"), pruned.get("msg")
+    assert statuses(pruned)["cat-a"] == "pruned"
+    assert check["objects"] == pruned["objects"]
+    assert {n for n, s in statuses(pruned).items() if s != "unchanged"} == {"cat-a"}
+    wait_until(lambda: queues_of(api_client, "cat-a") == {}, what="cat-a's queues gone")
