@@ -29,6 +29,7 @@ from ..common.names import (
     MANAGED_BY,
     QUEUE_ARBITER_HISTORY,
 )
+from ..common.times import read_rfc3339
 from ..kube.lease import seconds_time
 from .model import RunningJob, WaitingJob
 from .rules import NONE, PREEMPT, RECLAIM, Decision
@@ -233,3 +234,39 @@ def arbiter_diff(victims: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 def report(result: Mapping[str, Any]) -> dict[str, Any]:
     """What a failure reports with its message: the result without ``changed``/``diff``."""
     return {k: v for k, v in result.items() if k not in ("changed", "diff")}
+
+
+def room_made_for(
+    entries: Iterable[Any], job: str | None, now: datetime, window: float
+) -> Mapping[str, Any] | None:
+    """Rule refusal-while-settling, its history half: the latest run that evicted for
+    ``job`` within the last ``window`` seconds, or None. Volcano reports a queue's
+    ``status.allocated`` from its own cache, which keeps the victims' GPUs for a while
+    after their pods are gone; a run that reads the queues then sees the subscription
+    still full and would refuse the very job room was just made for."""
+    if not job:
+        return None
+    latest = None
+    for entry in entries:
+        if not isinstance(entry, Mapping) or entry.get("job") != job:
+            continue
+        when = read_rfc3339(str(entry.get("time") or ""))
+        if when is not None and 0 <= now.timestamp() - when.timestamp() <= window:
+            latest = entry
+    return latest
+
+
+def settled_result(result: Mapping[str, Any], entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A refusal turned into "nothing to do": the room was made by ``entry``'s run."""
+    victims = ", ".join(v.get("name", "") for v in entry.get("victims") or [])
+    return {
+        **result,
+        "decision": NONE,
+        "need": 0,
+        "victims": [],
+        "blocked_by": None,
+        "reason": (
+            f"room was made for {result['job']} at {entry.get('time')} by {entry.get('holder')} "
+            f"(evicted {victims or 'nothing'}); Volcano is placing it (rule refusal-while-settling)"
+        ),
+    }

@@ -99,6 +99,8 @@ from .record import (
     history_manifest,
     made_room_event,
     report,
+    room_made_for,
+    settled_result,
     victim_dict,
 )
 from .rules import NOTHING_EVICTED, PREEMPT, RECLAIM, REFUSE, Decision, plan_for
@@ -328,6 +330,25 @@ def _without_eviction(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def settling(
+    cluster: Cluster, params: Mapping[str, Any], result: dict[str, Any], holder: str, now: datetime
+) -> dict[str, Any]:
+    """Rule refusal-while-settling: a refusal read while another run holds the Lease, or
+    within ``lease_duration`` seconds of a run that made room for the same job, was read
+    from a cluster still moving (Volcano's queue status keeps the victims' GPUs for a
+    while). While the Lease is held the run fails as a run refused the Lease does; after
+    a run made room, the answer is that nothing is to be done. Two GETs, only on a
+    refusal."""
+    if result["decision"] != REFUSE:
+        return result
+    blocker = lease_blocker(QUEUE_ARBITER, read_lease(cluster, QUEUE_ARBITER), holder, now)
+    if blocker:
+        raise Refused(blocker, **report(result))
+    live = cluster.get("v1", "ConfigMap", QUEUE_ARBITER_HISTORY, PLATFORM_NAMESPACE)
+    entry = room_made_for(read_history(live), result["job"], now, params["lease_duration"])
+    return settled_result(result, entry) if entry is not None else result
+
+
 def wait_for_admission(cluster: Cluster, params: Mapping[str, Any]) -> None:
     """Option ``wait_for_admission`` (with ``job``): while the job's PodGroup is Pending
     until sla admits it (rule arbiter-settle, ``admission_due``), re-read the tenant's
@@ -405,10 +426,10 @@ def run(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str,
     reclaim, under the Lease, decide again and evict its victims (check mode: report them)."""
     wait_for_admission(cluster, params)
     now = utc_now()
+    holder = run_holder(params.get("holder_identity") or default_holder(), run_id())
     result, plan = decide(cluster, params, now)
     if plan is None or not plan.evicts:
-        return _without_eviction(result)
-    holder = run_holder(params.get("holder_identity") or default_holder(), run_id())
+        return _without_eviction(settling(cluster, params, result, holder, now))
     if check_mode:
         blocker = lease_blocker(QUEUE_ARBITER, read_lease(cluster, QUEUE_ARBITER), holder, now)
         if blocker:
@@ -429,7 +450,7 @@ def run(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str,
         # The cluster may have moved since the first read: decide again under the Lease.
         result, plan = decide(cluster, params, now)
         if plan is None or not plan.evicts:
-            return _without_eviction(result)
+            return _without_eviction(settling(cluster, params, result, holder, now))
         held = hold_victim_queues(cluster, plan) if plan.decision.action == RECLAIM else []
         try:
             jobs, pods = evict_victims(cluster, plan, result, now)

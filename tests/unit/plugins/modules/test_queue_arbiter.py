@@ -242,6 +242,52 @@ def test_a_normal_job_that_cannot_preempt_is_refused_and_nothing_is_evicted(run_
     assert cluster.writes == []  # no Lease either
 
 
+def refused_cluster():
+    return arbiter_cluster(scenario_one(waiting_pc="normal-job", waiting_replicas=2))
+
+
+def test_a_refusal_read_while_another_run_holds_the_lease_fails_as_held(run_module):
+    """Rule refusal-while-settling: the other run may be evicting for this very job."""
+    cluster = refused_cluster()
+    cluster.put(held_lease())
+    out = run_module(queue_arbiter, cluster)
+    assert out["failed"] and "is held by 'other-run/4f1c'" in out["msg"]
+    assert out["decision"] == "refuse" and cluster.writes == []
+
+
+def made_room(job, seconds_ago):
+    entry = {"time": ago(seconds_ago), "holder": "awx/1", "job": job, "action": "reclaim"}
+    entry["victims"] = [{"name": "task-e"}, {"name": "task-c"}]
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "queue-arbiter-history", "namespace": "platform-system"},
+        "data": {"history.json": json.dumps([entry])},
+    }
+
+
+def test_a_refusal_right_after_a_run_made_room_for_the_same_job_is_nothing_to_do(run_module):
+    cluster = refused_cluster()
+    cluster.put(made_room("tenant-a/big", seconds_ago=20))
+    out = run_module(queue_arbiter, cluster)
+    assert not out.get("failed") and out["decision"] == "none" and out["victims"] == []
+    assert out["reason"] == (
+        "room was made for tenant-a/big at " + ago(20) + " by awx/1 (evicted task-e, task-c); "
+        "Volcano is placing it (rule refusal-while-settling)"
+    )
+    assert cluster.writes == []
+
+
+@pytest.mark.parametrize(
+    ("job", "seconds_ago"), [("tenant-a/other", 20), ("tenant-a/big", 600)], ids=["other", "old"]
+)
+def test_an_old_or_other_jobs_history_leaves_the_refusal(run_module, job, seconds_ago):
+    cluster = refused_cluster()
+    cluster.put(made_room(job, seconds_ago))
+    out = run_module(queue_arbiter, cluster)
+    assert out["decision"] == "refuse" and "nothing is evicted" in out["reason"]
+
+
 def test_a_job_larger_than_its_capability_is_refused(run_module):
     # 48 GPUs fit the pool of 7 nodes, not the capability of 40 the team inherits
     cluster = arbiter_cluster([*scenario_one(waiting_replicas=6), node("n5"), node("n6")])
