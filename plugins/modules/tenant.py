@@ -66,8 +66,11 @@ options:
   state:
     description:
       - V(present) creates or updates the tenant, V(absent) removes it.
+      - V(rendered) returns the tenant's manifests (RV(manifests)) as its first run writes them, sorted, without a
+        cluster - no kubeconfig is read and no request is made; O(pod_cidr) and O(service_cidr) are then required.
+        M(gpucloud.platform.tenant_catalog) renders many tenants the same way.
     type: str
-    choices: [present, absent]
+    choices: [present, absent, rendered]
     default: present
   subscription:
     description:
@@ -297,6 +300,12 @@ added:
   returned: when O(state=present)
   type: dict
   sample: {nvidia.com/gpu: 8, cpu: "32", memory: 128Gi}
+manifests:
+  description:
+    - Every object of the tenant, sorted as M(gpucloud.platform.tenant_catalog) sorts them (rule rendered-order).
+  returned: when O(state=rendered)
+  type: list
+  elements: dict
 running:
   description: Active Volcano Jobs and pods found in the tenant namespace (O(state=absent)).
   returned: when O(state=absent)
@@ -328,7 +337,7 @@ TEAM_OPTIONS = {
 
 OPTIONS = {
     "name": {"type": "str", "required": True},
-    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    "state": {"type": "str", "choices": ["present", "absent", "rendered"], "default": "present"},
     "subscription": {"type": "dict"},
     "subscription_guarantee": {"type": "dict"},
     "payg": {"type": "dict"},
@@ -350,7 +359,7 @@ OPTIONS = {
 
 def main() -> None:
     # Every input is checked before the module connects.
-    run_module(OPTIONS, service.run_tenant, validate=check_tenant)
+    run_module(OPTIONS, service.run_tenant, validate=check_tenant, offline=service.run_rendered)
 
 
 if __name__ == "__main__":

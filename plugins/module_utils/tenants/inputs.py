@@ -53,12 +53,27 @@ def parse_absent(params: Mapping[str, Any]) -> str:
     return str(name)
 
 
+def rendered_network_errors(params: Mapping[str, Any]) -> list[FieldError]:
+    """Rule rendered-networks: ``state: rendered`` reads nothing, so the networks the
+    NetworkPolicy cuts out are given."""
+    return [
+        FieldError(key, "is required with state: rendered, which reads nothing from the cluster")
+        for key in ("pod_cidr", "service_cidr")
+        if params.get("state") == "rendered" and not params.get(key)
+    ]
+
+
 def check_tenant(params: Mapping[str, Any]) -> None:
-    """The ``tenant`` module's input, for either state."""
+    """The ``tenant`` module's input, for any state."""
     if params.get("state", "present") == "absent":
         parse_absent(params)
-    else:
+        return
+    errors = rendered_network_errors(params)
+    try:
         parse_present(params)
+    except PlatformValidationError as exc:
+        raise PlatformValidationError([*exc.errors, *errors]) from None
+    raise_if(errors)
 
 
 def parse_team_queue(params: Mapping[str, Any]) -> TeamSpec | None:
