@@ -18,7 +18,11 @@ Measured, each a separate ansible-playbook run:
 - the same loop again, values unchanged;
 - one ``kubernetes.core.k8s`` task whose ``definition`` lists every patch;
 - ``gpucloud.platform.spot_capacity`` (the queues are first reset to spot
-  capability 0), then an unchanged re-run.
+  capability 0), then an unchanged re-run;
+- the physical limit of the first run: a bare Python client (``_bare.Bare``)
+  sending the same server-side applies with the module's concurrency (8);
+- the floor of the unchanged run: an ``ansible-playbook`` run of a module that
+  does nothing, plus the module's two LISTs done by the bare client (raw JSON).
 
 Both end states are compared: every spot queue must carry the same
 capability after the module as after the baseline. Then every queue of the
@@ -32,16 +36,21 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / ".venv" / "collections"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _bare import Bare
+from tenant_catalog import NOOP_PLAYBOOK
+
 from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
     pool_from_nodes,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+    CAPACITY_FIELD_MANAGER,
     LABEL_QUEUE_TYPE,
     LABEL_TENANT,
     MANAGED_SELECTOR,
@@ -61,6 +70,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec imp
 )
 
 from _api_counter import (
+    Measurement,
     PlaybookRunner,
     add_common_arguments,
     api_client,
@@ -71,6 +81,7 @@ from _api_counter import (
 )
 
 PREFIX = "bs-"
+WORKERS = 8  # the module's concurrency (kube.cluster.DEFAULT_WORKERS)
 SIZES = (1, 2, 4, 8)  # subscribed GPUs, cycled
 CPU_PER_GPU, MEMORY_PER_GPU_GI = 8, 64
 GROUP, VERSION = QUEUE_API.split("/")
@@ -148,8 +159,13 @@ class Queues:
         }
 
     def create(self, manifests: list[dict[str, Any]]) -> None:
-        for m in manifests:
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(m):
             self.custom.create_cluster_custom_object(GROUP, VERSION, "queues", m)
+
+        with ThreadPoolExecutor(max_workers=8) as pool:  # setup: not measured
+            list(pool.map(one, manifests))
 
     def reset_spot(self, initial: dict[str, dict[str, Any]]) -> None:
         """Put every spot queue back to its capability and deserved at creation."""
@@ -176,6 +192,25 @@ def same_specs(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]]) -> li
         for n in {*a, *b}
         if n not in a or n not in b or differs(a[n], b[n]) or differs(b[n], a[n])
     )
+
+
+def bare_patches(kubeconfig: str, patches: list[dict[str, Any]]) -> Measurement:
+    bare = Bare(api_client(kubeconfig), WORKERS)
+    start = time.perf_counter()
+    bare.in_pool([lambda m=m: bare.apply(m, manager=CAPACITY_FIELD_MANAGER) for m in patches])
+    seconds = time.perf_counter() - start
+    print(f"bare client, same applies ... {seconds:.1f} s", flush=True)
+    return Measurement(
+        "bare client, same applies", seconds, bare.requests, {"PATCH": bare.requests}
+    )
+
+
+def bare_reads(kubeconfig: str) -> Measurement:
+    bare = Bare(api_client(kubeconfig), 2)
+    start = time.perf_counter()
+    bare.in_pool([lambda: bare.list("Node"), lambda: bare.list("Queue", MANAGED_SELECTOR)])
+    seconds = time.perf_counter() - start
+    return Measurement("bare client, the two LISTs", seconds, bare.requests, {"GET": bare.requests})
 
 
 def main() -> None:
@@ -226,6 +261,11 @@ def main() -> None:
             rows.append(runner.run("spot_capacity, first", module))
             rows.append(runner.run("spot_capacity, unchanged", module))
             after_module = queues.spot_specs()
+            queues.reset_spot(initial)
+            bare = bare_patches(kubeconfig, patches)
+            rows.append(bare)
+            rows.append(runner.run("module doing nothing", runner.write("noop.yml", NOOP_PLAYBOOK)))
+            rows.append(bare_reads(kubeconfig))
     finally:
         if not args.keep:
             queues.delete_ours()
@@ -242,6 +282,13 @@ def main() -> None:
         + ("identical" if not mismatch else f"{len(mismatch)} queues differ, e.g. {mismatch[:3]}")
     )
     print_table("", rows, rows[0], args.tenants, "tenant")
+    by = {r.label: r for r in rows}
+    first, again = by["spot_capacity, first"], by["spot_capacity, unchanged"]
+    floor = by["module doing nothing"].seconds + by["bare client, the two LISTs"].seconds
+    print(
+        f"first run / bare client:                 {first.seconds / bare.seconds:6.2f}  (target <= 1.3)"
+    )
+    print(f"unchanged run / (no-op module + LISTs):  {again.seconds / floor:6.2f}  (target <= 1.3)")
 
 
 if __name__ == "__main__":
