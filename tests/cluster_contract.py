@@ -163,6 +163,7 @@ def case_list_returns_plain_dicts(cluster, ns):
     cluster.apply(configmap(ns, "plain", {"k": "v"}, app="x"))
     (item,) = cluster.list("v1", "ConfigMap", ns, label_selector="app=x")
     assert type(item) is dict and type(item["metadata"]) is dict
+    assert (item["apiVersion"], item["kind"]) == ("v1", "ConfigMap")  # as a GET gives them
     assert item["data"] == {"k": "v"}
 
 

@@ -216,7 +216,13 @@ class Cluster:
             params["field_selector"] = field_selector
         resource = self.resource(api_version, kind)
         result = decode(self._send(lambda: self._client.get(resource, serialize=False, **params)))
-        return result.get("items") or []
+        items = result.get("items") or []
+        # The API server leaves apiVersion and kind out of a built-in kind's list items;
+        # every item is given them, as a GET returns an object.
+        for item in items:
+            item.setdefault("apiVersion", api_version)
+            item.setdefault("kind", kind)
+        return items
 
     def get(
         self, api_version: str, kind: str, name: str, namespace: str | None = None
