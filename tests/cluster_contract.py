@@ -162,7 +162,8 @@ def case_concurrently_returns_each_failure_in_its_place(cluster, ns):
 def case_list_returns_plain_dicts(cluster, ns):
     cluster.apply(configmap(ns, "plain", {"k": "v"}, app="x"))
     (item,) = cluster.list("v1", "ConfigMap", ns, label_selector="app=x")
-    assert type(item) is dict and type(item["metadata"]) is dict
+    # Exactly dict, not a subclass such as the dynamic client's ResourceField.
+    assert type(item) is dict and type(item["metadata"]) is dict  # pylint: disable=unidiomatic-typecheck
     assert (item["apiVersion"], item["kind"]) == ("v1", "ConfigMap")  # as a GET gives them
     assert item["data"] == {"k": "v"}
 

@@ -68,6 +68,20 @@ def tenant_args(name: str, **extra: Any) -> dict[str, Any]:
     }
 
 
+def catalog_entry(name: str, **extra: Any) -> dict[str, Any]:
+    """A tenant_catalog entry: the tenant's own options, without the run's (oversell_check)."""
+    entry = tenant_args(name, **extra)
+    del entry["oversell_check"]
+    return entry
+
+
+# A catalog that creates one tenant and resizes the other.
+CATALOG = [
+    catalog_entry(NEW_TENANT),
+    catalog_entry(TENANT, subscription={GPU: 3, "cpu": 12, "memory": "24Gi"}),
+]
+
+
 def job_args(name: str, **extra: Any) -> dict[str, Any]:
     return {
         "tenant": TENANT,
@@ -126,6 +140,11 @@ MODULES: dict[str, list[dict[str, Any]]] = {
         {"tenant": TENANT, "name": "algo", "state": "absent", "force": True},
     ],
     "tenant_info": [{}],
+    "tenant_catalog": [
+        {"tenants": CATALOG, "oversell_check": False},
+        # Prune every other managed tenant, running work or not: a dry run of each removal.
+        {"tenants": [catalog_entry(TENANT)], "prune": True, "force": True, "oversell_check": False},
+    ],
     "payg_capacity": [{"tenant": TENANT, "capability": {GPU: 1}, "reclaim": False}],
     "spot_capacity": [{}],
     "spot_reclaim": [{"need": 100000, "allow_partial": True}],
@@ -184,6 +203,11 @@ PLAYBOOKS: dict[str, dict[str, Any] | None] = {
         "tenant_oversell_check": False,
     },
     "tenant_delete.yml": {"tenant_name": TENANT, "tenant_confirm": TENANT, "tenant_force": True},
+    "tenant_catalog.yml": {
+        "tenant_catalog": CATALOG,
+        "tenant_catalog_oversell_check": False,
+        "tenant_catalog_progress_file": f"/tmp/gpucloud-check-catalog-{uuid.uuid4().hex[:6]}",
+    },
     "team_queue.yml": {"tenant_name": TENANT, "team_name": "extra2", "team_deserved_gpus": 0},
     "job_submit.yml": {
         "tenant_name": TENANT,

@@ -139,7 +139,9 @@ def test_the_preview_renders_every_object_without_an_awx(previewed):
     kinds = [o["kind"] for o in previewed]
     assert kinds.count("job_template") == len(SURVEYS) + 6 and kinds.count("schedule") == 6
     (catalog,) = (
-        o for o in previewed if o["kind"] == "job_template" and o["name"] == "Tenant catalog - reconcile"
+        o
+        for o in previewed
+        if o["kind"] == "job_template" and o["name"] == "Tenant catalog - reconcile"
     )
     assert catalog["params"]["extra_vars"] == {
         "tenant_catalog_file": "inventories/production/tenants.yml"

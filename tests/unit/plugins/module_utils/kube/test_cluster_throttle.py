@@ -46,7 +46,10 @@ def test_a_429_is_waited_out_for_its_retry_after_and_sent_again():
     waits = []
     client = Answers([too_many("3"), too_many(None), {"items": [{"metadata": {"name": "a"}}]}])
     cluster = kube.Cluster(client, sleep=waits.append)
-    assert cluster.list("v1", "ConfigMap") == [{"metadata": {"name": "a"}}]
+    # Each item comes back as a GET would return it, apiVersion and kind filled in.
+    assert cluster.list("v1", "ConfigMap") == [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
+    ]
     assert waits == [3.0, kube.THROTTLE_DEFAULT_WAIT]
     assert (cluster.requests, cluster.throttled) == (3, 2)
 
