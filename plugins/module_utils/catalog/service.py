@@ -20,7 +20,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
+try:
+    # libyaml's safe loader where it is installed: a fleet's catalog file is large.
+    from ansible.module_utils.common.yaml import yaml_load
+    from yaml import YAMLError
+except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
+    yaml_load = None
+    YAMLError = ValueError
 
 from ..capacity.oversell import catalog_oversell_errors
 from ..capacity.pool import commitments_from_queues, pool_from_nodes
@@ -106,11 +112,15 @@ class Progress:
 
 def load_catalog_file(path: str) -> Any:
     """The ``src`` file: a YAML list of tenants, or a mapping with ``tenants``."""
+    if yaml_load is None:
+        raise PlatformValidationError(
+            [FieldError("src", "reading a catalog file needs the Python package PyYAML")]
+        )
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = yaml_load(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise PlatformValidationError([FieldError("src", f"cannot read {path}: {exc}")]) from None
-    except yaml.YAMLError as exc:
+    except YAMLError as exc:
         raise PlatformValidationError(
             [FieldError("src", f"{path} is not YAML: {exc}".splitlines()[0])]
         ) from None
