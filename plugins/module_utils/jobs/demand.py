@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Decimal, DecimalException
 from typing import Any
 
-from ..common.errors import FieldError
+from ..common.errors import FieldError, PlatformValidationError
 from ..common.quantity import CPU, GPU, MEMORY, Resources, parse
 
 # The resources the pool, the queues and the reclaim count.
@@ -97,8 +97,21 @@ def job_demand(job: Mapping[str, Any]) -> JobDemand:
         spec = (task.get("template") or {}).get("spec") or {}
         one = pod_demand(spec, f"{name}.spec.tasks[{t}].template.spec")
         pods += replicas
-        for resource in DEMAND_RESOURCES:
-            total[resource] += one[resource] * replicas
+        try:
+            for resource in DEMAND_RESOURCES:
+                total[resource] += one[resource] * replicas
+        except DecimalException:
+            # Only a count no int32 holds, times a huge quantity, gets here: refused,
+            # not counted as something else.
+            raise PlatformValidationError(
+                [
+                    FieldError(
+                        f"{name}.spec.tasks[{t}]",
+                        "replicas times the pod's requests is more than can be counted"
+                        " (replicas is an int32)",
+                    )
+                ]
+            ) from None
     return JobDemand(pods=pods, resources=total)
 
 
