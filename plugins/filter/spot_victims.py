@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
@@ -12,45 +13,62 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.times import api_seconds
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import (
     SpotJob,
-    choose_victims,
+    known_price,
+    long_lived,
     parse_count,
     parse_price,
     parse_time,
+    take_victims,
+    victim_entry,
 )
 
 _FIELDS = ("name", "namespace", "price", "gpus", "replicas", "started_at")
+_REQUIRED = frozenset(_FIELDS) - {"price"}
+
+
+def _fields(job: Any, i: int) -> tuple[str, str, Decimal, int, int, float]:
+    """``jobs[i]`` read: namespace, name, price, GPUs, pods and start (``SpotJob``'s
+    order). What a job map usually holds (a dict, a known price, whole numbers, a
+    time as the API server writes it) is taken as it is; anything else goes through
+    the parse functions, which word the errors."""
+    if not isinstance(job, dict) or not job.keys() >= _REQUIRED:
+        if not isinstance(job, Mapping):
+            raise PlatformValidationError(
+                [f"jobs[{i}]: {job!r} must be a mapping with {', '.join(_FIELDS)}"]
+            )
+        missing = [k for k in _FIELDS if k not in job and k != "price"]
+        if missing:
+            raise PlatformValidationError(
+                [f"jobs[{i}]: missing {', '.join(missing)}; each job needs {', '.join(_FIELDS)}"]
+            )
+    namespace, name = job["namespace"], job["name"]
+    for key, value in (("name", name), ("namespace", namespace)):
+        if not isinstance(value, str) or not value:
+            raise PlatformValidationError(
+                [f"jobs[{i}].{key}: {value!r} must be a non-empty string"]
+            )
+    price = job.get("price")
+    known = known_price(price)
+    if known is None:
+        # Prices come from annotations as strings; a non-number is refused.
+        known = parse_price(price.strip() if isinstance(price, str) else price, f"jobs[{i}].price")
+    gpus, pods = job["gpus"], job["replicas"]
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
+        gpus = parse_count(gpus, f"jobs[{i}].gpus")
+    if isinstance(pods, bool) or not isinstance(pods, int) or pods < 1:
+        pods = parse_count(pods, f"jobs[{i}].replicas", minimum=1)
+    started = api_seconds(job["started_at"])
+    if started is None:
+        started = parse_time(job["started_at"], f"jobs[{i}].started_at")
+    return namespace, name, known, gpus, pods, started
 
 
 def _record(job: Any, i: int) -> SpotJob:
-    where = f"jobs[{i}]"
-    if not isinstance(job, Mapping):
-        raise PlatformValidationError(
-            [f"{where}: {job!r} must be a mapping with {', '.join(_FIELDS)}"]
-        )
-    missing = [k for k in _FIELDS if k not in job and k != "price"]
-    if missing:
-        raise PlatformValidationError(
-            [f"{where}: missing {', '.join(missing)}; each job needs {', '.join(_FIELDS)}"]
-        )
-    for key in ("name", "namespace"):
-        if not isinstance(job[key], str) or not job[key]:
-            raise PlatformValidationError(
-                [f"{where}.{key}: {job[key]!r} must be a non-empty string"]
-            )
-    price = job.get("price")
-    if isinstance(price, str):
-        # Prices come from annotations as strings; a non-number is refused.
-        price = price.strip()
-    return SpotJob(
-        namespace=job["namespace"],
-        name=job["name"],
-        price=parse_price(price, f"{where}.price"),
-        gpus=parse_count(job["gpus"], f"{where}.gpus"),
-        pods=parse_count(job["replicas"], f"{where}.replicas", minimum=1),
-        started=parse_time(job["started_at"], f"{where}.started_at"),
-    )
+    """``jobs[i]`` as the victim rules see it."""
+    return SpotJob(*_fields(job, i))
 
 
 def spot_victims(jobs: Any, need: Any, allow_partial: bool = False) -> list[Any]:
@@ -64,12 +82,18 @@ def spot_victims(jobs: Any, need: Any, allow_partial: bool = False) -> list[Any]
         )
     try:
         count = parse_count(need, "need")
-        records = [_record(job, i) for i, job in enumerate(jobs)]
-        chosen = choose_victims(records, count, allow_partial=allow_partial)
+        # One flat entry per job holding GPUs, carrying the job map itself.
+        entries = []
+        with long_lived():
+            for i, job in enumerate(jobs):
+                namespace, name, price, gpus, pods, started = _fields(job, i)
+                if gpus > 0:
+                    entries.append(
+                        victim_entry(price, pods, gpus, started, namespace, name, i, job)
+                    )
+            return take_victims(entries, count, allow_partial) if count else []
     except PlatformValidationError as exc:
         raise AnsibleFilterError(f"spot_victims: {exc}") from None
-    position = {id(r): i for i, r in enumerate(records)}
-    return [jobs[position[id(r)]] for r in chosen]
 
 
 class FilterModule:

@@ -9,16 +9,55 @@ Parsing is the Kubernetes client's own ``parse_quantity``, so "1Gi", "500m" and
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
+from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from .errors import FieldError, PlatformValidationError
 
-try:
-    from kubernetes.utils.quantity import format_quantity as _format_quantity
-    from kubernetes.utils.quantity import parse_quantity as _parse_quantity
-except ImportError:  # pragma: no cover - reported by the modules' requirement check
-    _format_quantity = _parse_quantity = None
+# The client module whose parser and formatter are used.
+CLIENT_QUANTITY = "kubernetes.utils.quantity"
+
+
+def _client_quantity() -> ModuleType | None:
+    """The client's ``kubernetes/utils/quantity.py``, without importing the client.
+
+    ``import kubernetes.utils.quantity`` runs ``kubernetes/__init__.py``, which imports
+    the whole API client (about half a second per process). The quantity file needs
+    only the standard library (``decimal``), so it is loaded on its own from where the
+    package is installed; ``find_spec`` of a top-level package executes nothing. When
+    the client is already imported its module is used; when the file cannot be loaded
+    on its own (a client release that changed it) the package import is the fallback.
+    None when the client is not installed."""
+    loaded = sys.modules.get(CLIENT_QUANTITY)
+    if loaded is not None:
+        return loaded
+    try:
+        package = importlib.util.find_spec("kubernetes")
+        locations = list(package.submodule_search_locations or ()) if package else []
+        for location in locations:
+            path = Path(location) / "utils" / "quantity.py"
+            spec = importlib.util.spec_from_file_location("_kubernetes_utils_quantity", path)
+            if spec is None or spec.loader is None or not path.is_file():
+                continue
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+    except (ImportError, OSError, ValueError):
+        pass
+    try:
+        return importlib.import_module(CLIENT_QUANTITY)
+    except ImportError:  # pragma: no cover - reported by the modules' requirement check
+        return None
+
+
+_client = _client_quantity()
+_format_quantity = getattr(_client, "format_quantity", None)
+_parse_quantity = getattr(_client, "parse_quantity", None)
 
 GPU = "nvidia.com/gpu"
 CPU = "cpu"
@@ -40,8 +79,44 @@ def parse_quantity(value: object) -> Decimal:
     return _parse_quantity(value)
 
 
+# Quantities already accepted, per exact input type (str or int): the same "8",
+# "64Gi" and "500m" recur in every job of a LIST. Only ordinary values are kept:
+# finite, between 10**-ORDINARY_DIGITS and 10**ORDINARY_DIGITS (or 0), so no sum
+# or product of a few of them times an int32 count can overflow or be invalid.
+_KNOWN: dict[type, dict[Any, Decimal]] = {str: {}, int: {}}
+ORDINARY_DIGITS = 100
+# Past this many entries the memo starts over (quantities nobody repeats).
+MEMO_LIMIT = 4096
+
+
+def remembered(value: object) -> Decimal | None:
+    """The quantity ``parse`` accepted for ``value`` before (the very ``Decimal`` it
+    returned), when that was an ordinary one; None otherwise."""
+    memo = _KNOWN.get(type(value))
+    return None if memo is None else memo.get(value)
+
+
 def parse(value: object, field: str) -> Decimal:
-    """Rule quantity: a non-negative Kubernetes quantity."""
+    """Rule quantity: a non-negative Kubernetes quantity.
+
+    ``read_quantity`` reads it; a value read before is answered from a memo."""
+    number = remembered(value)
+    if number is None:
+        number = read_quantity(value, field)
+        memo = _KNOWN.get(type(value))
+        if (
+            memo is not None
+            and number.is_finite()
+            and -ORDINARY_DIGITS < number.adjusted() < ORDINARY_DIGITS
+        ):
+            if len(memo) >= MEMO_LIMIT:
+                memo.clear()
+            memo[value] = number
+    return number
+
+
+def read_quantity(value: object, field: str) -> Decimal:
+    """Rule quantity, read every time (the general path of ``parse``)."""
     if _parse_quantity is None:
         raise PlatformValidationError(
             [FieldError(field, "the Python 'kubernetes' package is required to parse quantities")]

@@ -24,20 +24,25 @@ Rules held here:
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, TypeVar
 
 from ..common.errors import FieldError, PlatformValidationError
 from ..common.names import ANNOTATION_SPOT_PRICE, JOB_HOLDING_PHASES, LABEL_BILLING_TYPE
-from ..common.times import read_rfc3339
-from ..jobs.demand import job_demand
+from ..common.quantity import GPU, remembered
+from ..common.times import api_seconds, read_rfc3339
+from ..jobs.demand import DEMAND_RESOURCES, job_demand, replicas_of
 
 SPOT = "spot"
+T = TypeVar("T")
+_ZERO = Decimal(0)
 
 
 @dataclass(frozen=True)
@@ -71,8 +76,59 @@ def format_time(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+@contextmanager
+def long_lived() -> Iterator[None]:
+    """No cyclic garbage collection while a bulk read builds objects that all live
+    on: a collection would only walk them (and the LIST they come from), finding
+    nothing to free. On the way out what was built goes straight to the oldest
+    generation (``gc.freeze`` then ``gc.unfreeze``) instead of being walked by the
+    next young collections, unless something else has frozen objects; the collector
+    is switched back on, if it was on, however the block ends."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            if not gc.get_freeze_count():
+                gc.freeze()
+                gc.unfreeze()
+            gc.enable()
+
+
+# Prices already read, per exact input type: a price list repeats a few values
+# across thousands of jobs. Only accepted prices are kept; int and float apart
+# (1 and 1.0 are equal keys but read as Decimal 1 and 1.0), float zero not at all
+# (0.0 and -0.0 are equal keys but read as 0.0 and -0.0).
+_PRICES: dict[type, dict[Any, Decimal]] = {str: {}, int: {}, float: {}}
+# Past this many entries the memo starts over (prices nobody repeats).
+MEMO_LIMIT = 4096
+
+
+def known_price(value: object) -> Decimal | None:
+    """The price ``parse_price`` accepted for ``value`` before (the same ``Decimal``
+    ``read_price`` gave), else None."""
+    memo = _PRICES.get(type(value))
+    return None if memo is None else memo.get(value)
+
+
 def parse_price(value: object, field: str) -> Decimal:
-    """Rule spot-price: a finite decimal number, 0 or more (None means 0)."""
+    """Rule spot-price: a finite decimal number, 0 or more (None means 0).
+
+    ``read_price`` reads it; a price read before is answered from a memo."""
+    price = known_price(value)
+    if price is None:
+        price = read_price(value, field)
+        memo = _PRICES.get(type(value))
+        if memo is not None and (value or not isinstance(value, float)):
+            if len(memo) >= MEMO_LIMIT:
+                memo.clear()
+            memo[value] = price
+    return price
+
+
+def read_price(value: object, field: str) -> Decimal:
+    """Rule spot-price, read every time (the general path of ``parse_price``)."""
     if value is None:
         return Decimal(0)
     if isinstance(value, bool) or not isinstance(value, int | float | Decimal | str):
@@ -101,7 +157,16 @@ def parse_price(value: object, field: str) -> Decimal:
 
 
 def parse_time(value: object, field: str) -> float:
-    """Rule timestamp: an RFC 3339 date-time with a zone (``2026-01-02T03:04:05Z``)."""
+    """Rule timestamp: an RFC 3339 date-time with a zone (``2026-01-02T03:04:05Z``).
+
+    A time as the API server writes it is read by ``times.api_seconds``, which
+    gives what ``read_time`` would; anything else is read by ``read_time``."""
+    seconds = api_seconds(value)
+    return read_time(value, field) if seconds is None else seconds
+
+
+def read_time(value: object, field: str) -> float:
+    """Rule timestamp, read by the general path (``read_rfc3339``)."""
     if isinstance(value, datetime):
         parsed = value
     elif isinstance(value, str) and value.strip():
@@ -149,8 +214,50 @@ def parse_count(value: object, field: str, minimum: int = 0) -> int:
 
 
 def victim_order_key(job: SpotJob) -> tuple[Decimal, int, int, float, str, str]:
-    """Rule spot-victim-order: the sort key, smallest goes first."""
-    return (job.price, 0 if job.pods <= 1 else 1, job.gpus, -job.started, job.namespace, job.name)
+    """Rule spot-victim-order: the sort key, smallest goes first (``victim_entry``
+    without the position and the item)."""
+    return victim_entry(
+        job.price, job.pods, job.gpus, job.started, job.namespace, job.name, 0, job
+    )[:6]
+
+
+def victim_entry(
+    price: Decimal, pods: int, gpus: int, started: float, namespace: str, name: str, i: int, item: T
+) -> tuple[Decimal, int, int, float, str, str, int, T]:
+    """``victim_order_key`` of a job with these fields, then its position ``i`` (ties
+    keep the input order) and what ``take_victims`` returns for it: one flat tuple
+    per job, compared field by field exactly as the key and then ``i``."""
+    return (price, 0 if pods <= 1 else 1, gpus, -started, namespace, name, i, item)
+
+
+def take_victims(
+    entries: list[tuple[Decimal, int, int, float, str, str, int, T]],
+    need: int,
+    allow_partial: bool = False,
+) -> list[T]:
+    """Rule spot-victim-stop over ``victim_entry`` tuples of the jobs holding GPUs
+    (``entries`` is consumed): their items in kill order, stopping as soon as
+    ``need`` GPUs are freed. Only the jobs taken are ordered (a heap)."""
+    held = sum(entry[2] for entry in entries)
+    if held < need and not allow_partial:
+        raise PlatformValidationError(
+            [
+                FieldError(
+                    "need",
+                    f"{need} GPUs cannot be freed: the {len(entries)} spot jobs hold {held} GPUs in all; "
+                    f"ask for at most {held}, or allow a partial reclaim",
+                )
+            ]
+        )
+    heapq.heapify(entries)
+    pop = heapq.heappop
+    chosen: list[T] = []
+    freed = 0
+    while entries and freed < need:
+        entry = pop(entries)
+        chosen.append(entry[7])
+        freed += entry[2]
+    return chosen
 
 
 def choose_victims(
@@ -167,31 +274,13 @@ def choose_victims(
     need = parse_count(need, "need")
     if need == 0:
         return []
-    heap: list[tuple[tuple[Decimal, int, int, float, str, str], int, SpotJob]] = []
-    held = 0
-    for i, job in enumerate(jobs):
-        if job.gpus <= 0:
-            continue
-        held += job.gpus
-        heap.append((victim_order_key(job), i, job))
-    if held < need and not allow_partial:
-        raise PlatformValidationError(
-            [
-                FieldError(
-                    "need",
-                    f"{need} GPUs cannot be freed: the {len(heap)} spot jobs hold {held} GPUs in all; "
-                    f"ask for at most {held}, or allow a partial reclaim",
-                )
-            ]
-        )
-    heapq.heapify(heap)
-    chosen: list[SpotJob] = []
-    freed = 0
-    while heap and freed < need:
-        _unused, _unused, job = heapq.heappop(heap)
-        chosen.append(job)
-        freed += job.gpus
-    return chosen
+    with long_lived():
+        entries = [
+            victim_entry(j.price, j.pods, j.gpus, j.started, j.namespace, j.name, i, j)
+            for i, j in enumerate(jobs)
+            if j.gpus > 0
+        ]
+        return take_victims(entries, need, allow_partial)
 
 
 def reclaim_need(pool_gpus: int | Decimal, allocated_gpus: int | Decimal, demand: int) -> int:
@@ -225,6 +314,94 @@ def unsold_reclaim_need(
     return max(int(above) if above > 0 else 0, reclaim_need(pool_gpus, allocated_gpus, demand))
 
 
+def held_gpus_and_pods(job: Mapping[str, Any]) -> tuple[int, int]:
+    """Rule job-demand's GPUs and pods of a Volcano Job: ``job_demand(job).gpus`` and
+    ``.pods``, always.
+
+    A LIST returns nearly every job in one shape: plain dicts, tasks without init
+    containers, quantities read before. For that shape the GPUs are summed here in
+    the same ``Decimal`` steps as ``job_demand`` (the containers of a task, times
+    its replicas) and the CPU and memory sums, which the victims do not use, are
+    skipped; each of their quantities must still be one ``parse`` accepted before
+    (``quantity.remembered``: an ordinary number, which no sum can make invalid),
+    so a job ``job_demand`` would refuse is never counted here. Any other job is
+    counted by ``job_demand`` itself."""
+    counted = _common_shape_demand(job.get("spec") or {})
+    if counted is None:
+        demand = job_demand(job)
+        return demand.gpus, demand.pods
+    return counted
+
+
+# The replicas field is an int32; larger counts are left to job_demand.
+_MAX_REPLICAS = 2**31 - 1
+_DEMAND = frozenset(DEMAND_RESOURCES)
+
+
+def _common_shape_demand(spec: object) -> tuple[int, int] | None:
+    """``held_gpus_and_pods`` for a job of the common shape (its ``spec``, or {}),
+    None for any other."""
+    tasks = (spec.get("tasks") or []) if isinstance(spec, dict) else None
+    if not isinstance(tasks, list):
+        return None
+    total = _ZERO
+    pods = 0
+    for task in tasks:
+        if not isinstance(task, dict):
+            return None
+        template = task.get("template") or {}
+        pod = (template.get("spec") or {}) if isinstance(template, dict) else None
+        if not isinstance(pod, dict) or pod.get("initContainers"):
+            return None
+        containers = pod.get("containers") or []
+        if not isinstance(containers, list):
+            return None
+        one = _ZERO
+        for container in containers:
+            gpu = _container_gpus(container)
+            if gpu is None:
+                return None
+            one += gpu
+        replicas = task.get("replicas", 0)
+        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+            replicas = replicas_of(task)
+        if replicas > _MAX_REPLICAS:
+            return None
+        pods += replicas
+        total += one * replicas
+    return int(total), pods
+
+
+def _container_gpus(container: object) -> Decimal | None:
+    """A container's GPUs as ``container_demand`` reads them (0 when it names
+    none), when it is a plain dict whose demand quantities are all remembered."""
+    resources = (container.get("resources") or {}) if isinstance(container, dict) else None
+    if not isinstance(resources, dict):
+        return None
+    requests = resources.get("requests") or {}
+    limits = resources.get("limits") or {}
+    if not isinstance(requests, dict) or not isinstance(limits, dict):
+        return None
+    if requests and limits:
+        # Both given: each resource from the requests, else from the limits.
+        named: Iterable[tuple[str, Any]] = (
+            (name, requests[name] if name in requests else limits.get(name))
+            for name in DEMAND_RESOURCES
+        )
+    else:
+        named = (requests or limits).items()
+    gpu = _ZERO
+    for name, raw in named:
+        if raw is None or name not in _DEMAND:
+            continue
+        value = remembered(raw)
+        if value is None:
+            return None
+        if name == GPU:
+            gpu = value
+    return gpu
+
+
 def candidates_from_vcjobs(
     vcjobs: Iterable[Mapping[str, Any]], spot_queues: Iterable[str]
 ) -> tuple[list[SpotJob], list[str]]:
@@ -238,35 +415,38 @@ def candidates_from_vcjobs(
     queues = set(spot_queues)
     out: list[SpotJob] = []
     warnings: list[str] = []
-    for job in vcjobs:
-        meta = job.get("metadata") or {}
-        if (meta.get("labels") or {}).get(LABEL_BILLING_TYPE) != SPOT:
-            continue
-        queue = (job.get("spec") or {}).get("queue") or ""
-        if queue not in queues or meta.get("deletionTimestamp"):
-            continue
-        state = (job.get("status") or {}).get("state") or {}
-        # Pending and Inqueue jobs hold no GPUs yet, finished ones none any more.
-        if state.get("phase") not in JOB_HOLDING_PHASES:
-            continue
-        namespace = meta.get("namespace", "")
-        name = meta.get("name", "")
-        where = f"{namespace}/{name}"
-        raw_price = (meta.get("annotations") or {}).get(ANNOTATION_SPOT_PRICE)
-        try:
-            price = parse_price(raw_price, f"{where}.metadata.annotations.{ANNOTATION_SPOT_PRICE}")
-        except PlatformValidationError as exc:
-            warnings.append(f"{exc}; it counts as price 0")
-            price = Decimal(0)
-        demand = job_demand(job)
-        gpus, pods = demand.gpus, demand.pods
-        started_raw = state.get("lastTransitionTime") or meta.get("creationTimestamp")
-        started = (
-            parse_time(started_raw, f"{where}.status.state.lastTransitionTime")
-            if started_raw
-            else 0.0
-        )
-        out.append(
-            SpotJob(namespace, name, price, gpus, pods, started, queue, meta.get("uid") or "")
-        )
+    with long_lived():
+        for job in vcjobs:
+            meta = job.get("metadata") or {}
+            if (meta.get("labels") or {}).get(LABEL_BILLING_TYPE) != SPOT:
+                continue
+            spec = job.get("spec") or {}
+            queue = spec.get("queue") or ""
+            if queue not in queues or meta.get("deletionTimestamp"):
+                continue
+            state = (job.get("status") or {}).get("state") or {}
+            # Pending and Inqueue jobs hold no GPUs yet, finished ones none any more.
+            if state.get("phase") not in JOB_HOLDING_PHASES:
+                continue
+            namespace = meta.get("namespace", "")
+            name = meta.get("name", "")
+            # The field paths are written only for a value that is not read at once.
+            raw_price = (meta.get("annotations") or {}).get(ANNOTATION_SPOT_PRICE)
+            price = known_price(raw_price)
+            if price is None:
+                where = f"{namespace}/{name}.metadata.annotations.{ANNOTATION_SPOT_PRICE}"
+                try:
+                    price = parse_price(raw_price, where)
+                except PlatformValidationError as exc:
+                    warnings.append(f"{exc}; it counts as price 0")
+                    price = Decimal(0)
+            gpus, pods = held_gpus_and_pods(job)
+            started_raw = state.get("lastTransitionTime") or meta.get("creationTimestamp")
+            started = api_seconds(started_raw) if started_raw else 0.0
+            if started is None:
+                where = f"{namespace}/{name}.status.state.lastTransitionTime"
+                started = parse_time(started_raw, where)
+            out.append(
+                SpotJob(namespace, name, price, gpus, pods, started, queue, meta.get("uid") or "")
+            )
     return out, warnings

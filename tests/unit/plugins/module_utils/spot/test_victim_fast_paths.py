@@ -1,0 +1,454 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The quick ways victims are read and chosen give exactly what the general ones give:
+prices, times, quantities and job demand read from a memo or a fast path, the heap
+against a full sort, and the reclaim's candidates against the rules read one by one."""
+
+from __future__ import annotations
+
+import gc
+from datetime import UTC, datetime, timedelta, timezone
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.gpucloud.platform.plugins.filter.spot_victims import (
+    _record,
+    spot_victims,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.common import quantity
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
+    PlatformValidationError,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+    JOB_HOLDING_PHASES,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.times import (
+    api_seconds,
+    read_rfc3339,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.demand import job_demand
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot import victims
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import (
+    SpotJob,
+    candidates_from_vcjobs,
+    choose_victims,
+    held_gpus_and_pods,
+    long_lived,
+    parse_price,
+    parse_time,
+    read_price,
+    read_time,
+    victim_order_key,
+)
+
+
+def outcome(fn, *args):
+    """What a call gives: its value and that value's text, or its error and message."""
+    try:
+        value = fn(*args)
+    except Exception as exc:  # every error counts: its kind and its words
+        return ("raised", type(exc), str(exc))
+    return ("value", type(value), value, str(value))
+
+
+# --- prices -------------------------------------------------------------------------
+
+DECIMAL_TEXT = st.decimals(allow_nan=True, allow_infinity=True).map(str)
+PRICE_TEXT = st.one_of(
+    DECIMAL_TEXT,
+    st.builds(
+        lambda pad, text, pad2: f"{pad}{text}{pad2}",
+        st.sampled_from(["", " ", "\t"]),
+        DECIMAL_TEXT,
+        st.sampled_from(["", " ", "\n"]),
+    ),
+    st.sampled_from(["0.3", "0.30", "1e-2", "1E2", "-0", "+0.5", "1_000", "", "cheap", "0x1"]),
+    st.text(max_size=6),
+)
+PRICES = st.one_of(
+    PRICE_TEXT,
+    st.floats(),
+    st.sampled_from([0.0, -0.0, 1.0, 0.1]),
+    st.integers(-5, 10**30),
+    st.booleans(),
+    st.none(),
+    st.decimals(allow_nan=True, allow_infinity=True),
+    st.just([1]),
+)
+
+
+@given(values=st.lists(PRICES, max_size=12))
+def test_a_remembered_price_is_the_price_read_anew(values):
+    # In any order, twice over: 1, 1.0 and True, or 0.0 and -0.0, are equal keys of
+    # different prices, so a memo must never answer one with the other.
+    for value in [*values, *values]:
+        assert outcome(parse_price, value, "p") == outcome(read_price, value, "p")
+
+
+# --- times --------------------------------------------------------------------------
+
+ZONES = st.sampled_from(
+    [UTC, timezone(timedelta(hours=8)), timezone(timedelta(hours=-5, minutes=-30)), None]
+)
+MOMENTS = st.datetimes(
+    min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=ZONES
+)
+
+
+def written(moment: datetime, form: int) -> str:
+    zulu = moment.replace(tzinfo=None)
+    return [
+        zulu.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        zulu.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        moment.isoformat(),
+        zulu.isoformat() + "z",
+        zulu.isoformat().replace("T", "t") + "Z",
+        f" {zulu.isoformat()}Z",
+        zulu.isoformat(sep=" ") + "Z",
+        zulu.strftime("%Y-%m-%dT%H:%MZ"),
+    ][form]
+
+
+TIMES = st.one_of(
+    st.builds(written, MOMENTS, st.integers(0, 7)),
+    MOMENTS,
+    st.text(alphabet="0123456789-:TZz.+ ", max_size=26),
+    st.sampled_from(["", "2026-13-02T03:04:05Z", "2026-01-02T25:00:00Z", "yesterday", 5, None]),
+)
+
+
+@given(value=TIMES)
+def test_a_time_read_the_quick_way_is_the_time_read_the_general_way(value):
+    assert outcome(parse_time, value, "t") == outcome(read_time, value, "t")
+    seconds = api_seconds(value)
+    if seconds is not None:
+        assert seconds == read_rfc3339(value).timestamp()
+
+
+def test_the_quick_way_takes_what_the_api_server_writes():
+    assert api_seconds("2026-01-01T12:00:00Z") == datetime(2026, 1, 1, 12, tzinfo=UTC).timestamp()
+    assert api_seconds("2026-01-01T12:00:00.500000Z") is not None
+    for other in ("2026-01-01T20:00:00+08:00", "2026-01-01T12:00:00z", " 2026-01-01T12:00:00Z"):
+        assert api_seconds(other) is None
+        assert parse_time(other, "t") == read_time(other, "t")
+
+
+# --- quantities ---------------------------------------------------------------------
+
+QUANTITY_TEXT = st.builds(
+    lambda number, suffix: f"{number}{suffix}",
+    st.one_of(st.integers(-3, 10**20), st.decimals(allow_nan=True, allow_infinity=True)),
+    st.sampled_from(["", "m", "k", "M", "G", "Ki", "Mi", "Gi", "Ti", "ki", "x", "e3", "E"]),
+)
+QUANTITIES = st.one_of(
+    QUANTITY_TEXT,
+    st.sampled_from(["8", "500m", "64Gi", "1e3", " 4", "", " ", "1e999", "1e-999", "NaN"]),
+    st.integers(-2, 10**120),
+    st.floats(),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=4),
+)
+
+
+@given(values=st.lists(QUANTITIES, max_size=10))
+def test_a_remembered_quantity_is_the_quantity_read_anew(values):
+    for value in [*values, *values]:
+        assert outcome(quantity.parse, value, "q") == outcome(quantity.read_quantity, value, "q")
+        known = quantity.remembered(value)
+        if known is not None:
+            assert known.is_finite() and outcome(quantity.read_quantity, value, "q")[2] == known
+
+
+# --- job demand ---------------------------------------------------------------------
+
+# Mostly what manifests write (so the quick way gets to answer), sometimes anything.
+COMMON_AMOUNT = st.sampled_from(["1", "2", "4", "8", "500m", "64Gi", "0", "1.5", 4, 0])
+AMOUNT = st.one_of(COMMON_AMOUNT, COMMON_AMOUNT, COMMON_AMOUNT, QUANTITIES)
+RESOURCE_NAMES = st.sampled_from(["nvidia.com/gpu", "cpu", "memory", "ephemeral-storage"])
+RESOURCE_LIST = st.one_of(
+    st.dictionaries(RESOURCE_NAMES, AMOUNT, max_size=3), st.none(), st.just([])
+)
+CONTAINER = st.one_of(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "resources": st.one_of(
+                st.fixed_dictionaries(
+                    {}, optional={"requests": RESOURCE_LIST, "limits": RESOURCE_LIST}
+                ),
+                st.none(),
+            ),
+            "name": st.just("c"),
+        },
+    ),
+    st.just("not a container"),
+)
+POD = st.fixed_dictionaries(
+    {},
+    optional={
+        "containers": st.one_of(st.lists(CONTAINER, max_size=3), st.none()),
+        "initContainers": st.one_of(st.lists(CONTAINER, max_size=2), st.just([])),
+    },
+)
+REPLICAS = st.one_of(
+    st.integers(-1, 9), st.just(2**31), st.booleans(), st.none(), st.just("3"), st.just(2.0)
+)
+TASK = st.fixed_dictionaries(
+    {},
+    optional={
+        "replicas": REPLICAS,
+        "template": st.one_of(st.fixed_dictionaries({}, optional={"spec": POD}), st.none()),
+    },
+)
+VCJOB = st.fixed_dictionaries(
+    {"metadata": st.just({"name": "j"})},
+    optional={
+        "spec": st.one_of(
+            st.fixed_dictionaries({}, optional={"tasks": st.lists(TASK, max_size=3)}),
+            st.none(),
+        )
+    },
+)
+
+
+def demand_of(job):
+    demand = job_demand(job)
+    return demand.gpus, demand.pods
+
+
+@settings(max_examples=300)
+@given(job=VCJOB)
+def test_gpus_and_pods_read_the_quick_way_are_job_demands(job):
+    # Twice: the first read fills the quantity memo the quick way depends on.
+    for _read in range(2):
+        assert outcome(held_gpus_and_pods, job) == outcome(demand_of, job)
+
+
+def test_the_quick_way_counts_a_listed_job_and_leaves_the_rest_to_job_demand():
+    task = {
+        "replicas": 3,
+        "template": {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "2"}}}]}},
+    }
+    job = {"metadata": {"name": "j"}, "spec": {"tasks": [task]}}
+    assert held_gpus_and_pods(job) == (6, 3) == demand_of(job)
+    assert victims._common_shape_demand(job["spec"]) == (6, 3)  # "2" is remembered now
+    init = {"initContainers": [{"resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
+    task["template"]["spec"].update(init)
+    assert victims._common_shape_demand(job["spec"]) is None
+    assert held_gpus_and_pods(job) == (24, 3) == demand_of(job)
+    # Requests first, else limits, resource by resource.
+    both = {"requests": {"cpu": "1"}, "limits": {"nvidia.com/gpu": "2", "cpu": "2"}}
+    task["template"]["spec"] = {"containers": [{"resources": both}]}
+    assert held_gpus_and_pods(job) == (6, 3) == demand_of(job)
+    # A count no int32 holds is job_demand's: its CPU sum overflows, and so it refuses.
+    task["replicas"] = 10**999_950
+    task["template"]["spec"] = {"containers": [{"resources": {"limits": {"cpu": "1e99"}}}]}
+    quantity.parse("1e99", "cpu")  # now remembered
+    assert outcome(held_gpus_and_pods, job) == outcome(demand_of, job)
+    assert outcome(demand_of, job)[:2] == ("raised", PlatformValidationError)
+    task["replicas"] = 3
+    bad = {"requests": {"nvidia.com/gpu": "2", "cpu": "lots"}}
+    task["template"]["spec"] = {"containers": [{"resources": bad}]}
+    with pytest.raises(PlatformValidationError, match=r"j\.spec\.tasks\[0\].*cpu: 'lots'"):
+        held_gpus_and_pods(job)
+
+
+# --- choosing -----------------------------------------------------------------------
+
+SPOT_JOBS = st.lists(
+    st.builds(
+        SpotJob,
+        namespace=st.sampled_from(["x", "y"]),
+        name=st.text("ab", min_size=1, max_size=2),
+        price=st.sampled_from([Decimal(0), Decimal("0.1"), Decimal("0.10"), Decimal("0.5")]),
+        gpus=st.integers(0, 8),
+        pods=st.integers(1, 3),
+        started=st.sampled_from([0.0, 60.0, 120.0]),
+    ),
+    max_size=40,
+)
+
+
+def sort_and_prefix(jobs, need, allow_partial=False):
+    """The rules written out: every job holding GPUs sorted by the victim order (a
+    stable sort: ties keep the input order), then the shortest prefix freeing ``need``."""
+    ranked = sorted((j for j in jobs if j.gpus > 0), key=victim_order_key)
+    held = sum(j.gpus for j in ranked)
+    if held < need and not allow_partial:
+        raise PlatformValidationError(
+            [f"need: {need} GPUs cannot be freed: the {len(ranked)} spot jobs hold {held} GPUs"]
+        )
+    chosen, freed = [], 0
+    for job in ranked:
+        if freed >= need:
+            break
+        chosen.append(job)
+        freed += job.gpus
+    return chosen
+
+
+@given(jobs=SPOT_JOBS, need=st.integers(0, 100), allow_partial=st.booleans())
+def test_the_heap_chooses_what_a_full_sort_and_a_prefix_choose(jobs, need, allow_partial):
+    try:
+        expected = sort_and_prefix(jobs, need, allow_partial)
+    except PlatformValidationError as exc:
+        with pytest.raises(PlatformValidationError) as got:
+            choose_victims(jobs, need, allow_partial)
+        assert str(got.value).startswith(str(exc))
+        return
+    chosen = choose_victims(jobs, need, allow_partial)
+    # The very same records, in the same order (equal twins included).
+    assert [id(j) for j in chosen] == [id(j) for j in expected]
+
+
+JOB_MAPS = st.lists(
+    st.fixed_dictionaries(
+        {
+            "name": st.text("ab", min_size=1, max_size=2),
+            "namespace": st.sampled_from(["x", "y"]),
+            "gpus": st.one_of(st.integers(0, 8), st.just("4")),
+            "replicas": st.one_of(st.integers(1, 3), st.just(2.0)),
+            "started_at": st.sampled_from(
+                ["2026-01-01T12:00:00Z", "2026-01-01T20:00:00+08:00", "2026-01-01T11:00:00z"]
+            ),
+        },
+        optional={"price": st.sampled_from([0.1, "0.1", " 0.10 ", 0, None, Decimal("0.5")])},
+    ),
+    max_size=30,
+)
+
+
+@given(maps=JOB_MAPS, need=st.integers(0, 60))
+def test_the_filter_chooses_what_a_full_sort_of_its_records_chooses(maps, need):
+    records = [_record(m, i) for i, m in enumerate(maps)]
+    try:
+        expected = sort_and_prefix(records, need)
+    except PlatformValidationError:
+        with pytest.raises(Exception, match="cannot be freed"):
+            spot_victims(maps, need)
+        return
+    position = {id(r): i for i, r in enumerate(records)}
+    assert [id(m) for m in spot_victims(maps, need)] == [
+        id(maps[position[id(r)]]) for r in expected
+    ]
+
+
+# --- candidates ---------------------------------------------------------------------
+
+
+def candidates_one_by_one(vcjobs, spot_queues):
+    """Rule spot-candidate with every value read the general way (``read_price``,
+    ``read_time``, ``job_demand``)."""
+    out, warnings = [], []
+    for job in vcjobs:
+        meta = job.get("metadata") or {}
+        spec = job.get("spec") or {}
+        state = (job.get("status") or {}).get("state") or {}
+        if (
+            (meta.get("labels") or {}).get("platform.io/billing-type") != "spot"
+            or (spec.get("queue") or "") not in spot_queues
+            or meta.get("deletionTimestamp")
+            or state.get("phase") not in JOB_HOLDING_PHASES
+        ):
+            continue
+        where = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        try:
+            price = read_price(
+                (meta.get("annotations") or {}).get("platform.io/spot-price"),
+                f"{where}.metadata.annotations.platform.io/spot-price",
+            )
+        except PlatformValidationError as exc:
+            warnings.append(f"{exc}; it counts as price 0")
+            price = Decimal(0)
+        demand = job_demand(job)
+        raw = state.get("lastTransitionTime") or meta.get("creationTimestamp")
+        started = read_time(raw, f"{where}.status.state.lastTransitionTime") if raw else 0.0
+        out.append(
+            SpotJob(
+                meta.get("namespace", ""),
+                meta.get("name", ""),
+                price,
+                demand.gpus,
+                demand.pods,
+                started,
+                spec.get("queue") or "",
+                meta.get("uid") or "",
+            )
+        )
+    return out, warnings
+
+
+def listed(i: int, price: Any, started: Any, gpus: Any, replicas: Any, phase: str) -> dict:
+    return {
+        "metadata": {
+            "name": f"j{i}",
+            "namespace": "tenant-a",
+            "uid": f"u{i}",
+            "labels": {"platform.io/billing-type": "spot"},
+            "annotations": {} if price is None else {"platform.io/spot-price": price},
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "spec": {
+            "queue": "tenant-a-spot",
+            "tasks": [
+                {
+                    "replicas": replicas,
+                    "template": {
+                        "spec": {
+                            "containers": [{"resources": {"limits": {"nvidia.com/gpu": gpus}}}]
+                        }
+                    },
+                }
+            ],
+        },
+        "status": {"state": {"phase": phase, "lastTransitionTime": started}},
+    }
+
+
+LISTED = st.lists(
+    st.builds(
+        listed,
+        i=st.integers(0, 5),
+        price=st.one_of(st.none(), PRICE_TEXT),
+        started=st.one_of(st.none(), st.builds(written, MOMENTS, st.integers(0, 7))),
+        gpus=st.sampled_from(["1", "4", "8", 2, "0.5", "x"]),
+        replicas=st.sampled_from([1, 2, 0, None]),
+        phase=st.sampled_from(["Running", "Running", "Pending"]),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=200)
+@given(vcjobs=LISTED, need=st.integers(0, 40))
+def test_candidates_and_victims_are_those_of_the_rules_read_one_by_one(vcjobs, need):
+    got = outcome(candidates_from_vcjobs, vcjobs, ["tenant-a-spot"])
+    assert got == outcome(candidates_one_by_one, vcjobs, ["tenant-a-spot"])
+    if got[0] == "value":
+        candidates = got[2][0]
+        assert outcome(choose_victims, candidates, need, True) == outcome(
+            sort_and_prefix, candidates, need, True
+        )
+
+
+# --- the collector ------------------------------------------------------------------
+
+
+def test_the_collector_is_back_on_after_a_bulk_read_however_it_ends():
+    assert gc.isenabled()
+    with pytest.raises(PlatformValidationError), long_lived():
+        assert not gc.isenabled()
+        choose_victims([], -1)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        with long_lived():
+            pass
+        assert not gc.isenabled()  # off before, off after
+    finally:
+        gc.enable()
