@@ -8,8 +8,9 @@ Measured in one run, each with its own tenant names so none finds another's obje
 - the per-tenant loop: ``gpucloud.platform.tenant`` once per tenant, over
   ``--loop-tenants`` tenants (its per-tenant cost is extrapolated to N);
 - the physical limit: a bare Python client (``_bare.Bare``: raw server-side applies,
-  no Ansible) sending the same objects for N tenants with the same concurrency,
-  each tenant's objects in order;
+  no Ansible) sending the same writes for N tenants with the same concurrency, each
+  tenant's in order (the objects, then each queue with its capacity applied first under
+  the capacity field manager, as the module writes them);
 - ``gpucloud.platform.tenant_catalog`` creating N tenants (``--workers`` at a time);
 - the same catalog again, unchanged;
 - what an unchanged run cannot go below: an ``ansible-playbook`` run of a module
@@ -32,7 +33,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / ".venv" / "collecti
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bare import Bare
-from tenant_onboarding import MODULE_PLAYBOOK, NETWORKS, cleanup, tenant_objects
+from tenant_onboarding import MODULE_PLAYBOOK, NETWORKS, cleanup
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+    CAPACITY_FIELD_MANAGER,
+    FIELD_MANAGER,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
+    parse_tenant_spec,
+    plan_tenant,
+)
 
 from _api_counter import (
     Measurement,
@@ -93,13 +103,26 @@ def entries(prefix: str, count: int) -> list[dict]:
     return [{"name": f"{prefix}{i:04d}", "subscription": dict(EMPTY)} for i in range(count)]
 
 
+def tenant_writes(params: dict) -> list[tuple[dict, str]]:
+    """The writes the module makes for a new tenant, in its order: the objects, then each
+    queue, its capacity first under the capacity field manager where it has one (the
+    platform's ownership of those fields: a later ``tenant`` run must not remove them)."""
+    plan = plan_tenant(parse_tenant_spec(params), {})
+    writes = [(m, FIELD_MANAGER) for m in plan.objects]
+    for queue in plan.queues:
+        if queue.capacity_fields and queue.write_capacity:
+            writes.append((queue.capacity_manifest(), CAPACITY_FIELD_MANAGER))
+        writes.append((queue.to_manifest(), FIELD_MANAGER))
+    return writes
+
+
 def bare_onboarding(kubeconfig: str, tenants: list[dict], workers: int) -> Measurement:
     bare = Bare(api_client(kubeconfig), workers)
-    objects = [tenant_objects({**t, **NETWORKS}) for t in tenants]
+    objects = [tenant_writes({**t, **NETWORKS}) for t in tenants]
 
-    def one(manifests):
-        for manifest in manifests:
-            bare.apply(manifest, manager="gpucloud-platform")
+    def one(writes):
+        for manifest, manager in writes:
+            bare.apply(manifest, manager=manager)
 
     print("bare client onboarding ...", end=" ", flush=True)
     start = time.perf_counter()
