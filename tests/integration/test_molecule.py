@@ -2,7 +2,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The molecule scenario (molecule/default): syntax, converge, idempotence and
 verify of site.yml against the local cluster, with molecule's default driver
-(no instances)."""
+(no instances). It is the suite's one whole bring-up: verify checks the Nodes'
+labels, the PriorityClasses, the inventory's tenants with their claims and spot
+GPUs, and a HyperNode per labelled switch; idempotence, that a second run
+changes nothing; this test, the summary site.yml prints."""
 
 from __future__ import annotations
 
@@ -20,7 +23,22 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
-def test_molecule_default_scenario(kubeconfig):
+HYPERNODES = ("topology.volcano.sh", "v1alpha1", "hypernodes")
+
+
+def managed_hypernodes(api_client) -> set[str]:
+    from kubernetes import client
+
+    items = client.CustomObjectsApi(api_client).list_cluster_custom_object(
+        *HYPERNODES, label_selector="platform.io/managed-by=gpucloud-platform"
+    )["items"]
+    return {h["metadata"]["name"] for h in items}
+
+
+def test_molecule_default_scenario(kubeconfig, api_client):
+    from kubernetes import client
+
+    had = managed_hypernodes(api_client)
     env = {
         **os.environ,
         "K8S_AUTH_KUBECONFIG": str(kubeconfig),
@@ -39,7 +57,10 @@ def test_molecule_default_scenario(kubeconfig):
             check=False,
         )
     finally:
-        # Leave the shared cluster without the inventory's example tenants.
+        # Leave the shared cluster without the HyperNodes it made and the inventory's
+        # example tenants.
+        for name in managed_hypernodes(api_client) - had:
+            client.CustomObjectsApi(api_client).delete_cluster_custom_object(*HYPERNODES, name)
         absent = {"tenants": [{"name": n, "state": "absent"} for n in ("demo-alpha", "demo-beta")]}
         subprocess.run(
             [
@@ -63,3 +84,6 @@ def test_molecule_default_scenario(kubeconfig):
     assert run.returncode == 0, out[-4000:]
     for action in ("syntax", "converge", "idempotence", "verify"):
         assert f"{action}: Executed: Successful" in out.replace("➜ ", ""), (action, out[-3000:])
+    # The summary site.yml prints: a skipped chart in one line, then the platform's parts.
+    for line in ('"nvidia_device_plugin: skipped — ', '"tenants: ', '"topology: ', '"spot: '):
+        assert line in out, (line, out[-3000:])

@@ -853,75 +853,7 @@ def test_gpu_node_labels_and_taints_the_node(tmp_path, kubeconfig, api_client, n
     )
 
 
-# --- the whole bring-up ---------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_site_on_the_local_inventory_converges(kubeconfig, api_client):
-    """Two runs of site.yml: the first brings the platform up to date, the tenants, their
-    HyperNodes (from the local cluster's ToR and spine labels) and their spot capacity
-    included; the second changes nothing."""
-    from kubernetes import client
-
-    custom = client.CustomObjectsApi(api_client)
-    hypernodes = ("topology.volcano.sh", "v1alpha1", "hypernodes")
-
-    def site(*args: str) -> Run:
-        return ansible_playbook(
-            kubeconfig, "-i", "inventories/local", "site.yml", *args, timeout=900
-        )
-
-    def hypernode_names() -> set[str]:
-        return {
-            h["metadata"]["name"] for h in custom.list_cluster_custom_object(*hypernodes)["items"]
-        }
-
-    had = hypernode_names()
-    try:
-        runs = [site(), site()]
-        managed = {
-            h["metadata"]["name"]
-            for h in custom.list_cluster_custom_object(
-                *hypernodes, label_selector="platform.io/managed-by=gpucloud-platform"
-            )["items"]
-        }
-        assert {"tor-0", "tor-1", "tor-2", "tor-3", "spine-0", "spine-1"} <= managed | had
-        for tenant in ("demo-alpha", "demo-beta"):
-            spot = custom.get_cluster_custom_object(
-                "scheduling.volcano.sh", "v1beta1", "queues", f"tenant-{tenant}-spot"
-            )
-            assert int(spot["spec"]["capability"]["nvidia.com/gpu"]) > 0, spot["spec"]
-    finally:
-        for name in hypernode_names() - had:
-            custom.delete_cluster_custom_object(*hypernodes, name)
-        # Leave the shared cluster without the example tenants.
-        gone = site(
-            "--tags",
-            "tenants",
-            "-e",
-            json.dumps(
-                {
-                    "tenants": [
-                        {"name": "demo-alpha", "state": "absent"},
-                        {"name": "demo-beta", "state": "absent"},
-                    ]
-                }
-            ),
-        )
-        assert gone.failed == 0, gone.messages()
-    first, second = runs
-    assert first.failed == 0, first.messages()
-    assert second.failed == 0, second.messages()
-    assert second.changed == 0, [
-        (name, host) for name, host, res in second.results() if res.get("changed")
-    ]
-    summary = next(
-        res["msg"] for name, _host, res in second.results() if name == "Print the summary"
-    )
-    assert any(line.startswith("nvidia_device_plugin: skipped — ") for line in summary)
-    assert any(line.startswith("tenants: ") for line in summary)
-    assert any(line.startswith("topology: ") for line in summary), summary
-    assert any(line.startswith("spot: ") for line in summary), summary
+# --- policy switches (the whole bring-up is tests/integration/test_molecule.py) -----
 
 
 def test_scheduling_policy_refuses_to_remove_the_last_parameterised_binding(
