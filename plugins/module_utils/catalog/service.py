@@ -64,16 +64,9 @@ from .plan import (
 from .render import render_catalog
 from .spec import Catalog
 
-# The kinds read for the fleet, each with one LIST selected by the tenant label.
-FLEET_KINDS = (
-    ("v1", "Namespace"),
-    ("rbac.authorization.k8s.io/v1", "Role"),
-    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
-    ("networking.k8s.io/v1", "NetworkPolicy"),
-    ("v1", "ConfigMap"),
-    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
-)
+# The kinds read for the fleet, each with one LIST selected by the tenant label: the
+# kinds a tenant owns besides its queues.
+FLEET_KINDS = tenants.TENANT_KINDS
 # A progress line at most this often (seconds), and after the last tenant.
 PROGRESS_INTERVAL = 2.0
 
