@@ -1,6 +1,7 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The prometheus_rule_groups filter: the platform's Prometheus rule groups."""
+"""The prometheus_rule_groups filter: the platform's Prometheus rule groups; and
+kube_state_metrics_values: what kube-state-metrics must export for them."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.observability.rules import (
+    ksm_chart_values,
     rule_groups,
     threshold_errors,
     thresholds_of,
@@ -24,6 +26,15 @@ def prometheus_rule_groups(thresholds: Any = None) -> list[dict[str, Any]]:
     return rule_groups(thresholds_of(values))
 
 
+def kube_state_metrics_values(_unused: Any = None) -> dict[str, Any]:
+    """The kube-state-metrics chart values the rules need (allow-lists, the Queues'
+    reclaim counts, their RBAC)."""
+    return ksm_chart_values()
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"prometheus_rule_groups": prometheus_rule_groups}
+        return {
+            "prometheus_rule_groups": prometheus_rule_groups,
+            "kube_state_metrics_values": kube_state_metrics_values,
+        }

@@ -148,13 +148,15 @@ tenants:
     queue:
       description:
         - "The spot queue: C(name), C(exists), C(capability) (C(spec.capability)) and C(allocated) (C(status.allocated)),
-          quantities as manifests write them, GPUs as numbers."
+          quantities as manifests write them, GPUs as numbers; C(reclaimed_jobs), how many of its jobs the platform has
+          reclaimed so far (its C(platform.io/spot-reclaimed-jobs) annotation, which Prometheus also counts)."
       type: dict
       sample:
         name: tenant-alpha-spot
         exists: true
         capability: {nvidia.com/gpu: 10, cpu: "40", memory: 160Gi}
         allocated: {nvidia.com/gpu: 8, cpu: "2", memory: 8Gi, pods: 3}
+        reclaimed_jobs: 7
     jobs:
       description:
         - The tenant's running spot jobs, by rank (jobs without a rank last).

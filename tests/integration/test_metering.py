@@ -54,8 +54,6 @@ BILLING = {"algo": "subscription", "payg": "payg", "spot": "spot"}
 # their rules are covered by tests/unit/promtool instead.
 NEEDS_HARDWARE = re.compile(r"DCGM_FI_")
 NEEDS_FINISHED_JOBS = ("platform:queue_job_failure:ratio1h",)
-# Written by Loki's ruler from the SpotReclaimed Events; the local cluster runs no Loki.
-NEEDS_LOKI = ("platform:spot_reclaims:count1h",)
 
 
 def prom(path: str, **params) -> dict:
@@ -198,9 +196,7 @@ def check_dashboard_panels(name: str) -> None:
     """Each panel's query has data, in its unit, once the rules have seen the jobs."""
     skipped, checked = [], []
     for board, unit, expr in dashboard_queries():
-        if NEEDS_HARDWARE.search(expr) or any(
-            n in expr for n in (*NEEDS_FINISHED_JOBS, *NEEDS_LOKI)
-        ):
+        if NEEDS_HARDWARE.search(expr) or any(n in expr for n in NEEDS_FINISHED_JOBS):
             skipped.append(expr)
             continue
         query = expr.replace("$tenant", name)
@@ -218,8 +214,8 @@ def check_dashboard_panels(name: str) -> None:
         "query", query=f'platform:queue_gpus:allocated{{queue_name="tenant-{name}-algo"}}'
     )
     assert [float(r["value"][1]) for r in allocated["result"]] == [4.0]
-    # 3 DCGM panels, the failure ratio and the reclaim count are left to promtool
-    assert len(skipped) == 5, skipped
+    # 3 DCGM panels and the failure ratio are left to promtool
+    assert len(skipped) == 4, skipped
     assert len(checked) + len(skipped) == len(dashboard_queries())
 
 

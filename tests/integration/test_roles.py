@@ -684,10 +684,22 @@ def test_monitoring_stack_objects_and_logs(tmp_path, kubeconfig, api_client, nam
 
     kps = standin_values(api_client, namespace, "kube-prometheus-stack")
     assert kps["values"]["global"]["imageRegistry"] == MIRROR
-    assert kps["values"]["prometheus"]["prometheusSpec"]["enableRemoteWriteReceiver"] is True
+    # kube-state-metrics exports what the rules read, the Queues' reclaim counts among it.
+    ksm = kps["values"]["kube-state-metrics"]
+    assert ksm["metricLabelsAllowlist"] == [
+        "pods=[platform.io/tenant,platform.io/billing-type,platform.io/job-class,"
+        "volcano.sh/job-name,volcano.sh/queue-name]"
+    ]
+    assert ksm["metricAnnotationsAllowList"] == ["pods=[platform.io/spot-price]"]
+    (queues,) = ksm["customResourceState"]["config"]["spec"]["resources"]
+    assert queues["groupVersionKind"]["kind"] == "Queue" and ksm["customResourceState"]["enabled"]
+    assert {
+        "apiGroups": ["scheduling.volcano.sh"],
+        "resources": ["queues"],
+        "verbs": ["list", "watch"],
+    } in ksm["rbac"]["extraRules"]
     loki = standin_values(api_client, namespace, "loki")["values"]
-    assert loki["deploymentMode"] == "SingleBinary"
-    assert "SpotReclaimed" in loki["ruler"]["directories"]["fake"]["platform-spot.yaml"]
+    assert loki["deploymentMode"] == "SingleBinary" and "ruler" not in loki
     alloy = standin_values(api_client, namespace, "alloy")["values"]
     assert "loki.source.kubernetes_events" in alloy["alloy"]["configMap"]["content"]
     assert f"loki.{namespace}.svc:3100" in alloy["alloy"]["configMap"]["content"]

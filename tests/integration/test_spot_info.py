@@ -10,7 +10,9 @@ shows each spot queue's capability and use, and gives the safe bid: 0.100001 for
 reclaim of 12 GPUs (a's two jobs go), 0.300001 for 13, none for more than the 24 GPUs
 spot holds. A ``spot_reclaim`` that frees 16 GPUs then takes a's two jobs and b's
 cheaper one; each tenant's history shows only its own jobs of that reclaim, and b's
-last job is now first in line.
+last job is now first in line. Each spot queue counts the jobs it lost (rule
+spot-reclaim-count), kube-state-metrics exports the count and Prometheus's rule
+``platform:spot_reclaims:count1h`` sums it per tenant.
 
 Needs the cluster's GPUs free of other jobs (it skips otherwise).
 """
@@ -18,11 +20,17 @@ Needs the cluster's GPUs free of other jobs (it skips otherwise).
 from __future__ import annotations
 
 import contextlib
+import json
+import urllib.parse
+import urllib.request
 import uuid
 
 import pytest
 
-from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import wait_until
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    prometheus_url,
+    wait_until,
+)
 from ansible_collections.gpucloud.platform.tests.integration.test_spot import (
     GPU,
     create_queues,
@@ -51,6 +59,15 @@ def market_tenants(api_client, priority_classes):
     created = create_queues(custom, names)
     yield names
     remove_queues(custom, created)
+
+
+def prometheus_values(query: str) -> dict[str, float]:
+    """The local Prometheus's instant answer to ``query``: tenant -> value."""
+    url = f"{prometheus_url()}/api/v1/query?{urllib.parse.urlencode({'query': query})}"
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        body = json.load(resp)
+    assert body["status"] == "success", body
+    return {r["metric"].get("tenant", ""): float(r["value"][1]) for r in body["data"]["result"]}
 
 
 def market(run_module, **args):
@@ -101,6 +118,15 @@ def test_ranks_safe_bid_and_history_after_a_reclaim(
         return [tenant_view(out, t)["queue"]["allocated"].get(GPU) for t in (a, b)]
 
     wait_until(lambda: allocated_gpus() == [12, 12], 60, 1, "both spot queues allocate 12 GPUs")
+    # The counts Prometheus will see grow: 0 until the reclaim (kube-state-metrics finds
+    # the Queue kind by discovery, then every Queue has a series).
+    counted = f'platform_queue_spot_reclaimed_jobs{{tenant=~"{a}|{b}",queue_type="spot"}}'
+    wait_until(
+        lambda: prometheus_values(counted) == {a: 0.0, b: 0.0},
+        90,
+        2,
+        "the counts at 0 in Prometheus",
+    )
 
     out = market(run_module, reclaim_gpus=12)
     assert out["spot_jobs"] == 4 and out["reclaim_gpus"] == 12
@@ -146,6 +172,20 @@ def test_ranks_safe_bid_and_history_after_a_reclaim(
     assert tenant_view(after, a)["jobs"] == []
     assert ranked(tenant_view(after, b)) == [("b-high", "0.5", 1)]
     assert after["spot_jobs"] == 1 and after["safe_bid"] == "0.500001"
+    # Each spot queue counts the jobs it lost; Prometheus reads the counts and the rule
+    # sums their increase per tenant over the hour (increase() extrapolates, so the
+    # hour's figure is at least the count, not exactly it).
+    assert [tenant_view(after, t)["queue"]["reclaimed_jobs"] for t in (a, b)] == [2, 1]
+    wait_until(
+        lambda: prometheus_values(counted) == {a: 2.0, b: 1.0}, 60, 2, "the counts in Prometheus"
+    )
+    hour = f'platform:spot_reclaims:count1h{{tenant=~"{a}|{b}"}}'
+    wait_until(
+        lambda: (v := prometheus_values(hour)) and v.get(a, 0) >= 2 and 1 <= v.get(b, 0) < 2,
+        60,
+        2,
+        "the reclaims of the hour per tenant",
+    )
 
     only_a = market(run_module, tenant=a)
     assert [t["tenant"] for t in only_a["tenants"]] == [a]

@@ -553,6 +553,8 @@ def components(state: Path, bins: Path) -> list[Component]:
                 "--resources=pods,nodes,namespaces",
                 f"--metric-labels-allowlist=pods=[{','.join(RULES.KSM_LABELS_ALLOWLIST)}]",
                 f"--metric-annotations-allowlist=pods=[{','.join(RULES.KSM_ANNOTATIONS_ALLOWLIST)}]",
+                # the spot queues' reclaim counts (rule spot-reclaim-count)
+                f"--custom-resource-state-config-file={state / KSM_CUSTOM_RESOURCE_STATE}",
             ],
             f"http://{h}:{PORTS['kube-state-metrics']}/healthz",
         ),
@@ -920,6 +922,19 @@ def prometheus_config(state: Path) -> dict[str, Any]:
     }
 
 
+KSM_CUSTOM_RESOURCE_STATE = "ksm-custom-resource-state.yml"
+
+
+def write_ksm_files(state: Path) -> bool:
+    """kube-state-metrics' custom resource state configuration; True when it changed."""
+    path = state / KSM_CUSTOM_RESOURCE_STATE
+    text = yaml.safe_dump(RULES.ksm_custom_resource_state(), sort_keys=False)
+    if path.exists() and path.read_text() == text:
+        return False
+    path.write_text(text)
+    return True
+
+
 def write_prometheus_files(state: Path) -> bool:
     """prometheus.yml and the platform's rules; True when either changed."""
     files = {
@@ -1009,6 +1024,11 @@ def cmd_up(args: argparse.Namespace) -> int:
         if name == "kserve-controller":
             kserve_crds.result()
             ensure_kserve_objects(api, state)
+        if name == "kube-state-metrics" and write_ksm_files(state) and running:
+            # It reads the file only when it starts.
+            log("kube-state-metrics: custom resource state changed; restarting")
+            stop_pid(pid)
+            running = False
         if name == "prometheus" and write_prometheus_files(state) and running:
             log("prometheus: configuration or rules changed; reloading")
             reload_prometheus()

@@ -39,6 +39,9 @@ LABEL_MANAGED_BY = PREFIX + "managed-by"
 LABEL_BILLING_TYPE = PREFIX + "billing-type"
 LABEL_JOB_CLASS = PREFIX + "job-class"
 ANNOTATION_SPOT_PRICE = PREFIX + "spot-price"
+# On a spot Queue: how many of its jobs the platform has reclaimed, ever (a counter
+# kube-state-metrics exports; rule spot-reclaim-count).
+ANNOTATION_SPOT_RECLAIMED = PREFIX + "spot-reclaimed-jobs"
 # Hybrid cloud (docs/hybrid-cloud.md): where a node is, and what a job may use.
 LABEL_NODE_LOCATION = PREFIX + "node-location"  # idc | cloud
 LABEL_CLOUD_PROVIDER = PREFIX + "cloud-provider"

@@ -21,8 +21,9 @@ Where the series come from (the names are the exporters' own):
   ``volcano_job_{completed,failed}_phase_count``;
 * dcgm-exporter (4.x labels: ``hostname``, ``gpu``, ``namespace``, ``pod``):
   ``DCGM_FI_DEV_*``;
-* Loki's ruler: ``platform:spot_reclaims:count1h``, counted from the
-  ``SpotReclaimed`` Events (roles/monitoring/templates/loki_values.yml.j2).
+* kube-state-metrics' custom resource state (``ksm_custom_resource_state``):
+  ``platform_queue_spot_reclaimed_jobs``, each spot Queue's count of reclaimed
+  jobs (the annotation rule spot-reclaim-count keeps).
 """
 
 from __future__ import annotations
@@ -55,6 +56,80 @@ JOB_GPUS = "platform:job_gpus:allocated"
 QUEUE_OLDEST_PENDING = "platform:queue_oldest_pending_job:age_seconds"
 QUEUE_DEPTH = "platform:queue_depth:jobs"
 SPOT_RECLAIMS_1H = "platform:spot_reclaims:count1h"
+
+# Exported by kube-state-metrics from every Queue (ksm_custom_resource_state).
+SPOT_RECLAIMED_JOBS = "platform_queue_spot_reclaimed_jobs"
+ANNOTATION_SPOT_RECLAIMED = (
+    "platform.io/spot-reclaimed-jobs"  # common/names.py (this file is stdlib only)
+)
+
+
+def ksm_custom_resource_state() -> dict[str, Any]:
+    """kube-state-metrics' ``--custom-resource-state-config``: every Volcano Queue's
+    reclaim count as ``platform_queue_spot_reclaimed_jobs{queue, tenant, queue_type}``
+    (0 until a job is reclaimed from it), read from the annotation rule
+    spot-reclaim-count keeps. kube-state-metrics finds the Queue kind by discovery; it
+    is not one of its ``--resources``."""
+    return {
+        "kind": "CustomResourceStateMetrics",
+        "spec": {
+            "resources": [
+                {
+                    "groupVersionKind": {
+                        "group": "scheduling.volcano.sh",
+                        "version": "v1beta1",
+                        "kind": "Queue",
+                    },
+                    "metricNamePrefix": "platform_queue",
+                    "labelsFromPath": {
+                        "queue": ["metadata", "name"],
+                        "tenant": ["metadata", "labels", "platform.io/tenant"],
+                        "queue_type": ["metadata", "labels", "platform.io/queue-type"],
+                    },
+                    "metrics": [
+                        {
+                            "name": "spot_reclaimed_jobs",
+                            "help": "Jobs the platform has reclaimed from this spot queue, ever.",
+                            "each": {
+                                "type": "Gauge",
+                                "gauge": {
+                                    "path": ["metadata", "annotations", ANNOTATION_SPOT_RECLAIMED],
+                                    "nilIsZero": True,
+                                },
+                            },
+                        }
+                    ],
+                }
+            ]
+        },
+    }
+
+
+def ksm_chart_values() -> dict[str, Any]:
+    """The kube-state-metrics chart's values (kube-prometheus-stack's
+    ``kube-state-metrics:``) these rules need: the pod labels and annotations they
+    read, allow-listed, and the Queues' reclaim counts (custom resource state, with
+    the RBAC to list and watch Queues and to discover their CRD)."""
+    return {
+        "metricLabelsAllowlist": [f"pods=[{','.join(KSM_LABELS_ALLOWLIST)}]"],
+        # The chart spells this key with a capital L, the labels' key without.
+        "metricAnnotationsAllowList": [f"pods=[{','.join(KSM_ANNOTATIONS_ALLOWLIST)}]"],
+        "customResourceState": {"enabled": True, "config": ksm_custom_resource_state()},
+        "rbac": {
+            "extraRules": [
+                {
+                    "apiGroups": ["scheduling.volcano.sh"],
+                    "resources": ["queues"],
+                    "verbs": ["list", "watch"],
+                },
+                {
+                    "apiGroups": ["apiextensions.k8s.io"],
+                    "resources": ["customresourcedefinitions"],
+                    "verbs": ["list", "watch"],
+                },
+            ]
+        },
+    }
 
 
 @dataclass(frozen=True)
@@ -303,6 +378,12 @@ def queue_rules(t: Thresholds) -> list[dict[str, Any]]:
 
 def spot_rules(t: Thresholds) -> list[dict[str, Any]]:
     return [
+        {
+            # A queue's count only grows (a recreated queue starts again at 0, which
+            # increase() reads as a reset).
+            "record": SPOT_RECLAIMS_1H,
+            "expr": f'sum by (tenant) (increase({SPOT_RECLAIMED_JOBS}{{queue_type="spot"}}[1h]))',
+        },
         {
             "alert": "SpotReclaimBurst",
             "expr": f"sum({SPOT_RECLAIMS_1H}) > {t.spot_reclaims_per_hour}",

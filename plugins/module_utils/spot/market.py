@@ -44,6 +44,7 @@ from ..common.names import (
 )
 from ..jobs.builders import price_text
 from ..queues.model import Queue, allocated
+from .reclaim import reclaimed_jobs
 from .victims import SpotJob, choose_victims
 
 # The smallest step between two prices rule spot-price accepts (6 decimal places).
@@ -242,9 +243,16 @@ def tenant_history(entries: Iterable[Any], tenant: str) -> list[dict[str, Any]]:
 
 def spot_queue_view(manifest: Mapping[str, Any] | None, name: str) -> dict[str, Any]:
     """The spot queue as shown: ``spec.capability`` and ``status.allocated``, rendered as
-    manifests write them (GPUs as numbers); empty when the queue does not exist."""
+    manifests write them (GPUs as numbers), and how many of its jobs were reclaimed
+    so far (rule spot-reclaim-count); empty when the queue does not exist."""
     if manifest is None:
-        return {"name": name, "exists": False, "capability": {}, "allocated": {}}
+        return {
+            "name": name,
+            "exists": False,
+            "capability": {},
+            "allocated": {},
+            "reclaimed_jobs": 0,
+        }
     try:
         capability = quantity.render(Queue.from_manifest(manifest).capability)
     except PlatformValidationError:
@@ -254,6 +262,7 @@ def spot_queue_view(manifest: Mapping[str, Any] | None, name: str) -> dict[str, 
         "exists": True,
         "capability": capability,
         "allocated": quantity.render(allocated(manifest)),
+        "reclaimed_jobs": reclaimed_jobs(manifest),
     }
 
 

@@ -9,6 +9,9 @@ writes. Rules held here:
   so that this run must not delete (the rule is ``kube/lease.lease_blocker``, shared
   with the queue arbiter; rule reclaim-lease-holder is ``kube/lease.run_holder``).
 * Rule reclaim-history (``push_history``, ``common/history``): newest first, bounded.
+* Rule spot-reclaim-count (``reclaimed_jobs``, ``reclaim_count_patch``): each spot
+  Queue counts the jobs reclaimed from it, ever, in an annotation that
+  kube-state-metrics exports, so Prometheus counts reclaims per hour.
 * Rule reclaim-input (``reclaim_option_errors``, ``reclaim_input_errors``):
   the checks a reclaiming module makes before its first request.
 
@@ -28,6 +31,7 @@ from ..capacity.pool import POOL_OPTIONS, selector_errors
 from ..common import history as _history
 from ..common.errors import FieldError, Refused, raise_if
 from ..common.names import (
+    ANNOTATION_SPOT_RECLAIMED,
     EVENT_REASON_SPOT_RECLAIMED,
     JOB_API,
     LABEL_MANAGED_BY,
@@ -258,6 +262,29 @@ def history_entry(
         "reason": reason,
         "holder": holder,
         **{k: result[k] for k in SUMMARY_FIELDS},
+    }
+
+
+def reclaimed_jobs(queue: Mapping[str, Any]) -> int:
+    """Rule spot-reclaim-count: the jobs reclaimed from this spot Queue so far (its
+    ``platform.io/spot-reclaimed-jobs`` annotation; missing or not a whole number
+    of 0 or more counts 0, so a hand-edited value restarts the count instead of
+    stopping it)."""
+    raw = ((queue.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_SPOT_RECLAIMED)
+    text = raw.strip() if isinstance(raw, str) else ""
+    return int(text) if text.isascii() and text.isdigit() else 0
+
+
+def reclaim_count_patch(queue: Mapping[str, Any], jobs: int) -> dict[str, Any]:
+    """Rule spot-reclaim-count: the merge patch that adds ``jobs`` to the Queue's
+    count, made against the version read (a concurrent change is a conflict, and the
+    count is read again rather than lost)."""
+    meta = queue.get("metadata") or {}
+    return {
+        "metadata": {
+            "resourceVersion": meta.get("resourceVersion"),
+            "annotations": {ANNOTATION_SPOT_RECLAIMED: str(reclaimed_jobs(queue) + jobs)},
+        }
     }
 
 

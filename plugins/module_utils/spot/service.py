@@ -14,6 +14,8 @@ through ``kube.Cluster``:
   deleting, so that two runs never both delete;
 * per victim: delete the Volcano Job, then a ``SpotReclaimed`` Event on it;
 * one entry per reclaim at the head of the bounded history ConfigMap;
+* per spot queue that lost jobs, its reclaim count raised (rule
+  spot-reclaim-count: a merge patch against the version just read);
 * a server-side apply of just the capability and deserved of each spot queue
   whose value changes;
 * for ``spot_info`` (``run_market``): the same Queue and Job lists and one get of
@@ -26,6 +28,7 @@ reports its victims, and the applies are the cluster's server-side dry runs.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -75,6 +78,7 @@ from .reclaim import (
     history_entry,
     history_manifest,
     lease_blocker,
+    reclaim_count_patch,
     reclaim_diff,
     reclaim_report,
     reclaim_request,
@@ -91,6 +95,9 @@ from .victims import (
 )
 
 _UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+# Attempts at raising a queue's reclaim count when a spot recompute changes the queue
+# between the read and the patch.
+COUNT_ATTEMPTS = 5
 
 
 def utc_now() -> datetime:
@@ -267,6 +274,32 @@ def _record_history(cluster: Cluster, entry: Mapping[str, Any], size: int) -> li
         return []
 
 
+def count_reclaims(cluster: Cluster, deleted: Iterable[Mapping[str, Any]]) -> None:
+    """Raise each spot queue's reclaim count by the jobs deleted from it (rule
+    spot-reclaim-count). Under the reclaim Lease no other reclaim counts at the same
+    time; a spot recompute may change the queue in between, which the patch's
+    resourceVersion turns into a conflict and another read. The jobs are gone either
+    way: a count that cannot be written is only warned about."""
+    per_queue = Counter(v["queue"] for v in deleted if v.get("queue"))
+    for name, jobs in sorted(per_queue.items()):
+        for _attempt in range(COUNT_ATTEMPTS):
+            try:
+                queue = cluster.get(QUEUE_API, "Queue", name)
+                if queue is not None:
+                    cluster.merge_patch(QUEUE_API, "Queue", name, reclaim_count_patch(queue, jobs))
+                break
+            except ConflictError:
+                continue
+            except (ApiException, TransportError) as exc:
+                warn(
+                    f"the reclaim count of queue {name} could not be raised by {jobs}: "
+                    f"{api_error_message(exc)}"
+                )
+                break
+        else:
+            warn(f"the reclaim count of queue {name} kept changing; {jobs} reclaims not counted")
+
+
 # --- the whole reclaim -------------------------------------------------------------
 
 
@@ -315,6 +348,7 @@ def reclaim(
         if deleted:
             entry = history_entry(result, request.reason, request.holder, now)
             result["history"] = _record_history(cluster, entry, request.history_size)
+            count_reclaims(cluster, deleted)
         return result
     finally:
         release_lease(cluster, lease)

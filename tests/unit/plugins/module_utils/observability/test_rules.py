@@ -109,3 +109,28 @@ def test_the_filter_gives_the_groups():
         "platform-queues",
         "platform-spot",
     ]
+
+
+def test_the_reclaim_count_is_read_from_the_annotation_the_spot_reclaim_writes():
+    from ansible_collections.gpucloud.platform.plugins.module_utils.common import names
+
+    # rules.py is stdlib only (the local cluster loads it by path), so it names the
+    # annotation itself; it must be the one rule spot-reclaim-count writes.
+    assert rules.ANNOTATION_SPOT_RECLAIMED == names.ANNOTATION_SPOT_RECLAIMED
+    (queue,) = rules.ksm_custom_resource_state()["spec"]["resources"]
+    (metric,) = queue["metrics"]
+    assert queue["metricNamePrefix"] + "_" + metric["name"] == rules.SPOT_RECLAIMED_JOBS
+    assert metric["each"]["gauge"]["path"][-1] == names.ANNOTATION_SPOT_RECLAIMED
+    spot = next(
+        r
+        for g in rules.rule_groups()
+        for r in g["rules"]
+        if r.get("record") == rules.SPOT_RECLAIMS_1H
+    )
+    assert rules.SPOT_RECLAIMED_JOBS in spot["expr"]
+
+
+def test_the_chart_values_allow_list_what_the_rules_read():
+    values = rules.ksm_chart_values()
+    assert values["metricLabelsAllowlist"] == [f"pods=[{','.join(rules.KSM_LABELS_ALLOWLIST)}]"]
+    assert values["customResourceState"]["config"] == rules.ksm_custom_resource_state()

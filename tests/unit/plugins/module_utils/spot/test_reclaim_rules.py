@@ -15,11 +15,13 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim imp
     history_entry,
     lease_manifest,
     lease_takeover,
+    reclaim_count_patch,
     reclaim_diff,
     reclaim_input_errors,
     reclaim_option_errors,
     reclaim_request,
     reclaim_summary,
+    reclaimed_jobs,
     validate_reclaim_input,
 )
 from ansible_collections.gpucloud.platform.plugins.modules import spot_reclaim
@@ -92,3 +94,44 @@ def test_lease_takeover_is_guarded_and_counts_a_new_holder():
     assert taken["spec"]["leaseDurationSeconds"] == 30
     again = lease_takeover(taken, "me", 30, NOW)
     assert again["spec"]["leaseTransitions"] == 3  # the same holder renews
+
+
+# --- rule spot-reclaim-count ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("written", "count"),
+    [
+        (None, 0),
+        ("0", 0),
+        ("7", 7),
+        (" 12 ", 12),
+        ("-1", 0),
+        ("1.5", 0),
+        ("many", 0),
+        ("\u0663", 0),
+        (7, 0),
+    ],
+)
+def test_a_queue_s_reclaim_count_is_its_annotation_or_zero(written, count):
+    annotations = {} if written is None else {"platform.io/spot-reclaimed-jobs": written}
+    assert reclaimed_jobs({"metadata": {"annotations": annotations}}) == count
+
+
+def test_the_count_patch_adds_to_the_version_read():
+    queue = {
+        "metadata": {
+            "name": "tenant-a-spot",
+            "resourceVersion": "41",
+            "annotations": {"platform.io/spot-reclaimed-jobs": "5"},
+        }
+    }
+    assert reclaim_count_patch(queue, 3) == {
+        "metadata": {
+            "resourceVersion": "41",
+            "annotations": {"platform.io/spot-reclaimed-jobs": "8"},
+        }
+    }
+    assert reclaim_count_patch({"metadata": {}}, 2)["metadata"]["annotations"] == {
+        "platform.io/spot-reclaimed-jobs": "2"
+    }

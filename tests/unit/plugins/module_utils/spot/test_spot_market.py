@@ -273,6 +273,7 @@ def test_view_per_tenant_with_cluster_wide_ranks():
         "exists": True,
         "capability": {"nvidia.com/gpu": 10, "cpu": "40"},
         "allocated": {"nvidia.com/gpu": 8},
+        "reclaimed_jobs": 0,
     }
     assert [(j["name"], j["rank"], j["at_risk"]) for j in a["jobs"]] == [
         ("A", 1, True),
@@ -284,5 +285,14 @@ def test_view_per_tenant_with_cluster_wide_ranks():
     ]
     assert b["jobs"][0]["price"] == "0.3" and a["history"] == [] and len(b["history"]) == 1
     assert c["tenant"] == "c" and c["queue"]["exists"] is False and c["jobs"] == []
+    assert c["queue"]["reclaimed_jobs"] == 0
+
     one = market_view("b", 1, queues, jobs, history)
     assert [t["tenant"] for t in one["tenants"]] == ["b"] and one["safe_bid"] == "0.100001"
+
+
+def test_the_view_shows_how_many_jobs_a_spot_queue_lost_so_far():
+    spot = queue("a", "spot", capability={"nvidia.com/gpu": 4})
+    spot["metadata"]["annotations"] = {"platform.io/spot-reclaimed-jobs": "12"}
+    (a,) = market_view(None, 1, [spot], [], [])["tenants"]
+    assert a["queue"]["reclaimed_jobs"] == 12

@@ -84,6 +84,65 @@ def test_reclaim_deletes_records_and_summarises():
     assert len(cluster.objects("Event")) == 2 and cluster.objects("Lease") == []
 
 
+def reclaimed_jobs_of(cluster, queue):
+    annotations = cluster.store[cluster.key("Queue", None, queue)]["metadata"].get("annotations")
+    return (annotations or {}).get("platform.io/spot-reclaimed-jobs")
+
+
+def test_reclaim_counts_the_jobs_taken_from_each_spot_queue():
+    cluster = spot_cluster()
+    assert reclaimed_jobs_of(cluster, "tenant-alpha-spot") is None
+    service.run_reclaim(params(spot_reclaim, need=16), cluster, check_mode=False)
+    assert reclaimed_jobs_of(cluster, "tenant-alpha-spot") == "2"
+    assert reclaimed_jobs_of(cluster, "tenant-beta-spot") is None  # lost no job
+
+
+def test_the_count_goes_on_from_what_the_queue_says():
+    objects = spot_objects()
+    for obj in objects:
+        if obj["kind"] == "Queue" and obj["metadata"]["name"] == "tenant-alpha-spot":
+            obj["metadata"]["annotations"] = {"platform.io/spot-reclaimed-jobs": "40"}
+    cluster = RefusingCluster(objects)
+    service.run_reclaim(params(spot_reclaim, need=16), cluster, check_mode=False)
+    assert reclaimed_jobs_of(cluster, "tenant-alpha-spot") == "42"
+
+
+class ConflictOnce(RefusingCluster):
+    """A spot recompute changes the queue between the count's read and its patch, once."""
+
+    conflicts = 0
+
+    def merge_patch(self, api_version, kind, name, body, namespace=None):
+        if kind == "Queue" and not self.conflicts:
+            self.conflicts += 1
+            queue = self.store[self.key("Queue", None, name)]
+            queue["metadata"]["resourceVersion"] = str(
+                int(queue["metadata"]["resourceVersion"]) + 1
+            )
+        return super().merge_patch(api_version, kind, name, body, namespace)
+
+
+def test_a_count_changed_under_the_patch_is_read_again_not_lost():
+    cluster = ConflictOnce(spot_objects())
+    service.run_reclaim(params(spot_reclaim, need=16), cluster, check_mode=False)
+    assert cluster.conflicts == 1 and reclaimed_jobs_of(cluster, "tenant-alpha-spot") == "2"
+
+
+def test_a_count_that_cannot_be_written_is_warned_about_and_the_reclaim_stands(monkeypatch):
+    warned = []
+    monkeypatch.setattr(service, "warn", warned.append)
+
+    class Refusing(RefusingCluster):
+        def merge_patch(self, api_version, kind, name, body, namespace=None):
+            self.requests += 1
+            raise api_error(403, "forbidden")
+
+    cluster = Refusing(spot_objects())
+    result = service.run_reclaim(params(spot_reclaim, need=16), cluster, check_mode=False)
+    assert result["changed"] is True and len(result["victims"]) == 2
+    assert any("reclaim count of queue tenant-alpha-spot" in w for w in warned), warned
+
+
 def test_reclaim_in_check_mode_writes_nothing():
     cluster = spot_cluster(dry_run=True)
     result = service.run_reclaim(params(spot_reclaim, need=16), cluster, check_mode=True)
