@@ -115,7 +115,8 @@ def main() -> None:
                 ]
                 rows.append(best(runs, f"purchase, {size} tenants"))
     finally:
-        cleanup(kubeconfig, (FILL, BUYER), timeout=1800)
+        if not args.keep:
+            cleanup(kubeconfig, (FILL, BUYER), timeout=1800)
     small, large = rows
     print()
     print_table(
