@@ -142,11 +142,19 @@ def parse_time(value: object) -> datetime | None:
     return as_utc(parsed) if parsed else None
 
 
+def podgroup_phase(podgroup: Mapping[str, Any]) -> str:
+    """A PodGroup's phase. Volcano's job controller creates a PodGroup without a status;
+    the scheduler gives it Pending in its next session. Until then it is Pending too,
+    or a large job submitted a moment ago would be judged neither waiting nor admitted."""
+    return str((podgroup.get("status") or {}).get("phase") or "Pending")
+
+
 def podgroup_waits(podgroup: Mapping[str, Any]) -> bool:
-    """Rule throttle-trigger: a PodGroup waits while its phase is Pending or Inqueue and fewer
-    than minMember of its pods run (the scheduler could not allocate it)."""
+    """Rule throttle-trigger: a PodGroup waits while its phase is Pending (or not set yet)
+    or Inqueue and fewer than minMember of its pods run (the scheduler could not
+    allocate it)."""
     status = podgroup.get("status") or {}
-    if status.get("phase") not in PODGROUP_WAITING_PHASES:
+    if podgroup_phase(podgroup) not in PODGROUP_WAITING_PHASES:
         return False
     running = int(status.get("running") or 0)
     min_member = int((podgroup.get("spec") or {}).get("minMember") or 1)
@@ -155,7 +163,7 @@ def podgroup_waits(podgroup: Mapping[str, Any]) -> bool:
 
 def podgroup_admitted(podgroup: Mapping[str, Any]) -> bool:
     """Past enqueue: any phase but Pending (Volcano's preempt actions skip Pending jobs)."""
-    return (podgroup.get("status") or {}).get("phase") != "Pending"
+    return podgroup_phase(podgroup) != "Pending"
 
 
 def hard_tier(spec: Mapping[str, Any]) -> int | None:

@@ -94,6 +94,17 @@ def test_only_waiting_large_jobs_in_tenant_namespaces_count():
     assert not th.podgroup_waits(pg("x", phase="Inqueue", running=4))
 
 
+def test_a_podgroup_the_scheduler_has_not_seen_yet_waits_and_is_not_admitted():
+    """Volcano's job controller creates the PodGroup with no status at all."""
+    fresh = pg("x")
+    del fresh["status"]
+    assert th.podgroup_waits(fresh) and not th.podgroup_admitted(fresh)
+    fresh["status"] = {"phase": ""}
+    assert th.podgroup_waits(fresh) and not th.podgroup_admitted(fresh)
+    (job,) = th.large_jobs([fresh], ["tenant-a"], owners([fresh]))
+    assert job.waiting and not job.admitted
+
+
 def test_gpus_are_the_owning_jobs_demand():
     """Rule job-demand over every task of the owner: 2 x 8 + 1 x 0 + 3 x 2 GPUs."""
     owner = vcjob("job-big", tasks=((2, 8), (1, 0), (3, 2)))
