@@ -231,6 +231,16 @@ def plan_all(
 # -- writes ----------------------------------------------------------------------------------
 
 
+def has_writes(work: TenantWork) -> bool:
+    """Whether ``write_one`` would send anything for ``work``: a prune, a queue step, or
+    an object that differs. An unchanged tenant is not handed to the write pool at all."""
+    if work.prune:
+        return True
+    if work.plan is None:
+        return False
+    return bool(work.steps) or bool(tenants.tenant_object_changes(work.plan.objects, work.live))
+
+
 def write_one(
     cluster: kube.Cluster, work: TenantWork, check_mode: bool, progress: Progress
 ) -> Changes:
@@ -284,10 +294,20 @@ def run_present(
         parent_list = tenants.sync_parent_queues(
             cluster, fleet.parent_list, parents, parents, run_changes, check_mode
         )
-    progress.say(f"writing {len(todo)} tenants, {workers} at a time")
-    results = cluster.concurrently(
-        [lambda w=w: write_one(cluster, w, check_mode, progress) for w in todo], workers
+    busy = [w for w in todo if has_writes(w)]
+    progress.total = len(busy)
+    progress.say(
+        f"writing {len(busy)} tenants, {workers} at a time ({len(todo) - len(busy)} unchanged)"
     )
+    written = iter(
+        cluster.concurrently(
+            [lambda w=w: write_one(cluster, w, check_mode, progress) for w in busy], workers
+        )
+    )
+    busy_names = {w.name for w in busy}
+    results: list[Changes | BaseException] = [
+        next(written) if w.name in busy_names else Changes() for w in todo
+    ]
     failed = {w.name: r for w, r in zip(todo, results, strict=True) if isinstance(r, BaseException)}
     if not failed:
         with tenants.reported_part_way(

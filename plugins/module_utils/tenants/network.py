@@ -22,6 +22,7 @@ caller gives them; nothing is guessed.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -226,14 +227,34 @@ def egress_blocks(
     An egress CIDR inside a network it must not reach (pod, service, a node address or the
     metadata address while not allowed), or one that holds nothing else, is refused: an
     ``except`` must be a strict part of its CIDR, and a block left without one would open
-    exactly what it was to keep out."""
-    cluster = [("pod", n) for n in networks.pods] + [("service", n) for n in networks.services]
-    closed: list[tuple[str, Network]] = []
-    if not egress_to_nodes:
-        closed += [("node", n) for n in networks.nodes]
+    exactly what it was to keep out.
+
+    A fleet's tenants mostly share one egress list and every tenant the cluster's
+    networks, so the answer is kept per input (``_egress_blocks``)."""
+    blocks, errors = _egress_blocks(
+        tuple(egress_cidrs),
+        tuple(networks.pods),
+        tuple(networks.services),
+        () if egress_to_nodes else tuple(networks.nodes),
+        egress_to_metadata,
+    )
+    return [(cidr, list(cut)) for cidr, cut in blocks], list(errors)
+
+
+@functools.lru_cache(maxsize=64)
+def _egress_blocks(
+    egress_cidrs: tuple[Network, ...],
+    pods: tuple[Network, ...],
+    services: tuple[Network, ...],
+    closed_nodes: tuple[Network, ...],
+    egress_to_metadata: bool,
+) -> tuple[tuple[tuple[Network, tuple[str, ...]], ...], tuple[FieldError, ...]]:
+    """``egress_blocks`` over hashable inputs (the node addresses only when closed)."""
+    cluster = [("pod", n) for n in pods] + [("service", n) for n in services]
+    closed: list[tuple[str, Network]] = [("node", n) for n in closed_nodes]
     if not egress_to_metadata:
         closed.append(("metadata", ipaddress.ip_network(METADATA_CIDR)))
-    out: list[tuple[Network, list[str]]] = []
+    out: list[tuple[Network, tuple[str, ...]]] = []
     errors: list[FieldError] = []
     for i, cidr in enumerate(egress_cidrs):
         path = f"egress_cidrs[{i}]"
@@ -257,8 +278,8 @@ def egress_blocks(
                 )
             )
         errors += errs
-        out.append((cidr, [str(n) for n in nets]))
-    return out, errors
+        out.append((cidr, tuple(str(n) for n in nets)))
+    return tuple(out), tuple(errors)
 
 
 def _closed_message(cidr: Network, what: str, net: Network) -> str:
