@@ -93,6 +93,17 @@ class Bare:
     def get(self, manifest: Mapping[str, Any]) -> Any:
         return self._call("GET", object_path(manifest))
 
+    def get_or_none(self, manifest: Mapping[str, Any]) -> Any:
+        """``get``, None when the object does not exist (the request still counts)."""
+        from kubernetes.client.rest import ApiException
+
+        try:
+            return self.get(manifest)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            return None
+
     def in_pool(self, calls: Sequence[Callable[[], Any]]) -> list[Any]:
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             return list(pool.map(lambda call: call(), calls))
