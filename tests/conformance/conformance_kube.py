@@ -14,6 +14,9 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 from kubernetes.dynamic import DynamicClient
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (
+    retry_while_denied,
+)
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     load_scheduler_conf,
     scheduler_conf,
@@ -169,7 +172,9 @@ class Kube:
         )
 
     def delete_queue(self, name: str) -> None:
-        self.delete("scheduling.volcano.sh/v1beta1", "Queue", name)
+        # Volcano's queue webhook judges by its informer cache: a parent deleted right
+        # after its last child is refused ("has 1 child queues") until the cache catches up.
+        retry_while_denied(lambda: self.delete("scheduling.volcano.sh/v1beta1", "Queue", name))
 
     def job_manifest(
         self,
