@@ -98,6 +98,11 @@ def main() -> None:
     parser.add_argument(
         "--repeat", type=int, default=2, help="purchases per fleet size (best kept)"
     )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="leave the tenants in the cluster (removing thousands of namespaces takes minutes)",
+    )
     add_common_arguments(parser)
     args = parser.parse_args()
     kubeconfig = args.kubeconfig or default_kubeconfig()
