@@ -294,20 +294,22 @@ def run_present(
         parent_list = tenants.sync_parent_queues(
             cluster, fleet.parent_list, parents, parents, run_changes, check_mode
         )
-    busy = [w for w in todo if has_writes(w)]
-    progress.total = len(busy)
+    busy = [has_writes(w) for w in todo]
+    progress.total = sum(busy)
     progress.say(
-        f"writing {len(busy)} tenants, {workers} at a time ({len(todo) - len(busy)} unchanged)"
+        f"writing {sum(busy)} tenants, {workers} at a time ({busy.count(False)} unchanged)"
     )
     written = iter(
         cluster.concurrently(
-            [lambda w=w: write_one(cluster, w, check_mode, progress) for w in busy], workers
+            [
+                lambda w=w: write_one(cluster, w, check_mode, progress)
+                for w, writes in zip(todo, busy, strict=True)
+                if writes
+            ],
+            workers,
         )
     )
-    busy_names = {w.name for w in busy}
-    results: list[Changes | BaseException] = [
-        next(written) if w.name in busy_names else Changes() for w in todo
-    ]
+    results: list[Changes | BaseException] = [next(written) if b else Changes() for b in busy]
     failed = {w.name: r for w, r in zip(todo, results, strict=True) if isinstance(r, BaseException)}
     if not failed:
         with tenants.reported_part_way(
