@@ -18,6 +18,7 @@ from ..common.objects import differs
 from ..hybrid.burst import capability_gpus
 from ..jobs.classes import DEFAULT_CLASSES
 from ..kube.cluster import ApiException, Cluster, TransportError
+from ..kube.waiting import wait_for
 from ..policy.admission import LABEL_ALLOW_CRITICAL, TENANT_QUEUES_CONFIGMAP
 from . import live as livemod
 from .inputs import model_of
@@ -349,22 +350,37 @@ def _absent(cluster: Cluster, live: Mapping[str, Any], before: Any) -> dict[str,
 def _wait_ready(
     cluster: Cluster, name: str, ns: str, spec: ServiceSpec, timeout: int, sleep: int
 ) -> dict[str, Any]:
-    """Until the service is Ready with every canary ready, or ``timeout`` seconds."""
+    """Until the service is Ready with every canary ready, or ``timeout`` seconds (one GET
+    a poll)."""
+
+    def ready(obj: Mapping[str, Any] | None) -> bool:
+        return _serves(_status(obj), spec)
+
     started = time.monotonic()
-    while True:
-        obj = cluster.get(ISVC_API, "InferenceService", name, namespace=ns) or {}
-        report = livemod.report(obj) if obj else {}
-        canaries_ready = all(c["ready"] for c in report.get("canaries", []))
-        same = report.get("current_version") == spec.stable.version
-        if report.get("ready") and canaries_ready and same:
-            report["waited_seconds"] = round(time.monotonic() - started, 1)
-            return report
-        if time.monotonic() - started > timeout:
-            raise Refused(
-                f"{name} is not Ready after {timeout}s; conditions: {report.get('conditions')}",
-                status=report,
-            )
-        time.sleep(sleep)
+    done, obj, _elapsed = wait_for(
+        cluster, ISVC_API, "InferenceService", ready, timeout, sleep, name=name, namespace=ns
+    )
+    report = _status(obj)
+    if not done:
+        raise Refused(
+            f"{name} is not Ready after {timeout}s; conditions: {report.get('conditions')}",
+            status=report,
+        )
+    # Measured here, not the Waiter's whole seconds: the result has always had tenths.
+    report["waited_seconds"] = round(time.monotonic() - started, 1)
+    return report
+
+
+def _status(obj: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The service's report as ``status`` returns it; empty while it does not exist."""
+    return livemod.report(obj) if obj else {}
+
+
+def _serves(report: Mapping[str, Any], spec: ServiceSpec) -> bool:
+    """Ready, every canary ready, and the stable version the one asked for."""
+    canaries_ready = all(c["ready"] for c in report.get("canaries", []))
+    same = report.get("current_version") == spec.stable.version
+    return bool(report.get("ready") and canaries_ready and same)
 
 
 def run_info(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:

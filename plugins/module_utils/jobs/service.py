@@ -47,6 +47,7 @@ from ..common.names import (
 from ..common.objects import strip_server_fields
 from ..common.quantity import GPU, parse
 from ..kube.cluster import ApiException, Cluster, TransportError, api_error_message
+from ..kube.waiting import wait_for
 from ..policy.admission import POLICY_LARGE_JOB_THROTTLE, TENANT_QUEUES_CONFIGMAP
 from ..policy.platform_state import POLICY_PLATFORM_STATE
 from ..topology.manifests import tree_from_manifests
@@ -322,14 +323,18 @@ def throttle_denial(exc: Exception) -> bool:
 def wait_phase(
     cluster: Cluster, namespace: str, name: str, timeout: float, interval: float
 ) -> tuple[str, dict | None]:
-    """Poll the job until it started or failed, or ``timeout`` seconds passed."""
-    deadline = monotonic() + timeout
-    while True:
-        live = cluster.get(JOB_API, "Job", name, namespace)
-        phase = job_phase(live)
-        if phase in JOB_STARTED_PHASES or phase in JOB_FAILED_PHASES or monotonic() >= deadline:
-            return phase, live
-        sleep(interval)
+    """Poll the job (one GET each time) until it started or failed, or ``timeout`` seconds
+    passed; its phase and the job as last read (None: absent)."""
+    _settled, live, _elapsed = wait_for(
+        cluster, JOB_API, "Job", job_settled, timeout, interval, name=name, namespace=namespace
+    )
+    return job_phase(live), live or None
+
+
+def job_settled(job: Mapping[str, Any] | None) -> bool:
+    """The job started or failed: waiting longer changes nothing."""
+    phase = job_phase(job)
+    return phase in JOB_STARTED_PHASES or phase in JOB_FAILED_PHASES
 
 
 def hold(
@@ -339,6 +344,7 @@ def hold(
     the throttle is released once its large job runs or times out; sets ``held_seconds``."""
     namespace = namespace_name(p["tenant"])
     start = monotonic()
+    # Not kubernetes.core's Waiter: each turn reconciles (and may write) the throttle.
     while True:
         _change, cm, _away = reconcile_namespace(
             cluster, namespace, p["tenant"], now_utc(), p["throttle_timeout"]
@@ -407,15 +413,22 @@ def engage_unless_started(
 
 def podgroup_created(cluster: Cluster, namespace: str, uid: str | None, interval: float) -> bool:
     """Wait (at most PODGROUP_WAIT_SECONDS) until Volcano's job controller has created the
-    job's PodGroup: the throttle judges a large job by it."""
-    deadline = monotonic() + PODGROUP_WAIT_SECONDS
-    while True:
-        podgroups = cluster.list(PODGROUP_API, "PodGroup", namespace=namespace)
-        if owned_podgroup(podgroups, uid) is not None:
-            return True
-        if monotonic() >= deadline:
-            return False
-        sleep(min(interval, GRACE_POLL_SECONDS))
+    job's PodGroup: the throttle judges a large job by it. One LIST of the namespace's
+    PodGroups a poll: its name is Volcano's to choose, its owner is the job's uid."""
+
+    def owned(answer: Mapping[str, Any] | None) -> bool:
+        return owned_podgroup((answer or {}).get("items") or [], uid) is not None
+
+    found, _list, _elapsed = wait_for(
+        cluster,
+        PODGROUP_API,
+        "PodGroup",
+        owned,
+        PODGROUP_WAIT_SECONDS,
+        min(interval, GRACE_POLL_SECONDS),
+        namespace=namespace,
+    )
+    return found
 
 
 def wait_running(cluster: Cluster, p: Mapping[str, Any], created: dict, result: dict) -> str:

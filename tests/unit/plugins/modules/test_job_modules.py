@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -24,6 +25,7 @@ from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.jobs.
     throttle_cm,
     throttled,
 )
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s import waiter as k8s_waiter
 
 
 @pytest.fixture(autouse=True)
@@ -31,6 +33,10 @@ def no_sleep(monkeypatch):
     clock = {"t": 0.0}
     monkeypatch.setattr(service, "sleep", lambda s: clock.__setitem__("t", clock["t"] + s))
     monkeypatch.setattr(service, "monotonic", lambda: clock["t"])
+    # the waits go through kubernetes.core's Waiter, whose clock reads its own ``time``
+    monkeypatch.setattr(
+        k8s_waiter, "time", SimpleNamespace(monotonic=service.monotonic, sleep=service.sleep)
+    )
     return clock
 
 

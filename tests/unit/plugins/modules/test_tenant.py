@@ -31,6 +31,7 @@ from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.tenan
 from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.tenants.test_tenant_spec import (
     BAD,
 )
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s import waiter as k8s_waiter
 
 
 def created(cluster_class=FakeCluster):
@@ -529,6 +530,14 @@ class Clock:
         self.now += seconds
 
 
+def fake_time(monkeypatch):
+    """One Clock for ``tenants.service`` and kubernetes.core's Waiter (its own ``time``)."""
+    clock = Clock()
+    monkeypatch.setattr(service, "time", clock)
+    monkeypatch.setattr(k8s_waiter, "time", clock)
+    return clock
+
+
 class TerminatingNamespaces(FakeCluster):
     """An API server that keeps a deleted Namespace while it finalizes its content."""
 
@@ -585,7 +594,7 @@ def test_wait_timeout_is_not_judged_without_wait():
 
 
 def test_wait_returns_once_the_tenant_is_gone(monkeypatch):
-    monkeypatch.setattr(service, "time", Clock())
+    fake_time(monkeypatch)
     cluster = created()
     result = service.run_tenant(absent(wait=True, wait_timeout=5), cluster)
     assert result["changed"] is True
@@ -593,8 +602,7 @@ def test_wait_returns_once_the_tenant_is_gone(monkeypatch):
 
 
 def test_wait_that_times_out_after_deleting_reports_changed(monkeypatch):
-    clock = Clock()
-    monkeypatch.setattr(service, "time", clock)
+    clock = fake_time(monkeypatch)
     cluster = created(cluster_class=TerminatingNamespaces)
     with pytest.raises(Refused) as exc:
         service.run_tenant(absent(wait=True, wait_timeout=5), cluster)
@@ -606,6 +614,53 @@ def test_wait_that_times_out_after_deleting_reports_changed(monkeypatch):
     assert exc.value.extra["running"] == {"jobs": 0, "pods": 0}
     assert clock.now >= 5
     assert cluster.kinds("Queue") == {}
+
+
+class Lingering(FakeCluster):
+    """An API server that keeps a deleted Namespace or Queue (as with a finalizer) until
+    ``clock`` reads ``gone_at`` (None: for good)."""
+
+    clock: Clock = Clock()
+    gone_at: float | None = None
+    kinds_kept = ("Namespace",)
+
+    def delete(self, api_version, kind, name, namespace=None, **kwargs):
+        live = self.store.get(self.key(kind, namespace, name))
+        deleted = super().delete(api_version, kind, name, namespace, **kwargs)
+        if deleted and kind in self.kinds_kept and not self.dry_run:
+            self.put({**live, "metadata": {**live["metadata"], "deletionTimestamp": "now"}})
+        return deleted
+
+    def list(self, api_version, kind, **kw):
+        if self.gone_at is not None and self.clock.now >= self.gone_at:
+            for key in [k for k, o in self.store.items() if "deletionTimestamp" in o["metadata"]]:
+                self.store.pop(key)
+        return super().list(api_version, kind, **kw)
+
+
+def test_wait_lists_one_kind_a_poll_namespaces_first(monkeypatch):
+    """What is gone stays gone: the Queues are looked at once the Namespace went."""
+    cluster = created(cluster_class=Lingering)
+    cluster.clock, cluster.gone_at = fake_time(monkeypatch), 4
+    service.run_tenant(absent(wait=True, wait_timeout=10), cluster)
+    waited = cluster.lists[-4:]
+    assert waited == ["Namespace", "Namespace", "Namespace", "Queue"]  # at 0, 2, 4 s; at 4 s
+    assert cluster.clock.now == 4
+
+
+def test_wait_that_times_out_reports_the_namespace_and_the_queues_left(monkeypatch):
+    cluster = created(cluster_class=Lingering)
+    cluster.clock, cluster.kinds_kept = fake_time(monkeypatch), ("Namespace", "Queue")
+    with pytest.raises(Refused) as exc:
+        service.run_tenant(absent(wait=True, wait_timeout=3), cluster)
+    message = str(exc.value)
+    assert message.startswith(
+        "after 3s these objects of tenant 'a' still exist: Namespace/tenant-a, Queue/"
+    )
+    assert "Queue/tenant-a-spot" in message
+    # the Namespace at 0, 2 and 4 s, then the Queues once with no time left
+    assert cluster.lists[-4:] == ["Namespace", "Namespace", "Namespace", "Queue"]
+    assert cluster.clock.now == 4
 
 
 def test_delete_that_stops_part_way_says_what_was_deleted():
@@ -702,7 +757,7 @@ def test_module_refusal_reports_what_runs(run_module):
 
 
 def test_module_wait_timeout_after_deleting_fails_with_changed(run_module, monkeypatch):
-    monkeypatch.setattr(service, "time", Clock())
+    fake_time(monkeypatch)
     cluster = created(cluster_class=TerminatingNamespaces)
     result = run_module(tenant, cluster, name="a", state="absent", wait=True, wait_timeout=3)
     assert result["failed"] is True

@@ -35,6 +35,7 @@ from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.infer
     tenant_cluster,
     tenant_objects,
 )
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s import waiter as k8s_waiter
 
 WRITES = [
     "InferenceService/tenant-alpha/llm",
@@ -378,6 +379,64 @@ def test_wait_gives_up_after_its_timeout():
     cluster = tenant_cluster()
     with pytest.raises(Refused, match="not Ready after 0s"):
         run(cluster, wait=True, wait_sleep=0, wait_timeout=0)
+
+
+class Clock:
+    """The ``time`` of the service and of kubernetes.core's Waiter: sleeping moves it on."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+READY = {
+    "conditions": [{"type": "Ready", "status": "True"}],
+    "address": {"url": "http://llm-v1-predictor.tenant-alpha.svc.cluster.local"},
+}
+
+
+def waiting_cluster(monkeypatch, ready_at=None):
+    """A deployed service that turns Ready when read at ``ready_at`` seconds (None: never);
+    returns the cluster and the times it was read while waited on."""
+    clock = Clock()
+    monkeypatch.setattr(service, "time", clock)
+    monkeypatch.setattr(k8s_waiter, "time", clock)
+    cluster = tenant_cluster()
+    run(cluster)
+    key = cluster.key("InferenceService", NS, "llm")
+    original, reads = cluster.get, []
+
+    def get(api_version, kind, name, namespace=None):
+        if kind == "InferenceService" and clock.now > 0:
+            reads.append(clock.now)
+        if kind == "InferenceService" and ready_at is not None and clock.now >= ready_at:
+            cluster.store[key]["status"] = READY
+        return original(api_version, kind, name, namespace=namespace)
+
+    cluster.get = get
+    return cluster, reads
+
+
+def test_wait_reads_the_service_once_a_poll_and_reports_the_seconds_waited(monkeypatch):
+    cluster, reads = waiting_cluster(monkeypatch, ready_at=4)
+    out = run(cluster, wait=True, wait_sleep=2, wait_timeout=10)
+    assert reads == [2.0, 4.0]
+    assert out["status"]["ready"] is True and out["status"]["waited_seconds"] == 4.0
+    assert isinstance(out["status"]["waited_seconds"], float)
+
+
+def test_wait_that_times_out_refuses_with_the_last_status(monkeypatch):
+    cluster, reads = waiting_cluster(monkeypatch)
+    with pytest.raises(Refused, match="llm is not Ready after 5s") as info:
+        run(cluster, wait=True, wait_sleep=2, wait_timeout=5)
+    assert reads == [2.0, 4.0, 6.0]  # the first look after the timeout is the last
+    assert info.value.extra["status"]["name"] == "llm"
+    assert info.value.extra["status"]["ready"] is False
 
 
 # -- absent -----------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from types import SimpleNamespace
 
 import pytest
 from kubernetes.client.rest import ApiException
@@ -29,6 +30,7 @@ from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.jobs.
     throttled,
     vcjob_params,
 )
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s import waiter as k8s_waiter
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -38,6 +40,10 @@ def no_sleep(monkeypatch):
     clock = {"t": 0.0}
     monkeypatch.setattr(service, "sleep", lambda s: clock.__setitem__("t", clock["t"] + s))
     monkeypatch.setattr(service, "monotonic", lambda: clock["t"])
+    # the waits go through kubernetes.core's Waiter, whose clock reads its own ``time``
+    monkeypatch.setattr(
+        k8s_waiter, "time", SimpleNamespace(monotonic=service.monotonic, sleep=service.sleep)
+    )
     return clock
 
 
@@ -240,3 +246,71 @@ def test_reconcile_namespace_leaves_an_unmanaged_configmap_alone():
     change, live, away = service.reconcile_namespace(fake, NS, "alpha", T0, 300)
     assert change.action == "none" and live["data"] == cm["data"] and away == []
     assert fake.writes == []
+
+
+# --- the waits: kubernetes.core's Waiter, one request a poll ---------------------------
+
+
+def reading(fake, kind, clock, then=None, after=0):
+    """Record when ``kind`` is read (GET or LIST); on read ``after`` (1: the first) call
+    ``then``, as the job controller would act between two polls."""
+    seen = []
+
+    def wrap(original):
+        def read(api_version, kind_, *args, **kw):
+            if kind_ == kind:
+                seen.append(clock["t"])
+                if then is not None and len(seen) == after:
+                    then()
+            return original(api_version, kind_, *args, **kw)
+
+        return read
+
+    fake.get, fake.list = wrap(fake.get), wrap(fake.list)
+    return seen
+
+
+def test_wait_phase_reads_the_job_once_a_poll_until_it_runs(no_sleep):
+    fake = cluster(phase="Pending")
+    service.run(params(**SINGLE), fake, check_mode=False)
+    key = ("Job", NS, "eval")
+
+    def start():
+        fake.store[key]["status"] = {"state": {"phase": "Running"}}
+
+    reads = reading(fake, "Job", no_sleep, then=start, after=3)
+    fake.requests = 0
+    phase, live = service.wait_phase(fake, NS, "eval", 10, 2)
+    assert phase == "Running" and live["status"]["state"]["phase"] == "Running"
+    assert reads == [0, 2, 4] and fake.requests == 3
+
+
+def test_wait_phase_returns_a_failed_job_at_once(no_sleep):
+    fake = cluster(phase="Failed")
+    service.run(params(**SINGLE), fake, check_mode=False)
+    fake.requests = 0
+    assert service.wait_phase(fake, NS, "eval", 10, 2)[0] == "Failed"
+    assert fake.requests == 1 and no_sleep["t"] == 0
+
+
+def test_wait_phase_of_an_absent_job_times_out_as_pending_with_none(no_sleep):
+    fake = cluster()
+    reads = reading(fake, "Job", no_sleep)
+    assert service.wait_phase(fake, NS, "gone", 5, 2) == ("Pending", None)
+    assert reads == [0, 2, 4, 6]  # the first look after the timeout is the last
+
+
+def test_podgroup_created_lists_the_podgroups_until_the_jobs_appears(no_sleep):
+    fake = cluster()
+    lists = reading(fake, "PodGroup", no_sleep, then=lambda: fake.put(large_pg()), after=2)
+    assert service.podgroup_created(fake, NS, "uid-big", 5) is True
+    assert lists == [0, service.GRACE_POLL_SECONDS]
+
+
+def test_podgroup_created_gives_up_after_podgroup_wait_seconds(no_sleep):
+    fake = cluster(extra=[large_pg(owner="other")])
+    lists = reading(fake, "PodGroup", no_sleep)
+    assert service.podgroup_created(fake, NS, "uid-big", 5) is False
+    step = service.GRACE_POLL_SECONDS
+    assert lists == [float(t) for t in range(0, service.PODGROUP_WAIT_SECONDS + 1, step)]
+    assert fake.requests == len(lists)
