@@ -55,6 +55,18 @@ DELETE_PLAYBOOK = """\
         wait: true
 """
 
+# The fleet as a scheduled reconcile leaves it: a new tenant's spot queue is written at
+# creation with 0 GPUs only, and the first recompute after that sets its cpu and memory
+# floor (rule spot-capability-floor). Untimed, so the timed purchases recompute a
+# settled fleet (only the buyer's share moves), as they would in production.
+SETTLE_PLAYBOOK = """\
+- name: settle the fleet
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - gpucloud.platform.spot_capacity: {}
+"""
+
 
 def fill(kubeconfig: str, first: int, last: int) -> None:
     """Tenants ``first`` to ``last - 1`` of the filler, written by the bare client."""
@@ -114,6 +126,10 @@ def main() -> None:
             for size in (args.small, args.large):
                 fill(kubeconfig, done, size)
                 done = size
+                runner.run(
+                    f"  (spot recompute, {size} tenants)",
+                    runner.write("settle.yml", SETTLE_PLAYBOOK),
+                )
                 runs = [
                     purchase(runner, f"purchase, {size} tenants (#{n + 1})", f"{BUYER}{size}-{n}")
                     for n in range(args.repeat)

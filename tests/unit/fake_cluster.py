@@ -44,13 +44,31 @@ def not_found() -> NotFoundError:
     return NotFoundError(ApiException(status=404, reason="NotFound"))
 
 
+def selector_terms(selector: str | None) -> list[str]:
+    """A label selector's terms: split at the commas outside ``in (...)`` sets."""
+    terms, depth, term = [], 0, ""
+    for char in selector or "":
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            terms.append(term.strip())
+            term = ""
+        else:
+            term += char
+    terms.append(term.strip())
+    return [t for t in terms if t]
+
+
 def selector_matches(labels: Mapping[str, str], selector: str | None) -> bool:
-    """Equality-based label selectors: ``k=v``, ``k==v``, ``k!=v``, ``k``, ``!k``."""
-    for term in (selector or "").split(","):
-        term = term.strip()
-        if not term:
-            continue
-        if "!=" in term:
+    """Label selectors as the API server reads them: ``k=v``, ``k==v``, ``k!=v``, ``k``,
+    ``!k``, ``k in (a,b)`` and ``k notin (a,b)``."""
+    for term in selector_terms(selector):
+        if " in (" in term or " notin (" in term:
+            key, _op, values = term.partition(" notin (" if " notin (" in term else " in (")
+            allowed = {v.strip() for v in values.rstrip(")").split(",")}
+            inside = labels.get(key.strip()) in allowed
+            if inside != (" in (" in term):
+                return False
+        elif "!=" in term:
             key, value = term.split("!=", 1)
             if labels.get(key) == value:
                 return False

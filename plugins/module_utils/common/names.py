@@ -95,6 +95,12 @@ QUEUE_TYPE_SUBSCRIPTION = "subscription"
 QUEUE_TYPE_TEAM = "team"
 QUEUE_TYPE_PAYG = "payg"
 QUEUE_TYPE_SPOT = "spot"
+# The queues that hold what tenants bought (rule committed without the spot queues): the
+# oversell guard reads only these, not the spot and team queues of every tenant, which
+# with thousands of tenants is a third of a fleet list's bytes less.
+COMMITTED_SELECTOR = (
+    f"{MANAGED_SELECTOR},{LABEL_QUEUE_TYPE} in ({QUEUE_TYPE_SUBSCRIPTION},{QUEUE_TYPE_PAYG})"
+)
 QUEUE_TYPES = (QUEUE_TYPE_SUBSCRIPTION, QUEUE_TYPE_TEAM, QUEUE_TYPE_PAYG, QUEUE_TYPE_SPOT)
 # The suffix each tenant-level queue type gets in its queue name.
 QUEUE_SUFFIX = {

@@ -24,9 +24,9 @@ from ..catalog.render import render_catalog
 from ..common.errors import PartialWrite, Refused, raise_if
 from ..common.names import (
     CAPACITY_FIELD_MANAGER,
+    COMMITTED_SELECTOR,
     JOB_API,
     LABEL_TENANT,
-    MANAGED_SELECTOR,
     PLATFORM_NAMESPACE,
     PODGROUP_API,
     QUEUE_API,
@@ -39,6 +39,7 @@ from ..common.objects import differs, index_by_name
 from ..common.quantity import Resources, render
 from ..kube import cluster as kube
 from ..kube.cluster import NotFoundError, ResourceNotFoundError, TransportError
+from ..kube.waiting import resource_absent, wait_for
 from ..policy.admission import (
     PARAM_KEY_QUEUES,
     PARENT_QUEUES_CONFIGMAP,
@@ -144,14 +145,14 @@ def check_purchase_fits(
 
     Nothing is read when the purchase does not grow (judged from the tenant's
     own live queues); otherwise one Node list (by the node selector) and one
-    list of every managed Queue."""
+    list of the subscription and pay-as-you-go Queues."""
     current = commitments_from_queues(live_queues.values()).get(tenant)
     grown_sub, grown_payg = purchase_growth(current, subscription, payg)
     if not grown_sub and not grown_payg:
         return
     nodes = cluster.list("v1", "Node", label_selector=label_selector(node_selector))
     pool, _members = pool_from_nodes(nodes, node_selector)
-    queues = cluster.list(QUEUE_API, "Queue", label_selector=MANAGED_SELECTOR)
+    queues = cluster.list(QUEUE_API, "Queue", label_selector=COMMITTED_SELECTOR)
     commitments = commitments_from_queues(queues)
     raise_if(tenant_oversell_errors(tenant, pool, commitments, subscription, payg))
 
@@ -507,16 +508,26 @@ def delete_live(
 
 def wait_gone(cluster: kube.Cluster, name: str, timeout: float) -> list[str]:
     """Wait up to ``timeout`` seconds for the tenant's namespace and queues to
-    go; returns what is still there (``Kind/name``), empty once they are gone."""
+    go; returns what is still there (``Kind/name``), empty once they are gone.
+
+    kubernetes.core's Waiter waits on one kind: the Namespaces first, then the Queues in
+    the time left (what is gone stays gone), so a poll is one LIST where it was two; with
+    no time left the Queues are still listed once, for what to report."""
     deadline = time.monotonic() + timeout
-    selector = tenant_selector(name)
-    while True:
-        left = cluster.list("v1", "Namespace", label_selector=selector) + cluster.list(
-            QUEUE_API, "Queue", label_selector=selector
+    selectors = [tenant_selector(name)]
+    left: list[dict[str, Any]] = []
+    for api_version, kind in (("v1", "Namespace"), (QUEUE_API, "Queue")):
+        _gone, found, _elapsed = wait_for(
+            cluster,
+            api_version,
+            kind,
+            resource_absent,
+            max(deadline - time.monotonic(), 0.0),
+            WAIT_INTERVAL,
+            label_selectors=selectors,
         )
-        if not left or time.monotonic() >= deadline:
-            return [f"{o.get('kind')}/{o['metadata']['name']}" for o in left]
-        time.sleep(WAIT_INTERVAL)
+        left += found.get("items") or []
+    return [f"{o.get('kind')}/{o['metadata']['name']}" for o in left]
 
 
 def run_tenant(
