@@ -203,10 +203,10 @@ def test_device_plugin_values_mirror_and_idempotency(tmp_path, kubeconfig, api_c
     assert first.changed >= 1
     summary = first.fact("platform_helm_summary")
     assert summary[-1]["action"] == "installed"
-    assert summary[-1]["version"] == "0.20.2"
+    assert summary[-1]["version"] == "0.20.0"
 
     got = standin_values(api_client, namespace, "nvidia-device-plugin")
-    assert got["chart"] == "nvidia-device-plugin-0.20.2"
+    assert got["chart"] == "nvidia-device-plugin-0.20.0"
     assert got["image"].startswith(f"{MIRROR}/nvidia/k8s-device-plugin:")
     values = got["values"]
     assert values["migStrategy"] == "mixed"
@@ -216,7 +216,7 @@ def test_device_plugin_values_mirror_and_idempotency(tmp_path, kubeconfig, api_c
     assert config["sharing"]["timeSlicing"]["resources"] == [
         {"name": "nvidia.com/gpu", "replicas": 4}
     ]
-    assert values["node-feature-discovery"]["image"]["repository"].startswith(MIRROR + "/")
+    assert values["nfd"]["image"]["repository"].startswith(MIRROR + "/")
 
     second = run_role(tmp_path, kubeconfig, "nvidia_device_plugin", extra)
     assert second.failed == 0, second.messages()
@@ -265,7 +265,7 @@ def test_upgrade_on_chart_version_change(tmp_path, kubeconfig, api_client, names
         },
     )
     assert upgraded.failed == 0, upgraded.messages()
-    assert upgraded.fact("platform_helm_summary")[-1]["action"] == "upgraded from 0.20.2"
+    assert upgraded.fact("platform_helm_summary")[-1]["action"] == "upgraded from 0.20.0"
     assert (
         standin_values(api_client, namespace, "nvidia-device-plugin")["chart"]
         == "nvidia-device-plugin-0.20.3"
@@ -292,7 +292,7 @@ def test_unreachable_chart_is_skipped_with_one_line(tmp_path, kubeconfig, namesp
     lines = [m for m in run.messages() if m.startswith("dcgm_exporter: skipped — ")]
     assert len(lines) == 1
     assert "\n" not in lines[0]
-    assert f"chart dcgm-exporter 4.8.1 not reachable at {missing}" in lines[0]
+    assert f"chart dcgm-exporter 4.8.2 not reachable at {missing}" in lines[0]
     assert "set dcgm_exporter_chart_ref" in lines[0]
     assert helm_releases(namespace, kubeconfig) == []
 
@@ -314,7 +314,7 @@ def test_strict_mode_fails_the_play_on_an_unreachable_chart(tmp_path, kubeconfig
     )
     assert run.failed == 1, run.messages()
     failure = next(m for m in run.messages() if "platform_helm_strict is true" in m)
-    assert f"chart dcgm-exporter 4.8.1 not reachable at {missing}" in failure
+    assert f"chart dcgm-exporter 4.8.2 not reachable at {missing}" in failure
     assert helm_releases(namespace, kubeconfig) == []
 
 
@@ -332,7 +332,7 @@ def test_local_chart_of_another_version_is_skipped(tmp_path, kubeconfig, namespa
     )
     assert run.failed == 0, run.messages()
     line = next(m for m in run.messages() if m.startswith("dcgm_exporter: skipped — "))
-    assert "holds chart dcgm-exporter 4.8.1, not dcgm-exporter 4.9.0" in line
+    assert "holds chart dcgm-exporter 4.8.2, not dcgm-exporter 4.9.0" in line
     assert helm_releases(namespace, kubeconfig) == []
 
 
@@ -602,11 +602,11 @@ def test_storage_drivers_and_classes(tmp_path, kubeconfig, api_client, namespace
             ceph["nodeplugin"]["plugin"]["image"]["repository"],
             *(
                 ceph["provisioner"][c]["image"]["repository"]
-                for c in ("provisioner", "resizer", "snapshotter")
+                for c in ("provisioner", "attacher", "resizer", "snapshotter")
             ),
         ]
         assert all(i.startswith(f"{MIRROR}/") for i in images), images
-        assert len(set(images)) == 5, images
+        assert len(set(images)) == 6, images
         sc = storage.read_storage_class(f"{namespace}-datasets")
         assert sc.provisioner == "nfs.csi.k8s.io"
         assert sc.reclaim_policy == "Retain"

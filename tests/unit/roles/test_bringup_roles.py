@@ -80,13 +80,45 @@ def test_literal_defaults_match_the_argument_spec(role):
             assert value in option["choices"]
 
 
-def version_table() -> dict[str, str]:
+VERSION_COLUMNS = [
+    "component",
+    "chart",
+    "variable",
+    "pinned",
+    "appVersion",
+    "upstream source (repository and path of Chart.yaml)",
+    "checked",
+]
+
+
+def version_rows() -> list[dict[str, str]]:
+    """The rows of the Version table in docs/bring-up.md, by column name."""
     text = (ROOT / "docs" / "bring-up.md").read_text()
-    return dict(
-        re.findall(
-            r"^\|[^|]*\|[^|]*\| `(\w+_(?:chart_version|image_tag))` \| (\S+) \|$", text, re.M
-        )
-    )
+    section = text.split("### Version table", 1)[1].split("\n#", 1)[0]
+    lines = [line.strip() for line in section.splitlines() if line.strip().startswith("|")]
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines]
+    header, rows = cells[0], cells[2:]
+    assert header == VERSION_COLUMNS, header
+    assert all(len(row) == len(header) for row in rows), rows
+    return [dict(zip(header, row)) for row in rows]
+
+
+def version_table() -> dict[str, str]:
+    """variable -> pinned version, from the Version table."""
+    table = {}
+    for row in version_rows():
+        match = re.fullmatch(r"`(\w+_(?:chart_version|image_tag))`", row["variable"])
+        if match:
+            table[match.group(1)] = row["pinned"]
+    return table
+
+
+def test_version_table_says_where_and_when_each_pin_was_checked():
+    rows = version_rows()
+    assert {f"{prefix}_chart_version" for prefix in CHARTS} <= set(version_table())
+    for row in rows:
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", row["checked"]), row
+        assert row["upstream source (repository and path of Chart.yaml)"].strip("- "), row
 
 
 @pytest.mark.parametrize("prefix", sorted(CHARTS))
