@@ -29,6 +29,7 @@ import signal
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -39,7 +40,15 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import kubernetes.client  # noqa: E402
+import urllib3  # noqa: E402
 import yaml  # noqa: E402
+from kubernetes.dynamic import DynamicClient  # noqa: E402
+from kubernetes.dynamic.exceptions import (  # noqa: E402
+    DynamicApiError,
+    NotFoundError,
+    ResourceNotFoundError,
+)
 
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -134,93 +143,78 @@ def state_dir(name: str) -> Path:
     return Path(base) / "gpucloud-localcluster" / name
 
 
-# --- a tiny client (admin certificate) -------------------------------------------------
+# --- the Kubernetes API (the kubernetes client, admin certificate) ---------------------
+
+REQUEST_TIMEOUT = 30  # seconds, per request
 
 
-class Api:
+def _as_dict(_client: Any, data: Any) -> Any:
+    """The dynamic client's serializer for plain dicts: its ResourceInstance
+    wraps every field, slow on the 1.9 MB InferenceService CRD."""
+    return data
+
+
+class Kube:
+    """The kubernetes client as the admin. Kinds are found by discovery
+    (DynamicClient), made on first use: `up` makes this before the API server runs."""
+
     def __init__(self, state: Path):
         p = state / "pki"
-        self.ctx = ssl.create_default_context(cafile=str(p / "ca.crt"))
-        # Health endpoints of the components are checked without a client
-        # certificate: vc-webhook-manager's health server refuses ours.
-        self.anonymous_ctx = ssl.create_default_context(cafile=str(p / "ca.crt"))
-        self.ctx.load_cert_chain(str(p / "admin.crt"), str(p / "admin.key"))
+        cfg = kubernetes.client.Configuration()
+        cfg.host = APISERVER
+        cfg.ssl_ca_cert = str(p / "ca.crt")
+        cfg.cert_file = str(p / "admin.crt")
+        cfg.key_file = str(p / "admin.key")
+        cfg.retries = False  # as before: a failed request fails; the callers poll or stop
+        self.client = kubernetes.client.ApiClient(cfg)
+        self.core = kubernetes.client.CoreV1Api(self.client)
+        self._discovery_cache = state / "discovery.json"
+        self._dynamic: DynamicClient | None = None
+        # `up` applies KServe's CRDs from a second thread; discovery is not thread-safe.
+        self._lock = threading.Lock()
 
-    def request(
-        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
-    ) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(APISERVER + path, data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", content_type)
-        with urllib.request.urlopen(req, context=self.ctx, timeout=30) as resp:
-            raw = resp.read()
-        if not raw:
+    def resource(self, api_version: str, kind: str) -> Any:
+        with self._lock:
+            if self._dynamic is None:
+                self._dynamic = DynamicClient(self.client, cache_file=str(self._discovery_cache))
+            # On a kind it has not cached (a CRD applied since), the lazy
+            # discoverer discovers afresh before it gives up.
+            return self._dynamic.resources.get(api_version=api_version, kind=kind)
+
+    def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None:
+        """The object as a dict, or None when it does not exist."""
+        try:
+            resource = self.resource(api_version, kind)
+            return resource.get(
+                name=name,
+                namespace=namespace,
+                serializer=_as_dict,
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+        except (ResourceNotFoundError, NotFoundError):
             return None
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw.decode()
 
-    def get(self, path: str) -> Any:
-        try:
-            return self.request("GET", path)
-        except urllib.error.HTTPError as exc:
-            if exc.code == 404:
-                return None
-            raise
-
-    def apply(self, obj: dict[str, Any]) -> Any:
+    def apply(self, obj: dict[str, Any], subresource: str | None = None) -> Any:
         """Server-side apply (CRDs are too large for client-side apply)."""
-        path = resource_path(obj)
-        query = f"?fieldManager={FIELD_MANAGER}&force=true"
+        kind, name = obj["kind"], obj["metadata"]["name"]
         try:
-            return self.request("PATCH", path + query, obj, "application/apply-patch+yaml")
-        except urllib.error.HTTPError as exc:
-            raise SystemExit(
-                f"localcluster: applying {obj['kind']} {obj['metadata']['name']}: {exc.read().decode()}"
-            ) from None
-
-
-PLURALS = {
-    "CustomResourceDefinition": (
-        "/apis/apiextensions.k8s.io/v1",
-        "customresourcedefinitions",
-        False,
-    ),
-    "Namespace": ("/api/v1", "namespaces", False),
-    "Node": ("/api/v1", "nodes", False),
-    "ConfigMap": ("/api/v1", "configmaps", True),
-    "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
-    "MutatingWebhookConfiguration": (
-        "/apis/admissionregistration.k8s.io/v1",
-        "mutatingwebhookconfigurations",
-        False,
-    ),
-    "ValidatingWebhookConfiguration": (
-        "/apis/admissionregistration.k8s.io/v1",
-        "validatingwebhookconfigurations",
-        False,
-    ),
-    "ValidatingAdmissionPolicy": (
-        "/apis/admissionregistration.k8s.io/v1",
-        "validatingadmissionpolicies",
-        False,
-    ),
-    "ValidatingAdmissionPolicyBinding": (
-        "/apis/admissionregistration.k8s.io/v1",
-        "validatingadmissionpolicybindings",
-        False,
-    ),
-    "ClusterServingRuntime": ("/apis/serving.kserve.io/v1alpha1", "clusterservingruntimes", False),
-}
-
-
-def resource_path(obj: dict[str, Any]) -> str:
-    prefix, plural, namespaced = PLURALS[obj["kind"]]
-    meta = obj["metadata"]
-    ns = f"/namespaces/{meta['namespace']}" if namespaced else ""
-    return f"{prefix}{ns}/{plural}/{meta['name']}"
+            resource = self.resource(obj["apiVersion"], kind)
+            if subresource:
+                resource = resource.subresources[subresource]
+            return resource.server_side_apply(
+                body=obj,
+                field_manager=FIELD_MANAGER,
+                force_conflicts=True,
+                serializer=_as_dict,
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+        except ResourceNotFoundError:
+            message = f"the API server serves no {obj['apiVersion']} {kind}"
+        except DynamicApiError as exc:
+            message = exc.summary()
+        raise SystemExit(f"localcluster: applying {kind} {name}: {message}")
 
 
 # --- processes -----------------------------------------------------------------------
@@ -608,18 +602,29 @@ def alive(pid: int, argv0: str | None = None) -> bool:
     return argv0 is None or any(argv0.encode() in part for part in cmdline[:3])
 
 
-def healthy(api: Api | None, comp: Component) -> bool:
+@functools.cache
+def health_tls(state: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """TLS for the https health URLs: with the admin certificate for the API
+    server's, without one for the others (vc-webhook-manager's health server
+    refuses ours)."""
+    ca = str(state / "pki" / "ca.crt")
+    admin = ssl.create_default_context(cafile=ca)
+    admin.load_cert_chain(str(state / "pki" / "admin.crt"), str(state / "pki" / "admin.key"))
+    return admin, ssl.create_default_context(cafile=ca)
+
+
+def healthy(state: Path, comp: Component) -> bool:
     if comp.health is None:
         return True
+    # Health endpoints, not the Kubernetes API: the kubernetes client would add nothing.
     try:
+        ctx = None
         if comp.health.startswith("https"):
-            assert api is not None
-            ctx = api.ctx if comp.health.startswith(APISERVER) else api.anonymous_ctx
-            with urllib.request.urlopen(comp.health, context=ctx, timeout=5) as resp:
-                return resp.status == 200
-        with urllib.request.urlopen(comp.health, timeout=5) as resp:
+            admin, anonymous = health_tls(state)
+            ctx = admin if comp.health.startswith(APISERVER) else anonymous
+        with urllib.request.urlopen(comp.health, context=ctx, timeout=5) as resp:
             return resp.status == 200
-    except (OSError, urllib.error.URLError, ssl.SSLError, AssertionError):
+    except (OSError, urllib.error.URLError, ssl.SSLError):
         return False
 
 
@@ -659,7 +664,10 @@ CRD_DIGEST = "gpucloud.localcluster/source-digest"
 _CRD_NAME = re.compile(r"^metadata:\n(?:  .*\n)*?  name: (\S+)$", re.M)
 
 
-def apply_crd_files(api: Api, paths: list[Path], what: str, skip_unchanged: bool = False) -> None:
+CRD_KIND = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+
+
+def apply_crd_files(kube: Kube, paths: list[Path], what: str, skip_unchanged: bool = False) -> None:
     """Apply every CRD in these files and wait until all are Established.
 
     With skip_unchanged (one CRD per file), a CRD whose stored copy carries
@@ -671,9 +679,7 @@ def apply_crd_files(api: Api, paths: list[Path], what: str, skip_unchanged: bool
         text = path.read_text()
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         if skip_unchanged and (match := _CRD_NAME.search(text)):
-            stored = api.get(
-                f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{match.group(1)}"
-            )
+            stored = kube.get(*CRD_KIND, match.group(1))
             if ((stored or {}).get("metadata", {}).get("annotations") or {}).get(
                 CRD_DIGEST
             ) == digest:
@@ -684,12 +690,12 @@ def apply_crd_files(api: Api, paths: list[Path], what: str, skip_unchanged: bool
                 doc["metadata"].pop("creationTimestamp", None)
                 if skip_unchanged:
                     doc["metadata"].setdefault("annotations", {})[CRD_DIGEST] = digest
-                api.apply(doc)
+                kube.apply(doc)
                 names.append(doc["metadata"]["name"])
 
     def established() -> bool:
         for name in names:
-            crd = api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+            crd = kube.get(*CRD_KIND, name)
             conds = {
                 c["type"]: c["status"]
                 for c in ((crd or {}).get("status") or {}).get("conditions") or []
@@ -701,14 +707,14 @@ def apply_crd_files(api: Api, paths: list[Path], what: str, skip_unchanged: bool
     wait_for(f"{what} CRDs to be established", established, 60)
 
 
-def apply_crds(api: Api) -> None:
+def apply_crds(kube: Kube) -> None:
     chart = volcano_chart()
     # Volcano's own CRDs and its jobflow sub-chart's: vc-controller-manager
     # waits for every controller's informers, the jobflow ones included.
     paths = sorted(chart.glob("crd/bases/*.yaml")) + sorted(
         chart.glob("charts/jobflow/crd/bases/*.yaml")
     )
-    apply_crd_files(api, paths, "Volcano")
+    apply_crd_files(kube, paths, "Volcano")
 
 
 def kserve_crd_paths(module: Path) -> list[Path]:
@@ -779,21 +785,21 @@ def kserve_runtimes(module: Path) -> list[dict[str, Any]]:
     return out
 
 
-def apply_kserve_crds(api: Api) -> None:
+def apply_kserve_crds(kube: Kube) -> None:
     """KServe's namespace and CRDs, Established. `up` runs this beside the
     Volcano components' start: the API server takes seconds over the 1.9 MB
     InferenceService CRD."""
-    api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KSERVE_NS}})
-    apply_crd_files(api, kserve_crd_paths(kserve_module()), "KServe", skip_unchanged=True)
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KSERVE_NS}})
+    apply_crd_files(kube, kserve_crd_paths(kserve_module()), "KServe", skip_unchanged=True)
 
 
-def ensure_kserve_objects(api: Api, state: Path) -> None:
+def ensure_kserve_objects(kube: Kube, state: Path) -> None:
     """What kserve-controller needs besides its CRDs before it starts: its
     configuration, webhook configurations and serving certificate."""
     module = kserve_module()
-    api.apply(kserve_config(module))
+    kube.apply(kserve_config(module))
     for doc in render_kserve_webhooks(state, module):
-        api.apply(doc)
+        kube.apply(doc)
     kserve_tmpdir(state)
 
 
@@ -846,46 +852,44 @@ def render_volcano_admission(state: Path, bins: Path) -> list[dict[str, Any]]:
     return docs
 
 
-def sync_nodes(api: Api, nodes: list[topology.FakeNode]) -> None:
+def fake_nodes(kube: Kube) -> list[Any]:
+    return kube.core.list_node(
+        label_selector=f"{topology.LABEL_LOCAL}=true", _request_timeout=REQUEST_TIMEOUT
+    ).items
+
+
+def sync_nodes(kube: Kube, nodes: list[topology.FakeNode]) -> None:
     wanted = {n.name for n in nodes}
-    existing = api.get(f"/api/v1/nodes?labelSelector={topology.LABEL_LOCAL}%3Dtrue") or {
-        "items": []
-    }
-    for item in existing["items"]:
-        if item["metadata"]["name"] not in wanted:
-            log(f"removing node {item['metadata']['name']} (not in the topology file)")
-            api.request("DELETE", f"/api/v1/nodes/{item['metadata']['name']}")
+    for item in fake_nodes(kube):
+        if item.metadata.name not in wanted:
+            log(f"removing node {item.metadata.name} (not in the topology file)")
+            kube.core.delete_node(item.metadata.name, _request_timeout=REQUEST_TIMEOUT)
     for node in nodes:
         manifest = node.manifest()
         status = manifest.pop("status")
-        api.apply(manifest)
+        kube.apply(manifest)
         # Capacity lives in status, which apply to the main resource ignores.
-        api.request(
-            "PATCH",
-            f"/api/v1/nodes/{node.name}/status?fieldManager={FIELD_MANAGER}&force=true",
+        kube.apply(
             {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node.name}, "status": status},
-            "application/apply-patch+yaml",
+            subresource="status",
         )
 
 
-def nodes_ready(api: Api, names: set[str]) -> bool:
-    items = (api.get(f"/api/v1/nodes?labelSelector={topology.LABEL_LOCAL}%3Dtrue") or {}).get(
-        "items", []
-    )
+def nodes_ready(kube: Kube, names: set[str]) -> bool:
     ready = {
-        i["metadata"]["name"]
-        for i in items
+        i.metadata.name
+        for i in fake_nodes(kube)
         if any(
-            c["type"] == "Ready" and c["status"] == "True"
-            for c in i.get("status", {}).get("conditions", [])
+            c.type == "Ready" and c.status == "True"
+            for c in (i.status and i.status.conditions) or []
         )
     }
     return names <= ready
 
 
-def root_queue_open(api: Api) -> bool:
+def root_queue_open(kube: Kube) -> bool:
     """The queue controller opens queues only once all its informers synced."""
-    root = api.get("/apis/scheduling.volcano.sh/v1beta1/queues/root") or {}
+    root = kube.get("scheduling.volcano.sh/v1beta1", "Queue", "root") or {}
     return (root.get("status") or {}).get("state") == "Open"
 
 
@@ -954,16 +958,17 @@ def write_prometheus_files(state: Path) -> bool:
 
 
 def reload_prometheus() -> None:
+    # Prometheus's lifecycle API, not Kubernetes: the kubernetes client would add nothing.
     req = urllib.request.Request(f"{PROMETHEUS}/-/reload", method="POST")
     with urllib.request.urlopen(req, timeout=10):
         pass
 
 
-def ensure_base_objects(api: Api) -> None:
+def ensure_base_objects(kube: Kube) -> None:
     for ns in (VOLCANO_NS, "platform-system"):
-        api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    if api.get(f"/api/v1/namespaces/{VOLCANO_NS}/configmaps/{SCHEDULER_CONFIGMAP}") is None:
-        api.apply(
+        kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    if kube.get("v1", "ConfigMap", SCHEDULER_CONFIGMAP, VOLCANO_NS) is None:
+        kube.apply(
             {
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
@@ -1003,7 +1008,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         conf.write_text(default_scheduler_conf())
     comps = {c.name: c for c in components(state, bins)}
     pids = read_pids(state)
-    api = Api(state)
+    kube = Kube(state)
     started: list[str] = []
     background = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     for name in ORDER:
@@ -1014,16 +1019,16 @@ def cmd_up(args: argparse.Namespace) -> int:
         # Objects the next components need are applied on every `up`
         # (server-side apply: a no-op when nothing changed).
         if name == "kwok":
-            ensure_base_objects(api)
-            kserve_crds = background.submit(apply_kserve_crds, api)
+            ensure_base_objects(kube)
+            kserve_crds = background.submit(apply_kserve_crds, kube)
         if name == "vc-webhook-manager":
-            apply_crds(api)
+            apply_crds(kube)
             # The webhook server only serves once its configurations exist.
             for doc in render_volcano_admission(state, bins):
-                api.apply(doc)
+                kube.apply(doc)
         if name == "kserve-controller":
             kserve_crds.result()
-            ensure_kserve_objects(api, state)
+            ensure_kserve_objects(kube, state)
         if name == "kube-state-metrics" and write_ksm_files(state) and running:
             # It reads the file only when it starts.
             log("kube-state-metrics: custom resource state changed; restarting")
@@ -1040,7 +1045,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         started.append(name)
         wait_for(
             f"{name} to become healthy",
-            lambda c=comp: healthy(api, c) and alive(pids[c.name]),
+            lambda c=comp: healthy(state, c) and alive(pids[c.name]),
             120,
             state,
             name,
@@ -1048,20 +1053,20 @@ def cmd_up(args: argparse.Namespace) -> int:
     background.shutdown()
     # Validated by kserve-controller's own webhook, so applied once it serves.
     for doc in kserve_runtimes(kserve_module()):
-        api.apply(doc)
-    sync_nodes(api, nodes)
+        kube.apply(doc)
+    sync_nodes(kube, nodes)
     if topo_path != remembered:
         remembered.write_text(topo_path.read_text())
     wait_for(
         f"{len(nodes)} kwok nodes to be Ready",
-        lambda: nodes_ready(api, {n.name for n in nodes}),
+        lambda: nodes_ready(kube, {n.name for n in nodes}),
         120,
         state,
         "kwok",
     )
     wait_for(
         "Volcano's root queue to be Open",
-        lambda: root_queue_open(api),
+        lambda: root_queue_open(kube),
         120,
         state,
         "vc-controller-manager",
@@ -1133,12 +1138,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         print("not running")
         return 3
     comps = {c.name: c for c in components(state, build.bin_dir())}
-    api = Api(state)
     ok = True
     for name in ORDER:
         pid = pids.get(name)
         up = bool(pid and alive(pid))
-        good = up and healthy(api, comps[name])
+        good = up and healthy(state, comps[name])
         ok &= good
         print(
             f"{name:26} {'running' if up else 'stopped':8} pid={pid or '-':<8} {'healthy' if good else 'UNHEALTHY'}"
@@ -1176,13 +1180,14 @@ def cmd_logs(args: argparse.Namespace) -> int:
 def cmd_sync_scheduler_conf(args: argparse.Namespace) -> int:
     """Keep vc-scheduler's --scheduler-conf file equal to the ConfigMap (Volcano hot-reloads it)."""
     state = state_dir(args.name)
-    api = Api(state)
+    kube = Kube(state)
     target = state / "volcano-scheduler.conf"
-    path = f"/api/v1/namespaces/{VOLCANO_NS}/configmaps/{SCHEDULER_CONFIGMAP}"
     while True:
         try:
-            cm = api.get(path)
-            text = ((cm or {}).get("data") or {}).get(SCHEDULER_CONF_KEY)
+            cm = kube.core.read_namespaced_config_map(
+                SCHEDULER_CONFIGMAP, VOLCANO_NS, _request_timeout=REQUEST_TIMEOUT
+            )
+            text = (cm.data or {}).get(SCHEDULER_CONF_KEY)
             if text and (not target.exists() or target.read_text() != text):
                 tmp = target.with_suffix(".tmp")
                 tmp.write_text(text)
@@ -1191,7 +1196,13 @@ def cmd_sync_scheduler_conf(args: argparse.Namespace) -> int:
                     f"{time.strftime('%H:%M:%S')} wrote {target} from {SCHEDULER_CONFIGMAP}",
                     flush=True,
                 )
-        except (OSError, urllib.error.URLError, ValueError) as exc:
+        except kubernetes.client.ApiException as exc:
+            if exc.status != 404:  # no ConfigMap yet: nothing to copy
+                print(
+                    f"{time.strftime('%H:%M:%S')} sync failed: {exc.status} {exc.reason}",
+                    flush=True,
+                )
+        except (OSError, urllib3.exceptions.HTTPError, ValueError) as exc:
             print(f"{time.strftime('%H:%M:%S')} sync failed: {exc}", flush=True)
         time.sleep(1)
 
