@@ -71,7 +71,7 @@ def site(tree: Path, kubeconfig: str, log: Path | None, label: str) -> tuple[Mea
     if log is not None:
         site_dir = log.parent / "site"
         site_dir.mkdir(exist_ok=True)
-        (site_dir / "sitecustomize.py").write_text(SITECUSTOMIZE % {"env": REQUEST_LOG_ENV})
+        (site_dir / "sitecustomize.py").write_text(SITECUSTOMIZE)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(site_dir), env.get("PYTHONPATH")) if p)
         env[REQUEST_LOG_ENV] = str(log)
         log.write_text("")

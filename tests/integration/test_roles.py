@@ -845,6 +845,31 @@ def test_gpu_node_labels_and_taints_the_node(tmp_path, kubeconfig, api_client, n
         )
         assert removed.changed >= 1
         assert not [t for t in core.read_node(name).spec.taints or [] if t.key == key]
+
+        # A label dropped from inventory is removed, though every label still wanted is
+        # there already (the role compares the keys its apply owns, not only the values).
+        dropped = run_role(
+            tmp_path,
+            kubeconfig,
+            "gpu_node",
+            {
+                **extra,
+                "gpu_node_extra_labels": {},
+                "gpu_node_taints": [],
+                "gpu_node_taints_absent": [key],
+            },
+        )
+        assert dropped.changed >= 1
+        assert key not in core.read_node(name).metadata.labels
+        assert (
+            run_role(
+                tmp_path,
+                kubeconfig,
+                "gpu_node",
+                {**extra, "gpu_node_extra_labels": {}, "gpu_node_taints": []},
+            ).changed
+            == 0
+        )
     finally:
         live = core.read_node(name)
         taints = [t for t in live.spec.taints or [] if t.key != key]
