@@ -49,9 +49,11 @@ options:
     required: true
 attributes:
   check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
     details: The module only reads; it runs the same in check mode.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: N/A
     details: The module changes nothing.
 author:

@@ -102,7 +102,11 @@ def test_a_release_that_never_rolls_out_prints_progress_and_fails_by_name(
     tmp_path, kubeconfig, namespace
 ):
     proc, took = release(
-        tmp_path, kubeconfig, namespace, {"replicas": 2, "unschedulable": True}, "8s"
+        tmp_path,
+        kubeconfig,
+        namespace,
+        {"replicas": 2, "nodeSelector": {"key": "platform.io/no-such-node", "value": "true"}},
+        "8s",
     )
     assert proc.returncode != 0
     # A line on every poll (8 s at a 2 s interval: 4 retries), so a long wait is never silent.

@@ -105,8 +105,9 @@ def wait_for(
             label_selectors=list(label_selectors or []),
         )
     except CoreException as exc:
-        if isinstance(exc.__cause__, TransportError):
-            raise exc.__cause__ from None
+        cause = exc.__cause__
+        if isinstance(cause, TransportError):
+            raise cause from None  # pylint: disable=raising-non-exception
         raise
 
 

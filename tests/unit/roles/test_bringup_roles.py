@@ -100,7 +100,7 @@ def version_rows() -> list[dict[str, str]]:
     header, rows = cells[0], cells[2:]
     assert header == VERSION_COLUMNS, header
     assert all(len(row) == len(header) for row in rows), rows
-    return [dict(zip(header, row)) for row in rows]
+    return [dict(zip(header, row, strict=True)) for row in rows]
 
 
 def version_table() -> dict[str, str]:

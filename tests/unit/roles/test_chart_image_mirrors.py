@@ -173,7 +173,7 @@ def rendered(tmp_path_factory) -> dict[str, dict[str, dict]]:
     """{"mirror": {chart: values}, "none": {chart: values}}, from the roles' templates
     with the roles' defaults."""
     tmp = tmp_path_factory.mktemp("mirrors")
-    roles = sorted({role for role, _ in TEMPLATES.values()})
+    roles = sorted({role for role, _template in TEMPLATES.values()})
     charts = {
         chart: "{{ lookup('ansible.builtin.template', '%s') | from_yaml }}"
         % (ROOT / "roles" / role / "templates" / template)
@@ -182,7 +182,9 @@ def rendered(tmp_path_factory) -> dict[str, dict[str, dict]]:
     tasks = [
         {
             "name": f"Defaults of {role}",
-            "ansible.builtin.include_vars": {"file": str(ROOT / "roles" / role / "defaults" / "main.yml")},
+            "ansible.builtin.include_vars": {
+                "file": str(ROOT / "roles" / role / "defaults" / "main.yml")
+            },
         }
         for role in roles
     ]
@@ -240,7 +242,7 @@ def test_every_chart_with_images_is_listed():
 @pytest.mark.parametrize(
     ("chart", "image", "path", "want"),
     CASES,
-    ids=[f"{chart}:{image}" for chart, image, _, _ in CASES],
+    ids=[f"{chart}:{image}" for chart, image, _path, _want in CASES],
 )
 def test_an_image_comes_from_the_mirror_when_one_is_set(rendered, chart, image, path, want):
     values = rendered["mirror"][chart]
@@ -254,7 +256,7 @@ def test_an_image_comes_from_the_mirror_when_one_is_set(rendered, chart, image, 
 @pytest.mark.parametrize(
     ("chart", "image", "path", "want"),
     CASES,
-    ids=[f"{chart}:{image}" for chart, image, _, _ in CASES],
+    ids=[f"{chart}:{image}" for chart, image, _path, _want in CASES],
 )
 def test_a_chart_keeps_its_own_images_without_a_mirror(rendered, chart, image, path, want):
     with pytest.raises(KeyError):

@@ -72,7 +72,7 @@ def test_a_named_wait_is_one_counted_get_a_poll(clock):
 def test_a_wait_that_times_out_returns_the_last_answer(clock):
     client = Asked([job("Pending")] * 4)
     cluster = kube.Cluster(client)
-    done, obj, _ = waiting.wait_for(cluster, "v1", "Job", running, 5, 2, name="eval")
+    done, obj, _elapsed = waiting.wait_for(cluster, "v1", "Job", running, 5, 2, name="eval")
     # polls at 0, 2, 4 and 6 s: the first look after the timeout is the last
     assert (done, obj) == (False, job("Pending")) and cluster.requests == 4
 
@@ -85,7 +85,7 @@ def test_an_absent_object_is_an_empty_answer():
 def test_a_429_during_a_poll_is_the_clusters_to_wait_out(clock):
     waits = []
     cluster = kube.Cluster(Asked([too_many("3"), job("Running")]), sleep=waits.append)
-    done, _, elapsed = waiting.wait_for(cluster, "v1", "Job", running, 10, 2, name="eval")
+    done, _answer, elapsed = waiting.wait_for(cluster, "v1", "Job", running, 10, 2, name="eval")
     assert done and elapsed == 0 and waits == [3.0]
     assert (cluster.requests, cluster.throttled) == (2, 1)
 
@@ -93,7 +93,7 @@ def test_a_429_during_a_poll_is_the_clusters_to_wait_out(clock):
 def test_a_list_wait_answers_a_kind_list_to_the_libraries_predicates():
     client = Asked([{"items": [{"metadata": {"name": "tenant-a"}}]}, {"items": []}])
     cluster = kube.Cluster(client)
-    done, answer, _ = waiting.wait_for(
+    done, answer, _elapsed = waiting.wait_for(
         cluster,
         "v1",
         "Namespace",
@@ -109,7 +109,7 @@ def test_a_list_wait_answers_a_kind_list_to_the_libraries_predicates():
 
 def test_a_dropped_connection_is_retried_by_the_waiter(clock):
     cluster = kube.Cluster(Asked([ProtocolError("Connection aborted."), job("Running")]))
-    done, _, elapsed = waiting.wait_for(cluster, "v1", "Job", running, 10, 2, name="eval")
+    done, _answer, elapsed = waiting.wait_for(cluster, "v1", "Job", running, 10, 2, name="eval")
     assert done and elapsed == 2 and cluster.requests == 2
 
 
