@@ -103,6 +103,21 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.nodes.preflight 
     preflight_report,
 )
 
+# Runs on the GPU host, not against the cluster: no kubernetes.core connection options,
+# so it is not in the "platform" action group (module_defaults would hand it those).
+OPTIONS = {
+    "nvidia_smi": {"type": "str", "default": "nvidia-smi"},
+    "driver_min_version": {"type": "str", "required": True},
+    "expected_gpus": {"type": "int", "default": 0},
+    "runtime_pattern": {"type": "str", "default": "nvidia-container-runtime"},
+    "runtime_config_paths": {
+        "type": "list",
+        "elements": "str",
+        "default": ["/etc/containerd", "/etc/crio", "/etc/docker/daemon.json"],
+    },
+    "rdma": {"type": "bool", "default": False},
+    "host": {"type": "str", "required": True},
+}
 SMI_QUERY = ["--query-gpu=driver_version,name,pci.bus_id", "--format=csv,noheader"]
 KMOD_FILE = "/proc/driver/nvidia/version"
 INFINIBAND = "/sys/class/infiniband"
@@ -149,19 +164,7 @@ def rdma_devices() -> list[str]:
 
 def main() -> None:
     module = AnsibleModule(
-        argument_spec={
-            "nvidia_smi": {"type": "str", "default": "nvidia-smi"},
-            "driver_min_version": {"type": "str", "required": True},
-            "expected_gpus": {"type": "int", "default": 0},
-            "runtime_pattern": {"type": "str", "default": "nvidia-container-runtime"},
-            "runtime_config_paths": {
-                "type": "list",
-                "elements": "str",
-                "default": ["/etc/containerd", "/etc/crio", "/etc/docker/daemon.json"],
-            },
-            "rdma": {"type": "bool", "default": False},
-            "host": {"type": "str", "required": True},
-        },
+        argument_spec=OPTIONS,
         supports_check_mode=True,
     )
     p = module.params

@@ -26,6 +26,10 @@ from ansible_collections.gpucloud.platform.plugins.modules import spot_reclaim
 ROOT = Path(__file__).resolve().parents[4]
 COLLECTION = "ansible_collections.gpucloud.platform.plugins"
 MODULES = sorted(p.stem for p in Path(spot_reclaim.__file__).parent.glob("[a-z]*.py"))
+# Modules that run on a managed host, not against the cluster: no kubernetes.core
+# connection options, no Kubernetes requirements, not in the action group.
+HOST_MODULES = ["gpu_node_probe"]
+CLUSTER_MODULES = [m for m in MODULES if m not in HOST_MODULES]
 
 
 def fragment(slug: str) -> dict[str, Any]:
@@ -82,7 +86,7 @@ def test_documented_options_are_the_argument_spec(name):
     assert spec_mismatches(documented(name)["options"], module.OPTIONS) == []
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("name", CLUSTER_MODULES)
 def test_every_module_shares_authors_requirements_and_attributes(name):
     doc = documented(name)
     assert "gpucloud.platform.module" in doc["extends_documentation_fragment"]
@@ -117,4 +121,13 @@ def test_the_platform_action_group_names_every_module():
     """``module_defaults: {group/gpucloud.platform.platform: ...}`` (docs/development.md)
     reaches every module of the collection."""
     runtime = yaml.safe_load((ROOT / "meta" / "runtime.yml").read_text())
-    assert sorted(runtime["action_groups"]["platform"]) == MODULES
+    assert sorted(runtime["action_groups"]["platform"]) == CLUSTER_MODULES
+
+
+@pytest.mark.parametrize("name", HOST_MODULES)
+def test_a_host_module_needs_nothing_of_kubernetes(name):
+    doc = documented(name)
+    assert doc["author"] == fragment("gpucloud.platform.module")["author"]
+    assert not doc.get("requirements")
+    assert not any("kubernetes" in s for s in doc.get("extends_documentation_fragment", []))
+    assert set(doc["attributes"]) == {"check_mode", "diff_mode"}
