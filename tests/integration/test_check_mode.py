@@ -155,6 +155,8 @@ MODULES: dict[str, list[dict[str, Any]]] = {
     "queue_arbiter": [{}],
     "topology": [{"prune": True}],
     "topology_info": [{}],
+    # Runs on a GPU host (here this machine): it only looks, in check mode as always.
+    "gpu_node_probe": [{"host": "ck-host", "driver_min_version": "550.54.15"}],
     # In check mode topology_render compares its files and writes none (not even the directory).
     "topology_render": [{"dest": f"/tmp/gpucloud-check-render-{uuid.uuid4().hex[:6]}"}],
     "node_groups": [{"groups": NODE_GROUPS}],
@@ -369,6 +371,9 @@ def test_a_module_in_check_mode_writes_nothing(module, index, world, dyn, run_mo
     if module == "node_groups":
         # Check mode plans the writes (labels on every node, root's affinity) and makes none.
         assert not result.get("failed") and result["changed"] and result["writes"], result
+    if module == "gpu_node_probe":
+        assert not result.get("failed") and result["changed"] is False, result
+        assert result["report"]["host"] == "ck-host", result
     if module == "usage_report":
         assert not result.get("failed") and result["ledger"]["period"]["start"] == USAGE["start"], (
             result
