@@ -162,6 +162,20 @@ class Kube:
             raise
         return (q.get("status") or {}).get("state")
 
+    def queue_allocated_gpus(self, name: str) -> int:
+        """The GPUs vc-scheduler counts in the queue's status.allocated (it writes the
+        status a little after the pods run)."""
+        try:
+            q = self.custom.get_cluster_custom_object(
+                "scheduling.volcano.sh", "v1beta1", "queues", name
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return 0
+            raise
+        allocated = (q.get("status") or {}).get("allocated") or {}
+        return int(allocated.get("nvidia.com/gpu", 0))
+
     def wait_queue_open(self, name: str) -> None:
         """Volcano's job webhook refuses jobs in a queue whose status.state is not Open yet."""
         wait_for(

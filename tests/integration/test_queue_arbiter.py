@@ -154,6 +154,16 @@ def team_a_borrows(s: Site, team_a: dict[str, tuple[str, int]]) -> str:
         replicas, per_pod = (1, gpus) if pc == "debug-job" else (gpus, 1)
         s.running(tenant, "a", name, pc, replicas, per_pod)
     s.running(tenant, "b", "b1", "normal-job", 5, 1)
+    # The arbiter reads what runs from Volcano's queue status, which vc-scheduler writes
+    # a little after the pods run; until then team a does not count as borrowing.
+    ns = f"tenant-{tenant}"
+    used = {f"{ns}-a": sum(gpus for _pc, gpus in team_a.values()), f"{ns}-b": 5}
+    wait_for(
+        f"queue status to count {used}",
+        lambda: {q: s.kube.queue_allocated_gpus(q) for q in used} == used,
+        60,
+        0.5,
+    )
     return tenant
 
 
