@@ -28,7 +28,7 @@ from ..common.names import (
 )
 from ..common.quantity import render
 from ..policy.admission import LABEL_ALLOW_CRITICAL
-from ..queues.model import Queue
+from ..queues.model import read_live
 from ..tenants.live import TenantLive
 from ..tenants.network import NETWORK_POLICY_NAME, ClusterNetworks
 from ..tenants.rbac import ROLE_NAME
@@ -36,11 +36,6 @@ from ..tenants.rbac import ROLE_NAME
 METADATA_ADDRESS = ipaddress.ip_network("169.254.169.254/32")
 
 
-def _queue(manifest: Mapping[str, Any]) -> Queue | None:
-    try:
-        return Queue.from_manifest(manifest)
-    except ValueError:
-        return None
 
 
 def _subjects(binding: Mapping[str, Any] | None, tenant: str) -> list[dict[str, str]]:
@@ -83,7 +78,7 @@ def gather_tenant(live: TenantLive, networks: ClusterNetworks) -> dict[str, Any]
     teams = []
     for manifest in sorted(live.queues.values(), key=lambda q: q["metadata"]["name"]):
         labels = (manifest.get("metadata") or {}).get("labels") or {}
-        queue = _queue(manifest)
+        queue = read_live(manifest)
         if queue is None:
             continue
         queue_type = labels.get(LABEL_QUEUE_TYPE)

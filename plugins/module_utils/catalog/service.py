@@ -43,6 +43,7 @@ from ..common.names import (
 )
 from ..kube import cluster as kube
 from ..kube.cluster import NotFoundError, ResourceNotFoundError
+from ..queues.model import reading_once
 from ..queues.parent_list import parent_queue_names
 from ..tenants import service as tenants
 from ..tenants.changes import Changes
@@ -267,8 +268,9 @@ def run_present(
     progress = Progress(params.get("progress_file"), len(catalog.tenants))
     progress.say(f"reading the fleet for {len(catalog.tenants)} catalog tenants")
     fleet = read_fleet(cluster, workers)
-    works, prunes = plan_all(params, catalog, fleet, cluster)
-    oversell_check(params, catalog, fleet, [w.name for w in prunes if not w.refused])
+    with reading_once():  # each live Queue is parsed once for the whole plan
+        works, prunes = plan_all(params, catalog, fleet, cluster)
+        oversell_check(params, catalog, fleet, [w.name for w in prunes if not w.refused])
     refused = [w for w in (*works, *prunes) if w.refused]
     if refused and params.get("on_refusal", "fail") == "fail":
         rows = [summary_row(w, tenant_status(w, False), []) for w in (*works, *prunes)]

@@ -13,7 +13,9 @@ every run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -179,7 +181,7 @@ def same_spec(desired: Queue, live: Mapping[str, Any] | None) -> bool:
     Stricter than a subset check: a resource dropped from deserved, guarantee
     or capability is a change too (server-side apply removes it).
     """
-    current = _read(live)
+    current = read_live(live)
     if current is None or live is None:
         return False
     live_labels = (live.get("metadata") or {}).get("labels") or {}
@@ -195,7 +197,7 @@ def same_spec(desired: Queue, live: Mapping[str, Any] | None) -> bool:
 
 def same_capacity(desired: Queue, live: Mapping[str, Any] | None) -> bool:
     """True when the live Queue's capacity fields equal ``desired``'s."""
-    current = _read(live)
+    current = read_live(live)
     if current is None:
         return False
     return all(
@@ -203,13 +205,45 @@ def same_capacity(desired: Queue, live: Mapping[str, Any] | None) -> bool:
     )
 
 
-def _read(live: Mapping[str, Any] | None) -> Queue | None:
+def read_live(live: Mapping[str, Any] | None) -> Queue | None:
+    """A live Queue manifest as a ``Queue``; None when there is none or it cannot be read
+    (a queue the platform does not manage may carry anything). Inside ``reading_once``
+    each manifest is parsed once."""
     if live is None:
         return None
+    memo = _READ_ONCE.memo
+    if memo is not None:
+        entry = memo.get(id(live))
+        if entry is not None and entry[0] is live:
+            return entry[1]
     try:
-        return Queue.from_manifest(live)
+        queue: Queue | None = Queue.from_manifest(live)
     except PlatformValidationError:
-        return None
+        queue = None
+    if memo is not None:
+        memo[id(live)] = (live, queue)  # holding ``live`` keeps its id from being reused
+    return queue
+
+
+class _ReadOnce(threading.local):
+    memo: dict[int, tuple[Mapping[str, Any], Queue | None]] | None = None
+
+
+_READ_ONCE = _ReadOnce()
+
+
+@contextlib.contextmanager
+def reading_once() -> Iterator[None]:
+    """Within the block, ``read_live`` parses each live manifest once: a fleet plan reads
+    a tenant's queues for its steps, its comparison and its teams (measured: 13 parses
+    per tenant of three queues). Live manifests are never changed while planning; the
+    memo ends with the block, so nothing is held after it."""
+    outer = _READ_ONCE.memo
+    _READ_ONCE.memo = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _READ_ONCE.memo = outer
 
 
 def _same_resources(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> bool:
@@ -219,7 +253,8 @@ def _same_resources(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> bool:
 def _parse_any_resources(raw: Any, path: str) -> quantity.Resources:
     if raw is None:
         return {}
-    if not isinstance(raw, Mapping):
+    # ``dict`` first: the Mapping ABC check costs a Python call per value in a fleet read.
+    if not isinstance(raw, dict) and not isinstance(raw, Mapping):
         raise PlatformValidationError(
             [FieldError(path, f"{raw!r} must be a mapping of resource name to quantity")]
         )

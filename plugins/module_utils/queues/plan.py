@@ -13,7 +13,6 @@ Each intermediate tree is valid whenever the old and the new trees are.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -21,7 +20,7 @@ from typing import Any
 
 from ..common import quantity
 from ..common.names import ROOT_QUEUE
-from .model import Queue, same_capacity, same_spec
+from .model import Queue, read_live, same_capacity, same_spec
 
 CREATE, UPDATE, DELETE = "create", "update", "delete"
 # A partial apply of a queue's capacity fields under the capacity field manager.
@@ -116,8 +115,9 @@ def queue_steps(
     steps = [QueueStep(DELETE, name) for name in deletes if name in live]
     current: dict[str, Queue] = {}
     for name, manifest in live.items():
-        with contextlib.suppress(ValueError):
-            current[name] = Queue.from_manifest(manifest)
+        queue = read_live(manifest)
+        if queue is not None:
+            current[name] = queue
     order = sorted(desired, key=lambda q: _depth(q, by_name))
     shrink: list[QueueStep] = []
     final: list[QueueStep] = []

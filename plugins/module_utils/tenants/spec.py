@@ -43,7 +43,7 @@ from ..common.names import (
     tenant_name_errors,
 )
 from ..policy.admission import LABEL_ALLOW_CRITICAL, tenant_queues_configmap
-from ..queues.model import Queue, allocated
+from ..queues.model import Queue, allocated, read_live
 from ..queues.parent_list import parent_queue_names
 from ..queues.rules import rule_capability_above_allocated, tree_errors
 from .network import (
@@ -370,18 +370,11 @@ def spot_queue(tenant: str, capability: quantity.Resources | None) -> Queue:
     )
 
 
-def live_queue(manifest: Mapping[str, Any]) -> Queue | None:
-    try:
-        return Queue.from_manifest(manifest)
-    except PlatformValidationError:
-        return None
-
-
 def _live_teams(tenant: str, live: Mapping[str, Mapping[str, Any]]) -> list[Queue]:
     parent = queue_name(tenant, QUEUE_TYPE_SUBSCRIPTION)
     teams = []
     for name in sorted(live):
-        queue = live_queue(live[name])
+        queue = read_live(live[name])
         if queue is not None and queue.parent == parent:
             teams.append(queue)
     return teams
@@ -404,7 +397,7 @@ def desired_queues(
         removed = [q.name for q in _live_teams(tenant, live) if q.name not in wanted]
     payg_name = queue_name(tenant, QUEUE_TYPE_PAYG)
     zero = {res: Decimal(0) for res in spec.subscription}
-    current = live_queue(live[payg_name]) if payg_name in live else None
+    current = read_live(live[payg_name]) if payg_name in live else None
     if spec.payg is not None:
         payg = payg_queue(tenant, {**zero, **spec.payg}, write=True)
     elif current is not None:
@@ -412,7 +405,7 @@ def desired_queues(
     else:
         payg = payg_queue(tenant, zero, write=True)
     spot_name = queue_name(tenant, QUEUE_TYPE_SPOT)
-    spot_live = live_queue(live[spot_name]) if spot_name in live else None
+    spot_live = read_live(live[spot_name]) if spot_name in live else None
     spot = spot_queue(tenant, spot_live.capability if spot_live is not None else None)
     return [sub, payg, spot, *teams], removed
 
@@ -430,7 +423,7 @@ def changed_capability_errors(
     for q in queues:
         if q.name in skip or q.name not in live or q.queue_type == QUEUE_TYPE_SPOT:
             continue
-        current = live_queue(live[q.name])
+        current = read_live(live[q.name])
         if current is not None and current.capability == q.capability:
             continue
         errors += rule_capability_above_allocated(q, allocated(live[q.name]))
@@ -524,7 +517,7 @@ def plan_team_change(
         raise_if(
             [FieldError("tenant", f"{tenant!r} has no queue {sub_name}; create the tenant first")]
         )
-    queues = [q for q in (live_queue(m) for m in live_queues.values()) if q is not None]
+    queues = [q for q in (read_live(m) for m in live_queues.values()) if q is not None]
     if team is not None:
         wanted = team_queue(tenant, team)
         queues = [q for q in queues if q.name != wanted.name] + [wanted]

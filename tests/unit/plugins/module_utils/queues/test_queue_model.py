@@ -150,3 +150,38 @@ def test_manifest_round_trip(deserved, capability, guarantee, weight):
         weight,
     )
     assert same_spec(q, q.to_manifest())
+
+
+def test_reading_once_parses_each_live_manifest_once_and_holds_nothing_after(monkeypatch):
+    from ansible_collections.gpucloud.platform.plugins.module_utils.queues import model
+
+    live = Queue(name="q", capability={GPU: Decimal(4)}).to_manifest()
+    parsed = []
+    original = Queue.from_manifest.__func__
+
+    def counting(cls, manifest, source=None):
+        parsed.append(manifest["metadata"].get("name"))
+        return original(cls, manifest, source)
+
+    monkeypatch.setattr(Queue, "from_manifest", classmethod(counting))
+    with model.reading_once():
+        first = model.read_live(live)
+        assert model.read_live(live) is first
+        with model.reading_once():  # a nested block shares the outer memo
+            assert model.read_live(live) is first
+        unreadable = {"metadata": {}, "spec": {}}  # no name
+        assert model.read_live(unreadable) is None
+        assert model.read_live(unreadable) is None  # remembered as unreadable
+    assert parsed == ["q", None]
+    assert model._READ_ONCE.memo is None
+    model.read_live(live)
+    model.read_live(live)
+    assert parsed.count("q") == 3  # outside the block every read parses
+
+
+def test_read_live_is_none_for_no_manifest_or_an_unreadable_one():
+    from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import read_live
+
+    assert read_live(None) is None
+    assert read_live({"metadata": {"name": "q"}, "spec": {"capability": "lots"}}) is None
+    assert read_live(Queue(name="q").to_manifest()).name == "q"
