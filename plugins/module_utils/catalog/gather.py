@@ -36,8 +36,6 @@ from ..tenants.rbac import ROLE_NAME
 METADATA_ADDRESS = ipaddress.ip_network("169.254.169.254/32")
 
 
-
-
 def _subjects(binding: Mapping[str, Any] | None, tenant: str) -> list[dict[str, str]]:
     out = []
     for s in (binding or {}).get("subjects") or []:

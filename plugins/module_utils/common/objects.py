@@ -47,10 +47,10 @@ def differs(desired: Any, live: Any) -> bool:
     filled in) do not count: server-side apply leaves them alone too. Numbers
     are compared as quantities where both sides are quantity-like strings.
     """
-    # ``dict`` before ``Mapping``: the ABC check is a Python call, and a fleet compares
-    # tens of thousands of fields.
-    if isinstance(desired, dict) or isinstance(desired, Mapping):
-        if not isinstance(live, dict) and not isinstance(live, Mapping):
+    # ``dict`` first: it is checked at C speed, the Mapping ABC by a Python call, and a
+    # fleet compares tens of thousands of fields.
+    if isinstance(desired, (dict, Mapping)):
+        if not isinstance(live, (dict, Mapping)):
             return True
         # Every field equal as it is (a C-level comparison of the items, the common case
         # of an unchanged object); otherwise field by field, quantities as quantities.

@@ -254,7 +254,7 @@ def _parse_any_resources(raw: Any, path: str) -> quantity.Resources:
     if raw is None:
         return {}
     # ``dict`` first: the Mapping ABC check costs a Python call per value in a fleet read.
-    if not isinstance(raw, dict) and not isinstance(raw, Mapping):
+    if not isinstance(raw, (dict, Mapping)):
         raise PlatformValidationError(
             [FieldError(path, f"{raw!r} must be a mapping of resource name to quantity")]
         )

@@ -64,6 +64,11 @@ def test_mappings_that_are_not_dicts_are_compared_field_by_field():
 
 
 def test_equal_quantities_written_differently_are_the_same():
-    assert differs({"spec": {"cpu": "1", "memory": "1Gi"}}, {"spec": {"cpu": "1000m", "memory": "1024Mi"}}) is False
+    assert (
+        differs(
+            {"spec": {"cpu": "1", "memory": "1Gi"}}, {"spec": {"cpu": "1000m", "memory": "1024Mi"}}
+        )
+        is False
+    )
     assert differs([{"cpu": "1"}], [{"cpu": "1000m"}]) is False
     assert differs([{"cpu": "1"}], [{"cpu": "2"}]) is True
