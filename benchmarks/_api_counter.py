@@ -105,6 +105,49 @@ class Measurement:
         return " ".join(f"{m}:{n}" for m, n in sorted(self.by_method.items()))
 
 
+def wait_queues_open(kubeconfig: str, prefixes: tuple[str, ...], timeout: float = 1800) -> None:
+    """Wait until Volcano's queue controller has opened every managed queue of tenants
+    named with ``prefixes`` (untimed). It writes each new queue's status at its own request
+    rate, a minute for a few thousand queues: a run timed before that shares the API
+    server with those writes, one timed after does not, so every timed run starts
+    after it. A real fleet's queues were opened long ago."""
+    from kubernetes import client
+
+    from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+        LABEL_TENANT,
+        MANAGED_SELECTOR,
+        QUEUE_API,
+    )
+
+    custom = client.CustomObjectsApi(api_client(kubeconfig))
+    group, version = QUEUE_API.split("/")
+    start = time.monotonic()
+    while True:
+        queues = [
+            q
+            for q in custom.list_cluster_custom_object(
+                group, version, "queues", label_selector=MANAGED_SELECTOR
+            )["items"]
+            if (q["metadata"].get("labels") or {}).get(LABEL_TENANT, "").startswith(prefixes)
+        ]
+        waiting = sum(1 for q in queues if (q.get("status") or {}).get("state") != "Open")
+        took = time.monotonic() - start
+        if not waiting:
+            print(f"  (every queue Open, {took:.0f} s)", flush=True)
+            return
+        if took > timeout:
+            print(f"  ({waiting} queues still not Open after {timeout:.0f} s; going on)")
+            return
+        print(f"  ({waiting} of {len(queues)} queues not Open yet)", flush=True)
+        time.sleep(10)
+
+
+def best(runs: list[Measurement], label: str) -> Measurement:
+    """The fastest of repeated runs, under one label."""
+    fastest = min(runs, key=lambda m: m.seconds)
+    return Measurement(label, fastest.seconds, fastest.requests, fastest.by_method)
+
+
 def default_kubeconfig() -> str:
     """$K8S_AUTH_KUBECONFIG, else $KUBECONFIG, else the local cluster's admin
     kubeconfig (the cluster named by $GPUCLOUD_LOCALCLUSTER)."""

@@ -36,6 +36,7 @@ from _api_counter import (
     PlaybookRunner,
     add_common_arguments,
     api_client,
+    best,
     default_kubeconfig,
     print_table,
 )
@@ -96,11 +97,6 @@ def purchase(runner: PlaybookRunner, label: str, buyer: str) -> Measurement:
     remove = runner.write("delete.yml", DELETE_PLAYBOOK)
     runner.run(f"  (removing {buyer})", remove, runner.write_vars("b.json", {"buyer": buyer}))
     return measured
-
-
-def best(runs: list[Measurement], label: str) -> Measurement:
-    fastest = min(runs, key=lambda m: m.seconds)
-    return Measurement(label, fastest.seconds, fastest.requests, fastest.by_method)
 
 
 def main() -> None:

@@ -52,6 +52,7 @@ from _api_counter import (
     api_client,
     default_kubeconfig,
     print_table,
+    wait_queues_open,
 )
 
 LOOP, BARE, CATALOG = "cl-", "cb-", "cc-"
@@ -191,12 +192,14 @@ def main() -> None:
                 runner.write_vars("loop.json", {"tenants": entries(LOOP, args.loop_tenants)}),
             )
             bare = bare_onboarding(kubeconfig, entries(BARE, n), args.workers)
+            wait_queues_open(kubeconfig, (BARE,))
             catalog_vars = runner.write_vars(
                 "catalog.json",
                 {"tenants": entries(CATALOG, n), "workers": args.workers, **NETWORKS},
             )
             playbook = runner.write("catalog.yml", CATALOG_PLAYBOOK)
             first = runner.run(f"tenant_catalog, {n} new", playbook, catalog_vars)
+            wait_queues_open(kubeconfig, (CATALOG,))
             again = runner.run(f"tenant_catalog, {n} unchanged", playbook, catalog_vars)
             (runner.workdir / "library").mkdir(exist_ok=True)
             runner.write("library/noop_catalog.py", NOOP_CATALOG_MODULE)
