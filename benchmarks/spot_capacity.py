@@ -55,6 +55,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.names imp
     CAPACITY_FIELD_MANAGER,
     LABEL_QUEUE_TYPE,
     LABEL_TENANT,
+    BILLING_SELECTOR,
     MANAGED_SELECTOR,
     QUEUE_API,
     QUEUE_TYPE_SPOT,
@@ -211,7 +212,7 @@ def bare_patches(kubeconfig: str, patches: list[dict[str, Any]]) -> Measurement:
 def bare_reads(kubeconfig: str) -> Measurement:
     bare = Bare(api_client(kubeconfig), 2)
     start = time.perf_counter()
-    bare.in_pool([lambda: bare.list("Node"), lambda: bare.list("Queue", MANAGED_SELECTOR)])
+    bare.in_pool([lambda: bare.list("Node"), lambda: bare.list("Queue", BILLING_SELECTOR)])
     seconds = time.perf_counter() - start
     return Measurement("bare client, the two LISTs", seconds, bare.requests, {"GET": bare.requests})
 

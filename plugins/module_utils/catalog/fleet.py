@@ -47,7 +47,10 @@ def group_fleet(
     tenants: dict[str, TenantLive] = {}
 
     def entry(name: str) -> TenantLive:
-        return tenants.setdefault(name, TenantLive(name=name, objects={}))
+        live = tenants.get(name)
+        if live is None:  # not setdefault: that would build a TenantLive for every object
+            live = tenants[name] = TenantLive(name=name, objects={})
+        return live
 
     for kind, items in objects.items():
         for obj in items:

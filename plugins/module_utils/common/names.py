@@ -101,6 +101,12 @@ QUEUE_TYPE_SPOT = "spot"
 COMMITTED_SELECTOR = (
     f"{MANAGED_SELECTOR},{LABEL_QUEUE_TYPE} in ({QUEUE_TYPE_SUBSCRIPTION},{QUEUE_TYPE_PAYG})"
 )
+# A tenant's three billing queues (what it bought and its spot queue), without the team
+# queues under its subscription: what the spot and pay-as-you-go services read.
+BILLING_SELECTOR = (
+    f"{MANAGED_SELECTOR},{LABEL_QUEUE_TYPE} in "
+    f"({QUEUE_TYPE_SUBSCRIPTION},{QUEUE_TYPE_PAYG},{QUEUE_TYPE_SPOT})"
+)
 QUEUE_TYPES = (QUEUE_TYPE_SUBSCRIPTION, QUEUE_TYPE_TEAM, QUEUE_TYPE_PAYG, QUEUE_TYPE_SPOT)
 # The suffix each tenant-level queue type gets in its queue name.
 QUEUE_SUFFIX = {

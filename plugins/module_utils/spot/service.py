@@ -45,11 +45,11 @@ from ..capacity.pool import (
 from ..common.errors import PartialWrite, PlatformValidationError, Refused, raise_if
 from ..common.history import push_history, read_history
 from ..common.names import (
+    BILLING_SELECTOR,
     CAPACITY_FIELD_MANAGER,
     EVENT_REASON_SPOT_RECLAIMED,
     JOB_API,
     LABEL_BILLING_TYPE,
-    MANAGED_SELECTOR,
     PLATFORM_NAMESPACE,
     QUEUE_API,
     SPOT_RECLAIM_HISTORY,
@@ -123,7 +123,9 @@ def read_pool(cluster: Cluster, node_selector: Mapping[str, str] | None) -> Pool
 
 
 def read_queues(cluster: Cluster) -> list[dict[str, Any]]:
-    return cluster.list(QUEUE_API, "Queue", label_selector=MANAGED_SELECTOR)
+    """Every tenant's billing queues (``BILLING_SELECTOR``): rule committed, the spot
+    apportionment and the reclaim read nothing of the team queues."""
+    return cluster.list(QUEUE_API, "Queue", label_selector=BILLING_SELECTOR)
 
 
 def read_spot_candidates(
