@@ -52,10 +52,10 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool im
     pool_from_nodes,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+    BILLING_SELECTOR,
     CAPACITY_FIELD_MANAGER,
     LABEL_QUEUE_TYPE,
     LABEL_TENANT,
-    BILLING_SELECTOR,
     MANAGED_SELECTOR,
     QUEUE_API,
     QUEUE_TYPE_SPOT,
@@ -187,6 +187,14 @@ class Queues:
 
         with ThreadPoolExecutor(max_workers=8) as pool:  # setup: not measured
             list(pool.map(one, self.spot_specs().items()))
+
+    def delete_ours(self) -> int:
+        found = [q for q in self.managed() if ours(q)]
+        for q in found:
+            self.custom.delete_cluster_custom_object(
+                GROUP, VERSION, "queues", q["metadata"]["name"]
+            )
+        return len(found)
 
 
 def same_specs(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]]) -> list[str]:
