@@ -134,12 +134,63 @@ def wait_queues_open(kubeconfig: str, prefixes: tuple[str, ...], timeout: float 
         took = time.monotonic() - start
         if not waiting:
             print(f"  (every queue Open, {took:.0f} s)", flush=True)
+            measure_background()
             return
         if took > timeout:
             print(f"  ({waiting} queues still not Open after {timeout:.0f} s; going on)")
             return
         print(f"  ({waiting} of {len(queues)} queues not Open yet)", flush=True)
         time.sleep(10)
+
+
+def _cpu_times() -> tuple[int, int]:
+    """(busy, total) jiffies of every CPU together, from /proc/stat."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def _busy(window: float) -> float:
+    """The fraction of the machine's CPU time spent busy over the next ``window`` seconds."""
+    busy0, total0 = _cpu_times()
+    time.sleep(window)
+    busy1, total1 = _cpu_times()
+    return (busy1 - busy0) / max(1, total1 - total0)
+
+
+_background = {"busy": 0.0}
+
+
+def measure_background(window: float = 15.0) -> float:
+    """How busy the machine is while nothing is being timed or written (untimed): Volcano's
+    scheduler and controllers over 30,000 queues keep more than a core busy. ``wait_quiet``
+    waits for this level, not for an idle machine that will not come."""
+    if Path("/proc/stat").exists():
+        _background["busy"] = _busy(window)
+        print(f"  (machine {_background['busy']:.0%} busy at rest)", flush=True)
+    return _background["busy"]
+
+
+def wait_quiet(max_busy: float = 0.5, window: float = 5.0, timeout: float = 120.0) -> None:
+    """Wait until the machine is back at rest (untimed): at most ``max_busy`` busy over
+    ``window`` seconds, or no busier than ``measure_background`` found it plus a margin.
+    After a run that wrote thousands of objects, Volcano and the API server go on working
+    for a minute; a run timed then shares two cores with them and the next one does not.
+    Gives up after ``timeout`` and says so."""
+    if not Path("/proc/stat").exists():
+        return
+    limit = max(max_busy, _background["busy"] + 0.1)
+    start = time.monotonic()
+    while True:
+        busy = _busy(window)
+        waited = time.monotonic() - start
+        if busy <= limit:
+            if waited > window * 1.5:
+                print(f"  (machine at rest after {waited:.0f} s)", flush=True)
+            return
+        if waited > timeout:
+            print(f"  (machine still {busy:.0%} busy after {waited:.0f} s; going on)", flush=True)
+            return
 
 
 def best(runs: list[Measurement], label: str) -> Measurement:
@@ -243,6 +294,7 @@ class PlaybookRunner:
         ]
         if vars_file is not None:
             cmd += ["-e", f"@{vars_file}"]
+        wait_quiet()
         print(f"{label} ...", end=" ", flush=True)
         start = time.perf_counter()
         with out.open("w") as fh:

@@ -83,6 +83,7 @@ from _api_counter import (
     print_table,
     queue_manifest,
     wait_queues_open,
+    wait_quiet,
 )
 
 PREFIX = "bs-"
@@ -208,6 +209,7 @@ def same_specs(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]]) -> li
 
 def bare_patches(kubeconfig: str, patches: list[dict[str, Any]]) -> Measurement:
     bare = Bare(api_client(kubeconfig), WORKERS)
+    wait_quiet()
     start = time.perf_counter()
     bare.in_pool([lambda m=m: bare.apply(m, manager=CAPACITY_FIELD_MANAGER) for m in patches])
     seconds = time.perf_counter() - start
@@ -219,6 +221,7 @@ def bare_patches(kubeconfig: str, patches: list[dict[str, Any]]) -> Measurement:
 
 def bare_reads(kubeconfig: str) -> Measurement:
     bare = Bare(api_client(kubeconfig), 2)
+    wait_quiet()
     start = time.perf_counter()
     bare.in_pool([lambda: bare.list("Node"), lambda: bare.list("Queue", BILLING_SELECTOR)])
     seconds = time.perf_counter() - start
@@ -286,23 +289,28 @@ def main() -> None:
                 queues.reset_spot(initial)
             module = runner.write("spot.yml", MODULE_PLAYBOOK)
             # Module and bare client take turns, from the same reset state each time, and
-            # the best of each is kept: neither gets the quieter minutes.
-            firsts, bares = [], []
+            # the best of each is kept: neither gets the quieter minutes. The unchanged
+            # run and its floor (a module doing nothing, the bare LISTs) are timed in
+            # every turn too, right after the first run, so they share its conditions.
+            noop = runner.write("noop.yml", NOOP_PLAYBOOK)
+            turns: dict[str, list[Measurement]] = {}
             for turn in range(args.repeat):
                 if turn:
                     queues.reset_spot(initial)
-                firsts.append(runner.run(f"spot_capacity, first (#{turn + 1})", module))
+                for m in (
+                    runner.run(f"spot_capacity, first (#{turn + 1})", module),
+                    runner.run("spot_capacity, unchanged", module),
+                    runner.run("module doing nothing", noop),
+                    bare_reads(kubeconfig),
+                ):
+                    turns.setdefault(m.label.split(" (#")[0], []).append(m)
                 if not turn:
-                    again = runner.run("spot_capacity, unchanged", module)
                     after_module = queues.spot_specs()
                 queues.reset_spot(initial)
-                bares.append(bare_patches(kubeconfig, patches))
-            rows.append(best(firsts, "spot_capacity, first"))
-            rows.append(again)
-            bare = best(bares, "bare client, same applies")
+                turns.setdefault("bare", []).append(bare_patches(kubeconfig, patches))
+            bare = best(turns.pop("bare"), "bare client, same applies")
+            rows += [best(runs, label) for label, runs in turns.items()]
             rows.append(bare)
-            rows.append(runner.run("module doing nothing", runner.write("noop.yml", NOOP_PLAYBOOK)))
-            rows.append(bare_reads(kubeconfig))
     finally:
         if not args.keep:
             queues.delete_ours()

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from ..common.errors import PartialWrite
+from ..common.heap import long_lived
 from ..common.names import FIELD_MANAGER
 
 try:
@@ -215,7 +216,11 @@ class Cluster:
         if field_selector:
             params["field_selector"] = field_selector
         resource = self.resource(api_version, kind)
-        result = decode(self._send(lambda: self._client.get(resource, serialize=False, **params)))
+        response = self._send(lambda: self._client.get(resource, serialize=False, **params))
+        # A Cluster lives in a module's process, which ends with its run: what a LIST
+        # decodes stays frozen, so no collection walks a fleet's objects again.
+        with long_lived(keep=True):
+            result = decode(response)
         items = result.get("items") or []
         # The API server leaves apiVersion and kind out of a built-in kind's list items;
         # every item is given them, as a GET returns an object.

@@ -24,17 +24,16 @@ Rules held here:
 
 from __future__ import annotations
 
-import gc
 import heapq
 import math
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, TypeVar
 
 from ..common.errors import FieldError, PlatformValidationError
+from ..common.heap import long_lived
 from ..common.names import ANNOTATION_SPOT_PRICE, JOB_HOLDING_PHASES, LABEL_BILLING_TYPE
 from ..common.quantity import GPU, remembered
 from ..common.times import api_seconds, read_rfc3339
@@ -74,26 +73,6 @@ class SpotJob:
 
 def format_time(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@contextmanager
-def long_lived() -> Iterator[None]:
-    """No cyclic garbage collection while a bulk read builds objects that all live
-    on: a collection would only walk them (and the LIST they come from), finding
-    nothing to free. On the way out what was built goes straight to the oldest
-    generation (``gc.freeze`` then ``gc.unfreeze``) instead of being walked by the
-    next young collections, unless something else has frozen objects; the collector
-    is switched back on, if it was on, however the block ends."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            if not gc.get_freeze_count():
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
 
 
 # Prices already read, per exact input type: a price list repeats a few values

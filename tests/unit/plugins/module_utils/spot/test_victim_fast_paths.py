@@ -6,7 +6,6 @@ against a full sort, and the reclaim's candidates against the rules read one by 
 
 from __future__ import annotations
 
-import gc
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
@@ -37,7 +36,6 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims imp
     candidates_from_vcjobs,
     choose_victims,
     held_gpus_and_pods,
-    long_lived,
     parse_price,
     parse_time,
     read_price,
@@ -434,21 +432,3 @@ def test_candidates_and_victims_are_those_of_the_rules_read_one_by_one(vcjobs, n
         assert outcome(choose_victims, candidates, need, True) == outcome(
             sort_and_prefix, candidates, need, True
         )
-
-
-# --- the collector ------------------------------------------------------------------
-
-
-def test_the_collector_is_back_on_after_a_bulk_read_however_it_ends():
-    assert gc.isenabled()
-    with pytest.raises(PlatformValidationError), long_lived():
-        assert not gc.isenabled()
-        choose_victims([], -1)
-    assert gc.isenabled() and gc.get_freeze_count() == 0
-    gc.disable()
-    try:
-        with long_lived():
-            pass
-        assert not gc.isenabled()  # off before, off after
-    finally:
-        gc.enable()
