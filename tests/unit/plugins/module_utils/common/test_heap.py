@@ -60,5 +60,5 @@ def test_objects_frozen_by_someone_else_stay_frozen():
     gc.freeze()
     before = gc.get_freeze_count()
     with long_lived():
-        built = [FieldError("f", "m") for _ in range(10)]
+        built = [FieldError("f", f"m{i}") for i in range(10)]
     assert gc.get_freeze_count() == before and len(built) == 10
