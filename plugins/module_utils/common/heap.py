@@ -25,7 +25,12 @@ def long_lived(keep: bool = False) -> Iterator[None]:
     run. Without, it is unfrozen straight away into the oldest generation (a process
     that lives on, such as Ansible's controller running a filter, collects it later as
     usual), unless something else had frozen objects. The collector is switched back on,
-    if it was on, however the block ends."""
+    if it was on, however the block ends.
+
+    The collector is the process's, not the thread's: ``Cluster.list`` runs in several
+    threads at once when a service reads its kinds together. A block that starts while
+    another holds the collector off finds it off and leaves it alone; the first block
+    turns it back on when it ends, so however blocks overlap it ends on."""
     was_on = gc.isenabled()
     gc.disable()
     try:

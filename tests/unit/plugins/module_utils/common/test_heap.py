@@ -62,3 +62,13 @@ def test_objects_frozen_by_someone_else_stay_frozen():
     with long_lived():
         built = [FieldError("f", f"m{i}") for i in range(10)]
     assert gc.get_freeze_count() == before and len(built) == 10
+
+
+def test_overlapping_blocks_as_threads_run_them_leave_the_collector_on():
+    first, second = long_lived(keep=True), long_lived(keep=True)
+    first.__enter__()
+    second.__enter__()  # another thread's LIST, while the first is decoding
+    first.__exit__(None, None, None)
+    assert gc.isenabled()  # the first block's end turns it back on
+    second.__exit__(None, None, None)
+    assert gc.isenabled()
