@@ -23,8 +23,19 @@ description:
     set every spot queue to 0 GPUs), unless O(allow_empty_pool=true).
   - A cpu or memory capability that would be 0 is written as C(1m) and C(1Mi), because Volcano reads a 0 cpu or
     memory capability as unlimited.
-  - Safe to run every minute.
+  - Safe to run every minute. The result counts the whole fleet (RV(counts)) but, unless O(report=all), lists only
+    the tenants whose spot capability changes, so a large fleet's unchanged run returns a few numbers, not a row per
+    tenant.
 options:
+  report:
+    description:
+      - Which tenants RV(tenants) lists. V(changed) lists the tenants whose spot capability changes (in check mode,
+        would change). V(all) lists every tenant with a managed queue.
+      - RV(counts) covers every tenant either way. A tenant with a subscription but no spot queue is named in a warning.
+    type: str
+    choices: [changed, all]
+    default: changed
+    version_added: 0.2.0
   allow_empty_pool:
     description:
       - Accept a pool with no node or no GPU and set every spot queue to 0 GPUs (for example while a pool is
@@ -59,9 +70,16 @@ EXAMPLES = r"""
       platform.io/pool: main
     allow_empty_pool: true
 
-- name: Show the table
+- name: Show what changed, and how many spot queues there are
   ansible.builtin.debug:
-    msg: "{{ spot.tenants | map(attribute='tenant') | zip(spot.tenants | map(attribute='new')) }}"
+    msg: >-
+      {{ spot.counts.changed }} of {{ spot.counts.spot_queues }} spot queues changed:
+      {{ spot.tenants | map(attribute='tenant') | zip(spot.tenants | map(attribute='new')) }}
+
+- name: Every tenant's share and spot capability, changed or not
+  gpucloud.platform.spot_capacity:
+    report: all
+  register: spot_table
 """
 
 RETURN = r"""
@@ -75,10 +93,19 @@ idle:
   returned: always
   type: dict
   sample: {nvidia.com/gpu: 24, cpu: "192", memory: 768Gi}
+counts:
+  description:
+    - Every tenant with a managed queue (C(tenants)), those with a spot queue (C(spot_queues)), and how many of those
+      change (C(changed); in check mode, would change) or stay as they are (C(unchanged)).
+  returned: always
+  type: dict
+  sample: {tenants: 3, spot_queues: 2, changed: 1, unchanged: 1}
+  version_added: 0.2.0
 tenants:
   description:
-    - One row per tenant with a managed queue. C(old) is the live spot capability (null without a spot queue),
-      C(new) the computed one, C(share) the tenant's fraction of the idle pool.
+    - One row per tenant whose spot capability changes, or with O(report=all) per tenant with a managed queue, sorted
+      by tenant. C(old) is the live spot capability (null without a spot queue), C(new) the computed one, C(share)
+      the tenant's fraction of the idle pool.
   returned: always
   type: list
   elements: dict
@@ -113,8 +140,13 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool im
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.capacity_plan import REPORTS
 
-OPTIONS = dict(POOL_OPTIONS, allow_empty_pool=dict(type="bool", default=False))
+OPTIONS = dict(
+    POOL_OPTIONS,
+    allow_empty_pool=dict(type="bool", default=False),
+    report=dict(type="str", choices=list(REPORTS), default="changed"),
+)
 
 
 def main() -> None:

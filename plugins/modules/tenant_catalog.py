@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: tenant_catalog
 short_description: Converge every tenant of the GPU cloud to one catalog in one run, render it for GitOps, or read it back
-version_added: 0.9.0
+version_added: 0.2.0
 description:
   - With O(state=present), takes the whole list of tenants (O(tenants) or the file O(src)) and makes the cluster hold
     exactly what each one is entitled to - the same namespace, RBAC, network policy, queue list and Volcano queues

@@ -308,7 +308,10 @@ def test_purchase_reclaims_spot_jobs_in_order_and_recomputes_capacity(
         # Spot capabilities were recomputed: idle = pool - subscriptions (2 + 2 + 12),
         # apportioned by subscription.
         capacity = tasks["Recompute spot capacity"]
+        # only the tenants whose capability changed are listed; the counts cover them all
         rows = {r["tenant"]: r for r in capacity["tenants"]}
+        assert all(r["changed"] for r in rows.values())
+        assert capacity["counts"]["changed"] == len(rows) >= 3
         idle_gpus = idle["pool"] - 16
         assert capacity["idle"][GPU] == idle_gpus
         expected = {names["a"]: idle_gpus // 8, names["b"]: idle_gpus // 8}
@@ -323,6 +326,7 @@ def test_purchase_reclaims_spot_jobs_in_order_and_recomputes_capacity(
         again = run_module("spot_capacity", {})
         assert not again.get("failed"), again.get("msg")
         assert again["changed"] is False
+        assert again["tenants"] == [] and again["counts"]["unchanged"] >= 3
 
         # The buyer adds a 4-GPU pay-as-you-go grant through tenant_update.yml. 4 GPUs are
         # free, but they are the ones tenants a and b bought: the grant's 4 come from the

@@ -177,12 +177,34 @@ def plan_spot_capacity(
     return plan
 
 
-def recompute_result(plan: SpotCapacityPlan) -> dict[str, Any]:
-    """spot_capacity's result for a plan: pool, idle, one row per tenant and the
-    spot queues it changes (``changed`` and ``diff`` come with the writes)."""
+# What spot_capacity's ``tenants`` lists: ``changed`` only the tenants whose spot
+# capability changes (a fleet of 10,000 tenants otherwise returns, and an AWX job
+# stores, 10,000 rows every minute to say that nothing moved), ``all`` every tenant.
+REPORTS = ("changed", "all")
+
+
+def recompute_counts(plan: SpotCapacityPlan) -> dict[str, int]:
+    """How many tenants the plan covers, how many have a spot queue, and how many of
+    those change: the whole fleet in a few numbers, whatever ``report`` lists."""
+    spot_queues = sum(1 for row in plan.rows if row["queue"])
+    changed = len(plan.changes)
+    return {
+        "tenants": len(plan.rows),
+        "spot_queues": spot_queues,
+        "changed": changed,
+        "unchanged": spot_queues - changed,
+    }
+
+
+def recompute_result(plan: SpotCapacityPlan, report: str = "changed") -> dict[str, Any]:
+    """spot_capacity's result for a plan: pool, idle, the counts, the rows ``report``
+    asks for (see ``REPORTS``) and the spot queues it changes (``changed`` and
+    ``diff`` come with the writes)."""
+    rows = plan.rows if report == "all" else [row for row in plan.rows if row["changed"]]
     return {
         "pool": render(plan.pool),
         "idle": render(plan.idle),
-        "tenants": plan.rows,
+        "counts": recompute_counts(plan),
+        "tenants": rows,
         "updated": [m["metadata"]["name"] for m in plan.changes],
     }

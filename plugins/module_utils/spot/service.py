@@ -439,7 +439,7 @@ def run_recompute(params: dict[str, Any], cluster: Cluster, check_mode: bool) ->
         nodes, read_queues(cluster), selector, params.get("allow_empty_pool", False)
     )
     warn_all(capacity.warnings)
-    result = recompute_result(capacity)
+    result = recompute_result(capacity, params.get("report", "changed"))
     apply_capabilities(cluster, capacity.changes, "updating spot queues", **result)
     result["changed"] = bool(capacity.changes)
     result["diff"] = {"before": capacity.before, "after": capacity.after}

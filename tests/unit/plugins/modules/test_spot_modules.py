@@ -44,8 +44,14 @@ def test_spot_capacity_applies_changed_queues_then_is_idempotent(run_module):
     assert live["spec"]["capability"][GPU] == 10 and live["spec"]["parent"] == "root"
     assert live["metadata"]["labels"]["platform.io/queue-type"] == "spot"
     assert ("apply:gpucloud-platform-capacity", "Queue", "tenant-alpha-spot") in cluster.writes
+    assert first["counts"] == {"tenants": 2, "spot_queues": 2, "changed": 2, "unchanged": 0}
     second = run_module(capacity_module, cluster)
     assert second["changed"] is False and second["requests"] == 2 and second["updated"] == []
+    # nothing changed: no row, the counts say how many queues were looked at
+    assert second["tenants"] == [] and second["counts"]["unchanged"] == 2
+    table = run_module(capacity_module, cluster, report="all")
+    assert [r["tenant"] for r in table["tenants"]] == ["alpha", "beta"]
+    assert not any(r["changed"] for r in table["tenants"])
 
 
 def test_spot_capacity_in_check_mode_sends_dry_runs_only(run_module):
@@ -67,7 +73,7 @@ def test_spot_capacity_warns_about_a_subscription_without_spot_queue(run_module,
     # code, warnings would go to the controller's display instead of the result.
     monkeypatch.setattr(module_internals, "is_controller", False)
     cluster = SpotCluster([*spot_objects(), queue("gamma", "subscription", deserved={GPU: 8})])
-    out = run_module(capacity_module, cluster)
+    out = run_module(capacity_module, cluster, report="all")
     rows = {r["tenant"]: r for r in out["tenants"]}
     assert rows["gamma"]["queue"] is None and rows["gamma"]["old"] is None
     assert any(

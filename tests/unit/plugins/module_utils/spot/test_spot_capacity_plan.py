@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.capacity_plan import (
     plan_spot_capacity,
+    recompute_result,
 )
 from ansible_collections.gpucloud.platform.tests.unit.plugins.spot_fixtures import node, queue
 
@@ -77,3 +78,29 @@ def test_node_selector_shrinks_the_pool():
     plan = plan_spot_capacity(nodes, queues, {"pool": "main"})
     assert plan.pool[GPU] == 8 and plan.idle[GPU] == 0
     assert all(r["new"][GPU] == 0 for r in plan.rows)
+
+
+def test_result_lists_the_changed_tenants_and_counts_them_all():
+    plan = plan_spot_capacity(*cluster_state())
+    result = recompute_result(plan)
+    assert [r["tenant"] for r in result["tenants"]] == ["alpha", "gamma"]
+    # delta has no spot queue; beta's is already right
+    assert result["counts"] == {"tenants": 4, "spot_queues": 3, "changed": 2, "unchanged": 1}
+    assert result["updated"] == ["tenant-alpha-spot", "tenant-gamma-spot"]
+
+
+def test_result_lists_every_tenant_on_request():
+    plan = plan_spot_capacity(*cluster_state())
+    every = recompute_result(plan, "all")
+    assert [r["tenant"] for r in every["tenants"]] == ["alpha", "beta", "delta", "gamma"]
+    assert every["counts"] == recompute_result(plan)["counts"]
+
+
+def test_result_of_an_unchanged_fleet_lists_nobody():
+    nodes, queues = cluster_state()
+    by_name = {q["metadata"]["name"]: q for q in queues}
+    for manifest in plan_spot_capacity(nodes, queues).changes:
+        by_name[manifest["metadata"]["name"]]["spec"].update(manifest["spec"])
+    result = recompute_result(plan_spot_capacity(nodes, list(by_name.values())))
+    assert result["tenants"] == [] and result["updated"] == []
+    assert result["counts"] == {"tenants": 4, "spot_queues": 3, "changed": 0, "unchanged": 3}
