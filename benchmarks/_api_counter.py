@@ -199,6 +199,30 @@ def best(runs: list[Measurement], label: str) -> Measurement:
     return Measurement(label, fastest.seconds, fastest.requests, fastest.by_method)
 
 
+def mean(runs: list[Measurement], label: str) -> Measurement:
+    """The mean of repeated runs, under one label: for runs that each change what the
+    next one meets (a fleet that grows by every run), taken in ABBA order so that the
+    change weighs the same on both sides."""
+    methods = sorted({method for m in runs for method in m.by_method})
+    return Measurement(
+        label,
+        sum(m.seconds for m in runs) / len(runs),
+        round(sum(m.requests for m in runs) / len(runs)),
+        {k: round(sum(m.by_method.get(k, 0) for m in runs) / len(runs)) for k in methods},
+    )
+
+
+def abba(turns: int) -> list[tuple[int, str]]:
+    """The order of ``turns`` pairs of runs ``a`` and ``b``: a b, b a, a b, ... (ABBA).
+    Over two turns a fleet that grows linearly with every run costs both sides the
+    same; one turn leaves the second run of the pair carrying the growth."""
+    order: list[tuple[int, str]] = []
+    for turn in range(turns):
+        pair = ("a", "b") if turn % 2 == 0 else ("b", "a")
+        order += [(turn, side) for side in pair]
+    return order
+
+
 def default_kubeconfig() -> str:
     """$K8S_AUTH_KUBECONFIG, else $KUBECONFIG, else the local cluster's admin
     kubeconfig (the cluster named by $GPUCLOUD_LOCALCLUSTER)."""
