@@ -31,7 +31,7 @@ from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
 from ..common import quantity
-from ..common.errors import FieldError, PlatformValidationError
+from ..common.errors import FieldError, PlatformValidationError, raise_if
 from ..common.names import (
     LABEL_QUEUE_TYPE,
     LABEL_TENANT,
@@ -185,7 +185,11 @@ def safe_bid(jobs: Sequence[SpotJob], reclaim_gpus: int) -> SafeBid:
 
     When the spot jobs hold fewer than ``reclaim_gpus`` GPUs in all, such a reclaim
     cannot be met from spot (``spot_reclaim`` refuses it before deleting anything, unless
-    a partial reclaim is allowed, which takes every job): no bid is given."""
+    a partial reclaim is allowed, which takes every job): no bid is given.
+
+    A ``reclaim_gpus`` below 1 is refused by rule spot-market-input, as ``spot_info``
+    refuses it: a reclaim of nothing takes no job, so no price would be above them."""
+    raise_if(market_input_errors(None, reclaim_gpus))
     held = sum(max(0, j.gpus) for j in jobs)
     if held < reclaim_gpus:
         return SafeBid(

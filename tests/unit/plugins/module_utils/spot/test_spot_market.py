@@ -89,6 +89,14 @@ def test_every_gpu_of_spot_is_a_reclaim_taking_every_job():
     assert bid.possible and bid.as_dict()["safe_bid"] == "0.500001"
 
 
+@pytest.mark.parametrize("gpus", [0, -3])
+def test_a_reclaim_of_no_gpu_is_refused_by_name(gpus):
+    # with no job or with jobs: a reclaim of nothing takes nothing, so no price is above it
+    for jobs in ([], design_jobs()):
+        with pytest.raises(PlatformValidationError, match=r"reclaim_gpus.*rule spot-market-input"):
+            safe_bid(jobs, gpus)
+
+
 def test_a_reclaim_larger_than_spot_cannot_be_met():
     bid = safe_bid(design_jobs(), 25)
     assert not bid.possible and bid.bid is None and bid.victims == ()
