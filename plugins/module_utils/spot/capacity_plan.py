@@ -32,7 +32,7 @@ from ..common.errors import FieldError, raise_if
 from ..common.names import QUEUE_API
 from ..common.objects import differs
 from ..common.quantity import CPU, GPU, MEMORY, Resources, render
-from .apportion import UNITS, apportion_spot, shares
+from .apportion import UNITS, apportion_spot, share
 
 # Volcano 1.15.1 reads a queue capability of 0 cpu or 0 memory as unlimited
 # (pkg/scheduler/plugins/capacity/capacity.go and proportion/proportion.go:
@@ -106,15 +106,51 @@ def spot_queue_manifest(queue: str, capability: Mapping[str, Decimal]) -> dict[s
     }
 
 
+@dataclass(frozen=True)
+class TenantSpot:
+    """One tenant's line of the plan, rendered as a row only when it is reported
+    (``recompute_result``): an unchanged run over 10,000 tenants reports none."""
+
+    tenant: str
+    queue: str | None  # its spot queue; None without one
+    subscription: Decimal  # subscribed GPUs
+    old: Resources  # the live spot capability
+    new: Resources  # the computed one
+    changed: bool
+
+    def row(self, total_subscription: Decimal) -> dict[str, Any]:
+        """The row ``spot_capacity`` reports: C(share) is the tenant's fraction of the
+        idle pool, C(old) null without a spot queue."""
+        return {
+            "tenant": self.tenant,
+            "queue": self.queue,
+            "subscription": int(self.subscription),
+            "share": round(float(share(self.subscription, total_subscription)), 6),
+            "old": dict(render(self.old)) if self.queue else None,
+            "new": dict(render(self.new)),
+            "changed": self.changed,
+        }
+
+
 @dataclass
 class SpotCapacityPlan:
     pool: Resources
     idle: Resources
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    total_subscription: Decimal = Decimal(0)  # every tenant's subscribed GPUs
+    tenants: list[TenantSpot] = field(default_factory=list)  # sorted by tenant
     changes: list[dict[str, Any]] = field(default_factory=list)  # manifests to apply
     before: dict[str, Any] = field(default_factory=dict)
     after: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """Every tenant's row (see ``TenantSpot.row``)."""
+        return [t.row(self.total_subscription) for t in self.tenants]
+
+    def changed_rows(self) -> list[dict[str, Any]]:
+        """The rows of the tenants whose spot capability changes."""
+        return [t.row(self.total_subscription) for t in self.tenants if t.changed]
 
 
 def plan_spot_capacity(
@@ -143,37 +179,32 @@ def plan_spot_capacity(
     )
     subscriptions = {t: c.subscription[GPU] for t, c in commitments.items()}
     capability = apportion_spot(idle, subscriptions)
-    share = shares(subscriptions)
     live_specs = {(q.get("metadata") or {}).get("name"): (q.get("spec") or {}) for q in queue_list}
-    plan = SpotCapacityPlan(pool=pool, idle=idle)
+    plan = SpotCapacityPlan(
+        pool=pool, idle=idle, total_subscription=sum(subscriptions.values(), Decimal(0))
+    )
     for tenant in sorted(commitments):
         c = commitments[tenant]
         new = spot_capability_floor(capability[tenant])
-        row = {
-            "tenant": tenant,
-            "queue": c.spot_queue,
-            "subscription": int(c.subscription[GPU]),
-            "share": round(float(share[tenant]), 6),
-            "old": dict(render(c.spot_capability)) if c.spot_queue else None,
-            "new": dict(render(new)),
-            "changed": False,
-        }
+        changed = False
         if not c.spot_queue:
             if c.subscription[GPU] > 0:
+                gpus = render(new).get(GPU, 0)
                 plan.warnings.append(
                     f"tenant {tenant!r} has a subscription but no spot queue; its share "
-                    f"({row['new'].get(GPU, 0)} GPUs) stays unused until the queue exists"
+                    f"({gpus} GPUs) stays unused until the queue exists"
                 )
-            plan.rows.append(row)
-            continue
-        desired = spot_queue_spec(new)
-        live = live_specs.get(c.spot_queue) or {}
-        if differs(desired, {k: live.get(k) for k in desired}):
-            row["changed"] = True
-            plan.changes.append(spot_queue_manifest(c.spot_queue, new))
-            plan.before[c.spot_queue] = {k: live.get(k) for k in desired}
-            plan.after[c.spot_queue] = desired
-        plan.rows.append(row)
+        else:
+            desired = spot_queue_spec(new)
+            live = live_specs.get(c.spot_queue) or {}
+            if differs(desired, {k: live.get(k) for k in desired}):
+                changed = True
+                plan.changes.append(spot_queue_manifest(c.spot_queue, new))
+                plan.before[c.spot_queue] = {k: live.get(k) for k in desired}
+                plan.after[c.spot_queue] = desired
+        plan.tenants.append(
+            TenantSpot(tenant, c.spot_queue, c.subscription[GPU], c.spot_capability, new, changed)
+        )
     return plan
 
 
@@ -186,10 +217,10 @@ REPORTS = ("changed", "all")
 def recompute_counts(plan: SpotCapacityPlan) -> dict[str, int]:
     """How many tenants the plan covers, how many have a spot queue, and how many of
     those change: the whole fleet in a few numbers, whatever ``report`` lists."""
-    spot_queues = sum(1 for row in plan.rows if row["queue"])
+    spot_queues = sum(1 for t in plan.tenants if t.queue)
     changed = len(plan.changes)
     return {
-        "tenants": len(plan.rows),
+        "tenants": len(plan.tenants),
         "spot_queues": spot_queues,
         "changed": changed,
         "unchanged": spot_queues - changed,
@@ -200,7 +231,7 @@ def recompute_result(plan: SpotCapacityPlan, report: str = "changed") -> dict[st
     """spot_capacity's result for a plan: pool, idle, the counts, the rows ``report``
     asks for (see ``REPORTS``) and the spot queues it changes (``changed`` and
     ``diff`` come with the writes)."""
-    rows = plan.rows if report == "all" else [row for row in plan.rows if row["changed"]]
+    rows = plan.rows if report == "all" else plan.changed_rows()
     return {
         "pool": render(plan.pool),
         "idle": render(plan.idle),

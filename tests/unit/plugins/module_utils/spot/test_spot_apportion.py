@@ -15,7 +15,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.apportion import (
     apportion_spot,
     largest_remainder,
-    shares,
+    share,
 )
 
 GPU = "nvidia.com/gpu"
@@ -83,7 +83,7 @@ def test_cpu_in_millicores_and_memory_in_mib_by_the_same_shares():
 def test_no_subscription_means_nothing_for_anyone():
     got = apportion_spot({GPU: Decimal(10)}, {"a": 0, "b": 0})
     assert got == {"a": {GPU: 0, "cpu": 0, "memory": 0}, "b": {GPU: 0, "cpu": 0, "memory": 0}}
-    assert shares({"a": 0}) == {"a": 0}
+    assert share(0, 0) == 0 and share(3, 4) == Fraction(3, 4)
 
 
 def test_bad_subscriptions_are_refused_naming_the_tenant():
@@ -102,3 +102,33 @@ def test_thousand_tenants_is_fast_and_exact():
     )
     assert sum(r[GPU] for r in got.values()) == 4096
     assert sum(r["cpu"] for r in got.values()) == 100000
+
+
+def reference_largest_remainder(total: int, weights: dict[str, Fraction]) -> dict[str, int]:
+    """The rule as written, in exact fractions per tenant: what the integer arithmetic
+    of ``largest_remainder`` must equal."""
+    weight_sum = sum(weights.values(), Fraction(0))
+    if weight_sum <= 0 or total == 0:
+        return {tenant: 0 for tenant in weights}
+    shares, remainders = {}, []
+    for tenant, weight in weights.items():
+        exact = Fraction(total) * weight / weight_sum
+        shares[tenant] = exact.numerator // exact.denominator
+        if weight > 0:
+            remainders.append((exact - shares[tenant], weight, tenant))
+    remainders.sort(key=lambda item: (-item[0], -item[1], item[2]))
+    for _r, _w, tenant in remainders[: total - sum(shares.values())]:
+        shares[tenant] += 1
+    return shares
+
+
+fractional_tenants = st.dictionaries(
+    st.text("abcdef", min_size=1, max_size=3),
+    st.fractions(min_value=0, max_value=64, max_denominator=12),
+    max_size=12,
+)
+
+
+@given(total=st.integers(0, 5000), weights=fractional_tenants)
+def test_integer_arithmetic_equals_the_rule_in_fractions(total, weights):
+    assert largest_remainder(total, weights) == reference_largest_remainder(total, weights)
