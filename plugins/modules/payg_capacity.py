@@ -95,9 +95,12 @@ reclaim:
   returned: always
   type: dict
 diff:
-  description: The changed queues' capability and deserved before and after, by queue name.
+  description:
+    - One diff per changed object, sorted by C(before_header), which is the queue name: before and after of each
+      changed queue's capability and deserved. Ansible shows each under its own header (rule diff-per-object).
   returned: when diff mode is on
-  type: dict
+  type: list
+  elements: dict
 done:
   description:
     - When the run fails part-way, the writes it had made (C(changed) is true when there are any); running again
@@ -135,6 +138,7 @@ def main() -> None:
         validate=validate_payg_input,
         mutually_exclusive=[("capability", "fit_to_use")],
         required_by={"capability": ("tenant",)},
+        diff_by_object=True,
     )
 
 

@@ -118,9 +118,12 @@ updated:
   type: list
   elements: str
 diff:
-  description: The changed spot queues' capability and deserved before and after, by queue name.
+  description:
+    - One diff per changed object, sorted by C(before_header), which is the queue name: before and after of each
+      changed spot queue's capability and deserved. Ansible shows each under its own header (rule diff-per-object).
   returned: when diff mode is on
-  type: dict
+  type: list
+  elements: dict
 done:
   description:
     - When the run fails part-way, the writes it had made (C(changed) is true when there are any); running again
@@ -150,7 +153,7 @@ OPTIONS = dict(
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run_recompute, validate=validate_node_selector)
+    run_module(OPTIONS, service.run_recompute, validate=validate_node_selector, diff_by_object=True)
 
 
 if __name__ == "__main__":

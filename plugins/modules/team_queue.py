@@ -99,9 +99,13 @@ objects:
   elements: dict
   sample: [{kind: Queue, name: tenant-alpha-research, action: create}]
 diff:
-  description: Before and after of every changed object, keyed C(Kind/namespace/name); only the fields the module owns.
+  description:
+    - One diff per changed object, sorted by C(before_header), which is C(Kind/namespace/name): before and after of
+      each changed object, only the fields the module owns. Ansible shows each under its own header (rule
+      diff-per-object).
   returned: when diff mode is on
-  type: dict
+  type: list
+  elements: dict
 done:
   description:
     - When the run fails part-way, the writes it had made (C(changed) is true when there are any); running again
@@ -134,7 +138,7 @@ OPTIONS = {
 
 def main() -> None:
     # Every input is checked before the module connects.
-    run_module(OPTIONS, service.run_team_queue, validate=parse_team_queue)
+    run_module(OPTIONS, service.run_team_queue, validate=parse_team_queue, diff_by_object=True)
 
 
 if __name__ == "__main__":

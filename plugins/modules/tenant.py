@@ -288,9 +288,13 @@ objects:
   elements: dict
   sample: [{kind: Queue, name: tenant-alpha-subscription, action: update}]
 diff:
-  description: Before and after of every changed object, keyed C(Kind/namespace/name); only the fields the module owns.
+  description:
+    - One diff per changed object, sorted by C(before_header), which is C(Kind/namespace/name): before and after of
+      each changed object, only the fields the module owns. Ansible shows each under its own header (rule
+      diff-per-object).
   returned: when diff mode is on
-  type: dict
+  type: list
+  elements: dict
 added:
   description:
     - What the purchase newly sells, per pool resource (C(nvidia.com/gpu), C(cpu), C(memory)) - the growth of
@@ -359,7 +363,13 @@ OPTIONS = {
 
 def main() -> None:
     # Every input is checked before the module connects.
-    run_module(OPTIONS, service.run_tenant, validate=check_tenant, offline=service.run_rendered)
+    run_module(
+        OPTIONS,
+        service.run_tenant,
+        validate=check_tenant,
+        offline=service.run_rendered,
+        diff_by_object=True,
+    )
 
 
 if __name__ == "__main__":

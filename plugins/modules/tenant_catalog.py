@@ -183,9 +183,13 @@ objects:
   elements: dict
   sample: [{kind: Queue, name: tenant-alpha-subscription, action: create}]
 diff:
-  description: Before and after of every changed object, keyed C(Kind/namespace/name); only the fields the module owns.
+  description:
+    - One diff per changed object, sorted by C(before_header), which is C(Kind/namespace/name): before and after of
+      each changed object, only the fields the module owns. Ansible shows each under its own header (rule
+      diff-per-object).
   returned: when diff mode is on
-  type: dict
+  type: list
+  elements: dict
 manifests:
   description:
     - Every object of the catalog, sorted - cluster-scoped before namespaced, in the order the platform writes kinds
@@ -250,7 +254,13 @@ def rendered(params: dict) -> dict | None:
 
 def main() -> None:
     # Every input is checked before the module connects.
-    run_module(OPTIONS, service.run_catalog, validate=check_options, offline=rendered)
+    run_module(
+        OPTIONS,
+        service.run_catalog,
+        validate=check_options,
+        offline=rendered,
+        diff_by_object=True,
+    )
 
 
 if __name__ == "__main__":

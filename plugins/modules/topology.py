@@ -112,9 +112,12 @@ tree:
   type: str
   sample: "spine-0 (tier 2)\n└── tor-0 (tier 1)\n    ├── gpu-0\n    └── gpu-1\n"
 diff:
-  description: The HyperNodes before and after, by name.
+  description:
+    - One diff per changed object, sorted by C(before_header), which is the HyperNode name: before and after of each
+      HyperNode created, changed or deleted. Ansible shows each under its own header (rule diff-per-object).
   returned: when diff mode is on
-  type: dict
+  type: list
+  elements: dict
 done:
   description:
     - When the run fails part-way, the writes it had made (C(changed) is true when there are any); running again
@@ -149,6 +152,7 @@ def main() -> None:
         service.run_sync,
         validate=check_source_options,
         required_if=[("source", "inventory", ["switches"])],
+        diff_by_object=True,
     )
 
 

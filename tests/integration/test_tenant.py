@@ -150,9 +150,11 @@ def test_check_mode_reports_without_writing(tenants, run_module, api_client):
     assert {"kind": "Queue", "name": f"tenant-{A}-subscription", "action": "update"} in result[
         "objects"
     ]
+    # one diff per object, under its Kind/namespace/name (rule diff-per-object)
+    diffs = {d["before_header"]: d for d in result["diff"]}
     key = f"Queue/tenant-{A}-subscription"
-    assert str(result["diff"]["before"][key]["spec"]["deserved"][GPU]) == "32"
-    assert str(result["diff"]["after"][key]["spec"]["deserved"][GPU]) == "40"
+    assert str(diffs[key]["before"]["spec"]["deserved"][GPU]) == "32"
+    assert str(diffs[key]["after"]["spec"]["deserved"][GPU]) == "40"
     live = queues_of(api_client, A)[f"tenant-{A}-subscription"]
     assert str(live["spec"]["deserved"][GPU]) == "32"
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..common.diffs import per_object
 from ..common.errors import PartialWrite, PlatformValidationError, Refused
 from .cluster import (
     ApiException,
@@ -59,12 +60,15 @@ def run_module(
     service: Service,
     validate: Callable[[dict[str, Any]], Any] | None = None,
     offline: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
+    diff_by_object: bool = False,
     **module_kwargs: Any,
 ) -> None:
     """Run one module: ``options`` is its argument spec without the connection
     options, ``service`` its domain service's ``run(params, cluster, check_mode)``.
     ``offline``, when it returns a result (``state: rendered``), answers without
-    connecting: no kubeconfig is needed and no request is made."""
+    connecting: no kubeconfig is needed and no request is made. ``diff_by_object``:
+    the service's diff is keyed by object, and is returned as one diff per object
+    (rule diff-per-object, ``common.diffs``)."""
     module = platform_module(
         argument_spec=argument_spec(**options), supports_check_mode=True, **module_kwargs
     )
@@ -89,5 +93,7 @@ def run_module(
         module.fail_json(requests=cluster.requests, **failure(exc))
     if not module._diff:
         result.pop("diff", None)
+    elif diff_by_object and "diff" in result:
+        result["diff"] = per_object(result["diff"])
     result["requests"] = cluster.requests
     module.exit_json(**result)

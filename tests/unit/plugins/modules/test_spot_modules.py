@@ -39,7 +39,9 @@ def test_spot_capacity_applies_changed_queues_then_is_idempotent(run_module):
     assert rows["alpha"]["new"][GPU] == 10 and rows["beta"]["new"][GPU] == 2
     assert rows["alpha"]["old"] == {GPU: 0} and rows["alpha"]["subscription"] == 40
     assert first["updated"] == ["tenant-alpha-spot", "tenant-beta-spot"]
-    assert first["diff"]["after"]["tenant-alpha-spot"]["capability"][GPU] == 10
+    diffs = {d["after_header"]: d for d in first["diff"]}  # one per queue (rule diff-per-object)
+    assert list(diffs) == ["tenant-alpha-spot", "tenant-beta-spot"]
+    assert diffs["tenant-alpha-spot"]["after"]["capability"][GPU] == 10
     live = cluster.store[cluster.key("Queue", None, "tenant-alpha-spot")]
     assert live["spec"]["capability"][GPU] == 10 and live["spec"]["parent"] == "root"
     assert live["metadata"]["labels"]["platform.io/queue-type"] == "spot"
@@ -232,7 +234,8 @@ def test_payg_grow_reclaims_spot_first_then_applies(run_module):
     )
     live = queue_spec(cluster, "tenant-alpha-payg")
     assert live["capability"] == {GPU: 12} and live["deserved"] == {GPU: 12}
-    assert out["diff"]["after"]["tenant-alpha-payg"] == {
+    (payg_diff,) = out["diff"]
+    assert payg_diff["after_header"] == "tenant-alpha-payg" and payg_diff["after"] == {
         "capability": {GPU: 12},
         "deserved": {GPU: 12},
     }

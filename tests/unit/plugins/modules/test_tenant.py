@@ -711,7 +711,7 @@ def test_module_creates_and_reports_requests(run_module):
     assert result["changed"] is True
     assert result["requests"] == cluster.requests > 0
     assert "api_requests" not in result
-    assert "Queue/tenant-a-subscription" in result["diff"]["after"]
+    assert "Queue/tenant-a-subscription" in [d["after_header"] for d in result["diff"]]
     assert result["added"] == {GPU: 40, "cpu": "160", "memory": "640Gi"}
     again = run_module(tenant, cluster, _ansible_diff=False, **module_args())
     assert again["changed"] is False and "diff" not in again

@@ -91,7 +91,9 @@ def test_sync_then_resync_then_move(run_module):
     assert first["created"] == ["tor-0", "tor-1", "tor-2", "tor-3", "spine-0", "spine-1"]
     assert first["requests"] == 2 + 6
     assert "spine-0 (tier 2)\n├── tor-0 (tier 1)\n│   ├── n0\n" in first["tree"]
-    assert set(first["diff"]["after"]) == set(first["created"])
+    # one diff per HyperNode, new ones with an empty before (rule diff-per-object)
+    assert {d["after_header"] for d in first["diff"]} == set(first["created"])
+    assert all(d["before"] is None for d in first["diff"])
     assert sorted(hypernodes(cluster)) == sorted(first["created"])
 
     second = run_module(topology_module, cluster, prune=True)
@@ -106,7 +108,7 @@ def test_sync_then_resync_then_move(run_module):
         m["selector"]["exactMatch"]["name"] for m in hypernodes(cluster)["tor-1"]["spec"]["members"]
     ]
     assert members == ["n1", "n2", "n3"]
-    assert set(third["diff"]["before"]) == {"tor-0", "tor-1"}
+    assert [d["before_header"] for d in third["diff"]] == ["tor-0", "tor-1"]
 
 
 def test_bad_labels_fail_before_any_write(run_module):
@@ -183,7 +185,10 @@ def test_check_mode_with_prune_deletes_nothing_and_reports_the_deletions(run_mod
     plan = run_module(topology_module, cluster, prune=True, _ansible_check_mode=True)
     assert plan["changed"] is True
     assert plan["deleted"] == ["spine-9", "tor-9"]  # highest tier first, as the real run
-    assert set(plan["diff"]["before"]) == {"spine-9", "tor-9"}
+    assert [(d["before_header"], d["after"]) for d in plan["diff"]] == [
+        ("spine-9", None),
+        ("tor-9", None),
+    ]
     assert cluster.real_writes == [] and cluster.writes == []
     assert {"tor-9", "spine-9"} <= set(hypernodes(cluster))
     assert plan["requests"] == 2  # the two lists, no delete request
