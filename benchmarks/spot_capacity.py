@@ -22,7 +22,8 @@ Measured, each a separate ansible-playbook run:
 - the physical limit of the first run: a bare Python client (``_bare.Bare``)
   sending the same server-side applies with the module's concurrency (8);
   with ``--repeat N`` the module's first run and the bare client take turns N
-  times from the same reset state, and the best of each is kept;
+  times from the same reset state, in ABBA order (module, bare, bare, module, ...),
+  and the best of each is kept;
 - the floor of the unchanged run: an ``ansible-playbook`` run of a module that
   does nothing, plus the module's two LISTs done by the bare client (raw JSON).
 
@@ -75,6 +76,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec imp
 from _api_counter import (
     Measurement,
     PlaybookRunner,
+    abba,
     add_common_arguments,
     api_client,
     best,
@@ -294,9 +296,17 @@ def main() -> None:
             # every turn too, right after the first run, so they share its conditions.
             noop = runner.write("noop.yml", NOOP_PLAYBOOK)
             turns: dict[str, list[Measurement]] = {}
-            for turn in range(args.repeat):
-                if turn:
+            after_module = None
+            fresh = True  # the queues are as created: the first side needs no reset
+            # ABBA: module then bare client in even turns, bare client then module in odd
+            # ones, so that neither always runs right after the other's writes settled.
+            for turn, side in abba(args.repeat):
+                if not fresh:
                     queues.reset_spot(initial)
+                fresh = False
+                if side == "b":
+                    turns.setdefault("bare", []).append(bare_patches(kubeconfig, patches))
+                    continue
                 for m in (
                     runner.run(f"spot_capacity, first (#{turn + 1})", module),
                     runner.run("spot_capacity, unchanged", module),
@@ -304,10 +314,8 @@ def main() -> None:
                     bare_reads(kubeconfig),
                 ):
                     turns.setdefault(m.label.split(" (#")[0], []).append(m)
-                if not turn:
+                if after_module is None:
                     after_module = queues.spot_specs()
-                queues.reset_spot(initial)
-                turns.setdefault("bare", []).append(bare_patches(kubeconfig, patches))
             bare = best(turns.pop("bare"), "bare client, same applies")
             rows += [best(runs, label) for label, runs in turns.items()]
             rows.append(bare)
