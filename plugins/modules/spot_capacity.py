@@ -119,8 +119,9 @@ updated:
   elements: str
 diff:
   description:
-    - One diff per changed object, sorted by C(before_header), which is the queue name: before and after of each
-      changed spot queue's capability and deserved. Ansible shows each under its own header (rule diff-per-object).
+    - One diff per changed object, sorted by C(before_header), which is the queue name; each holds the before and
+      after of each changed spot queue's capability and deserved. Ansible shows each under its own header (rule
+      diff-per-object).
   returned: when diff mode is on
   type: list
   elements: dict

@@ -289,8 +289,8 @@ objects:
   sample: [{kind: Queue, name: tenant-alpha-subscription, action: update}]
 diff:
   description:
-    - One diff per changed object, sorted by C(before_header), which is C(Kind/namespace/name): before and after of
-      each changed object, only the fields the module owns. Ansible shows each under its own header (rule
+    - One diff per changed object, sorted by C(before_header), which is C(Kind/namespace/name); each holds the before
+      and after of each changed object, only the fields the module owns. Ansible shows each under its own header (rule
       diff-per-object).
   returned: when diff mode is on
   type: list

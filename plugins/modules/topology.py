@@ -113,8 +113,9 @@ tree:
   sample: "spine-0 (tier 2)\n└── tor-0 (tier 1)\n    ├── gpu-0\n    └── gpu-1\n"
 diff:
   description:
-    - One diff per changed object, sorted by C(before_header), which is the HyperNode name: before and after of each
-      HyperNode created, changed or deleted. Ansible shows each under its own header (rule diff-per-object).
+    - One diff per changed object, sorted by C(before_header), which is the HyperNode name; each holds the before and
+      after of each HyperNode created, changed or deleted. Ansible shows each under its own header (rule
+      diff-per-object).
   returned: when diff mode is on
   type: list
   elements: dict

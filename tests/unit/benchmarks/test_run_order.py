@@ -13,7 +13,7 @@ from _api_counter import Measurement, abba, mean
 
 
 def test_two_turns_run_abba():
-    assert [side for _, side in abba(2)] == ["a", "b", "b", "a"]
+    assert [side for _turn, side in abba(2)] == ["a", "b", "b", "a"]
     assert abba(2) == [(0, "a"), (0, "b"), (1, "b"), (1, "a")]
 
 
