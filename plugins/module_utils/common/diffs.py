@@ -19,19 +19,20 @@ from typing import Any
 
 def per_object(diff: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One Ansible diff per key of a keyed before/after, sorted by key. An object only
-    in ``after`` is new (its before is empty), one only in ``before`` goes. An object
-    whose before and after are equal is left out: it did not change."""
+    in ``after`` is new (its before is empty), one only in ``before`` goes. Every key
+    stays, even one whose before and after look equal: the services key only what they
+    write, so an entry is a write ``--diff`` must not hide."""
     before: Mapping[str, Any] = diff.get("before") or {}
     after: Mapping[str, Any] = diff.get("after") or {}
-    entries = []
-    for key in sorted(set(before) | set(after)):
-        old, new = before.get(key), after.get(key)
-        if old == new:
-            continue
-        entries.append(
-            {"before_header": key, "after_header": key, "before": _shown(old), "after": _shown(new)}
-        )
-    return entries
+    return [
+        {
+            "before_header": key,
+            "after_header": key,
+            "before": _shown(before.get(key)),
+            "after": _shown(after.get(key)),
+        }
+        for key in sorted(set(before) | set(after))
+    ]
 
 
 def _shown(value: Any) -> Any:

@@ -34,9 +34,11 @@ def test_one_diff_per_object_sorted_with_its_name_as_header():
     ]
 
 
-def test_an_object_that_did_not_change_is_left_out():
+def test_every_written_object_keeps_its_entry():
+    # a service keys only what it writes: an entry that looks unchanged is still a write
     same = {"spec": {"weight": 1}}
-    assert per_object({"before": {"q": same}, "after": {"q": dict(same)}}) == []
+    (entry,) = per_object({"before": {"q": same}, "after": {"q": dict(same)}})
+    assert entry["before_header"] == "q" and entry["before"] == entry["after"] == same
     assert per_object({"before": {}, "after": {}}) == per_object({}) == []
 
 
