@@ -329,8 +329,10 @@ requests:
 """
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.inputs import check_tenant
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.rendered import (
+    run_rendered,
+)
 
 TEAM_OPTIONS = {
     "name": {"type": "str", "required": True},
@@ -361,13 +363,21 @@ OPTIONS = {
 }
 
 
+def converge(params: dict, cluster, check_mode: bool) -> dict:
+    """``present`` and ``absent``. The service, and with it the Kubernetes client, is
+    imported once the module connects: ``rendered`` answers without either."""
+    from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
+
+    return service.run_tenant(params, cluster, check_mode)
+
+
 def main() -> None:
     # Every input is checked before the module connects.
     run_module(
         OPTIONS,
-        service.run_tenant,
+        converge,
         validate=check_tenant,
-        offline=service.run_rendered,
+        offline=run_rendered,
         diff_by_object=True,
     )
 

@@ -223,10 +223,12 @@ requests:
   type: int
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.catalog import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.catalog.inputs import (
     STATES,
     check_options,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.catalog.rendered import (
+    run_rendered,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
 
@@ -249,14 +251,22 @@ OPTIONS = {
 
 def rendered(params: dict) -> dict | None:
     """``state: rendered`` answers without connecting."""
-    return service.run_rendered(params) if params.get("state") == "rendered" else None
+    return run_rendered(params) if params.get("state") == "rendered" else None
+
+
+def converge(params: dict, cluster, check_mode: bool) -> dict:
+    """``present`` and ``gathered``. The service, and with it the Kubernetes client, is
+    imported once the module connects: ``rendered`` answers without either."""
+    from ansible_collections.gpucloud.platform.plugins.module_utils.catalog import service
+
+    return service.run_catalog(params, cluster, check_mode)
 
 
 def main() -> None:
     # Every input is checked before the module connects.
     run_module(
         OPTIONS,
-        service.run_catalog,
+        converge,
         validate=check_options,
         offline=rendered,
         diff_by_object=True,

@@ -20,17 +20,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-try:
-    # libyaml's safe loader where it is installed: a fleet's catalog file is large.
-    from ansible.module_utils.common.yaml import yaml_load
-    from yaml import YAMLError
-except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
-    yaml_load = None
-    YAMLError = ValueError
-
 from ..capacity.oversell import catalog_oversell_errors
 from ..capacity.pool import commitments_from_queues, pool_from_nodes
-from ..common.errors import FieldError, PartialWrite, PlatformValidationError, Refused, raise_if
+from ..common.errors import PartialWrite, Refused, raise_if
 from ..common.names import (
     JOB_API,
     LABEL_MANAGED_BY,
@@ -48,7 +40,7 @@ from ..queues.parent_list import parent_queue_names
 from ..tenants import service as tenants
 from ..tenants.changes import Changes
 from ..tenants.live import active_jobs, active_pods
-from ..tenants.network import ClusterNetworks, discovered_networks
+from ..tenants.network import discovered_networks
 from .fleet import Fleet, group_fleet
 from .gather import gather_fleet
 from .inputs import parse_options
@@ -62,7 +54,7 @@ from .plan import (
     summary_row,
     tenant_status,
 )
-from .render import render_catalog
+from .source import catalog_from
 from .spec import Catalog
 
 # The kinds read for the fleet, each with one LIST selected by the tenant label: the
@@ -102,30 +94,6 @@ class Progress:
             self._last = now
             parts = ", ".join(f"{k} {v}" for k, v in sorted(self.by_status.items()))
             self.say(f"tenants {self.done}/{self.total} ({parts})")
-
-
-def load_catalog_file(path: str) -> Any:
-    """The ``src`` file: a YAML list of tenants, or a mapping with ``tenants``."""
-    if yaml_load is None:
-        raise PlatformValidationError(
-            [FieldError("src", "reading a catalog file needs the Python package PyYAML")]
-        )
-    try:
-        data = yaml_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise PlatformValidationError([FieldError("src", f"cannot read {path}: {exc}")]) from None
-    except YAMLError as exc:
-        raise PlatformValidationError(
-            [FieldError("src", f"{path} is not YAML: {exc}".splitlines()[0])]
-        ) from None
-    if isinstance(data, Mapping) and "tenants" in data:
-        return data["tenants"]
-    return data
-
-
-def catalog_from(params: Mapping[str, Any]) -> Catalog | None:
-    tenants_given = load_catalog_file(params["src"]) if params.get("src") else params.get("tenants")
-    return parse_options(params, tenants_given)
 
 
 # -- reads -----------------------------------------------------------------------------------
@@ -375,31 +343,6 @@ def report(
 
 
 # -- the module ------------------------------------------------------------------------------
-
-
-def run_rendered(params: Mapping[str, Any]) -> dict[str, Any]:
-    """``state: rendered``: the manifests, with no request at all. The networks each
-    plan cuts out of the egress are the given ``pod_cidr`` and ``service_cidr``."""
-    catalog = catalog_from(params)
-    if catalog is None:  # gathered takes no catalog; the module routes it elsewhere
-        raise AssertionError("rendered needs a catalog")
-    manifests = render_catalog(catalog.tenants, ClusterNetworks())
-    return {
-        "changed": False,
-        "manifests": manifests,
-        "by_tenant": by_tenant(manifests),
-        "tenants": catalog.names,
-    }
-
-
-def by_tenant(manifests: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The rendered manifests per tenant (``platform.io/tenant``), in the same order; the
-    shared parent-queues list under ``""``: one file each in a GitOps repository."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for manifest in manifests:
-        labels = (manifest.get("metadata") or {}).get("labels") or {}
-        out.setdefault(labels.get(LABEL_TENANT, ""), []).append(dict(manifest))
-    return dict(sorted(out.items()))
 
 
 def run_catalog(

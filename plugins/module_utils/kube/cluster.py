@@ -11,7 +11,6 @@ and count their round trips.
 
 from __future__ import annotations
 
-import copy
 import json
 import threading
 import time
@@ -24,17 +23,13 @@ from ..common.heap import long_lived
 from ..common.names import FIELD_MANAGER
 
 try:
-    from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import (
         CoreException,
     )
-
-    HAS_KUBERNETES_CORE = True
 except ImportError:  # pragma: no cover - only when kubernetes.core is absent
-    AUTH_ARG_SPEC = {}
-    HAS_KUBERNETES_CORE = False
+    get_api_client = None
+    CoreException = Exception
 
 try:
     from kubernetes.dynamic.exceptions import (
@@ -91,18 +86,6 @@ def decode(response: Any) -> Any:
     if isinstance(data, bytes | bytearray):
         data = data.decode("utf-8")
     return json.loads(data) if isinstance(data, str) else data
-
-
-def argument_spec(**options: Any) -> dict[str, Any]:
-    """The module's own options plus kubernetes.core's connection options."""
-    spec = copy.deepcopy(AUTH_ARG_SPEC)
-    spec.update(options)
-    return spec
-
-
-def platform_module(**kwargs: Any):
-    """An AnsibleK8SModule: checks that kubernetes and PyYAML are importable."""
-    return AnsibleK8SModule(**kwargs)
 
 
 class Cluster:
@@ -445,15 +428,12 @@ def api_error_message(exc: Exception) -> str:
 
 
 __all__ = [
-    "HAS_KUBERNETES_CORE",
     "ApiException",
     "Cluster",
     "ConflictError",
     "ResourceNotFoundError",
     "TooManyRequestsError",
     "TransportError",
-    "argument_spec",
-    "platform_module",
     "retry_while_denied",
     "written_or_raise",
 ]

@@ -8,6 +8,9 @@ the input before it connects (``validate``), builds the ``Cluster`` from
 kubernetes.core's connection options, maps the collection's typed errors to
 ``fail_json`` with the same keys everywhere, drops ``diff`` unless diff mode is
 on, and adds ``requests``: the API requests the run made.
+
+The Kubernetes client (``kube.cluster``) is imported only once the module
+connects: a refused input or an offline answer never pays its half second.
 """
 
 from __future__ import annotations
@@ -17,16 +20,10 @@ from typing import Any
 
 from ..common.diffs import per_object
 from ..common.errors import PartialWrite, PlatformValidationError, Refused
-from .cluster import (
-    ApiException,
-    Cluster,
-    TransportError,
-    api_error_message,
-    argument_spec,
-    platform_module,
-)
+from .module import argument_spec, platform_module, require_client
 
-Service = Callable[[dict[str, Any], Cluster, bool], dict[str, Any]]
+# ``service(params, cluster, check_mode)``, the cluster a ``kube.cluster.Cluster``.
+Service = Callable[[dict[str, Any], Any, bool], dict[str, Any]]
 
 
 def failure(exc: BaseException) -> dict[str, Any]:
@@ -35,6 +32,9 @@ def failure(exc: BaseException) -> dict[str, Any]:
         return {"msg": str(exc), "errors": exc.messages, "changed": False}
     if isinstance(exc, Refused):
         return {"msg": str(exc), "changed": False, **exc.extra}
+    # Only a run that connected gets this far, with the client already imported.
+    from .cluster import ApiException, TransportError, api_error_message
+
     if isinstance(exc, PartialWrite):
         cause = exc.cause
         if isinstance(cause, ApiException):
@@ -86,6 +86,9 @@ def run_module(
         if answer is not None:
             answer.pop("diff", None)
             module.exit_json(requests=0, **answer)
+    require_client(module)
+    from .cluster import ApiException, Cluster, TransportError
+
     cluster = Cluster.from_module(module)
     try:
         result = service(params, cluster, module.check_mode)

@@ -20,7 +20,6 @@ from typing import Any
 from ..capacity.oversell import tenant_oversell_errors
 from ..capacity.pool import commitments_from_queues, label_selector, pool_from_nodes
 from ..capacity.purchase import purchase_demand, purchase_growth
-from ..catalog.render import render_catalog
 from ..common.errors import PartialWrite, Refused, raise_if
 from ..common.names import (
     CAPACITY_FIELD_MANAGER,
@@ -57,7 +56,6 @@ from .inputs import (
     parse_info,
     parse_present,
     parse_team_queue,
-    rendered_network_errors,
 )
 from .live import TenantLive, active_jobs, active_pods, busy_queues, queues_in_delete_order
 from .network import ClusterNetworks, discovered_networks
@@ -539,16 +537,6 @@ def run_tenant(
     if params.get("state", "present") == "absent":
         return ensure_absent(params, cluster, check_mode)
     return ensure_present(params, cluster, check_mode)
-
-
-def run_rendered(params: Mapping[str, Any]) -> dict[str, Any] | None:
-    """``state: rendered``: the tenant's manifests as its first run writes them, sorted,
-    without a cluster (the catalog's rendering of a catalog of one)."""
-    if params.get("state") != "rendered":
-        return None
-    spec = parse_present(params)
-    raise_if(rendered_network_errors(params))
-    return {"changed": False, "manifests": render_catalog([spec], ClusterNetworks())}
 
 
 # -- team_queue ------------------------------------------------------------------------------

@@ -781,14 +781,17 @@ def test_module_partial_delete_fails_with_changed_and_done(run_module):
 
 def test_rendered_is_the_catalog_of_one_and_needs_the_networks():
     from ansible_collections.gpucloud.platform.plugins.module_utils.catalog import (
-        service as catalog,
+        rendered as catalog,
     )
     from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.inputs import (
         check_tenant,
     )
+    from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.rendered import (
+        run_rendered,
+    )
 
     given = params(state="rendered", pod_cidr="10.244.0.0/16", service_cidr="10.96.0.0/12")
-    alone = service.run_rendered(given)
+    alone = run_rendered(given)
     entry = {k: given[k] for k in ("name", "subscription", "egress_cidrs")}
     entry["teams"] = [{k: v for k, v in t.items() if v is not None} for t in given["teams"]]
     many = catalog.run_rendered(
@@ -800,7 +803,7 @@ def test_rendered_is_the_catalog_of_one_and_needs_the_networks():
         }
     )
     assert alone["manifests"] == many["manifests"]
-    assert service.run_rendered(params()) is None  # present: the module connects
+    assert run_rendered(params()) is None  # present: the module connects
     with pytest.raises(PlatformValidationError) as exc:
         check_tenant(params(state="rendered"))
     assert [m.split(":")[0] for m in exc.value.messages] == ["pod_cidr", "service_cidr"]

@@ -1,0 +1,40 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``state: rendered`` of ``tenant_catalog``: the catalog's manifests with no cluster,
+no kubeconfig and no Kubernetes client, whole and per tenant (one file each in a
+GitOps repository). The order is the rule rendered-order (``catalog.render``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..common.names import LABEL_TENANT
+from ..tenants.network import ClusterNetworks
+from .render import render_catalog
+from .source import catalog_from
+
+
+def run_rendered(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``state: rendered``: the manifests, with no request at all. The networks each
+    plan cuts out of the egress are the given ``pod_cidr`` and ``service_cidr``."""
+    catalog = catalog_from(params)
+    if catalog is None:  # gathered takes no catalog; the module routes it elsewhere
+        raise AssertionError("rendered needs a catalog")
+    manifests = render_catalog(catalog.tenants, ClusterNetworks())
+    return {
+        "changed": False,
+        "manifests": manifests,
+        "by_tenant": by_tenant(manifests),
+        "tenants": catalog.names,
+    }
+
+
+def by_tenant(manifests: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The rendered manifests per tenant (``platform.io/tenant``), in the same order; the
+    shared parent-queues list under ``""``: one file each in a GitOps repository."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for manifest in manifests:
+        labels = (manifest.get("metadata") or {}).get("labels") or {}
+        out.setdefault(labels.get(LABEL_TENANT, ""), []).append(dict(manifest))
+    return dict(sorted(out.items()))
