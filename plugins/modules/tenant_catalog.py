@@ -111,6 +111,8 @@ options:
   progress_file:
     description:
       - A file on the managed host the run appends progress lines to while it writes (C(tail -f) it).
+      - Written in check mode too, the one thing check mode writes - a dry run over a large catalog takes as long as
+        its server-side dry runs, and the lines count them.
     type: path
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
