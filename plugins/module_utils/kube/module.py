@@ -16,11 +16,8 @@ from typing import Any
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
-
-    HAS_KUBERNETES_CORE = True
 except ImportError:  # pragma: no cover - only when kubernetes.core is absent
     AUTH_ARG_SPEC = {}
-    HAS_KUBERNETES_CORE = False
 
 
 def argument_spec(**options: Any) -> dict[str, Any]:
