@@ -16,14 +16,16 @@ connects: a refused input or an offline answer never pays its half second.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..common.diffs import per_object
 from ..common.errors import PartialWrite, PlatformValidationError, Refused
 from .module import argument_spec, platform_module, require_client
 
-# ``service(params, cluster, check_mode)``, the cluster a ``kube.cluster.Cluster``.
-Service = Callable[[dict[str, Any], Any, bool], dict[str, Any]]
+if TYPE_CHECKING:  # the client is imported at run time only once the module connects
+    from .cluster import Cluster
+
+Service = Callable[[dict[str, Any], "Cluster", bool], dict[str, Any]]
 
 
 def failure(exc: BaseException) -> dict[str, Any]:
@@ -87,12 +89,18 @@ def run_module(
             answer.pop("diff", None)
             module.exit_json(requests=0, **answer)
     require_client(module)
-    from .cluster import ApiException, Cluster, TransportError
+    from . import cluster as kube  # the client, now that the module connects
 
-    cluster = Cluster.from_module(module)
+    cluster = kube.Cluster.from_module(module)
     try:
         result = service(params, cluster, module.check_mode)
-    except (PlatformValidationError, Refused, PartialWrite, ApiException, TransportError) as exc:
+    except (
+        PlatformValidationError,
+        Refused,
+        PartialWrite,
+        kube.ApiException,
+        kube.TransportError,
+    ) as exc:
         module.fail_json(requests=cluster.requests, **failure(exc))
     if not module._diff:
         result.pop("diff", None)
