@@ -259,14 +259,19 @@ class Cluster:
     def replace(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
         """Replace an object; with ``metadata.resourceVersion`` set this fails
         with ConflictError when someone else changed it in between."""
-        meta = manifest["metadata"]
+        return self._send_whole(self._client.replace, manifest)
+
+    def _send_whole(self, method: Callable[..., Any], manifest: Mapping[str, Any]) -> Any:
+        """A whole object sent by the client's ``create`` or ``replace`` under the
+        platform's field manager; the API server's answer as plain dicts."""
         resource = self.resource(manifest["apiVersion"], manifest["kind"])
+        namespace = manifest["metadata"].get("namespace")
         return decode(
             self._send(
-                lambda: self._client.replace(
+                lambda: method(
                     resource,
                     dict(manifest),
-                    namespace=meta.get("namespace"),
+                    namespace=namespace,
                     field_manager=FIELD_MANAGER,
                     serialize=False,
                 )
@@ -302,19 +307,8 @@ class Cluster:
         )
 
     def create(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
-        meta = manifest["metadata"]
-        resource = self.resource(manifest["apiVersion"], manifest["kind"])
-        return decode(
-            self._send(
-                lambda: self._client.create(
-                    resource,
-                    dict(manifest),
-                    namespace=meta.get("namespace"),
-                    field_manager=FIELD_MANAGER,
-                    serialize=False,
-                )
-            )
-        )
+        """Create an object; ConflictError when one of that name exists."""
+        return self._send_whole(self._client.create, manifest)
 
     def delete(
         self,
