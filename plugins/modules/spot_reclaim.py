@@ -58,8 +58,9 @@ attributes:
   diff_mode:
     support: partial
     details:
-      - The diff holds the deleted jobs; the Events and the history entry the reclaim records are not in it (RV(history)
-        is the history after the run).
+      - The diff holds the deleted jobs and each of their spot queues' reclaim count (annotation
+        C(platform.io/spot-reclaimed-jobs)); the Events and the history entry the reclaim records are not in it
+        (RV(history) is the history after the run).
 notes:
   - Pass RV(reclaim) to M(ansible.builtin.set_stats) to show the reclaim in AWX.
 seealso:
@@ -161,8 +162,18 @@ free_after:
   description: Free GPUs (pods on their way out counted as holding) when the wait ended.
   returned: when O(wait=true)
   type: int
+counted:
+  description:
+    - Each spot queue the victims came from, with its reclaim count (annotation C(platform.io/spot-reclaimed-jobs))
+      before and after this run; in check mode, what the run would write. A count that could not be written is
+      left out (and warned about).
+  returned: always
+  type: dict
+  sample: {tenant-alpha-spot: {before: 5, after: 7}}
 diff:
-  description: The victims before (running) and after (deleted).
+  description:
+    - The victims before (running) and after (deleted), keyed C(<namespace>/<name>), and each queue's reclaim count
+      before and after, keyed C(<queue> platform.io/spot-reclaimed-jobs).
   returned: when diff mode is on
   type: dict
 done:

@@ -22,7 +22,8 @@ from there).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -275,6 +276,17 @@ def reclaimed_jobs(queue: Mapping[str, Any]) -> int:
     return int(text) if text.isascii() and text.isdigit() else 0
 
 
+def reclaims_per_queue(victims: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Rule spot-reclaim-count: how many of the victims each spot Queue loses, by name."""
+    return dict(sorted(Counter(v["queue"] for v in victims if v.get("queue")).items()))
+
+
+def raised_count(queue: Mapping[str, Any], jobs: int) -> dict[str, int]:
+    """Rule spot-reclaim-count: the Queue's count before and after ``jobs`` more reclaims."""
+    before = reclaimed_jobs(queue)
+    return {"before": before, "after": before + jobs}
+
+
 def reclaim_count_patch(queue: Mapping[str, Any], jobs: int) -> dict[str, Any]:
     """Rule spot-reclaim-count: the merge patch that adds ``jobs`` to the Queue's
     count, made against the version read (a concurrent change is a conflict, and the
@@ -283,7 +295,7 @@ def reclaim_count_patch(queue: Mapping[str, Any], jobs: int) -> dict[str, Any]:
     return {
         "metadata": {
             "resourceVersion": meta.get("resourceVersion"),
-            "annotations": {ANNOTATION_SPOT_RECLAIMED: str(reclaimed_jobs(queue) + jobs)},
+            "annotations": {ANNOTATION_SPOT_RECLAIMED: str(raised_count(queue, jobs)["after"])},
         }
     }
 
@@ -326,10 +338,16 @@ def reclaim_summary(result: Mapping[str, Any], reason: str, now: datetime) -> di
     return {"time": seconds_time(now), "reason": reason, **{k: result[k] for k in SUMMARY_FIELDS}}
 
 
-def reclaim_diff(victims: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """The victims before (running) and after (deleted)."""
+def reclaim_diff(
+    victims: list[Mapping[str, Any]], counted: Mapping[str, Mapping[str, int]]
+) -> dict[str, Any]:
+    """The victims before (running) and after (deleted), and each spot Queue's reclaim
+    count (``counted``: before and after, by queue) under the key
+    ``<queue> platform.io/spot-reclaimed-jobs``."""
     names = victim_names(victims)
-    return {
-        "before": {name: "running" for name in names},
-        "after": {name: "deleted" for name in names},
-    }
+    before: dict[str, str] = {name: "running" for name in names}
+    after: dict[str, str] = {name: "deleted" for name in names}
+    for queue, count in sorted(counted.items()):
+        key = f"{queue} {ANNOTATION_SPOT_RECLAIMED}"
+        before[key], after[key] = str(count["before"]), str(count["after"])
+    return {"before": before, "after": after}

@@ -28,7 +28,6 @@ reports its victims, and the applies are the cluster's server-side dry runs.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -78,11 +77,13 @@ from .reclaim import (
     history_entry,
     history_manifest,
     lease_blocker,
+    raised_count,
     reclaim_count_patch,
     reclaim_diff,
     reclaim_report,
     reclaim_request,
     reclaim_summary,
+    reclaims_per_queue,
     too_little_spot,
     victim_names,
 )
@@ -276,19 +277,23 @@ def _record_history(cluster: Cluster, entry: Mapping[str, Any], size: int) -> li
         return []
 
 
-def count_reclaims(cluster: Cluster, deleted: Iterable[Mapping[str, Any]]) -> None:
+def count_reclaims(
+    cluster: Cluster, deleted: Iterable[Mapping[str, Any]]
+) -> dict[str, dict[str, int]]:
     """Raise each spot queue's reclaim count by the jobs deleted from it (rule
-    spot-reclaim-count). Under the reclaim Lease no other reclaim counts at the same
-    time; a spot recompute may change the queue in between, which the patch's
-    resourceVersion turns into a conflict and another read. The jobs are gone either
-    way: a count that cannot be written is only warned about."""
-    per_queue = Counter(v["queue"] for v in deleted if v.get("queue"))
-    for name, jobs in sorted(per_queue.items()):
+    spot-reclaim-count); returns the counts written, before and after, by queue. Under
+    the reclaim Lease no other reclaim counts at the same time; a spot recompute may
+    change the queue in between, which the patch's resourceVersion turns into a
+    conflict and another read. The jobs are gone either way: a count that cannot be
+    written is only warned about (and left out of what is returned)."""
+    counted: dict[str, dict[str, int]] = {}
+    for name, jobs in reclaims_per_queue(deleted).items():
         for _attempt in range(COUNT_ATTEMPTS):
             try:
                 queue = cluster.get(QUEUE_API, "Queue", name)
                 if queue is not None:
                     cluster.merge_patch(QUEUE_API, "Queue", name, reclaim_count_patch(queue, jobs))
+                    counted[name] = raised_count(queue, jobs)
                 break
             except ConflictError:
                 continue
@@ -300,6 +305,18 @@ def count_reclaims(cluster: Cluster, deleted: Iterable[Mapping[str, Any]]) -> No
                 break
         else:
             warn(f"the reclaim count of queue {name} kept changing; {jobs} reclaims not counted")
+    return counted
+
+
+def counts_to_raise(cluster: Cluster, victims: Iterable[Mapping[str, Any]]) -> dict[str, dict]:
+    """Check mode: each victim queue's reclaim count now and after the reclaim, by
+    queue (one GET per queue the victims come from; a queue gone counts nothing)."""
+    counted: dict[str, dict] = {}
+    for name, jobs in reclaims_per_queue(victims).items():
+        queue = cluster.get(QUEUE_API, "Queue", name)
+        if queue is not None:
+            counted[name] = raised_count(queue, jobs)
+    return counted
 
 
 # --- the whole reclaim -------------------------------------------------------------
@@ -314,6 +331,7 @@ def preview(cluster: Cluster, request: ReclaimRequest, now: datetime) -> dict[st
         warn(blocker)
     result["changed"] = bool(result["victims"])
     result["history"] = read_live_history(cluster)
+    result["counted"] = counts_to_raise(cluster, result["victims"])
     return result
 
 
@@ -335,22 +353,22 @@ def reclaim(
     except ReclaimError:
         victims = None
     if victims == []:
-        result["changed"] = False
-        result["history"] = read_live_history(cluster)
+        result.update(changed=False, history=read_live_history(cluster), counted={})
         return result
     lease = acquire_lease(cluster, request.holder, request.lease_duration, now)
     try:
         result, victims = plan(cluster, request)
         if not victims:
-            result["changed"] = False
-            result["history"] = read_live_history(cluster)
+            result.update(changed=False, history=read_live_history(cluster), counted={})
             return result
         deleted = delete_victims(cluster, victims, result, request.reason, now)
-        result.update(_deleted_so_far(result, deleted), changed=bool(deleted), history=[])
+        result.update(
+            _deleted_so_far(result, deleted), changed=bool(deleted), history=[], counted={}
+        )
         if deleted:
             entry = history_entry(result, request.reason, request.holder, now)
             result["history"] = _record_history(cluster, entry, request.history_size)
-            count_reclaims(cluster, deleted)
+            result["counted"] = count_reclaims(cluster, deleted)
         return result
     finally:
         release_lease(cluster, lease)
@@ -399,7 +417,7 @@ def run_reclaim(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> d
     result["waited"] = False
     if params["wait"] and not check_mode:
         _wait_after_reclaim(cluster, request, params["wait_timeout"], result)
-    result["diff"] = reclaim_diff(result["victims"])
+    result["diff"] = reclaim_diff(result["victims"], result["counted"])
     return result
 
 

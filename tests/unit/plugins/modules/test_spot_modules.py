@@ -151,14 +151,19 @@ def test_spot_reclaim_check_mode_then_real(run_module):
     assert done["reclaim"]["reason"] == "order 9" and done["reclaim"]["freed"] == 12
     assert done["history"][0]["victims"] == done["victims"]
     assert done["history"][0]["holder"].startswith("t/")  # the identity, then this run
+    count = "tenant-alpha-spot platform.io/spot-reclaimed-jobs"
     assert done["diff"]["after"] == {
         "tenant-alpha/spot-a": "deleted",
         "tenant-alpha/spot-b": "deleted",
+        count: "2",
     }
     assert done["diff"]["before"] == {
         "tenant-alpha/spot-a": "running",
         "tenant-alpha/spot-b": "running",
+        count: "0",
     }
+    # Check mode said exactly what the run then did, the queue's count included.
+    assert preview["diff"] == done["diff"] and preview["counted"] == done["counted"]
 
 
 def test_spot_reclaim_nothing_needed(run_module):

@@ -15,6 +15,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim imp
     history_entry,
     lease_manifest,
     lease_takeover,
+    raised_count,
     reclaim_count_patch,
     reclaim_diff,
     reclaim_input_errors,
@@ -22,6 +23,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim imp
     reclaim_request,
     reclaim_summary,
     reclaimed_jobs,
+    reclaims_per_queue,
     validate_reclaim_input,
 )
 from ansible_collections.gpucloud.platform.plugins.modules import spot_reclaim
@@ -79,9 +81,22 @@ def test_summary_history_and_diff_repeat_the_run():
     assert summary["victims"] == RESULT["victims"] and "history" not in summary
     entry = history_entry(RESULT, "order 7", "me", NOW)
     assert entry == {**summary, "holder": "me"}
-    assert reclaim_diff(RESULT["victims"]) == {
+    assert reclaim_diff(RESULT["victims"], {}) == {
         "before": {"t/a": "running", "t/b": "running"},
         "after": {"t/a": "deleted", "t/b": "deleted"},
+    }
+    counted = {"t-spot": {"before": 5, "after": 7}}
+    assert reclaim_diff(RESULT["victims"], counted) == {
+        "before": {
+            "t/a": "running",
+            "t/b": "running",
+            "t-spot platform.io/spot-reclaimed-jobs": "5",
+        },
+        "after": {
+            "t/a": "deleted",
+            "t/b": "deleted",
+            "t-spot platform.io/spot-reclaimed-jobs": "7",
+        },
     }
 
 
@@ -135,3 +150,15 @@ def test_the_count_patch_adds_to_the_version_read():
     assert reclaim_count_patch({"metadata": {}}, 2)["metadata"]["annotations"] == {
         "platform.io/spot-reclaimed-jobs": "2"
     }
+    assert raised_count(queue, 3) == {"before": 5, "after": 8}
+
+
+def test_reclaims_are_counted_per_queue_the_victims_come_from():
+    victims = [
+        {"name": "a", "queue": "q2"},
+        {"name": "b", "queue": "q1"},
+        {"name": "c", "queue": "q2"},
+        {"name": "d"},  # no queue: nothing to count on
+    ]
+    assert reclaims_per_queue(victims) == {"q1": 1, "q2": 2}
+    assert list(reclaims_per_queue(victims)) == ["q1", "q2"]

@@ -80,7 +80,10 @@ def test_reclaim_deletes_records_and_summarises():
     assert [v["name"] for v in result["victims"]] == ["spot-a", "spot-b"]
     assert result["reclaim"]["reason"] == "order 7" and result["reclaim"]["freed"] == 12
     assert result["reclaim"]["victims"] == result["victims"] == result["history"][0]["victims"]
-    assert set(result["diff"]["before"]) == {"tenant-alpha/spot-a", "tenant-alpha/spot-b"}
+    count = "tenant-alpha-spot platform.io/spot-reclaimed-jobs"
+    assert set(result["diff"]["before"]) == {"tenant-alpha/spot-a", "tenant-alpha/spot-b", count}
+    assert (result["diff"]["before"][count], result["diff"]["after"][count]) == ("0", "2")
+    assert result["counted"] == {"tenant-alpha-spot": {"before": 0, "after": 2}}
     assert len(cluster.objects("Event")) == 2 and cluster.objects("Lease") == []
 
 
