@@ -232,6 +232,9 @@ def test_purchase_reclaims_spot_jobs_in_order_and_recomputes_capacity(
     assert preview["free"] == 0 and preview["shortfall"] == 12
     assert [v["name"] for v in preview["victims"]] == ["spot-a", "spot-b"]
     assert all(job_phase(custom, namespace, n) == "Running" for n in jobs)  # nothing deleted
+    # Check mode reads the victims' queue and says what its reclaim count would become.
+    ((spot_queue, count),) = preview["counted"].items()
+    assert count["after"] == count["before"] + 2
 
     reason = f"subscription order 4711 of tenant {buyer}"
     try:
@@ -256,6 +259,13 @@ def test_purchase_reclaims_spot_jobs_in_order_and_recomputes_capacity(
         assert reclaim["shortfall"] == 16 and reclaim["freed"] == 16
         assert [v["name"] for v in reclaim["victims"]] == ["spot-a", "spot-b", "spot-c"]
         assert reclaim["free_after"] >= 12
+        # A and B from the queue check mode read, as it said; C from its own tenant's.
+        assert reclaim["counted"][spot_queue] == count
+        assert sum(c["after"] - c["before"] for c in reclaim["counted"].values()) == 3
+        for name, counted in reclaim["counted"].items():
+            queue = custom.get_cluster_custom_object(*VOLCANO, name)
+            annotations = queue["metadata"]["annotations"]
+            assert annotations["platform.io/spot-reclaimed-jobs"] == str(counted["after"])
         for name in ("spot-a", "spot-b", "spot-c"):
             assert job_phase(custom, namespace, name) is None
         for name in ("spot-d", "spot-fill"):
