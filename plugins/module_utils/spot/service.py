@@ -308,10 +308,12 @@ def count_reclaims(
     return counted
 
 
-def counts_to_raise(cluster: Cluster, victims: Iterable[Mapping[str, Any]]) -> dict[str, dict]:
+def counts_to_raise(
+    cluster: Cluster, victims: Iterable[Mapping[str, Any]]
+) -> dict[str, dict[str, int]]:
     """Check mode: each victim queue's reclaim count now and after the reclaim, by
     queue (one GET per queue the victims come from; a queue gone counts nothing)."""
-    counted: dict[str, dict] = {}
+    counted: dict[str, dict[str, int]] = {}
     for name, jobs in reclaims_per_queue(victims).items():
         queue = cluster.get(QUEUE_API, "Queue", name)
         if queue is not None:
