@@ -202,7 +202,10 @@ def best(runs: list[Measurement], label: str) -> Measurement:
 def mean(runs: list[Measurement], label: str) -> Measurement:
     """The mean of repeated runs, under one label: for runs that each change what the
     next one meets (a fleet that grows by every run), taken in ABBA order so that the
-    change weighs the same on both sides."""
+    change weighs the same on both sides. A single run is not a mean: it is returned as
+    it is, under its own label."""
+    if len(runs) == 1:
+        return runs[0]
     methods = sorted({method for m in runs for method in m.by_method})
     return Measurement(
         label,

@@ -239,11 +239,8 @@ def main() -> None:
                     runner.run(f"tenant_catalog, {n} new #{turn + 1}", playbook, catalog_vars)
                 )
                 wait_queues_open(kubeconfig, (CATALOG[turn],))
-            # One turn each is its own measurement, not a mean.
-            bare = mean(bares, "bare client, same objects (mean)") if len(bares) > 1 else bares[0]
-            first = (
-                mean(firsts, f"tenant_catalog, {n} new (mean)") if len(firsts) > 1 else firsts[0]
-            )
+            bare = mean(bares, "bare client, same objects (mean)")
+            first = mean(firsts, f"tenant_catalog, {n} new (mean)")
             # The unchanged runs read back the last catalog's tenants.
             (runner.workdir / "library").mkdir(exist_ok=True)
             runner.write("library/noop_catalog.py", NOOP_CATALOG_MODULE)

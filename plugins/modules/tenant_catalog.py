@@ -230,7 +230,10 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.catalog.inputs i
     check_options,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.catalog.rendered import (
-    run_rendered,
+    rendered_catalog,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.catalog.source_io import (
+    catalog_from,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
 
@@ -252,8 +255,14 @@ OPTIONS = {
 
 
 def rendered(params: dict) -> dict | None:
-    """``state: rendered`` answers without connecting."""
-    return run_rendered(params) if params.get("state") == "rendered" else None
+    """``state: rendered`` answers without connecting: the catalog (O(tenants) or the
+    file O(src)), rendered."""
+    if params.get("state") != "rendered":
+        return None
+    catalog = catalog_from(params)
+    if catalog is None:  # only gathered takes no catalog
+        raise AssertionError("rendered needs a catalog")
+    return rendered_catalog(catalog)
 
 
 def converge(params: dict, cluster, check_mode: bool) -> dict:

@@ -1,8 +1,9 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""``state: rendered`` of ``tenant_catalog``: the catalog's manifests with no cluster,
+"""``state: rendered`` of ``tenant_catalog``: a catalog's manifests with no cluster,
 no kubeconfig and no Kubernetes client, whole and per tenant (one file each in a
-GitOps repository). The order is the rule rendered-order (``catalog.render``)."""
+GitOps repository). The order is the rule rendered-order (``catalog.render``). Pure:
+the module loads the catalog (``source_io``)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,13 @@ from typing import Any
 from ..common.names import LABEL_TENANT
 from ..tenants.network import ClusterNetworks
 from .render import render_catalog
-from .source import catalog_from
+from .spec import Catalog
 
 
-def run_rendered(params: Mapping[str, Any]) -> dict[str, Any]:
-    """``state: rendered``: the manifests, with no request at all. The networks each
-    plan cuts out of the egress are the given ``pod_cidr`` and ``service_cidr``."""
-    catalog = catalog_from(params)
-    if catalog is None:  # gathered takes no catalog; the module routes it elsewhere
-        raise AssertionError("rendered needs a catalog")
+def rendered_catalog(catalog: Catalog) -> dict[str, Any]:
+    """The module's answer to ``state: rendered``: the manifests, with no request at all.
+    The networks each plan cuts out of the egress are the ``pod_cidr`` and
+    ``service_cidr`` the catalog was given (required with it, rule catalog-options)."""
     manifests = render_catalog(catalog.tenants, ClusterNetworks())
     return {
         "changed": False,

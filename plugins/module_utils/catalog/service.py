@@ -54,7 +54,7 @@ from .plan import (
     summary_row,
     tenant_status,
 )
-from .source import catalog_from
+from .source_io import catalog_from
 from .spec import Catalog
 
 # The kinds read for the fleet, each with one LIST selected by the tenant label: the

@@ -38,3 +38,8 @@ def test_mean_of_runs():
     both = mean(runs, "both")
     assert (both.label, both.seconds, both.requests) == ("both", 50.0, 12001)
     assert both.by_method == {"PATCH": 12000, "GET": 1}
+
+
+def test_one_run_is_itself_not_a_mean():
+    run = Measurement("bare client #1", 40.0, 12000, {"PATCH": 12000})
+    assert mean([run], "bare client (mean)") is run

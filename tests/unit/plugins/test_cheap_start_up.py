@@ -81,7 +81,13 @@ def test_the_probe_sees_a_client_import():
 
 def test_a_module_imports_the_client_only_to_connect():
     # What every module imports before it connects: the runner and its Ansible side.
-    modules = ("kube.runner", "kube.module", "catalog.rendered", "tenants.rendered")
+    modules = (
+        "kube.runner",
+        "kube.module",
+        "catalog.rendered",
+        "catalog.source_io",
+        "tenants.rendered",
+    )
     assert client_modules_after_import(*(f"{PACKAGE}.module_utils.{m}" for m in modules)) == []
 
 

@@ -780,21 +780,19 @@ def test_module_partial_delete_fails_with_changed_and_done(run_module):
 
 
 def test_rendered_is_the_catalog_of_one_and_needs_the_networks():
-    from ansible_collections.gpucloud.platform.plugins.module_utils.catalog import (
-        rendered as catalog,
-    )
     from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.inputs import (
         check_tenant,
     )
     from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.rendered import (
         run_rendered,
     )
+    from ansible_collections.gpucloud.platform.plugins.modules import tenant_catalog
 
     given = params(state="rendered", pod_cidr="10.244.0.0/16", service_cidr="10.96.0.0/12")
     alone = run_rendered(given)
     entry = {k: given[k] for k in ("name", "subscription", "egress_cidrs")}
     entry["teams"] = [{k: v for k, v in t.items() if v is not None} for t in given["teams"]]
-    many = catalog.run_rendered(
+    many = tenant_catalog.rendered(
         {
             "state": "rendered",
             "tenants": [entry],

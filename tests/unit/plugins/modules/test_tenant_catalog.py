@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.catalog import rendered, service
+from ansible_collections.gpucloud.platform.plugins.module_utils.catalog import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PartialWrite,
     PlatformValidationError,
     Refused,
 )
+from ansible_collections.gpucloud.platform.plugins.modules import tenant_catalog
 from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster, conflict
 from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.tenants.tenant_objects import (
     GPU,
@@ -180,12 +181,12 @@ def test_a_failed_tenant_fails_the_run_naming_it_and_what_was_written():
 
 
 def test_rendered_reads_nothing_and_needs_the_networks():
-    result = rendered.run_rendered(
+    result = tenant_catalog.rendered(
         params(fleet(2), state="rendered", pod_cidr="10.244.0.0/16", service_cidr="10.96.0.0/12")
     )
     assert result["tenants"] == ["t0", "t1"] and len(result["manifests"]) == 2 * 10
     with pytest.raises(PlatformValidationError) as exc:
-        rendered.run_rendered(params(fleet(2), state="rendered"))
+        tenant_catalog.rendered(params(fleet(2), state="rendered"))
     assert [m.split(":")[0] for m in exc.value.messages] == ["pod_cidr", "service_cidr"]
 
 

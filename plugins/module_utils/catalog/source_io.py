@@ -1,7 +1,8 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Where a module's catalog comes from: the ``tenants`` option, or the YAML file ``src``
-on the managed host. Reads a local file at most, never the cluster."""
+on the managed host. The one place the catalog reads a file; it never reads the
+cluster, and imports no Kubernetes client (``state: rendered`` goes through it)."""
 
 from __future__ import annotations
 
