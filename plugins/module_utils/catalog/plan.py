@@ -29,6 +29,7 @@ from typing import Any
 from ..common.errors import FieldError, PlatformValidationError
 from ..common.names import LABEL_TENANT, QUEUE_TYPE_TEAM
 from ..queues.plan import QueueStep, queue_steps
+from ..tenants.changes import ObjectChange, tenant_object_changes
 from ..tenants.live import TenantLive, busy_queues
 from ..tenants.network import ClusterNetworks
 from ..tenants.spec import TenantPlan, TenantSpec, plan_tenant
@@ -50,6 +51,8 @@ class TenantWork:
     spec: TenantSpec | None = None
     plan: TenantPlan | None = None
     steps: list[QueueStep] = field(default_factory=list)
+    # The Namespace, RBAC, NetworkPolicy and ConfigMaps that differ from the live ones.
+    object_changes: list[ObjectChange] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     prune: bool = False
     running: dict[str, int] = field(default_factory=dict)
@@ -104,6 +107,8 @@ def plan_tenant_work(
         return work
     work.plan = plan
     work.steps = queue_steps(plan.queues, live.queues, plan.queue_deletes)
+    # Compared once: whether the tenant is written at all, and what is written.
+    work.object_changes = tenant_object_changes(plan.objects, live)
     return work
 
 

@@ -207,7 +207,7 @@ def has_writes(work: TenantWork) -> bool:
         return True
     if work.plan is None:
         return False
-    return bool(work.steps) or bool(tenants.tenant_object_changes(work.plan.objects, work.live))
+    return bool(work.steps) or bool(work.object_changes)
 
 
 def write_one(
@@ -219,7 +219,7 @@ def write_one(
             tenants.delete_tenant(cluster, work.live, work.live.jobs, changes, check_mode)
         elif work.plan is not None:
             tenants.write_tenant_objects(
-                cluster, work.plan, work.live, changes, check_mode, work.steps
+                cluster, work.plan, work.live, changes, check_mode, work.steps, work.object_changes
             )
     except (kube.ApiException, kube.TransportError, OSError) as exc:
         exc.changes = changes  # what this tenant had written before it failed

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..common.names import QUEUE_API, ROOT_QUEUE
 from ..common.objects import differs, strip_server_fields
+from ..policy.admission import TENANT_QUEUES_CONFIGMAP
 from ..queues.plan import CAPACITY, CREATE, DELETE, UPDATE, QueueStep
 from .live import TenantLive
 
@@ -84,9 +85,11 @@ def _merge(into: dict[str, Any], extra: Mapping[str, Any]) -> None:
             into[k] = v
 
 
-def object_changes(
-    desired: Sequence[Mapping[str, Any]], live: TenantLive
-) -> list[tuple[Mapping[str, Any], str, Mapping[str, Any] | None]]:
+# One object to write: the manifest, its action (create or update) and the live object.
+ObjectChange = tuple[Mapping[str, Any], str, Mapping[str, Any] | None]
+
+
+def object_changes(desired: Sequence[Mapping[str, Any]], live: TenantLive) -> list[ObjectChange]:
     """(manifest, create|update, live) for each non-queue object that differs."""
     out = []
     for manifest in desired:
@@ -94,6 +97,36 @@ def object_changes(
         if current is None:
             out.append((manifest, CREATE, None))
         elif differs(manifest, current):
+            out.append((manifest, UPDATE, current))
+    return out
+
+
+def queue_list_stale(manifest: Mapping[str, Any], live: Mapping[str, Any] | None) -> bool:
+    """The tenant's queue list (the queue policies' parameter) names a queue the tenant no
+    longer has. ``differs`` sees only what the live object lacks or contradicts, but this
+    list must be exactly the tenant's queues: a removed team's name left in it would admit
+    the tenant's jobs to any later queue of that name, another tenant's too."""
+    meta = manifest.get("metadata") or {}
+    if (
+        live is None
+        or manifest.get("kind") != "ConfigMap"
+        or meta.get("name") != TENANT_QUEUES_CONFIGMAP
+    ):
+        return False
+    return set(live.get("data") or {}) != set(manifest.get("data") or {})
+
+
+def tenant_object_changes(
+    desired: Sequence[Mapping[str, Any]], live: TenantLive
+) -> list[ObjectChange]:
+    """``object_changes``, with the tenant's queue list also updated when it is stale."""
+    found = {id(change[0]): change for change in object_changes(desired, live)}
+    out = []
+    for manifest in desired:
+        current = live.objects.get(manifest["kind"], {}).get(manifest["metadata"]["name"])
+        if id(manifest) in found:
+            out.append(found[id(manifest)])
+        elif queue_list_stale(manifest, current):
             out.append((manifest, UPDATE, current))
     return out
 

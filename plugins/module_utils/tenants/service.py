@@ -42,14 +42,21 @@ from ..kube.waiting import resource_absent, wait_for
 from ..policy.admission import (
     PARAM_KEY_QUEUES,
     PARENT_QUEUES_CONFIGMAP,
-    TENANT_QUEUES_CONFIGMAP,
     parent_queues_configmap,
     tenant_queues_configmap,
 )
 from ..queues.model import Queue
 from ..queues.parent_list import parent_queue_names, updated_queue_list
 from ..queues.plan import CAPACITY, CREATE, DELETE, UPDATE, QueueStep, queue_steps
-from .changes import Changes, dry_run_possible, object_changes, step_action, step_manifest
+from .changes import (
+    Changes,
+    ObjectChange,
+    dry_run_possible,
+    queue_list_stale,
+    step_action,
+    step_manifest,
+    tenant_object_changes,
+)
 from .inputs import (
     DEFAULT_WAIT_TIMEOUT,
     parse_absent,
@@ -351,36 +358,6 @@ def ensure_present(
     }
 
 
-def queue_list_stale(manifest: Mapping[str, Any], live: Mapping[str, Any] | None) -> bool:
-    """The tenant's queue list (the queue policies' parameter) names a queue the tenant no
-    longer has. ``differs`` sees only what the live object lacks or contradicts, but this
-    list must be exactly the tenant's queues: a removed team's name left in it would admit
-    the tenant's jobs to any later queue of that name, another tenant's too."""
-    meta = manifest.get("metadata") or {}
-    if (
-        live is None
-        or manifest.get("kind") != "ConfigMap"
-        or meta.get("name") != TENANT_QUEUES_CONFIGMAP
-    ):
-        return False
-    return set(live.get("data") or {}) != set(manifest.get("data") or {})
-
-
-def tenant_object_changes(
-    desired: Sequence[Mapping[str, Any]], live: TenantLive
-) -> list[tuple[Mapping[str, Any], str, Mapping[str, Any] | None]]:
-    """``object_changes``, with the tenant's queue list also updated when it is stale."""
-    found = {id(change[0]): change for change in object_changes(desired, live)}
-    out = []
-    for manifest in desired:
-        current = live.objects.get(manifest["kind"], {}).get(manifest["metadata"]["name"])
-        if id(manifest) in found:
-            out.append(found[id(manifest)])
-        elif queue_list_stale(manifest, current):
-            out.append((manifest, UPDATE, current))
-    return out
-
-
 def write_tenant(
     cluster: kube.Cluster, plan: TenantPlan, live: TenantLive, changes: Changes, check_mode: bool
 ) -> None:
@@ -402,11 +379,15 @@ def write_tenant_objects(
     changes: Changes,
     check_mode: bool,
     steps: Sequence[QueueStep] | None = None,
+    object_changes: Sequence[ObjectChange] | None = None,
 ) -> None:
     """The Namespace, RBAC and NetworkPolicy that differ, then the queue steps. The
     parent-queues list is the caller's: it must list a subscription queue before its
-    first team is written."""
-    for manifest, action, current in tenant_object_changes(plan.objects, live):
+    first team is written. A caller that has already compared the objects or planned
+    the steps (the catalog, to know which tenants to write at all) hands them in."""
+    if object_changes is None:
+        object_changes = tenant_object_changes(plan.objects, live)
+    for manifest, action, current in object_changes:
         changes.record(manifest, action, current)
         namespaced = manifest["kind"] not in CLUSTER_SCOPED_KINDS
         if check_mode and namespaced and not live.namespace_exists:

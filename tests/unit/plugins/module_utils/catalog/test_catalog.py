@@ -277,6 +277,29 @@ def test_status_follows_what_was_written():
     }
 
 
+def test_the_objects_are_compared_once_in_the_plan_and_only_what_differs_is_written():
+    tenant = spec.parse_catalog([entry("a")], shared=SHARED).tenants[0]
+    new = plan.plan_tenant_work(tenant, fleet.Fleet().live("a"), {}, ClusterNetworks())
+    assert [(m["kind"], action) for m, action, _live in new.object_changes] == [
+        (m["kind"], "create") for m in new.plan.objects
+    ]
+    # The cluster as that plan leaves it: nothing differs, so nothing is written.
+    by_kind = {}
+    for manifest in new.plan.objects:
+        by_kind.setdefault(manifest["kind"], []).append(copy.deepcopy(manifest))
+    written = fleet.group_fleet(by_kind, [q.to_manifest() for q in new.plan.queues])["a"]
+    assert plan.plan_tenant_work(tenant, written, {}, ClusterNetworks()).object_changes == []
+    # A queue list naming a queue the tenant no longer has is rewritten, although the
+    # live object has every key the manifest has (`queue_list_stale`).
+    [queue_list] = [m for m in by_kind["ConfigMap"] if m["data"]]
+    queue_list["data"]["tenant-a-gone"] = "spot"
+    stale = fleet.group_fleet(by_kind, [q.to_manifest() for q in new.plan.queues])["a"]
+    changed = plan.plan_tenant_work(tenant, stale, {}, ClusterNetworks()).object_changes
+    assert [(m["metadata"]["name"], action) for m, action, _live in changed] == [
+        (queue_list["metadata"]["name"], "update")
+    ]
+
+
 # -- rendered and gathered -------------------------------------------------------------------
 
 
