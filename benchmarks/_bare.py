@@ -107,3 +107,15 @@ class Bare:
     def in_pool(self, calls: Sequence[Callable[[], Any]]) -> list[Any]:
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             return list(pool.map(lambda call: call(), calls))
+
+
+def cluster_networks(bare: Bare) -> Any:
+    """What the platform's egress rules cut out (``ClusterNetworks``), discovered as the
+    modules discover it: the nodes' pod CIDRs and addresses, the ServiceCIDRs. Objects
+    planned without it would lack the node addresses the modules' NetworkPolicies carry,
+    so a baseline would not write the very objects the module writes."""
+    from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.network import (
+        discovered_networks,
+    )
+
+    return discovered_networks(bare.list("Node"), bare.list("ServiceCIDR"))

@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / ".venv" / "collections"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _bare import Bare
+from _bare import Bare, cluster_networks
 from tenant_catalog import EMPTY, tenant_writes
 from tenant_onboarding import NETWORKS, cleanup
 
@@ -72,8 +72,9 @@ SETTLE_PLAYBOOK = """\
 def fill(kubeconfig: str, first: int, last: int) -> None:
     """Tenants ``first`` to ``last - 1`` of the filler, written by the bare client."""
     bare = Bare(api_client(kubeconfig), WORKERS)
+    networks = cluster_networks(bare)
     writes = [
-        tenant_writes({"name": f"{FILL}{i:05d}", "subscription": dict(EMPTY), **NETWORKS})
+        tenant_writes({"name": f"{FILL}{i:05d}", "subscription": dict(EMPTY), **NETWORKS}, networks)
         for i in range(first, last)
     ]
 

@@ -14,11 +14,13 @@ Measured in one run, each with its own tenant names so none finds another's obje
 - ``gpucloud.platform.tenant_catalog`` creating N tenants (``--workers`` at a time);
 - with ``--first-turns 2`` (the default) the bare client and the catalog onboard N
   tenants twice each, in ABBA order (bare, catalog, catalog, bare), and the ratio is
-  taken between their means. Every onboarding adds N tenants the next one meets
-  (Volcano's scheduler and controllers, Prometheus and the API server all work per
-  queue), and deleting 1,000 namespaces takes the namespace controller longer than
-  the runs themselves; in ABBA order that growth weighs the same on both sides.
-- the same catalog again, unchanged;
+  taken between their means;
+- before each onboarding every earlier run's tenants are removed (untimed, waiting
+  for the namespace controller), so each one starts from a cluster without tenants, as
+  the target is stated; ``--no-from-empty`` skips that and lets the fleet grow by N with
+  every run (Volcano's scheduler and controllers, Prometheus and the API server all
+  work per queue), which the ABBA order then spreads evenly over both sides;
+- right after the last catalog onboarding, the same catalog again, unchanged;
 - what an unchanged run cannot go below: an ``ansible-playbook`` run of a module
   that does nothing, given the same catalog (``library/noop_catalog.py`` next to the
   playbook: Ansible templates, checks and ships the same arguments, the module returns
@@ -39,12 +41,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / ".venv" / "collections"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _bare import Bare
+from _bare import Bare, cluster_networks
 from tenant_onboarding import MODULE_PLAYBOOK, NETWORKS, cleanup
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
     CAPACITY_FIELD_MANAGER,
     FIELD_MANAGER,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.network import (
+    ClusterNetworks,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
     parse_tenant_spec,
@@ -66,6 +71,8 @@ from _api_counter import (
 )
 
 LOOP = "cl-"
+# The namespace controller removes about 200 tenants a minute on two cores.
+CLEANUP_TIMEOUT = 1800
 MAX_TURNS = 4
 # One name prefix per onboarding, so no run finds another's objects.
 BARE = tuple(f"cb{turn}-" for turn in range(MAX_TURNS))
@@ -140,11 +147,11 @@ def entries(prefix: str, count: int) -> list[dict]:
     return [{"name": f"{prefix}{i:04d}", "subscription": dict(EMPTY)} for i in range(count)]
 
 
-def tenant_writes(params: dict) -> list[tuple[dict, str]]:
+def tenant_writes(params: dict, networks: ClusterNetworks) -> list[tuple[dict, str]]:
     """The writes the module makes for a new tenant, in its order: the objects, then each
     queue, its capacity first under the capacity field manager where it has one (the
     platform's ownership of those fields: a later ``tenant`` run must not remove them)."""
-    plan = plan_tenant(parse_tenant_spec(params), {})
+    plan = plan_tenant(parse_tenant_spec(params), {}, discovered=networks)
     writes = [(m, FIELD_MANAGER) for m in plan.objects]
     for queue in plan.queues:
         if queue.capacity_fields and queue.write_capacity:
@@ -157,7 +164,9 @@ def bare_onboarding(
     kubeconfig: str, tenants: list[dict], workers: int, label: str = "bare client, same objects"
 ) -> Measurement:
     bare = Bare(api_client(kubeconfig), workers)
-    objects = [tenant_writes({**t, **NETWORKS}) for t in tenants]
+    networks = cluster_networks(bare)
+    objects = [tenant_writes({**t, **NETWORKS}, networks) for t in tenants]
+    bare.requests = 0  # the discovery is the setup's, not the onboarding's
 
     def one(writes):
         for manifest, manager in writes:
@@ -186,6 +195,36 @@ def bare_reads(kubeconfig: str, workers: int) -> Measurement:
     )
 
 
+def emptied(kubeconfig: str, prefixes: tuple[str, ...]) -> None:
+    """Remove every benchmark tenant and wait until its namespace is gone, untimed."""
+    start = time.perf_counter()
+    removed = cleanup(kubeconfig, prefixes, timeout=CLEANUP_TIMEOUT)
+    if removed:
+        print(f"  (no tenants left, {removed} removed in {time.perf_counter() - start:.0f} s)")
+
+
+def unchanged_runs(
+    runner: PlaybookRunner, kubeconfig: str, playbook: Path, catalog_vars: Path, n: int, args
+) -> tuple[Measurement, Measurement, Measurement]:
+    """The catalog once more, unchanged, and its floor: a module doing nothing with the
+    same catalog, and the catalog's reads by the bare client. They take turns
+    ``--repeat`` times, best of each kept: each is a few seconds, which one busy moment
+    of the API server would otherwise decide."""
+    (runner.workdir / "library").mkdir(exist_ok=True)
+    runner.write("library/noop_catalog.py", NOOP_CATALOG_MODULE)
+    noop_playbook = runner.write("noop.yml", NOOP_CATALOG_PLAYBOOK)
+    agains, noops, readings = [], [], []
+    for _ in range(args.repeat):
+        agains.append(runner.run(f"tenant_catalog, {n} unchanged", playbook, catalog_vars))
+        noops.append(runner.run("module doing nothing, same catalog", noop_playbook, catalog_vars))
+        readings.append(bare_reads(kubeconfig, args.workers))
+    return (
+        best(agains, f"tenant_catalog, {n} unchanged"),
+        best(noops, "module doing nothing, same catalog"),
+        best(readings, "bare client, the catalog's reads"),
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tenants", type=int, default=1000)
@@ -203,6 +242,14 @@ def main() -> None:
         default=3,
         help="unchanged runs and their floor, taking turns (best kept)",
     )
+    parser.add_argument(
+        "--from-empty",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="remove every earlier run's tenants before each onboarding, so each starts "
+        "from a cluster without tenants, as the target is stated (default); "
+        "--no-from-empty lets the fleet grow from run to run (faster)",
+    )
     parser.add_argument("--keep", action="store_true", help="leave the tenants in the cluster")
     add_common_arguments(parser)
     args = parser.parse_args()
@@ -210,10 +257,12 @@ def main() -> None:
         parser.error(f"--first-turns must be between 1 and {MAX_TURNS}")
     kubeconfig = args.kubeconfig or default_kubeconfig()
     prefixes = (LOOP, *BARE, *CATALOG)
-    leftover = cleanup(kubeconfig, prefixes)
+    leftover = cleanup(kubeconfig, prefixes, timeout=CLEANUP_TIMEOUT)
     if leftover:
         print(f"removed {leftover} tenants left over from an earlier run")
     n = args.tenants
+    order = abba(args.first_turns)
+    last_catalog = max(i for i, (_turn, side) in enumerate(order) if side == "b")
     with PlaybookRunner(kubeconfig, keep=args.keep_workdir) as runner:
         try:
             loop = runner.run(
@@ -223,7 +272,9 @@ def main() -> None:
             )
             playbook = runner.write("catalog.yml", CATALOG_PLAYBOOK)
             bares, firsts = [], []
-            for turn, side in abba(args.first_turns):
+            for i, (turn, side) in enumerate(order):
+                if args.from_empty:
+                    emptied(kubeconfig, prefixes)
                 if side == "a":
                     label = f"bare client, same objects #{turn + 1}"
                     bares.append(
@@ -239,27 +290,17 @@ def main() -> None:
                     runner.run(f"tenant_catalog, {n} new #{turn + 1}", playbook, catalog_vars)
                 )
                 wait_queues_open(kubeconfig, (CATALOG[turn],))
+                if i == last_catalog:
+                    # The unchanged runs read back this catalog's tenants, before the next
+                    # onboarding removes them.
+                    again, noop, reads = unchanged_runs(
+                        runner, kubeconfig, playbook, catalog_vars, n, args
+                    )
             bare = mean(bares, "bare client, same objects (mean)")
             first = mean(firsts, f"tenant_catalog, {n} new (mean)")
-            # The unchanged runs read back the last catalog's tenants.
-            (runner.workdir / "library").mkdir(exist_ok=True)
-            runner.write("library/noop_catalog.py", NOOP_CATALOG_MODULE)
-            noop_playbook = runner.write("noop.yml", NOOP_CATALOG_PLAYBOOK)
-            # The unchanged run and its floor take turns, best of each kept: a few seconds
-            # each, so one busy moment of the API server would otherwise decide the ratio.
-            agains, noops, readings = [], [], []
-            for _ in range(args.repeat):
-                agains.append(runner.run(f"tenant_catalog, {n} unchanged", playbook, catalog_vars))
-                noops.append(
-                    runner.run("module doing nothing, same catalog", noop_playbook, catalog_vars)
-                )
-                readings.append(bare_reads(kubeconfig, args.workers))
-            again = best(agains, f"tenant_catalog, {n} unchanged")
-            noop = best(noops, "module doing nothing, same catalog")
-            reads = best(readings, "bare client, the catalog's reads")
         finally:
             if not args.keep:
-                cleanup(kubeconfig, prefixes)
+                cleanup(kubeconfig, prefixes, timeout=CLEANUP_TIMEOUT)
     loop_at_n = loop.seconds / args.loop_tenants * n
     floor = noop.seconds + reads.seconds
     print(f"\nonboarding {n} tenants, {args.workers} at a time")

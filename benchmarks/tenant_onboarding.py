@@ -31,6 +31,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / ".venv" / "collections"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _bare import Bare, cluster_networks
+
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
     LABEL_TENANT,
     MANAGED_SELECTOR,
@@ -96,9 +98,10 @@ def tenant_params(prefix: str, count: int) -> list[dict[str, Any]]:
     ]
 
 
-def tenant_objects(params: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every object the tenant module creates for a new tenant, in its order."""
-    plan = plan_tenant(parse_tenant_spec(params), {})
+def tenant_objects(params: dict[str, Any], networks: Any) -> list[dict[str, Any]]:
+    """Every object the tenant module creates for a new tenant, in its order, with the
+    cluster's networks (``_bare.cluster_networks``) as the module discovers them."""
+    plan = plan_tenant(parse_tenant_spec(params), {}, discovered=networks)
     return [*plan.objects, *(queue_manifest(q) for q in plan.queues)]
 
 
@@ -109,6 +112,7 @@ def cleanup(kubeconfig: str, prefixes: tuple[str, ...], timeout: float = 600) ->
 
     api = api_client(kubeconfig)
     custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
+    rbac = client.RbacAuthorizationV1Api(api)
     group, version = QUEUE_API.split("/")
 
     def ours(obj_labels: dict[str, str] | None) -> bool:
@@ -122,6 +126,16 @@ def cleanup(kubeconfig: str, prefixes: tuple[str, ...], timeout: float = 600) ->
         if ours(labels):
             tenants.add(labels[LABEL_TENANT])
             custom.delete_cluster_custom_object(group, version, "queues", q["metadata"]["name"])
+    # The queue reader's ClusterRole and binding are cluster-scoped: the namespace's
+    # deletion leaves them, and the next run's LISTs would meet them.
+    for listing, delete in (
+        (rbac.list_cluster_role_binding, rbac.delete_cluster_role_binding),
+        (rbac.list_cluster_role, rbac.delete_cluster_role),
+    ):
+        for obj in listing(label_selector=MANAGED_SELECTOR).items:
+            if ours(obj.metadata.labels):
+                tenants.add(obj.metadata.labels[LABEL_TENANT])
+                delete(obj.metadata.name)
     for ns in core.list_namespace(label_selector=MANAGED_SELECTOR).items:
         if ours(ns.metadata.labels):
             tenants.add(ns.metadata.labels[LABEL_TENANT])
@@ -158,7 +172,8 @@ def main() -> None:
 
     baseline_tenants = tenant_params(BASELINE_PREFIX, args.tenants)
     module_tenants = tenant_params(MODULE_PREFIX, args.tenants)
-    items = [{"label": t["name"], "objects": tenant_objects(t)} for t in baseline_tenants]
+    networks = cluster_networks(Bare(api_client(kubeconfig), 1))
+    items = [{"label": t["name"], "objects": tenant_objects(t, networks)} for t in baseline_tenants]
     per_tenant = len(items[0]["objects"])
 
     with PlaybookRunner(kubeconfig, keep=args.keep_workdir) as runner:
