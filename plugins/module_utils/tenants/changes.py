@@ -8,7 +8,7 @@ Pure."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Optional
 
 from ..common.names import QUEUE_API, ROOT_QUEUE
 from ..common.objects import differs, strip_server_fields
@@ -86,7 +86,7 @@ def _merge(into: dict[str, Any], extra: Mapping[str, Any]) -> None:
 
 
 # One object to write: the manifest, its action (create or update) and the live object.
-ObjectChange = tuple[Mapping[str, Any], str, Mapping[str, Any] | None]
+ObjectChange = tuple[Mapping[str, Any], str, Optional[Mapping[str, Any]]]  # noqa: UP045 - a runtime alias pylint can read
 
 
 def object_changes(desired: Sequence[Mapping[str, Any]], live: TenantLive) -> list[ObjectChange]:
