@@ -56,9 +56,7 @@ class NodeGroupPlan:
     warnings: list[str] = field(default_factory=list)
 
 
-def _node_write(
-    node: Mapping[str, Any], group: NodeGroup | None
-) -> tuple[Write | None, dict, dict]:
+def node_write(node: Mapping[str, Any], group: NodeGroup | None) -> tuple[Write | None, dict, dict]:
     """Rule node-group-labels and rule cloud-taint for one node: the merge patch (or None),
     and the node's owned labels and taints before and after."""
     meta = node["metadata"]
@@ -107,7 +105,7 @@ def plan_node_groups(
     for node in sorted(nodes, key=lambda n: n["metadata"]["name"]):
         name = node["metadata"]["name"]
         group = members.get(name)
-        write, before, after = _node_write(node, group)
+        write, before, after = node_write(node, group)
         if group is not None or before["labels"]:
             plan.nodes[name] = group.name if group else None
             plan.before[f"Node/{name}"] = before

@@ -6,12 +6,14 @@
 Reads one list of Nodes, one list of Queues and the scheduler ConfigMap; plans
 with ``hybrid/plan``; writes each node, then the queues, with a merge patch
 carrying the object's resourceVersion (a node's taints are an atomic list,
-which a server-side apply would own whole and drop on the next run). In check
-mode every write is the API server's dry run.
+which a server-side apply would own whole and drop on the next run). A node's
+patch refused because the node changed meanwhile is planned again from a fresh
+read of that node. In check mode every write is the API server's dry run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ansible.module_utils.common.warnings import warn
@@ -29,7 +31,7 @@ from ..common.names import (
     namespace_name,
 )
 from ..common.objects import differs
-from ..kube.cluster import ApiException, Cluster, TransportError, written_or_raise
+from ..kube.cluster import ApiException, Cluster, ConflictError, TransportError, written_or_raise
 from ..policy import volcano_catalog as vc
 from ..policy.admission import TENANT_QUEUES_CONFIGMAP
 from ..policy.scheduler_conf import node_group_plugin_errors, parse_conf
@@ -43,8 +45,8 @@ from .burst import (
     burst_shrink_refusal,
     capability_gpus,
 )
-from .nodegroups import membership, parse_groups
-from .plan import NodeGroupPlan, plan_node_groups
+from .nodegroups import NodeGroup, membership, parse_groups
+from .plan import NodeGroupPlan, node_write, plan_node_groups
 
 
 def _scheduler_conf_errors(cluster: Cluster) -> list[FieldError]:
@@ -65,19 +67,52 @@ def _scheduler_conf_errors(cluster: Cluster) -> list[FieldError]:
     ]
 
 
-def _write_all(cluster: Cluster, plan: NodeGroupPlan) -> list[str]:
+# A node's patch refused because the node changed since it was read (its kubelet, or
+# kwok, writes its status every few seconds) is planned again from a fresh read, this
+# many times in all.
+NODE_WRITE_ATTEMPTS = 5
+
+
+def _send(cluster: Cluster, write: Any) -> Any:
+    if write.create:
+        return cluster.create(write.body)
+    return cluster.merge_patch(write.api_version, write.kind, write.name, write.body)
+
+
+def _write_node(cluster: Cluster, write: Any, group: NodeGroup | None) -> Any:
+    """One node's patch. On a conflict the node is read again and its patch planned again
+    from what it carries now (rule node-group-labels, rule cloud-taint), so a taint someone
+    added meanwhile is kept, not overwritten; nothing left to change ends it."""
+    for attempt in range(NODE_WRITE_ATTEMPTS):
+        try:
+            return _send(cluster, write)
+        except ConflictError:
+            if attempt == NODE_WRITE_ATTEMPTS - 1:
+                raise
+            node = cluster.get("v1", "Node", write.name)
+            if node is None:
+                raise
+            write, _before, _after = node_write(node, group)
+            if write is None:
+                return None
+    return None
+
+
+def _write_all(
+    cluster: Cluster, plan: NodeGroupPlan, members: Mapping[str, NodeGroup]
+) -> list[str]:
     """Every node's labels and taints, several nodes at a time (each patch carries its
     node's resourceVersion, so none depends on another); then the queues, one at a time
     in the plan's order, and only once every node is written: root's IDC-only affinity
     must not come before the queues ahead of it, nor before the nodes carry the labels."""
 
     def send(write: Any) -> Any:
-        if write.create:
-            return cluster.create(write.body)
-        return cluster.merge_patch(write.api_version, write.kind, write.name, write.body)
+        return _send(cluster, write)
 
     nodes = [w for w in plan.writes if w.kind == "Node"]
-    results = cluster.concurrently([lambda w=w: send(w) for w in nodes])
+    results = cluster.concurrently(
+        [lambda w=w: _write_node(cluster, w, members.get(w.name)) for w in nodes]
+    )
     done = written_or_raise([w.key() for w in nodes], results, "grouping nodes", nodes=plan.nodes)
     for write in plan.writes:
         if write.kind == "Node":
@@ -110,7 +145,7 @@ def run(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str,
     )
     for message in plan.warnings:
         warn(message)
-    done = _write_all(cluster, plan)
+    done = _write_all(cluster, plan, members)
     return {
         "changed": bool(done),
         "writes": done,

@@ -469,7 +469,7 @@ def test_a_refused_write_reports_what_was_done():
     assert "affinity" not in stored(cluster, "Queue", "root")["spec"]
 
 
-def test_a_stale_resource_version_is_a_partial_write():
+def test_a_node_that_keeps_changing_is_a_partial_write():
     class Racing(FakeCluster):
         def merge_patch(self, api_version, kind, name, body, namespace=None):
             if name == "gpu-node-2":
@@ -479,10 +479,32 @@ def test_a_stale_resource_version_is_a_partial_write():
     cluster = Racing(objects())
     with pytest.raises(PartialWrite) as info:
         service.run(params(), cluster, check_mode=False)
-    # The nodes are patched side by side, so every other node is written; no queue is.
+    # Each of its attempts meets a newer node; the nodes are patched side by side, so
+    # every other node is written; no queue is.
     nodes = [w for w in EXPECTED_WRITES if w.startswith("Node/")]
     assert info.value.done == [n for n in nodes if n != "Node/gpu-node-2"]
     assert "affinity" not in stored(cluster, "Queue", "root")["spec"]
+
+
+def test_a_node_changed_once_between_read_and_write_is_read_again_and_written():
+    class RacingOnce(FakeCluster):
+        raced = False
+
+        def merge_patch(self, api_version, kind, name, body, namespace=None):
+            if name == "vk-aliyun-1" and not self.raced:
+                self.raced = True
+                node = stored(self, "Node", name)  # its kubelet adds a taint meanwhile
+                node["spec"]["taints"].append({"key": "maintenance", "effect": "NoSchedule"})
+                self.put(node)
+            return super().merge_patch(api_version, kind, name, body, namespace)
+
+    cluster = RacingOnce(objects())
+    result = service.run(params(), cluster, check_mode=False)
+    assert cluster.raced and result["writes"] == EXPECTED_WRITES
+    taints = stored(cluster, "Node", "vk-aliyun-1")["spec"]["taints"]
+    # Planned again from the fresh read: the taint added meanwhile is kept.
+    assert {"key": "maintenance", "effect": "NoSchedule"} in taints
+    assert service.run(params(), cluster, check_mode=False)["writes"] == []
 
 
 # --- a bug found while writing these tests ------------------------------------------
