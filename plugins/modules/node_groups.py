@@ -27,7 +27,10 @@ description:
     plugin with C(enableHierarchy: true) (rule node-groups-need-nodegroup; the scheduling_policy role's default has
     it)."
   - "Reads one list of Nodes, one list of Queues and the scheduler ConfigMap. Writes only what differs, each with a
-    JSON merge patch carrying the object's resourceVersion. In check mode the writes are the API server's dry runs."
+    JSON merge patch carrying the object's resourceVersion. A node that changed after it was read (its kubelet writes
+    its status every few seconds) is read again and its patch planned again from what it carries now, up to five
+    times; RV(diff) and RV(writes) say what that fresh plan wrote. In check mode the writes are the API server's dry
+    runs."
 options:
   groups:
     description:

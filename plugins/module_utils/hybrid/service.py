@@ -46,7 +46,7 @@ from .burst import (
     capability_gpus,
 )
 from .nodegroups import NodeGroup, membership, parse_groups
-from .plan import NodeGroupPlan, node_write, plan_node_groups
+from .plan import NodeGroupPlan, Write, node_write, plan_node_groups
 
 
 def _scheduler_conf_errors(cluster: Cluster) -> list[FieldError]:
@@ -73,29 +73,34 @@ def _scheduler_conf_errors(cluster: Cluster) -> list[FieldError]:
 NODE_WRITE_ATTEMPTS = 5
 
 
-def _send(cluster: Cluster, write: Any) -> Any:
+def _send(cluster: Cluster, write: Write) -> Any:
     if write.create:
         return cluster.create(write.body)
     return cluster.merge_patch(write.api_version, write.kind, write.name, write.body)
 
 
-def _write_node(cluster: Cluster, write: Any, group: NodeGroup | None) -> Any:
-    """One node's patch. On a conflict the node is read again and its patch planned again
-    from what it carries now (rule node-group-labels, rule cloud-taint), so a taint someone
-    added meanwhile is kept, not overwritten; nothing left to change ends it."""
+def _write_node(
+    cluster: Cluster, write: Write, group: NodeGroup | None, plan: NodeGroupPlan
+) -> bool:
+    """One node's patch; False when, read again, the node needed none. On a conflict the
+    node is read again and its patch planned again from what it carries now (rule
+    node-group-labels, rule cloud-taint), so a taint someone added meanwhile is kept, not
+    overwritten; the plan's before and after for the node become the fresh ones, so the
+    diff says what was written."""
     for attempt in range(NODE_WRITE_ATTEMPTS):
         try:
-            return _send(cluster, write)
+            _send(cluster, write)
+            return True
         except ConflictError:
-            if attempt == NODE_WRITE_ATTEMPTS - 1:
-                raise
             node = cluster.get("v1", "Node", write.name)
-            if node is None:
+            if attempt == NODE_WRITE_ATTEMPTS - 1 or node is None:
                 raise
-            write, _before, _after = node_write(node, group)
-            if write is None:
-                return None
-    return None
+            fresh, before, after = node_write(node, group)
+            plan.before[write.key()], plan.after[write.key()] = before, after
+            if fresh is None:
+                return False
+            write = fresh
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def _write_all(
@@ -105,20 +110,20 @@ def _write_all(
     node's resourceVersion, so none depends on another); then the queues, one at a time
     in the plan's order, and only once every node is written: root's IDC-only affinity
     must not come before the queues ahead of it, nor before the nodes carry the labels."""
-
-    def send(write: Any) -> Any:
-        return _send(cluster, write)
-
     nodes = [w for w in plan.writes if w.kind == "Node"]
     results = cluster.concurrently(
-        [lambda w=w: _write_node(cluster, w, members.get(w.name)) for w in nodes]
+        [lambda w=w: _write_node(cluster, w, members.get(w.name), plan) for w in nodes]
     )
-    done = written_or_raise([w.key() for w in nodes], results, "grouping nodes", nodes=plan.nodes)
+    # A node that, read again after a conflict, needed no patch was not written.
+    sent = [(w.key(), r) for w, r in zip(nodes, results, strict=True) if r is not False]
+    done = written_or_raise(
+        [key for key, _r in sent], [r for _key, r in sent], "grouping nodes", nodes=plan.nodes
+    )
     for write in plan.writes:
         if write.kind == "Node":
             continue
         try:
-            send(write)
+            _send(cluster, write)
         except (ApiException, TransportError) as exc:
             raise PartialWrite("grouping nodes", done, exc, nodes=plan.nodes) from exc
         done.append(write.key())

@@ -86,7 +86,8 @@ def _merge(into: dict[str, Any], extra: Mapping[str, Any]) -> None:
 
 
 # One object to write: the manifest, its action (create or update) and the live object.
-ObjectChange = tuple[Mapping[str, Any], str, Optional[Mapping[str, Any]]]  # noqa: UP045 - a runtime alias pylint can read
+# Optional, not ``| None``: a runtime alias, which pylint reads for every Python.
+ObjectChange = tuple[Mapping[str, Any], str, Optional[Mapping[str, Any]]]  # noqa: UP045
 
 
 def object_changes(desired: Sequence[Mapping[str, Any]], live: TenantLive) -> list[ObjectChange]:

@@ -504,7 +504,27 @@ def test_a_node_changed_once_between_read_and_write_is_read_again_and_written():
     taints = stored(cluster, "Node", "vk-aliyun-1")["spec"]["taints"]
     # Planned again from the fresh read: the taint added meanwhile is kept.
     assert {"key": "maintenance", "effect": "NoSchedule"} in taints
+    # The diff says what the fresh plan wrote, not what the first read planned.
+    assert result["diff"]["after"]["Node/vk-aliyun-1"]["taints"] == taints
     assert service.run(params(), cluster, check_mode=False)["writes"] == []
+
+
+def test_a_node_someone_else_grouped_meanwhile_is_not_reported_as_written():
+    class GroupedMeanwhile(FakeCluster):
+        def merge_patch(self, api_version, kind, name, body, namespace=None):
+            if name == "gpu-node-1" and body.get("metadata", {}).get("resourceVersion"):
+                node = stored(self, "Node", name)
+                # Another run of the module labelled it first.
+                node["metadata"]["labels"].update(
+                    {k: v for k, v in body["metadata"]["labels"].items() if v is not None}
+                )
+                self.put(node)
+            return super().merge_patch(api_version, kind, name, body, namespace)
+
+    cluster = GroupedMeanwhile(objects())
+    result = service.run(params(), cluster, check_mode=False)
+    assert result["writes"] == [w for w in EXPECTED_WRITES if w != "Node/gpu-node-1"]
+    assert stored(cluster, "Node", "gpu-node-1")["metadata"]["labels"][NODEGROUP] == "idc-h100"
 
 
 # --- a bug found while writing these tests ------------------------------------------
