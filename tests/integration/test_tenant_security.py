@@ -280,9 +280,18 @@ CANNOT: dict[str, tuple[str, Callable[[Any], Callable[[], Any]]]] = {
             eve, job(queue=SPOT_QUEUE, pc="spot-job", billing="subscription", price="0.1")
         ),
     ),
-    "spot-unlabelled": (
-        "(none) does not match queue",
-        lambda eve: submit(eve, job(queue=SPOT_QUEUE, pc="spot-job", billing=None, price="0.1")),
+    "spot-template-price": (
+        "names a price other than the Job",
+        lambda eve: submit(
+            eve,
+            job(
+                queue=SPOT_QUEUE,
+                pc="spot-job",
+                billing=None,
+                price="0.5",
+                template_meta={"annotations": {"platform.io/spot-price": "0.000001"}},
+            ),
+        ),
     ),
     "spot-bad-price": (
         "1e400 is not a spot price",
@@ -376,6 +385,10 @@ CAN: dict[str, Callable[[Any], Callable[[], Any]]] = {
         eve, job(queue=SPOT_QUEUE, pc="spot-job", billing="spot", price="0.25")
     ),
     "own-payg-job": lambda eve: submit(eve, job(queue=f"{NS}-payg", billing="payg")),
+    "spot-unlabelled": lambda eve: submit(
+        eve, job(queue=SPOT_QUEUE, pc="spot-job", billing=None, price="0.1")
+    ),
+    "own-plain-job": lambda eve: submit(eve, job(queue=f"{NS}-payg", billing=None)),
     "read-own-queue": lambda eve: lambda: res(eve, QUEUE_API, "Queue").get(name=TEAM_QUEUE),
     "read-own-events": lambda eve: lambda: res(eve, "v1", "Event").get(namespace=NS),
     "read-own-pods": lambda eve: lambda: res(eve, "v1", "Pod").get(namespace=NS),

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..common.errors import FieldError, raise_if
 from ..common.names import (
+    BILLING_TYPE_OF_QUEUE_TYPE,
     JOB_CLASSES,
     PRIORITY_CLASSES,
     QUEUE_TYPE_PAYG,
@@ -29,12 +30,6 @@ from .sla import SLA_FORBIDDEN_PRIORITY_CLASSES, SLA_WAITING_MAX_SECONDS
 
 TOPOLOGY_MODES = ("hard", "soft")
 # Billing type of a job in a queue of this type (label platform.io/billing-type).
-BILLING_BY_QUEUE_TYPE = {
-    QUEUE_TYPE_SUBSCRIPTION: "subscription",
-    QUEUE_TYPE_TEAM: "subscription",
-    QUEUE_TYPE_PAYG: "payg",
-    QUEUE_TYPE_SPOT: "spot",
-}
 
 
 @dataclass(frozen=True)
@@ -74,7 +69,7 @@ class JobClass:
 
     def billing_for(self, queue_type: str) -> str:
         """Rule billing-type: the class's own billing type, else the queue's."""
-        return self.billing_type or BILLING_BY_QUEUE_TYPE[queue_type]
+        return self.billing_type or BILLING_TYPE_OF_QUEUE_TYPE[queue_type]
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -21,10 +21,13 @@ policies are in ``pod_placement.py`` and ``platform_state.py``):
   ``volcano.sh/preemptable: "false"`` so that neither preempt nor reclaim
   takes it); debug-job and spot-job never carry an sla waiting time (rule
   sla-wait-by-class, ``jobs/sla``).
-* queue-billing: a Job's ``platform.io/billing-type`` label is its queue's
-  (spot, payg, or subscription for team and subscription queues), and a spot
-  Job carries a finite ``platform.io/spot-price``, so no job in a spot queue
-  escapes reclaim.
+* queue-billing: a Job needs no ``platform.io/billing-type`` label (billing
+  follows the queue, rule billing-follows-queue), but one it carries is its
+  queue's (spot, payg for pay-as-you-go and burst queues, subscription for team
+  and subscription queues); a spot Job carries a finite
+  ``platform.io/spot-price``, so no job in a spot queue escapes reclaim, and a
+  task template that repeats the price repeats it unchanged (the meter reads
+  the Job's, and a stopping pod's own).
 * large-job-throttle: while a queue is listed in the namespace's ConfigMap
   ``platform-throttle`` (key ``queues``), new Jobs below priority 800 are
   refused until ``until`` (written by the platform, which deletes the
@@ -38,6 +41,7 @@ from typing import Any
 
 from ..common.names import (
     ANNOTATION_SPOT_PRICE,
+    BILLING_TYPE_OF_QUEUE_TYPE,
     LABEL_BILLING_TYPE,
     LABEL_TENANT,
     PLATFORM_NAMESPACE,
@@ -101,6 +105,11 @@ _QUEUE_TYPE = (
 _PARAM_QUEUES = (
     f"has(params.data) && '{PARAM_KEY_QUEUES}' in params.data ? "
     f"params.data['{PARAM_KEY_QUEUES}'].split(',').map(q, q.trim()).filter(q, q != '') : []"
+)
+
+# Rule billing-type-of-queue, as a CEL map literal.
+_BILLING_OF_QUEUE = (
+    "{" + ", ".join(f"'{q}': '{b}'" for q, b in BILLING_TYPE_OF_QUEUE_TYPE.items()) + "}"
 )
 
 JOBS_AND_PODGROUPS = [("batch.volcano.sh", "jobs"), ("scheduling.volcano.sh", "podgroups")]
@@ -254,8 +263,9 @@ def queue_priority_policy() -> dict[str, Any]:
 
 
 def queue_billing_policy() -> dict[str, Any]:
-    """Rule billing-fits-queue: a Job is labelled with its queue's billing type, and a spot
-    Job has a finite spot price, so every job in a spot queue is a reclaim candidate."""
+    """Rule billing-fits-queue: a Job's billing-type label, when it has one, is its queue's;
+    a spot Job has a finite spot price, so every job in a spot queue is a reclaim
+    candidate, and its task templates carry no other price."""
     return policy(
         POLICY_QUEUE_BILLING,
         {
@@ -267,8 +277,8 @@ def queue_billing_policy() -> dict[str, Any]:
                 {
                     "name": "billing",
                     "expression": (
-                        "variables.queueType == 'spot' ? 'spot' : variables.queueType == 'payg' ? 'payg' "
-                        ": 'subscription'"
+                        f"variables.queueType in {_BILLING_OF_QUEUE} ? "
+                        f"{_BILLING_OF_QUEUE}[variables.queueType] : 'subscription'"
                     ),
                 },
                 {
@@ -288,11 +298,15 @@ def queue_billing_policy() -> dict[str, Any]:
             ],
             "validations": [
                 {
-                    "expression": "variables.queueType == '' || variables.labelled == variables.billing",
+                    "expression": (
+                        "variables.queueType == '' || variables.labelled == '' || "
+                        "variables.labelled == variables.billing"
+                    ),
                     "messageExpression": (
-                        f"'metadata.labels.{LABEL_BILLING_TYPE}: ' + (variables.labelled == '' ? '(none)' : "
-                        "variables.labelled) + ' does not match queue ' + variables.queue + '; set "
-                        f"{LABEL_BILLING_TYPE}: ' + variables.billing + ' for this queue'"
+                        f"'metadata.labels.{LABEL_BILLING_TYPE}: ' + variables.labelled + ' does not match "
+                        "queue ' + variables.queue + ', which bills as ' + variables.billing + '; set "
+                        f"{LABEL_BILLING_TYPE}: ' + variables.billing + ' or leave the label out (billing "
+                        "follows the queue)'"
                     ),
                     "reason": "Invalid",
                 },
@@ -304,6 +318,20 @@ def queue_billing_policy() -> dict[str, Any]:
                         f"'metadata.annotations.{ANNOTATION_SPOT_PRICE}: ' + (variables.price == '' ? '(none)' : "
                         "variables.price) + ' is not a spot price; set a decimal price per GPU-hour, for "
                         "example 0.35 (at most 6 digits before and after the point)'"
+                    ),
+                    "reason": "Invalid",
+                },
+                {
+                    "expression": (
+                        "variables.billing != 'spot' || !has(object.spec.tasks) || object.spec.tasks.all(t, "
+                        "!has(t.template.metadata) || !has(t.template.metadata.annotations) || "
+                        f"!('{ANNOTATION_SPOT_PRICE}' in t.template.metadata.annotations) || "
+                        f"t.template.metadata.annotations['{ANNOTATION_SPOT_PRICE}'] == variables.price)"
+                    ),
+                    "messageExpression": (
+                        f"'spec.tasks[].template.metadata.annotations.{ANNOTATION_SPOT_PRICE}: a task template "
+                        "names a price other than the Job\\'s ' + variables.price + '; leave it out or repeat "
+                        "the Job\\'s'"
                     ),
                     "reason": "Invalid",
                 },

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.common import names
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy import admission as ap
 
 
@@ -175,7 +176,14 @@ def test_platform_state_lets_the_named_groups_and_platform_service_accounts_writ
 def test_billing_policy_ties_the_label_to_the_queue_type_and_bounds_the_price():
     policy = ap.queue_billing_policy()
     variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
-    assert "variables.queueType == 'spot' ? 'spot'" in variables["billing"]
+    # Rule billing-type-of-queue, one map for the policy, the meter and the job builders.
+    for queue_type, billing in names.BILLING_TYPE_OF_QUEUE_TYPE.items():
+        assert f"'{queue_type}': '{billing}'" in variables["billing"]
+    # A billing label is optional; one that is set must match.
+    label_rule = policy["spec"]["validations"][0]["expression"]
+    assert "variables.labelled == ''" in label_rule
+    # A task template repeats the Job's price or names none.
+    assert "variables.price" in policy["spec"]["validations"][2]["expression"]
     price_rule = policy["spec"]["validations"][1]["expression"]
     assert ap.SPOT_PRICE_PATTERN in price_rule
     import re
