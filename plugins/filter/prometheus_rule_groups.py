@@ -10,6 +10,7 @@ from typing import Any
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.observability.rules import (
+    interval_errors,
     ksm_chart_values,
     rule_groups,
     threshold_errors,
@@ -17,13 +18,16 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.observability.ru
 )
 
 
-def prometheus_rule_groups(thresholds: Any = None) -> list[dict[str, Any]]:
-    """The ``groups`` of the platform's rules with these alert thresholds."""
+def prometheus_rule_groups(
+    thresholds: Any = None, metering_interval: Any = None
+) -> list[dict[str, Any]]:
+    """The ``groups`` of the platform's rules with these alert thresholds, the metering
+    group evaluated every ``metering_interval`` (the ledger's resolution)."""
     values = {} if thresholds is None else thresholds
-    errors = threshold_errors(values)
+    errors = threshold_errors(values) + interval_errors(metering_interval or None)
     if errors:
         raise AnsibleFilterError("prometheus_rule_groups: " + "; ".join(errors))
-    return rule_groups(thresholds_of(values))
+    return rule_groups(thresholds_of(values), metering_interval or None)
 
 
 def kube_state_metrics_values(_unused: Any = None) -> dict[str, Any]:

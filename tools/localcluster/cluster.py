@@ -547,9 +547,10 @@ def components(state: Path, bins: Path) -> list[Component]:
                 f"--telemetry-port={PORTS['kube-state-metrics-telemetry']}",
                 # only what the platform's rules read, to keep it light
                 "--resources=pods,nodes,namespaces",
-                f"--metric-labels-allowlist=pods=[{','.join(RULES.KSM_LABELS_ALLOWLIST)}]",
-                f"--metric-annotations-allowlist=pods=[{','.join(RULES.KSM_ANNOTATIONS_ALLOWLIST)}]",
-                # the spot queues' reclaim counts (rule spot-reclaim-count)
+                f"--metric-labels-allowlist={RULES.ksm_labels_allowlist()}",
+                f"--metric-annotations-allowlist={RULES.ksm_annotations_allowlist()}",
+                # the Queues' tenants, types and sizes, the Volcano Jobs' bids (rule
+                # billing-follows-queue) and the spot queues' reclaim counts
                 f"--custom-resource-state-config-file={state / KSM_CUSTOM_RESOURCE_STATE}",
             ],
             f"http://{h}:{PORTS['kube-state-metrics']}/healthz",
@@ -946,7 +947,8 @@ def write_prometheus_files(state: Path) -> bool:
     files = {
         state / "prometheus.yml": yaml.safe_dump(prometheus_config(state), sort_keys=False),
         state / "prometheus-rules.yml": yaml.safe_dump(
-            {"groups": RULES.rule_groups()}, sort_keys=False
+            {"groups": RULES.rule_groups(metering_interval=f"{SCRAPE_INTERVAL_SECONDS}s")},
+            sort_keys=False,
         ),
         # where tests and tools find this cluster's Prometheus (ports shift per cluster)
         state / "prometheus-url": PROMETHEUS + "\n",

@@ -29,6 +29,7 @@ Where the series come from (the names are the exporters' own):
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass
 from difflib import get_close_matches
 from typing import Any
@@ -40,7 +41,11 @@ GPU_RESOURCE_VOLCANO = "nvidia.com/gpu"
 # milli-units (api.NewResource keeps rQuant.MilliValue()): 1 GPU = 1000.
 VOLCANO_MILLI = 1000
 
-# Pod labels and annotations kube-state-metrics must export for these rules.
+# Labels and annotations kube-state-metrics must export for these rules, per kind.
+# Billing needs only what the platform or Volcano writes: a pod's queue (the job
+# controller's label, or the annotation vc-controller-manager reads for other
+# workloads), its job's name, the namespace's tenant and the node's location. The
+# tenant and billing type come from the Queue, never from a label a tenant writes.
 KSM_LABELS_ALLOWLIST = (
     "platform.io/tenant",
     "platform.io/billing-type",
@@ -48,28 +53,78 @@ KSM_LABELS_ALLOWLIST = (
     "volcano.sh/job-name",
     "volcano.sh/queue-name",
 )
-KSM_ANNOTATIONS_ALLOWLIST = ("platform.io/spot-price",)
+KSM_ANNOTATIONS_ALLOWLIST = ("platform.io/spot-price", "scheduling.volcano.sh/queue-name")
+KSM_NAMESPACE_LABELS_ALLOWLIST = ("platform.io/tenant",)
+KSM_NODE_LABELS_ALLOWLIST = ("platform.io/node-location",)
+
+
+def ksm_labels_allowlist_entries() -> list[str]:
+    """The labels allow-list, one ``kind=[keys]`` entry per kind: pods, namespaces, nodes."""
+    return [
+        f"{kind}=[{','.join(keys)}]"
+        for kind, keys in (
+            ("pods", KSM_LABELS_ALLOWLIST),
+            ("namespaces", KSM_NAMESPACE_LABELS_ALLOWLIST),
+            ("nodes", KSM_NODE_LABELS_ALLOWLIST),
+        )
+    ]
+
+
+def ksm_labels_allowlist() -> str:
+    """``--metric-labels-allowlist``: every entry, comma-separated."""
+    return ",".join(ksm_labels_allowlist_entries())
+
+
+def ksm_annotations_allowlist() -> str:
+    """``--metric-annotations-allowlist``: pods."""
+    return f"pods=[{','.join(KSM_ANNOTATIONS_ALLOWLIST)}]"
+
 
 # Recording rules other parts of the collection read (usage_report, hybrid scaling).
 TENANT_BILLING_GPUS = "platform:tenant_billing_gpus:allocated"
 JOB_GPUS = "platform:job_gpus:allocated"
+TENANT_SUBSCRIPTION = "platform:tenant_subscription_gpus:info"
+UNCLAIMED_POD_GPUS = "platform:pod_gpus:unclaimed"
 QUEUE_OLDEST_PENDING = "platform:queue_oldest_pending_job:age_seconds"
 QUEUE_DEPTH = "platform:queue_depth:jobs"
 SPOT_RECLAIMS_1H = "platform:spot_reclaims:count1h"
+METERING_GROUP = "platform-metering"
 
-# Exported by kube-state-metrics from every Queue (ksm_custom_resource_state).
+# Exported by kube-state-metrics from every Queue and Volcano Job (ksm_custom_resource_state).
 SPOT_RECLAIMED_JOBS = "platform_queue_spot_reclaimed_jobs"
+QUEUE_INFO = "platform_queue_info"
+QUEUE_CAPABILITY_GPUS = "platform_queue_capability_gpus"
+VCJOB_INFO = "platform_vcjob_info"
 ANNOTATION_SPOT_RECLAIMED = (
     "platform.io/spot-reclaimed-jobs"  # common/names.py (this file is stdlib only)
 )
+ANNOTATION_SPOT_PRICE = "platform.io/spot-price"  # common/names.py
+
+
+def _info(name: str, help_text: str, labels: dict[str, list[str]]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "help": help_text,
+        "each": {"type": "Info", "info": {"labelsFromPath": labels}},
+    }
 
 
 def ksm_custom_resource_state() -> dict[str, Any]:
-    """kube-state-metrics' ``--custom-resource-state-config``: every Volcano Queue's
-    reclaim count as ``platform_queue_spot_reclaimed_jobs{queue, tenant, queue_type}``
-    (0 until a job is reclaimed from it), read from the annotation rule
-    spot-reclaim-count keeps. kube-state-metrics finds the Queue kind by discovery; it
-    is not one of its ``--resources``."""
+    """kube-state-metrics' ``--custom-resource-state-config``.
+
+    From every Volcano Queue (platform state: cluster-scoped, no tenant can write one):
+    ``platform_queue_spot_reclaimed_jobs{queue, tenant, queue_type}`` (0 until a job is
+    reclaimed from it, read from the annotation rule spot-reclaim-count keeps) and
+    ``platform_queue_info{queue, tenant, queue_type}`` (rule billing-follows-queue: the
+    queue's tenant and type) and ``platform_queue_capability_gpus`` (its GPU capability,
+    the subscription's size over time). From every Volcano Job: ``platform_vcjob_info{namespace, job_name, queue,
+    spot_price}``, the bid admission checked (rule billing-fits-queue). kube-state-metrics
+    finds both kinds by discovery; they are not among its ``--resources``."""
+    queue_labels = {
+        "queue": ["metadata", "name"],
+        "tenant": ["metadata", "labels", "platform.io/tenant"],
+        "queue_type": ["metadata", "labels", "platform.io/queue-type"],
+    }
     return {
         "kind": "CustomResourceStateMetrics",
         "spec": {
@@ -81,11 +136,7 @@ def ksm_custom_resource_state() -> dict[str, Any]:
                         "kind": "Queue",
                     },
                     "metricNamePrefix": "platform_queue",
-                    "labelsFromPath": {
-                        "queue": ["metadata", "name"],
-                        "tenant": ["metadata", "labels", "platform.io/tenant"],
-                        "queue_type": ["metadata", "labels", "platform.io/queue-type"],
-                    },
+                    "labelsFromPath": queue_labels,
                     "metrics": [
                         {
                             "name": "spot_reclaimed_jobs",
@@ -97,9 +148,44 @@ def ksm_custom_resource_state() -> dict[str, Any]:
                                     "nilIsZero": True,
                                 },
                             },
-                        }
+                        },
+                        # An Info metric is left out for an object that lacks one of its
+                        # own label paths (and has no sample without one), so it names a
+                        # path every Queue has, and the capability is a gauge of its own.
+                        _info("info", "A queue's tenant and type.", {"name": ["metadata", "name"]}),
+                        {
+                            "name": "capability_gpus",
+                            "help": "A queue's GPU capability (0 without one).",
+                            "each": {
+                                "type": "Gauge",
+                                "gauge": {
+                                    "path": ["spec", "capability", "nvidia.com/gpu"],
+                                    "nilIsZero": True,
+                                },
+                            },
+                        },
                     ],
-                }
+                },
+                {
+                    "groupVersionKind": {
+                        "group": "batch.volcano.sh",
+                        "version": "v1alpha1",
+                        "kind": "Job",
+                    },
+                    "metricNamePrefix": "platform_vcjob",
+                    "labelsFromPath": {
+                        "namespace": ["metadata", "namespace"],
+                        "job_name": ["metadata", "name"],
+                        "queue": ["spec", "queue"],
+                    },
+                    "metrics": [
+                        _info(
+                            "info",
+                            "A Volcano Job's queue and, for a spot job, its bid per GPU-hour.",
+                            {"spot_price": ["metadata", "annotations", ANNOTATION_SPOT_PRICE]},
+                        )
+                    ],
+                },
             ]
         },
     }
@@ -108,18 +194,23 @@ def ksm_custom_resource_state() -> dict[str, Any]:
 def ksm_chart_values() -> dict[str, Any]:
     """The kube-state-metrics chart's values (kube-prometheus-stack's
     ``kube-state-metrics:``) these rules need: the pod labels and annotations they
-    read, allow-listed, and the Queues' reclaim counts (custom resource state, with
-    the RBAC to list and watch Queues and to discover their CRD)."""
+    read, allow-listed, and the Queues' and Volcano Jobs' state (custom resource state,
+    with the RBAC to list and watch them and to discover their CRDs)."""
     return {
-        "metricLabelsAllowlist": [f"pods=[{','.join(KSM_LABELS_ALLOWLIST)}]"],
+        "metricLabelsAllowlist": ksm_labels_allowlist_entries(),
         # The chart spells this key with a capital L, the labels' key without.
-        "metricAnnotationsAllowList": [f"pods=[{','.join(KSM_ANNOTATIONS_ALLOWLIST)}]"],
+        "metricAnnotationsAllowList": [ksm_annotations_allowlist()],
         "customResourceState": {"enabled": True, "config": ksm_custom_resource_state()},
         "rbac": {
             "extraRules": [
                 {
                     "apiGroups": ["scheduling.volcano.sh"],
                     "resources": ["queues"],
+                    "verbs": ["list", "watch"],
+                },
+                {
+                    "apiGroups": ["batch.volcano.sh"],
+                    "resources": ["jobs"],
                     "verbs": ["list", "watch"],
                 },
                 {
@@ -181,7 +272,7 @@ def thresholds_of(values: dict[str, Any]) -> Thresholds:
     return Thresholds(**{name: _number(value) for name, value in values.items()})
 
 
-def _running_pod_gpus() -> str:
+def _running_pod_gpus() -> str:  # the watermark's; metering has its per-pod rule
     """GPUs requested by each Running pod (rule running-pod-gpus).
 
     A pod holds its GPUs from the moment it runs until it ends; requests are
@@ -194,37 +285,137 @@ def _running_pod_gpus() -> str:
     )
 
 
-def _with_platform_labels(expr: str) -> str:
-    """Rule billing-labels: tenant and billing type come from the pod's labels,
-    which the job builders copy from the Volcano Job onto every pod template."""
-    joined = (
-        f"(\n  {expr}\n)\n"
-        "* on (namespace, pod) group_left(label_platform_io_tenant, label_platform_io_billing_type, "
-        "label_volcano_sh_job_name)\n"
-        '  kube_pod_labels{label_platform_io_billing_type!=""}\n'
-        "* on (namespace, pod) group_left(annotation_platform_io_spot_price)\n"
-        "  kube_pod_annotations"
-    )
-    for target, source in (
-        ("tenant", "label_platform_io_tenant"),
-        ("billing_type", "label_platform_io_billing_type"),
-        ("job_name", "label_volcano_sh_job_name"),
-        ("spot_price", "annotation_platform_io_spot_price"),
-    ):
-        joined = f'label_replace(\n{joined},\n"{target}", "$1", "{source}", "(.*)")'
-    return joined
+# Intermediate series of the metering group (evaluated in order, so each rule reads the
+# ones above it at the same instant).
+POD_GPUS_RUNNING = "platform:pod_gpus:running"
+POD_QUEUE = "platform:pod_queue:info"
+QUEUE_BILLING = "platform:queue_billing:info"
+NAMESPACE_TENANT = "platform:namespace_tenant:info"
+NODE_LOCATION = "platform:node_location:info"
+POD_GPUS_BILLED = "platform:pod_gpus:billed"
+
+# Rule billing-type-of-queue: the billing type a queue type bills as (a stdlib-only copy
+# of common/names.py's map, tested equal). A team queue is a
+# part of its tenant's subscription; the burst leaf is cloud quota bought by the hour.
+BILLING_TYPE_OF_QUEUE_TYPE = {
+    "subscription": "subscription",
+    "team": "subscription",
+    "payg": "payg",
+    "spot": "spot",
+    "burst": "payg",
+}
+CLOUD_LOCATION = "cloud"  # common/names.py NODE_LOCATIONS; every other node is "idc"
+
+
+def _relabel(expr: str, target: str, source: str) -> str:
+    return f'label_replace({expr}, "{target}", "$1", "{source}", "(.+)")'
+
+
+def _billing_type_of_queue() -> str:
+    """Rule billing-type-of-queue, as label_replace over each queue type."""
+    expr = f'{QUEUE_INFO}{{tenant!=""}}'
+    for queue_type, billing_type in BILLING_TYPE_OF_QUEUE_TYPE.items():
+        expr = (
+            f'label_replace({expr}, "billing_type", "{billing_type}", "queue_type", "{queue_type}")'
+        )
+    return f"max by (queue, tenant, billing_type) ({expr})"
 
 
 def metering_rules() -> list[dict[str, Any]]:
-    pods = _with_platform_labels(_running_pod_gpus())
+    """Rule billing-follows-queue: every Running GPU pod is billed to the tenant and billing
+    type of the queue it runs in, and only when that tenant is its namespace's. The pod's
+    queue is the one Volcano wrote on it (the job controller's label ``volcano.sh/queue-name``,
+    else the annotation ``scheduling.volcano.sh/queue-name`` that admission checked on the
+    workload); the queue's tenant and type are platform state. No label a tenant writes
+    takes part. A GPU pod in a tenant namespace that no queue of the tenant claims is
+    ``platform:pod_gpus:unclaimed`` (rule unclaimed-gpus)."""
+    queue_label = _relabel(
+        'kube_pod_labels{label_volcano_sh_queue_name!=""}', "queue", "label_volcano_sh_queue_name"
+    )
+    queue_annotation = _relabel(
+        'kube_pod_annotations{annotation_scheduling_volcano_sh_queue_name!=""}',
+        "queue",
+        "annotation_scheduling_volcano_sh_queue_name",
+    )
+    namespace_tenant = _relabel(
+        'kube_namespace_labels{label_platform_io_tenant!=""}', "tenant", "label_platform_io_tenant"
+    )
+    location = (
+        f'label_replace(label_replace(kube_node_labels, "location", "idc", "node", ".*"), '
+        f'"location", "{CLOUD_LOCATION}", "label_platform_io_node_location", "{CLOUD_LOCATION}")'
+    )
+    job_name = _relabel("kube_pod_labels", "job_name", "label_volcano_sh_job_name")
+    with_job = (
+        f"{POD_GPUS_BILLED}\n"
+        f"  * on (namespace, pod) group_left (job_name) max by (namespace, pod, job_name) ({job_name})"
+    )
+    # The bid is the Job's (admission checked it and keeps its pods' equal); a pod whose
+    # Job is already gone (a reclaim's victim while it stops) keeps its own copy.
+    job_bid = f'max by (namespace, job_name, spot_price) ({VCJOB_INFO}{{spot_price!=""}})'
+    pod_bid = (
+        "max by (namespace, pod, spot_price) ("
+        + _relabel(
+            'kube_pod_annotations{annotation_platform_io_spot_price!=""}',
+            "spot_price",
+            "annotation_platform_io_spot_price",
+        )
+        + ")"
+    )
+    priced = (
+        f"(\n  {with_job}\n  * on (namespace, job_name) group_left (spot_price) {job_bid}\n)\n"
+        f"or on (namespace, pod)\n(\n  {with_job}\n  * on (namespace, pod) group_left (spot_price) {pod_bid}\n)\n"
+        f"or on (namespace, pod)\n(\n  {with_job}\n)"
+    )
     return [
-        # Rule gpu-hours-source: GPUs held per tenant and billing type, the
+        # Rule running-pod-gpus, per pod and the node it runs on.
+        {
+            "record": POD_GPUS_RUNNING,
+            "expr": f'sum by (namespace, pod, node) (kube_pod_container_resource_requests{{resource="{GPU_RESOURCE_KSM}"}})\n'
+            "  * on (namespace, pod) group_left ()\n"
+            '  (max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1)',
+        },
+        {
+            "record": POD_QUEUE,
+            "expr": f"max by (namespace, pod, queue) ({queue_label})\n"
+            f"or on (namespace, pod)\nmax by (namespace, pod, queue) ({queue_annotation})",
+        },
+        {"record": QUEUE_BILLING, "expr": _billing_type_of_queue()},
+        {"record": NAMESPACE_TENANT, "expr": f"max by (namespace, tenant) ({namespace_tenant})"},
+        {"record": NODE_LOCATION, "expr": f"max by (node, location) ({location})"},
+        {
+            "record": POD_GPUS_BILLED,
+            "expr": "sum by (namespace, pod, queue, tenant, billing_type, location) (\n"
+            f"  (\n    {POD_GPUS_RUNNING}\n"
+            f"    * on (namespace, pod) group_left (queue) {POD_QUEUE}\n"
+            f'    * on (queue) group_left (tenant, billing_type) {QUEUE_BILLING}{{billing_type!=""}}\n'
+            f"    * on (node) group_left (location) {NODE_LOCATION}\n"
+            f"  )\n  and on (namespace, tenant) {NAMESPACE_TENANT}\n)",
+        },
+        # Rule gpu-hours-source: GPUs held per tenant, billing type and location, the
         # integrand of the ledger's GPU-hours (usage_report integrates it).
-        {"record": TENANT_BILLING_GPUS, "expr": f"sum by (tenant, billing_type) (\n{pods}\n)"},
+        {
+            "record": TENANT_BILLING_GPUS,
+            "expr": f"sum by (tenant, billing_type, location) ({POD_GPUS_BILLED})",
+        },
         # The same per Volcano Job, with the spot job's bid for the ledger's spot lines.
         {
             "record": JOB_GPUS,
-            "expr": f"sum by (namespace, tenant, billing_type, job_name, spot_price) (\n{pods}\n)",
+            "expr": "sum by (namespace, tenant, billing_type, location, job_name, spot_price) (\n"
+            f"{priced}\n)",
+        },
+        # Rule subscription-over-time: a tenant's subscription size while its Queue exists,
+        # as the label ``gpus`` (count_values makes a label of the value; usage_report
+        # counts the samples of each size and prorates by them).
+        {
+            "record": TENANT_SUBSCRIPTION,
+            "expr": 'count_values by (tenant) ("gpus", '
+            f'{QUEUE_CAPABILITY_GPUS}{{queue_type="subscription",tenant!=""}})',
+        },
+        # Rule unclaimed-gpus: GPUs held in a tenant namespace that no billing line claims.
+        {
+            "record": UNCLAIMED_POD_GPUS,
+            "expr": f"sum by (namespace, pod) ({POD_GPUS_RUNNING} and on (namespace) {NAMESPACE_TENANT})\n"
+            f"unless on (namespace, pod) {POD_GPUS_BILLED}",
         },
     ]
 
@@ -394,12 +585,30 @@ def spot_rules(t: Thresholds) -> list[dict[str, Any]]:
     ]
 
 
-def rule_groups(t: Thresholds | None = None) -> list[dict[str, Any]]:
-    """The ``groups`` of the platform's rule file."""
+_DURATION = re.compile(r"^[1-9][0-9]*(ms|s|m|h)$")
+
+
+def interval_errors(interval: Any) -> list[str]:
+    """Rule metering-interval: a Prometheus duration of one unit, such as 30s or 1m."""
+    if interval is None or (isinstance(interval, str) and _DURATION.match(interval)):
+        return []
+    return [f"metering_interval: {interval!r} is not a duration such as 30s or 1m"]
+
+
+def rule_groups(
+    t: Thresholds | None = None, metering_interval: str | None = None
+) -> list[dict[str, Any]]:
+    """The ``groups`` of the platform's rule file. ``metering_interval`` is the metering
+    group's evaluation interval, the ledger's resolution (Prometheus's global evaluation
+    interval when None); usage_report reads it back from Prometheus."""
     t = t or Thresholds()
+    metering: dict[str, Any] = {"name": METERING_GROUP}
+    if metering_interval:
+        metering["interval"] = metering_interval
+    metering["rules"] = metering_rules()
     return [
         {"name": "platform-gpu", "rules": gpu_rules(t)},
-        {"name": "platform-metering", "rules": metering_rules()},
+        metering,
         {"name": "platform-queues", "rules": queue_rules(t)},
         {"name": "platform-spot", "rules": spot_rules(t)},
     ]

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict
 from pathlib import Path
 
@@ -14,10 +15,16 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpucloud.platform.plugins.filter.prometheus_rule_groups import (
     prometheus_rule_groups,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.common import names
 from ansible_collections.gpucloud.platform.plugins.module_utils.observability import rules
 
 ROOT = Path(__file__).resolve().parents[5]
 ROLE_DEFAULTS = ROOT / "roles" / "monitoring" / "defaults" / "main.yml"
+
+
+def record(name):
+    (found,) = (r for g in rules.rule_groups() for r in g["rules"] if r.get("record") == name)
+    return found
 
 
 def test_the_builders_defaults_are_the_roles_defaults():
@@ -111,26 +118,229 @@ def test_the_filter_gives_the_groups():
     ]
 
 
-def test_the_reclaim_count_is_read_from_the_annotation_the_spot_reclaim_writes():
-    from ansible_collections.gpucloud.platform.plugins.module_utils.common import names
+def resource(kind):
+    (found,) = (
+        r
+        for r in rules.ksm_custom_resource_state()["spec"]["resources"]
+        if r["groupVersionKind"]["kind"] == kind
+    )
+    return found
 
+
+def metric(res, name):
+    (found,) = (m for m in res["metrics"] if m["name"] == name)
+    return found
+
+
+def test_the_reclaim_count_is_read_from_the_annotation_the_spot_reclaim_writes():
     # rules.py is stdlib only (the local cluster loads it by path), so it names the
     # annotation itself; it must be the one rule spot-reclaim-count writes.
     assert rules.ANNOTATION_SPOT_RECLAIMED == names.ANNOTATION_SPOT_RECLAIMED
-    (queue,) = rules.ksm_custom_resource_state()["spec"]["resources"]
-    (metric,) = queue["metrics"]
-    assert queue["metricNamePrefix"] + "_" + metric["name"] == rules.SPOT_RECLAIMED_JOBS
-    assert metric["each"]["gauge"]["path"][-1] == names.ANNOTATION_SPOT_RECLAIMED
-    spot = next(
-        r
-        for g in rules.rule_groups()
-        for r in g["rules"]
-        if r.get("record") == rules.SPOT_RECLAIMS_1H
-    )
+    queue = resource("Queue")
+    reclaimed = metric(queue, "spot_reclaimed_jobs")
+    assert queue["metricNamePrefix"] + "_" + reclaimed["name"] == rules.SPOT_RECLAIMED_JOBS
+    assert reclaimed["each"]["gauge"]["path"][-1] == names.ANNOTATION_SPOT_RECLAIMED
+    spot = record(rules.SPOT_RECLAIMS_1H)
     assert rules.SPOT_RECLAIMED_JOBS in spot["expr"]
+
+
+def test_a_queues_tenant_type_and_size_come_from_the_queue():
+    """Rule billing-follows-queue: platform_queue_info is the Queue's own labels, and
+    platform_queue_capability_gpus its GPU capability, the size of a subscription over
+    time (0 without one)."""
+    queue = resource("Queue")
+    assert queue["groupVersionKind"] == {
+        "group": "scheduling.volcano.sh",
+        "version": "v1beta1",
+        "kind": "Queue",
+    }
+    assert queue["labelsFromPath"] == {
+        "queue": ["metadata", "name"],
+        "tenant": ["metadata", "labels", names.LABEL_TENANT],
+        "queue_type": ["metadata", "labels", names.LABEL_QUEUE_TYPE],
+    }
+    info = metric(queue, "info")
+    assert queue["metricNamePrefix"] + "_" + info["name"] == rules.QUEUE_INFO
+    # an Info metric's own label paths are ones every Queue has, or it is left out
+    assert info["each"] == {
+        "type": "Info",
+        "info": {"labelsFromPath": {"name": ["metadata", "name"]}},
+    }
+    capability = metric(queue, "capability_gpus")
+    assert queue["metricNamePrefix"] + "_" + capability["name"] == rules.QUEUE_CAPABILITY_GPUS
+    assert capability["each"] == {
+        "type": "Gauge",
+        "gauge": {"path": ["spec", "capability", rules.GPU_RESOURCE_VOLCANO], "nilIsZero": True},
+    }
+    assert rules.QUEUE_CAPABILITY_GPUS in record(rules.TENANT_SUBSCRIPTION)["expr"]
+    assert rules.QUEUE_INFO in record(rules.QUEUE_BILLING)["expr"]
+
+
+def test_a_jobs_bid_comes_from_the_volcano_job():
+    job = resource("Job")
+    assert job["groupVersionKind"]["group"] == "batch.volcano.sh"
+    assert job["labelsFromPath"] == {
+        "namespace": ["metadata", "namespace"],
+        "job_name": ["metadata", "name"],
+        "queue": ["spec", "queue"],
+    }
+    info = metric(job, "info")
+    assert job["metricNamePrefix"] + "_" + info["name"] == rules.VCJOB_INFO
+    assert rules.ANNOTATION_SPOT_PRICE == names.ANNOTATION_SPOT_PRICE
+    assert info["each"]["info"]["labelsFromPath"] == {
+        "spot_price": ["metadata", "annotations", names.ANNOTATION_SPOT_PRICE]
+    }
+
+
+def test_the_allow_lists_as_kube_state_metrics_flags():
+    assert rules.ksm_labels_allowlist() == (
+        "pods=[platform.io/tenant,platform.io/billing-type,platform.io/job-class,"
+        "volcano.sh/job-name,volcano.sh/queue-name],"
+        "namespaces=[platform.io/tenant],nodes=[platform.io/node-location]"
+    )
+    assert rules.ksm_labels_allowlist() == ",".join(rules.ksm_labels_allowlist_entries())
+    assert rules.ksm_annotations_allowlist() == (
+        "pods=[platform.io/spot-price,scheduling.volcano.sh/queue-name]"
+    )
+
+
+def allow_listed(entries):
+    """kube-state-metrics' series labels for ``kind=[key,...]`` entries: kind -> names."""
+    out = {}
+    for entry in entries:
+        kind, keys = entry.split("=", 1)
+        out[kind] = {re.sub(r"[^a-zA-Z0-9_]", "_", k) for k in keys.strip("[]").split(",")}
+    return out
+
+
+def metering_exprs():
+    (group,) = (g for g in rules.rule_groups() if g["name"] == rules.METERING_GROUP)
+    return [r["expr"] for r in group["rules"]]
+
+
+@pytest.mark.parametrize(
+    ("series", "kind", "prefix"),
+    [
+        ("kube_pod_labels", "pods", "label_"),
+        ("kube_namespace_labels", "namespaces", "label_"),
+        ("kube_node_labels", "nodes", "label_"),
+        ("kube_pod_annotations", "pods", "annotation_"),
+    ],
+)
+def test_every_label_the_metering_rules_read_is_allow_listed(series, kind, prefix):
+    """A label kube-state-metrics does not export would silently bill nothing."""
+    entries = (
+        [rules.ksm_annotations_allowlist()]
+        if prefix == "annotation_"
+        else rules.ksm_labels_allowlist_entries()
+    )
+    exported = allow_listed(entries)[kind]
+    # a label belongs to the kube-state-metrics series named last before it
+    read = set()
+    for expr in metering_exprs():
+        for label in re.finditer(rf"\b{prefix}(?!replace\b)\w+", expr):
+            named = re.findall(r"kube_\w+_(?:labels|annotations)\b", expr[: label.start()])
+            if named and named[-1] == series:
+                read.add(label.group().removeprefix(prefix))
+    assert read and read <= exported, read - exported
+
+
+def test_no_metering_rule_reads_what_a_tenant_writes_on_its_pods():
+    """Rule billing-follows-queue: tenant and billing type are the Queue's."""
+    exprs = metering_exprs()
+    assert not any("label_platform_io_billing_type" in e for e in exprs)
+    tenant_label = [e for e in exprs if "label_platform_io_tenant" in e]
+    assert tenant_label == [record(rules.NAMESPACE_TENANT)["expr"]]
+    assert "kube_pod_labels" not in tenant_label[0]
 
 
 def test_the_chart_values_allow_list_what_the_rules_read():
     values = rules.ksm_chart_values()
-    assert values["metricLabelsAllowlist"] == [f"pods=[{','.join(rules.KSM_LABELS_ALLOWLIST)}]"]
-    assert values["customResourceState"]["config"] == rules.ksm_custom_resource_state()
+    assert values["metricLabelsAllowlist"] == rules.ksm_labels_allowlist_entries()
+    assert values["metricAnnotationsAllowList"] == [rules.ksm_annotations_allowlist()]
+    assert values["customResourceState"] == {
+        "enabled": True,
+        "config": rules.ksm_custom_resource_state(),
+    }
+    grants = {
+        (group, res): rule["verbs"]
+        for rule in values["rbac"]["extraRules"]
+        for group in rule["apiGroups"]
+        for res in rule["resources"]
+    }
+    assert grants[("scheduling.volcano.sh", "queues")] == ["list", "watch"]
+    assert grants[("batch.volcano.sh", "jobs")] == ["list", "watch"]
+    assert ("apiextensions.k8s.io", "customresourcedefinitions") in grants
+
+
+def test_every_queue_type_bills_as_a_billing_type():
+    """Rule billing-type-of-queue: a team queue is a part of the subscription, burst is
+    pay-as-you-go cloud quota."""
+    # rules.py keeps a stdlib-only copy of the one map (common/names.py)
+    assert rules.BILLING_TYPE_OF_QUEUE_TYPE == names.BILLING_TYPE_OF_QUEUE_TYPE
+    assert set(rules.BILLING_TYPE_OF_QUEUE_TYPE) == {*names.QUEUE_TYPES, names.QUEUE_TYPE_BURST}
+    assert set(rules.BILLING_TYPE_OF_QUEUE_TYPE.values()) <= set(names.BILLING_TYPES)
+    assert rules.BILLING_TYPE_OF_QUEUE_TYPE["team"] == "subscription"
+    assert rules.BILLING_TYPE_OF_QUEUE_TYPE["burst"] == "payg"
+    assert rules.CLOUD_LOCATION in names.NODE_LOCATIONS
+
+
+def test_a_metering_rule_reads_only_the_rules_recorded_before_it():
+    """The group is evaluated in order: a rule reading a later one would read the value of
+    the evaluation before, a resolution late."""
+    (group,) = (g for g in rules.rule_groups() if g["name"] == rules.METERING_GROUP)
+    recorded = [r["record"] for r in group["rules"]]
+    for index, rule in enumerate(group["rules"]):
+        read = set(re.findall(r"platform:\w+:\w+", rule["expr"])) & set(recorded)
+        assert read <= set(recorded[:index]), (rule["record"], read - set(recorded[:index]))
+
+
+def test_usage_report_reads_rules_of_the_group_whose_interval_it_reads():
+    """Rule metering-resolution: the interval usage_report reads is the group's that records
+    TENANT_BILLING_GPUS; the other rules it reads must be evaluated at it too."""
+    (group,) = (g for g in rules.rule_groups() if g["name"] == rules.METERING_GROUP)
+    recorded = {r["record"] for r in group["rules"]}
+    read = {
+        rules.TENANT_BILLING_GPUS,
+        rules.JOB_GPUS,
+        rules.TENANT_SUBSCRIPTION,
+        rules.UNCLAIMED_POD_GPUS,
+    }
+    assert read <= recorded
+
+
+def test_the_metering_interval_is_the_metering_groups_alone():
+    groups = rules.rule_groups(None, "15s")
+    assert list(groups[1]) == ["name", "interval", "rules"]
+    assert groups[1]["name"] == rules.METERING_GROUP and groups[1]["interval"] == "15s"
+    assert [g for g in groups if "interval" in g] == [groups[1]]
+    assert all("interval" not in g for g in rules.rule_groups())  # Prometheus's global one
+    assert groups[1]["rules"] == rules.metering_rules()
+
+
+@pytest.mark.parametrize("interval", [None, "30s", "1m", "500ms", "2h", "15s"])
+def test_a_metering_interval_of_one_unit_is_accepted(interval):
+    assert rules.interval_errors(interval) == []
+
+
+@pytest.mark.parametrize("interval", ["30", "0s", "1m30s", "-1m", "1d", " 30s", "30S", 30, 1.5])
+def test_a_metering_interval_that_is_not_a_duration_is_named(interval):
+    assert rules.interval_errors(interval) == [
+        f"metering_interval: {interval!r} is not a duration such as 30s or 1m"
+    ]
+    with pytest.raises(AnsibleFilterError, match="prometheus_rule_groups: metering_interval: "):
+        prometheus_rule_groups(None, interval)
+
+
+def test_the_filter_passes_the_metering_interval():
+    assert prometheus_rule_groups({}, "1m") == rules.rule_groups(None, "1m")
+    # an unset role variable arrives as an empty string: Prometheus's global interval
+    assert prometheus_rule_groups({}, "") == rules.rule_groups()
+
+
+def test_the_roles_default_metering_interval_is_one():
+    defaults = yaml.safe_load(ROLE_DEFAULTS.read_text())
+    assert defaults["monitoring_metering_interval"] == "{{ monitoring_scrape_interval }}"
+    assert rules.interval_errors(defaults["monitoring_scrape_interval"]) == []
+    template = (ROOT / "roles/monitoring/templates/prometheusrule.yml.j2").read_text()
+    assert "prometheus_rule_groups(monitoring_metering_interval)" in template
