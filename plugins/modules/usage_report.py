@@ -9,21 +9,29 @@ module: usage_report
 short_description: Bill each tenant's GPU-hours of a period - subscription, pay-as-you-go, spot - from Prometheus
 version_added: 0.1.0
 description:
-  - "Reads the platform's recording rules C(platform:tenant_billing_gpus:allocated) (labels C(tenant),
-    C(billing_type)) and C(platform:job_gpus:allocated) (spot jobs, with the bid in label C(spot_price)) from
-    Prometheus with C(query_range) over the period from O(start) to O(end), O(step) seconds apart, and writes a
-    ledger: per tenant and billing type the GPU-hours and the amount."
-  - "GPU-hours integrate the samples: each sample stands for the O(step) that ends at it, so it adds value x step /
-    3600 GPU-hours, and the period counts the samples after O(start) up to and including O(end)."
-  - "Subscription: the subscription of N GPUs (the GPUs of C(spec.capability) of the tenant's Queue labelled
-    C(platform.io/queue-type=subscription), as it is when the report runs) includes N x the period's hours; the
-    amount is included x C(subscription.gpu_hour) + overage x C(subscription.overage_gpu_hour), the overage being the
-    hours used beyond those included (never negative)."
-  - "Pay-as-you-go: hours x C(payg.gpu_hour). Spot: per job (and bid) hours x the job's bid; a missing bid counts as
-    0, as in a reclaim."
+  - "Bills what every GPU-second cost: from Prometheus, the platform's recording rules C(platform:tenant_billing_gpus:allocated)
+    (labels C(tenant), C(billing_type), C(location)), C(platform:job_gpus:allocated) (spot jobs, the bid in
+    C(spot_price)), C(platform:tenant_subscription_gpus:info) (each subscription's size over time) and
+    C(platform:pod_gpus:unclaimed), over the period from O(start) to O(end); it writes a ledger per tenant and line."
+  - "Billing follows the queue: the tenant and billing type of a GPU-second are those of the Volcano Queue its pod
+    runs in (platform state), and only when the queue's tenant is the namespace's; no label a tenant writes on a Job
+    or pod takes part."
+  - "Exact integral: the module asks for C(sum_over_time(rule[step])), so every sample of the rules counts once, and
+    each stands for the rules' evaluation interval, read from Prometheus (C(resolution_seconds) in the ledger). The
+    step only slices the reading and never changes the bill. A pod counts from the first evaluation that sees it
+    Running to the last: at most one scrape plus one evaluation interval per start and per stop."
+  - "Subscription: prorated. Each size N (GPUs) the subscription had in the period includes N x the hours it had it
+    (before the tenant existed, or after it was deleted, nothing); the amount is included x C(subscription.gpu_hour)
+    + overage x C(subscription.overage_gpu_hour), the overage being the IDC subscription hours used beyond those
+    included (never negative)."
+  - "Pay-as-you-go: IDC hours x C(payg.gpu_hour). Spot: per job (and bid) IDC hours x the job's bid (the Job's
+    C(platform.io/spot-price)); a missing bid counts as 0, as in a reclaim. Cloud: every GPU-hour on a node labelled
+    C(platform.io/node-location=cloud), whatever the queue, x C(cloud.gpu_hour)."
+  - "Reconciliation: the GPU-hours held in tenant namespaces by pods that no line claims (a pod outside its tenant's
+    queues), per pod, in C(reconciliation); 0 on a healthy cluster, anything else is warned about naming the pods."
   - "Amounts are computed exactly (decimals) and written rounded half-up to cents, hours to 6 decimal places; every
-    sum is the sum of the written values, so the ledger adds up."
-  - "Reads one list of Namespaces (label C(platform.io/tenant)), one of subscription Queues, and per recording rule
+    sum is the sum of the written values, so the ledger adds up. The same period gives the same ledger."
+  - "Reads one list of Namespaces (label C(platform.io/tenant)), Prometheus's rule groups once, and per recording rule
     one query per 11,000 steps (Prometheus's limit per series). It never writes."
 options:
   prometheus_url:
@@ -41,32 +49,32 @@ options:
     required: true
   end:
     description:
-      - The period's end, after O(start). The period is a whole number of O(step)s.
+      - The period's end, after O(start), at most 366 days after it.
     type: str
     required: true
   step:
     description:
-      - Seconds between samples, 1 or more, no more than the period, and dividing it (otherwise its last part-step
-        would not be counted).
-      - A step below the recording rules' evaluation interval reads the same sample more than once, which still
-        integrates right; a much larger one misses jobs shorter than it.
+      - Seconds per slice the period is read in, 1 or more, no more than the period, and dividing it. It does not
+        change the bill (every sample counts once, whatever the step); it only sets how many points each query
+        returns.
+      - Default the largest of 3600, 60 and 1 that divides the period.
     type: int
-    default: 60
   tenants:
     description:
-      - Only these tenants. Default is every tenant known on the cluster (a Namespace labelled
-        C(platform.io/tenant) or a subscription Queue) or with GPU use recorded in the period (a tenant deleted
-        within the period is still billed).
+      - Only these tenants (and the reconciliation of their namespaces). Default is every tenant known on the cluster
+        (a Namespace labelled C(platform.io/tenant)) or with a subscription or GPU use recorded in the period (a
+        tenant deleted within the period is still billed).
       - A tenant that is none of these is refused (field C(tenants)), naming the known ones.
     type: list
     elements: str
   prices:
     description:
       - "The price table, per GPU-hour in O(currency): C(subscription) with C(gpu_hour) and C(overage_gpu_hour),
-        C(payg) with C(gpu_hour), and C(spot) with no keys (C({}); spot is billed at each job's bid)."
-      - "Prices are decimal numbers (strings keep them exact), 0 or more. A table without one of the three billing
-        types, with a key it does not know, or with a price that is negative or not a number is refused naming the
-        key, for example C(prices.payg)."
+        C(payg) with C(gpu_hour), C(spot) with no keys (C({}); spot is billed at each job's bid), and C(cloud) with
+        C(gpu_hour)."
+      - "Prices are decimal numbers (strings keep them exact), 0 or more. A table without one of the four lines, with
+        a key it does not know, or with a price that is negative or not a number is refused naming the key, for
+        example C(prices.payg)."
     type: dict
     required: true
   currency:
@@ -87,8 +95,9 @@ attributes:
     support: N/A
     details: The module never writes.
 notes:
-  - "The subscription size is the one on the cluster when the report runs; a subscription resized within the period
-    is billed at its present size for the whole period."
+  - "Prometheus must load the platform's rules (the monitoring role's PrometheusRule C(gpucloud-platform)) and
+    kube-state-metrics export what they read (filter C(gpucloud.platform.kube_state_metrics_values))."
+  - "A bill is as complete as Prometheus's retention: bill a period before it ages out."
 seealso:
   - module: gpucloud.platform.tenant_info
   - module: gpucloud.platform.spot_info
@@ -105,6 +114,7 @@ EXAMPLES = r"""
       subscription: {gpu_hour: "2.00", overage_gpu_hour: "3.00"}
       payg: {gpu_hour: "3.50"}
       spot: {}
+      cloud: {gpu_hour: "5.00"}
   register: usage
 
 - name: Keep the CSV
@@ -113,12 +123,12 @@ EXAMPLES = r"""
     dest: /var/lib/billing/usage-20260101.csv
     mode: "0640"
 
-- name: One tenant's hour, sampled every 5 seconds
+- name: One tenant's hour, read in minute slices (the bill is the same at any step)
   gpucloud.platform.usage_report:
     prometheus_url: http://127.0.0.1:29090
     start: "2026-01-01T12:00:00Z"
     end: "2026-01-01T13:00:00Z"
-    step: 5
+    step: 60
     tenants: [alpha]
     prices: "{{ metering_prices }}"
   register: alpha_usage
@@ -127,33 +137,41 @@ EXAMPLES = r"""
 RETURN = r"""
 ledger:
   description:
-    - "The ledger: C(period) (C(start), C(end), C(step)), C(prices) (the table used), C(currency) (when given),
-      C(rows) and C(totals). Every number is a decimal string."
-    - "C(rows): three per tenant, sorted by tenant, subscription, payg, spot. Each has C(tenant), C(billing_type),
-      C(gpu_hours) and C(amount); subscription rows C(subscription_gpus), C(included_gpu_hours),
-      C(overage_gpu_hours), C(price), C(overage_price); payg rows C(price); spot rows C(jobs), one line per job and bid
-      (C(job), C(namespace), C(gpu_hours), C(bid), C(amount))."
-    - "C(totals): C(gpu_hours) and C(amount) of every row, C(by_billing_type) (each C(gpu_hours), C(amount)) and
-      C(by_tenant) (amounts)."
+    - "The ledger: C(period) (C(start), C(end)), C(resolution_seconds) (the rules' evaluation interval), C(prices)
+      (the table used), C(currency) (when given), C(rows), C(totals) and C(reconciliation). Every number is a decimal
+      string."
+    - "C(rows): four per tenant, sorted by tenant: subscription, payg, spot, cloud. Each has C(tenant),
+      C(billing_type) (the line), C(gpu_hours) and C(amount); subscription rows C(sizes) (each size the
+      subscription had: C(subscription_gpus), C(hours), C(included_gpu_hours)), C(included_gpu_hours),
+      C(overage_gpu_hours), C(price), C(overage_price); payg and cloud rows C(price); spot rows C(jobs), one line
+      per job and bid (C(job), C(namespace), C(gpu_hours), C(bid), C(amount))."
+    - "C(totals): C(gpu_hours) and C(amount) of every row, C(by_billing_type) (per line: C(gpu_hours), C(amount))
+      and C(by_tenant) (amounts)."
+    - "C(reconciliation): C(unclaimed_gpu_hours) and C(pods) (C(namespace), C(pod), C(gpu_hours)) that held GPUs
+      in tenant namespaces on no line."
   returned: success
   type: dict
   sample:
-    period: {start: "2026-01-01T00:00:00Z", end: "2026-01-02T00:00:00Z", step: 60}
+    period: {start: "2026-01-01T00:00:00Z", end: "2026-01-02T00:00:00Z"}
+    resolution_seconds: "30"
     prices:
       subscription: {gpu_hour: "2.00", overage_gpu_hour: "3.00"}
       payg: {gpu_hour: "3.50"}
       spot: {}
+      cloud: {gpu_hour: "5.00"}
     currency: EUR
     rows:
       - tenant: alpha
         billing_type: subscription
         gpu_hours: "400.000000"
-        subscription_gpus: "16"
-        included_gpu_hours: "384.000000"
-        overage_gpu_hours: "16.000000"
+        sizes:
+          - {subscription_gpus: "8", hours: "12.000000", included_gpu_hours: "96.000000"}
+          - {subscription_gpus: "16", hours: "12.000000", included_gpu_hours: "192.000000"}
+        included_gpu_hours: "288.000000"
+        overage_gpu_hours: "112.000000"
         price: "2.00"
         overage_price: "3.00"
-        amount: "816.00"
+        amount: "912.00"
       - {tenant: alpha, billing_type: payg, gpu_hours: "10.000000", price: "3.50", amount: "35.00"}
       - tenant: alpha
         billing_type: spot
@@ -161,31 +179,45 @@ ledger:
         jobs:
           - {job: cheap, namespace: tenant-alpha, gpu_hours: "2.000000", bid: "0.5", amount: "1.00"}
         amount: "1.00"
+      - {tenant: alpha, billing_type: cloud, gpu_hours: "4.000000", price: "5.00", amount: "20.00"}
     totals:
-      gpu_hours: "412.000000"
-      amount: "852.00"
+      gpu_hours: "416.000000"
+      amount: "968.00"
       by_billing_type:
-        subscription: {gpu_hours: "400.000000", amount: "816.00"}
+        subscription: {gpu_hours: "400.000000", amount: "912.00"}
         payg: {gpu_hours: "10.000000", amount: "35.00"}
         spot: {gpu_hours: "2.000000", amount: "1.00"}
-      by_tenant: {alpha: "852.00"}
+        cloud: {gpu_hours: "4.000000", amount: "20.00"}
+      by_tenant: {alpha: "968.00"}
+    reconciliation: {unclaimed_gpu_hours: "0.000000", pods: []}
 csv:
   description:
     - "The ledger as CSV with a header: columns C(kind), C(tenant), C(billing_type), C(namespace), C(job),
-      C(gpu_hours), C(subscription_gpus), C(included_gpu_hours), C(overage_gpu_hours), C(price), C(overage_price),
-      C(amount), C(currency)."
-    - "A C(usage) line per row, each spot row followed by a C(spot_job) line per job (its bid as C(price)); the
-      C(spot_job) amounts are already in their spot row's, so sum the C(usage) lines."
+      C(gpu_hours), C(subscription_gpus), C(hours), C(included_gpu_hours), C(overage_gpu_hours), C(price),
+      C(overage_price), C(amount), C(currency)."
+    - "A C(usage) line per row, each subscription row followed by a C(subscription_size) line per size and each spot
+      row by a C(spot_job) line per job (its bid as C(price)); those are already in their row's amount, so sum the
+      C(usage) lines."
   returned: success
   type: str
   sample: |
-    kind,tenant,billing_type,namespace,job,gpu_hours,subscription_gpus,included_gpu_hours,overage_gpu_hours,price,overage_price,amount,currency
-    usage,alpha,payg,,,10.000000,,,,3.50,,35.00,EUR
+    kind,tenant,billing_type,namespace,job,gpu_hours,subscription_gpus,hours,included_gpu_hours,overage_gpu_hours,price,overage_price,amount,currency
+    usage,alpha,payg,,,10.000000,,,,,3.50,,35.00,EUR
+summary:
+  description: The ledger in a few lines a person reads (period, totals per line, per tenant, reconciliation).
+  returned: success
+  type: list
+  elements: str
+  sample:
+    - period 2026-01-01T00:00:00Z - 2026-01-02T00:00:00Z, resolution 30 s, 1 tenants
+    - "total 968.00 EUR: subscription 912.00 (400.000000 GPU-h), payg 35.00 (10.000000 GPU-h), spot 1.00 (2.000000 GPU-h), cloud 20.00 (4.000000 GPU-h)"
+    - "  alpha  968.00 EUR"
+    - "reconciliation: 0.000000 GPU-h held in tenant namespaces on no line"
 queries:
-  description: How many Prometheus queries the run made.
+  description: How many Prometheus requests the run made (the rule groups and each query window).
   returned: success
   type: int
-  sample: 2
+  sample: 5
 prometheus_url:
   description: O(prometheus_url), when Prometheus could not be asked or did not answer with data.
   returned: failure
@@ -210,7 +242,7 @@ OPTIONS = {
     "prometheus_url": {"type": "str", "required": True},
     "start": {"type": "str", "required": True},
     "end": {"type": "str", "required": True},
-    "step": {"type": "int", "default": 60},
+    "step": {"type": "int"},
     "tenants": {"type": "list", "elements": "str"},
     "prices": {"type": "dict", "required": True},
     "currency": {"type": "str", "default": ""},

@@ -111,6 +111,7 @@ USAGE = {
         "subscription": {"gpu_hour": 2, "overage_gpu_hour": 3},
         "payg": {"gpu_hour": 3},
         "spot": {},
+        "cloud": {"gpu_hour": 5},
     },
 }
 

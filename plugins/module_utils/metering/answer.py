@@ -6,11 +6,15 @@
   JSON with ``status: success`` and a ``data.resultType`` of ``matrix``; otherwise the
   reason, with Prometheus's own ``errorType`` and ``error`` when it gave them (it does
   with HTTP 400, 422 and 503, for example for a query of more than 11,000 points).
+* Rule metering-resolution (``interval_of``): the evaluation interval, in seconds, of the
+  rule group that records a rule, from a ``/api/v1/rules`` answer; a Prometheus that
+  does not load the platform's rules cannot bill.
 """
 
 from __future__ import annotations
 
 import json
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 
@@ -34,8 +38,7 @@ def error_of(answer: Any) -> str | None:
     return f"{kind}: {text}"
 
 
-def matrix_of(body: bytes | str) -> list[dict[str, Any]]:
-    """Rule prometheus-answer: the series of a ``query_range`` answer, or AnswerError."""
+def _success_data(body: bytes | str) -> dict[str, Any]:
     answer = read_json(body)
     if not isinstance(answer, dict):
         raise AnswerError(f"the answer is not a JSON object: {str(body)[:200]!r}")
@@ -44,7 +47,29 @@ def matrix_of(body: bytes | str) -> list[dict[str, Any]]:
             f"the answer's status is {answer.get('status')!r}, not 'success' "
             f"({error_of(answer) or 'no reason given'})"
         )
-    data = answer.get("data") or {}
+    return answer.get("data") or {}
+
+
+def interval_of(body: bytes | str, rule: str) -> Decimal:
+    """Rule metering-resolution: the interval of the group recording ``rule``."""
+    for group in _success_data(body).get("groups") or []:
+        if any(r.get("name") == rule for r in group.get("rules") or []):
+            try:
+                interval = Decimal(str(group.get("interval")))
+            except InvalidOperation:
+                interval = Decimal(0)
+            if not interval.is_finite() or interval <= 0:
+                raise AnswerError(f"rule group {group.get('name')!r} has no usable interval")
+            return interval
+    raise AnswerError(
+        f"no rule group records {rule}: this Prometheus does not load the platform's rules "
+        "(the monitoring role's PrometheusRule gpucloud-platform)"
+    )
+
+
+def matrix_of(body: bytes | str) -> list[dict[str, Any]]:
+    """Rule prometheus-answer: the series of a ``query_range`` answer, or AnswerError."""
+    data = _success_data(body)
     if data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
         raise AnswerError(f"the answer is a {data.get('resultType')!r}, not a matrix of series")
     return data["result"]

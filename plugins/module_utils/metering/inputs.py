@@ -4,7 +4,7 @@
 
 * Rule usage-report-input (``report_input_errors``): every check before the first
   request: ``prometheus_url`` an http(s) URL, the period (rules period-time,
-  period-order, period-step), the price table (rules price-table, price), each of
+  period-order, period-max, period-step), the price table (rules price-table, price), each of
   ``tenants`` a tenant name (rule tenant-name), ``timeout`` 1 or more. Each error names
   its field.
 """
@@ -67,7 +67,7 @@ def parse_report(params: Mapping[str, Any]) -> ReportRequest:
     tenants = params.get("tenants")
     return ReportRequest(
         prometheus_url=str(params["prometheus_url"]).rstrip("/"),
-        period=parse_period(params["start"], params["end"], params["step"]),
+        period=parse_period(params["start"], params["end"], params.get("step")),
         prices=parse_prices(params["prices"]),
         tenants=tuple(tenants) if tenants else None,
         currency=str(params.get("currency") or ""),

@@ -5,14 +5,21 @@
 * Rule period-time (``time_errors``): ``start`` and ``end`` are RFC 3339 date-times; one
   without a zone is UTC, as everywhere in the collection (``common/times``).
 * Rule period-order (``order_errors``): ``end`` is after ``start``.
+* Rule period-max (``length_errors``): a period is at most ``PERIOD_MAX_DAYS`` days (a
+  year's bill is read in one run; a typo'd year is refused before any query).
 * Rule period-step (``step_errors``): ``step`` is a whole number of seconds, 1 or more,
   no larger than the period, and the period is a whole number of steps.
+* Rule period-default-step (``default_step``): without a step, the largest of an hour, a
+  minute and a second that divides the period.
 * Rule period-windows (``windows``): the sub-periods a period is read in, each at most
   ``max_points`` steps long (Prometheus answers at most 11,000 points per series).
 
-A sample of a ``query_range`` answer stands for the step that ends at it, so a period of
-N steps is N samples: those at ``start + step``, ..., ``end``. A period that is not a
-whole number of steps would leave its last part-step uncounted, hence rule period-step.
+The step only slices the period: each point of a ``query_range`` answer sums the rule's
+samples in the step that ends at it (``sum_over_time(rule[step])``, a range that is open
+at its start and closed at its end), so the slices tile the period and every sample of
+the recording rule is counted exactly once, whatever the step (rule exact-integral,
+``usage``). A period that is not a whole number of steps would leave its last part-step
+uncounted, hence rule period-step.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ from ..common.times import as_utc, read_rfc3339, write_rfc3339
 
 # Prometheus refuses a query_range of more points per series than this.
 PROMETHEUS_MAX_POINTS = 11_000
+PERIOD_MAX_DAYS = 366
+DEFAULT_STEPS = (3600, 60, 1)
 
 
 @dataclass(frozen=True)
@@ -52,12 +61,9 @@ class Period:
         return self.seconds // self.step
 
     def view(self) -> dict[str, Any]:
-        """The period as a ledger writes it."""
-        return {
-            "start": write_rfc3339(self.start),
-            "end": write_rfc3339(self.end),
-            "step": self.step,
-        }
+        """The period as a ledger writes it (the step only slices the reading: it is not
+        part of the bill, so two steps write the same ledger)."""
+        return {"start": write_rfc3339(self.start), "end": write_rfc3339(self.end)}
 
 
 def read_time(field: str, value: object) -> tuple[datetime | None, list[FieldError]]:
@@ -85,6 +91,26 @@ def order_errors(start: datetime, end: datetime) -> list[FieldError]:
             "after it starts (rule period-order)",
         )
     ]
+
+
+def length_errors(seconds: int) -> list[FieldError]:
+    """Rule period-max: at most PERIOD_MAX_DAYS days (and at least a second)."""
+    if seconds < 1:
+        return [FieldError("end", "the period is shorter than a second (rule period-max)")]
+    if seconds <= PERIOD_MAX_DAYS * 86400:
+        return []
+    return [
+        FieldError(
+            "end",
+            f"the period is {seconds / 86400:.1f} days; at most {PERIOD_MAX_DAYS} days are billed in "
+            "one report (rule period-max)",
+        )
+    ]
+
+
+def default_step(seconds: int) -> int:
+    """Rule period-default-step: the largest of DEFAULT_STEPS that divides the period."""
+    return next(step for step in DEFAULT_STEPS if step <= seconds and seconds % step == 0)
 
 
 def step_errors(step: object, seconds: int | None) -> list[FieldError]:
@@ -121,8 +147,9 @@ def step_errors(step: object, seconds: int | None) -> list[FieldError]:
     return []
 
 
-def period_errors(start: object, end: object, step: object) -> list[FieldError]:
-    """Rules period-time, period-order and period-step, every error at once."""
+def period_errors(start: object, end: object, step: object = None) -> list[FieldError]:
+    """Rules period-time, period-order, period-max and period-step, every error at once
+    (``step`` None: rule period-default-step)."""
     first, errors = read_time("start", start)
     last, end_errors = read_time("end", end)
     errors += end_errors
@@ -132,15 +159,23 @@ def period_errors(start: object, end: object, step: object) -> list[FieldError]:
         errors += ordered
         if not ordered:
             seconds = int((last - first).total_seconds())
+            errors += length_errors(seconds)
+            seconds = seconds if not errors else None
+    if step is None:
+        return errors
     return errors + step_errors(step, seconds)
 
 
-def parse_period(start: object, end: object, step: object) -> Period:
+def parse_period(start: object, end: object, step: object = None) -> Period:
     """The Period, or PlatformValidationError naming each broken rule."""
     raise_if(period_errors(start, end, step))
     first, last = read_time("start", start)[0], read_time("end", end)[0]
-    if first is None or last is None or not isinstance(step, int):  # narrows; cannot happen
+    if first is None or last is None:  # narrows; cannot happen
         raise AssertionError("a period that passed its rules")
+    if step is None:
+        step = default_step(int((last - first).total_seconds()))
+    if not isinstance(step, int):  # narrows; cannot happen
+        raise AssertionError("a step that passed its rules")
     return Period(first, last, step)
 
 

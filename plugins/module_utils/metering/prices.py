@@ -7,9 +7,10 @@ The table, per GPU-hour, in the report's currency::
     subscription: {gpu_hour: "2.00", overage_gpu_hour: "3.00"}
     payg:         {gpu_hour: "3.50"}
     spot:         {}          # spot is billed at each job's own bid
+    cloud:        {gpu_hour: "5.00"}   # every GPU-hour on a cloud node
 
 * Rule price-table (``price_table_errors``): the table is a mapping with exactly the
-  three billing types; each is a mapping with exactly its price keys (a typo such as
+  three billing types and ``cloud``; each is a mapping with exactly its price keys (a typo such as
   ``gpu_hours`` would otherwise bill at nothing).
 * Rule price (``price_errors``): a price is a decimal number, 0 or more (a string, an
   int or a float; a float is read through its shortest text, so 0.1 is 0.1).
@@ -32,7 +33,9 @@ PRICE_KEYS: dict[str, tuple[str, ...]] = {
     "subscription": ("gpu_hour", "overage_gpu_hour"),
     "payg": ("gpu_hour",),
     "spot": (),
+    "cloud": ("gpu_hour",),
 }
+LINES = ", ".join(PRICE_KEYS)
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ class PriceTable:
     subscription_gpu_hour: Decimal
     overage_gpu_hour: Decimal
     payg_gpu_hour: Decimal
+    cloud_gpu_hour: Decimal
 
     def view(self) -> dict[str, dict[str, str]]:
         """The table as a ledger writes it (prices as given, not rounded)."""
@@ -52,6 +56,7 @@ class PriceTable:
             },
             "payg": {"gpu_hour": str(self.payg_gpu_hour)},
             "spot": {},
+            "cloud": {"gpu_hour": str(self.cloud_gpu_hour)},
         }
 
 
@@ -123,14 +128,13 @@ def price_table_errors(table: object) -> list[FieldError]:
         return [
             FieldError(
                 "prices",
-                f"{table!r} is not a mapping of subscription, payg and spot (rule price-table)",
+                f"{table!r} is not a mapping of {LINES} (rule price-table)",
             )
         ]
     errors = [
         FieldError(
             f"prices.{billing_type}",
-            "is missing; the table prices every billing type: subscription, payg, spot "
-            "(rule price-table)",
+            f"is missing; the table prices every line: {LINES} (rule price-table)",
         )
         for billing_type in PRICE_KEYS
         if billing_type not in table
@@ -139,7 +143,7 @@ def price_table_errors(table: object) -> list[FieldError]:
         errors.append(
             FieldError(
                 f"prices.{key}",
-                "is not a billing type; accepted: subscription, payg, spot (rule price-table)",
+                f"is not a line of the ledger; accepted: {LINES} (rule price-table)",
             )
         )
     for billing_type in PRICE_KEYS:
@@ -164,4 +168,5 @@ def parse_prices(table: object) -> PriceTable:
         subscription_gpu_hour=_price(table, "subscription", "gpu_hour"),
         overage_gpu_hour=_price(table, "subscription", "overage_gpu_hour"),
         payg_gpu_hour=_price(table, "payg", "gpu_hour"),
+        cloud_gpu_hour=_price(table, "cloud", "gpu_hour"),
     )

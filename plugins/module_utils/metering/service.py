@@ -4,10 +4,11 @@
 
 The only file of the domain that reads anything:
 
-* one list of Namespaces labelled ``platform.io/tenant`` (the known tenants) and one of
-  Queues labelled ``platform.io/queue-type=subscription`` (the subscription sizes);
-* per recording rule, one ``GET /api/v1/query_range`` per window of at most 11,000
-  steps (rule period-windows), over ``ansible.module_utils.urls.open_url``.
+* one list of Namespaces labelled ``platform.io/tenant`` (the known tenants);
+* one ``GET /api/v1/rules`` for the metering rules' interval (rule metering-resolution);
+* per recording rule (usage, spot jobs, subscription sizes, unclaimed GPUs), one
+  ``GET /api/v1/query_range`` of ``sum_over_time(rule[step])`` per window of at most
+  11,000 steps (rule period-windows), over ``ansible.module_utils.urls.open_url``.
 
 Everything it decides is the pure core's (``period``, ``prices``, ``usage``, ``tenants``,
 ``ledger``). It never writes: ``changed`` is false, and check mode is the same run.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 from urllib.error import HTTPError, URLError
 from urllib.parse import urlencode
@@ -26,17 +28,27 @@ from ansible.module_utils.urls import ConnectionError as UrlConnectionError
 from ansible.module_utils.urls import open_url
 
 from ..common.errors import Refused, raise_if
-from ..common.names import LABEL_QUEUE_TYPE, LABEL_TENANT, QUEUE_API, QUEUE_TYPE_SUBSCRIPTION
+from ..common.names import LABEL_TENANT, namespace_name
 from ..kube.cluster import Cluster
-from .answer import AnswerError, error_of, matrix_of, read_json
+from .answer import AnswerError, error_of, interval_of, matrix_of, read_json
 from .inputs import ReportRequest, parse_report
-from .ledger import build_ledger, ledger_csv
+from .ledger import build_ledger, ledger_csv, ledger_summary
 from .period import windows
-from .tenants import namespace_tenants, subscription_sizes, unknown_tenant_errors
-from .usage import JOB_GPUS, TENANT_BILLING_GPUS, matrix_tenants, spot_job_usage, tenant_usage
+from .tenants import namespace_tenants, unknown_tenant_errors
+from .usage import (
+    JOB_GPUS,
+    TENANT_BILLING_GPUS,
+    TENANT_SUBSCRIPTION,
+    UNCLAIMED_POD_GPUS,
+    matrix_tenants,
+    spot_job_usage,
+    subscription_seconds,
+    tenant_usage,
+    unclaimed_usage,
+)
 
 # Only spot jobs are billed per job: the other series would be read for nothing.
-SPOT_JOBS_QUERY = f'{JOB_GPUS}{{billing_type="spot"}}'
+SPOT_JOBS = f'{JOB_GPUS}{{billing_type="spot"}}'
 
 
 class PrometheusError(Refused):
@@ -58,44 +70,62 @@ def _http_error(url: str, query: str, exc: HTTPError) -> PrometheusError:
     )
 
 
-def query_range(
-    url: str, query: str, start: datetime, end: datetime, step: int, timeout: int
-) -> list[dict[str, Any]]:
-    """``GET <url>/api/v1/query_range``: the series of the matrix, or PrometheusError.
-    Times go as Unix seconds, so a sub-second period start is kept exactly."""
-    params = urlencode(
-        {
-            "query": query,
-            "start": f"{start.timestamp():.3f}",
-            "end": f"{end.timestamp():.3f}",
-            "step": str(step),
-        }
-    )
+def _get(url: str, path: str, params: Mapping[str, str], query: str, timeout: int) -> bytes:
+    """``GET <url><path>?<params>``: the body, or PrometheusError naming ``query``."""
     try:
         response = open_url(
-            f"{url}/api/v1/query_range?{params}",
+            f"{url}{path}?{urlencode(params)}",
             method="GET",
             timeout=timeout,
             headers={"Accept": "application/json"},
         )
-        body = response.read()
+        return response.read()
     except HTTPError as exc:  # before URLError, its base class
         raise _http_error(url, query, exc) from None
     except (URLError, UrlConnectionError, OSError) as exc:
         why = getattr(exc, "reason", None) or exc
         raise PrometheusError(url, query, f"cannot reach Prometheus: {why}") from None
+
+
+def query_range(
+    url: str, query: str, start: datetime, end: datetime, step: int, timeout: int
+) -> list[dict[str, Any]]:
+    """``GET <url>/api/v1/query_range``: the series of the matrix, or PrometheusError.
+    Times go as Unix seconds, so a sub-second period start is kept exactly."""
+    params = {
+        "query": query,
+        "start": f"{start.timestamp():.3f}",
+        "end": f"{end.timestamp():.3f}",
+        "step": str(step),
+    }
+    body = _get(url, "/api/v1/query_range", params, query, timeout)
     try:
         return matrix_of(body)
     except AnswerError as exc:
         raise PrometheusError(url, query, str(exc)) from None
 
 
-def read_matrix(request: ReportRequest, query: str) -> tuple[list[dict[str, Any]], int]:
-    """Every series of ``query`` over the period, window by window, and the number of
-    queries. A window asks from its start + step: that sample's step is its first."""
+def rule_interval(url: str, timeout: int) -> Decimal:
+    """Rule metering-resolution: the metering rules' evaluation interval, from Prometheus."""
+    what = f"rules recording {TENANT_BILLING_GPUS}"
+    body = _get(url, "/api/v1/rules", {"type": "record"}, what, timeout)
+    try:
+        return interval_of(body, TENANT_BILLING_GPUS)
+    except AnswerError as exc:
+        raise PrometheusError(url, what, str(exc)) from None
+
+
+def read_matrix(
+    request: ReportRequest, rule: str, over_time: str = "sum_over_time"
+) -> tuple[list[dict[str, Any]], int]:
+    """Every series of ``over_time(rule[step])`` over the period, window by window, and
+    the number of queries. A window asks from its start + step: that point's step is its
+    first, and its range, open at its start, leaves the window's start to the window
+    before (rule exact-integral)."""
     series: list[dict[str, Any]] = []
     count = 0
     step = request.period.step
+    query = f"{over_time}({rule}[{step}s])"
     for window in windows(request.period):
         first = window.start.timestamp() + step
         series += query_range(
@@ -115,18 +145,29 @@ def warn_all(warnings: Iterable[str]) -> None:
         warn(warning)
 
 
+def unclaimed_warnings(unclaimed: Mapping[tuple[str, str], Decimal]) -> list[str]:
+    """Rule reconciliation, said: each pod whose GPU-seconds no line claims."""
+    return [
+        f"reconciliation: {namespace}/{pod} held {seconds} GPU-seconds in the period that no "
+        "billing line claims: its queue is not one of its tenant's (docs/metering.md)"
+        for (namespace, pod), seconds in sorted(unclaimed.items())
+    ]
+
+
 def run(params: Mapping[str, Any], cluster: Cluster, check_mode: bool = False) -> dict[str, Any]:
-    """The ``usage_report`` module: two lists, the queries, the ledger."""
+    """The ``usage_report`` module: one list, the rules' interval, the queries, the ledger."""
     request = parse_report(params)
     namespaces = cluster.list("v1", "Namespace", label_selector=LABEL_TENANT)
-    queues = cluster.list(
-        QUEUE_API, "Queue", label_selector=f"{LABEL_QUEUE_TYPE}={QUEUE_TYPE_SUBSCRIPTION}"
-    )
-    sizes, warnings = subscription_sizes(queues)
+    resolution = rule_interval(request.prometheus_url, request.timeout)
     tenant_matrix, tenant_queries = read_matrix(request, TENANT_BILLING_GPUS)
-    job_matrix, job_queries = read_matrix(request, SPOT_JOBS_QUERY)
-    usage, usage_warnings = tenant_usage(tenant_matrix, request.period)
-    jobs, job_warnings = spot_job_usage(job_matrix, request.period)
+    job_matrix, job_queries = read_matrix(request, SPOT_JOBS)
+    size_matrix, size_queries = read_matrix(request, TENANT_SUBSCRIPTION, "count_over_time")
+    unclaimed_matrix, unclaimed_queries = read_matrix(request, UNCLAIMED_POD_GPUS)
+    period = request.period
+    usage, usage_warnings = tenant_usage(tenant_matrix, period, resolution)
+    jobs, job_warnings = spot_job_usage(job_matrix, period, resolution)
+    sizes, size_warnings = subscription_seconds(size_matrix, period, resolution)
+    unclaimed, unclaimed_bad = unclaimed_usage(unclaimed_matrix, period, resolution)
     known = (
         namespace_tenants(namespaces)
         | set(sizes)
@@ -134,19 +175,33 @@ def run(params: Mapping[str, Any], cluster: Cluster, check_mode: bool = False) -
         | matrix_tenants(job_matrix)
     )
     raise_if(unknown_tenant_errors(request.tenants, known))
+    if request.tenants:  # a report for some tenants reconciles their namespaces alone
+        mine = {namespace_name(t) for t in request.tenants}
+        unclaimed = {key: value for key, value in unclaimed.items() if key[0] in mine}
     ledger = build_ledger(
-        request.period,
+        period,
+        resolution,
         request.prices,
         request.tenants or known,
         sizes,
         usage,
         jobs,
+        unclaimed,
         currency=request.currency,
     )
-    warn_all([*warnings, *usage_warnings, *job_warnings])
+    warn_all(
+        [
+            *usage_warnings,
+            *job_warnings,
+            *size_warnings,
+            *unclaimed_bad,
+            *unclaimed_warnings(unclaimed),
+        ]
+    )
     return {
         "changed": False,
         "ledger": ledger,
         "csv": ledger_csv(ledger),
-        "queries": tenant_queries + job_queries,
+        "summary": ledger_summary(ledger),
+        "queries": 1 + tenant_queries + job_queries + size_queries + unclaimed_queries,
     }

@@ -3,23 +3,35 @@
 """GPU use from Prometheus ``query_range`` matrices (pure: no I/O).
 
 A matrix is what ``/api/v1/query_range`` answers in ``data.result``: a list of series
-``{"metric": {label: value}, "values": [[unix time, "value"], ...]}``.
+``{"metric": {label: value}, "values": [[unix time, "value"], ...]}``. The service asks
+for ``sum_over_time(rule[step])`` (``count_over_time`` for the subscription sizes), so
+each point is the sum of the recording rule's samples in the step that ends at it.
 
-* Rule sample-step (``series_gpu_seconds``): a sample stands for the step that ends at
-  it, so it adds ``value x step`` GPU-seconds, and a period counts the samples in
-  ``(start, end]``. The recording rules are sampled by Prometheus's query evaluation:
-  every step, the series' latest value at that instant (within the lookback of 5
-  minutes), so a job's GPUs count from the first evaluation that sees them.
-* Rule tenant-usage (``tenant_usage``): GPU-seconds per (tenant, billing type) from
+* Rule exact-integral (``series_gpu_seconds``): the recording rules are evaluated every
+  ``resolution`` seconds (their group's interval, read from Prometheus), and a sample
+  stands for the interval it was evaluated in, so a series holds ``sum of samples x
+  resolution`` GPU-seconds. The steps tile the period (each point's range is open at its
+  start, closed at its end), so every sample counts once and the step never changes the
+  bill. A pod counts from the first evaluation that sees it Running to the last: the
+  error is at most one scrape plus one evaluation interval per start and per stop.
+* Rule ledger-line (``line_of``): a GPU-second on a cloud node is the tenant's ``cloud``
+  line, whatever queue it ran in; every other is its queue's billing type (rule
+  billing-follows-queue, in the recording rules).
+* Rule tenant-usage (``tenant_usage``): GPU-seconds per (tenant, line) from
   ``platform:tenant_billing_gpus:allocated``.
-* Rule spot-job-usage (``spot_job_usage``): GPU-seconds per spot job and bid from
-  ``platform:job_gpus:allocated``.
+* Rule spot-job-usage (``spot_job_usage``): GPU-seconds per spot job and bid, on IDC
+  nodes, from ``platform:job_gpus:allocated``.
 * Rule spot-bid (``read_bid``): the label ``spot_price`` is the job's bid per GPU-hour;
   a missing bid counts as 0, and so does one that is not a number or is negative (warned
   about), as in a reclaim (docs/spot.md).
+* Rule subscription-over-time (``subscription_seconds``): the seconds each tenant's
+  subscription existed at each size (``gpus``), from
+  ``platform:tenant_subscription_gpus:info``.
+* Rule unclaimed-gpus (``unclaimed_usage``): GPU-seconds per pod held in a tenant
+  namespace that no billing line claims, from ``platform:pod_gpus:unclaimed``.
 
-GPU-seconds are exact decimals (a sample's value times a whole step); hours are taken
-once per total, so splitting a period never changes the sum.
+GPU-seconds are exact decimals; hours are taken once per total, so splitting a period
+never changes the sum.
 """
 
 from __future__ import annotations
@@ -32,11 +44,19 @@ from typing import Any
 from ..common.names import BILLING_TYPES
 
 # The recording rules the reports read are the observability domain's (one name each).
-from ..observability.rules import JOB_GPUS, TENANT_BILLING_GPUS
+from ..observability.rules import (
+    CLOUD_LOCATION,
+    JOB_GPUS,
+    TENANT_BILLING_GPUS,
+    TENANT_SUBSCRIPTION,
+    UNCLAIMED_POD_GPUS,
+)
 from .period import Period
 from .prices import read_decimal
 
 SECONDS_PER_HOUR = Decimal(3600)
+LINE_CLOUD = "cloud"
+LINES = (*BILLING_TYPES, LINE_CLOUD)
 
 
 @dataclass(frozen=True, order=True)
@@ -49,11 +69,9 @@ class SpotJobKey:
     bid: Decimal
 
 
-def series_gpu_seconds(
-    values: Iterable[Any], period: Period, where: str
-) -> tuple[Decimal, list[str]]:
-    """Rule sample-step: the GPU-seconds of one series' samples in ``(start, end]``, and a
-    warning per sample that is not a finite number (it counts as 0)."""
+def series_sum(values: Iterable[Any], period: Period, where: str) -> tuple[Decimal, list[str]]:
+    """The sum of one series' points in ``(start, end]``, and a warning per point that is
+    not a finite number (it counts as 0)."""
     first, last = period.start.timestamp(), period.end.timestamp()
     total, warnings = Decimal(0), []
     for sample in values:
@@ -64,8 +82,17 @@ def series_gpu_seconds(
         if number is None:
             warnings.append(f"{where}: sample {value!r} at {stamp} is not a number; counted as 0")
             continue
-        total += number * period.step
+        total += number
     return total, warnings
+
+
+def series_gpu_seconds(
+    values: Iterable[Any], period: Period, resolution: Decimal, where: str
+) -> tuple[Decimal, list[str]]:
+    """Rule exact-integral: the GPU-seconds of one series (its points are sums of samples,
+    each standing for ``resolution`` seconds)."""
+    total, warnings = series_sum(values, period, where)
+    return total * resolution, warnings
 
 
 def _labels(series: Mapping[str, Any]) -> Mapping[str, str]:
@@ -77,11 +104,16 @@ def _described(labels: Mapping[str, str], rule: str) -> str:
     return f"{rule}{{{inner}}}"
 
 
+def line_of(billing_type: str, location: str) -> str:
+    """Rule ledger-line: cloud GPU-seconds are the cloud line, others their billing type's."""
+    return LINE_CLOUD if location == CLOUD_LOCATION else billing_type
+
+
 def tenant_usage(
-    matrix: Iterable[Mapping[str, Any]], period: Period
+    matrix: Iterable[Mapping[str, Any]], period: Period, resolution: Decimal
 ) -> tuple[dict[tuple[str, str], Decimal], list[str]]:
-    """Rule tenant-usage: (tenant, billing type) -> GPU-seconds; a series without a
-    tenant or with an unknown billing type is left out and warned about."""
+    """Rule tenant-usage: (tenant, line) -> GPU-seconds; a series without a tenant or with
+    an unknown billing type is left out and warned about."""
     usage: dict[tuple[str, str], Decimal] = {}
     warnings: list[str] = []
     for series in matrix:
@@ -91,9 +123,9 @@ def tenant_usage(
         if not tenant or billing_type not in BILLING_TYPES:
             warnings.append(f"{where}: no tenant or no known billing_type; left out")
             continue
-        seconds, bad = series_gpu_seconds(series.get("values") or [], period, where)
+        seconds, bad = series_gpu_seconds(series.get("values") or [], period, resolution, where)
         warnings += bad
-        key = (tenant, billing_type)
+        key = (tenant, line_of(billing_type, labels.get("location", "")))
         usage[key] = usage.get(key, Decimal(0)) + seconds
     return usage, warnings
 
@@ -109,15 +141,15 @@ def read_bid(text: object) -> tuple[Decimal, str | None]:
 
 
 def spot_job_usage(
-    matrix: Iterable[Mapping[str, Any]], period: Period
+    matrix: Iterable[Mapping[str, Any]], period: Period, resolution: Decimal
 ) -> tuple[dict[SpotJobKey, Decimal], list[str]]:
-    """Rule spot-job-usage: GPU-seconds per spot job and bid (series of other billing
-    types are not billed per job and are skipped)."""
+    """Rule spot-job-usage: GPU-seconds per spot job and bid on IDC nodes (other billing
+    types, and the cloud line, are not billed per job)."""
     usage: dict[SpotJobKey, Decimal] = {}
     warnings: list[str] = []
     for series in matrix:
         labels = _labels(series)
-        if labels.get("billing_type") != "spot":
+        if labels.get("billing_type") != "spot" or labels.get("location") == CLOUD_LOCATION:
             continue
         where = _described(labels, JOB_GPUS)
         bid, bad_bid = read_bid(labels.get("spot_price"))
@@ -126,10 +158,52 @@ def spot_job_usage(
         key = SpotJobKey(
             labels.get("tenant", ""), labels.get("namespace", ""), labels.get("job_name", ""), bid
         )
-        seconds, bad = series_gpu_seconds(series.get("values") or [], period, where)
+        seconds, bad = series_gpu_seconds(series.get("values") or [], period, resolution, where)
         warnings += bad
         usage[key] = usage.get(key, Decimal(0)) + seconds
     return usage, warnings
+
+
+def subscription_seconds(
+    matrix: Iterable[Mapping[str, Any]], period: Period, resolution: Decimal
+) -> tuple[dict[str, dict[Decimal, Decimal]], list[str]]:
+    """Rule subscription-over-time: tenant -> {size in GPUs: seconds at that size}. The
+    points count samples, each standing for ``resolution`` seconds; a size that is not a
+    quantity counts as 0 GPUs and is warned about."""
+    out: dict[str, dict[Decimal, Decimal]] = {}
+    warnings: list[str] = []
+    for series in matrix:
+        labels = _labels(series)
+        where = _described(labels, TENANT_SUBSCRIPTION)
+        tenant = labels.get("tenant", "")
+        if not tenant:
+            continue
+        gpus = read_decimal(labels.get("gpus") or "0")
+        if gpus is None or gpus < 0:
+            warnings.append(f"{where}: gpus is not a number of GPUs; counted as 0")
+            gpus = Decimal(0)
+        seconds, bad = series_gpu_seconds(series.get("values") or [], period, resolution, where)
+        warnings += bad
+        sizes = out.setdefault(tenant, {})
+        sizes[gpus] = sizes.get(gpus, Decimal(0)) + seconds
+    return out, warnings
+
+
+def unclaimed_usage(
+    matrix: Iterable[Mapping[str, Any]], period: Period, resolution: Decimal
+) -> tuple[dict[tuple[str, str], Decimal], list[str]]:
+    """Rule unclaimed-gpus: (namespace, pod) -> GPU-seconds no billing line claims."""
+    out: dict[tuple[str, str], Decimal] = {}
+    warnings: list[str] = []
+    for series in matrix:
+        labels = _labels(series)
+        where = _described(labels, UNCLAIMED_POD_GPUS)
+        seconds, bad = series_gpu_seconds(series.get("values") or [], period, resolution, where)
+        warnings += bad
+        if seconds:
+            key = (labels.get("namespace", ""), labels.get("pod", ""))
+            out[key] = out.get(key, Decimal(0)) + seconds
+    return out, warnings
 
 
 def matrix_tenants(matrix: Iterable[Mapping[str, Any]]) -> set[str]:
