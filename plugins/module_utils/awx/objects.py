@@ -20,13 +20,16 @@ Rules held here:
   never runs twice at once); a schedule per scheduled reconcile.
 * Rule awx-settings (``awx_settings_errors``): every name a non-empty string, the
   project's URL given, each schedule's interval 1 to 1440 minutes, each timeout 0 or
-  more seconds (0: none), each survey and schedule naming a playbook of the project.
+  more seconds (0: none), each survey and schedule naming a playbook of the project, a
+  schedule's own ``start`` (when it has one) an iCalendar UTC date-time such as
+  ``20260101T003000Z``.
 * Rule awx-secret-preview (``preview``): a credential's inputs, when given, are shown as
   their length, never their content.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -53,6 +56,7 @@ KUBECONFIG_INPUTS = {
     "required": ["kubeconfig"],
 }
 MAX_EVERY_MINUTES = 24 * 60
+ICAL_UTC = re.compile(r"^[0-9]{8}T[0-9]{6}Z$")
 # The settings that must be non-empty text (rule awx-settings), in the order reported.
 NAMED_SETTINGS = (
     "organization",
@@ -135,6 +139,14 @@ def awx_settings_errors(
             f"{where}.every_minutes", sched.get("every_minutes"), "minutes", 1, MAX_EVERY_MINUTES
         )
         errors += _whole_errors(f"{where}.timeout", sched.get("timeout", 0), "seconds", 0)
+        start = sched.get("start")
+        if start is not None and not (isinstance(start, str) and ICAL_UTC.match(start)):
+            errors.append(
+                FieldError(
+                    f"{where}.start",
+                    f"{start!r} is not an iCalendar UTC date-time such as 20260101T003000Z",
+                )
+            )
     return [FieldError(e.field, f"{e.message} (rule awx-settings)") for e in errors]
 
 
@@ -252,7 +264,7 @@ def awx_objects(settings: Mapping[str, Any], surveys: Mapping[str, Any]) -> list
                 description=sched["description"],
                 organization=org,
                 unified_job_template=sched["name"],
-                rrule=f"DTSTART:{settings['schedule_start']} "
+                rrule=f"DTSTART:{sched.get('start') or settings['schedule_start']} "
                 f"RRULE:FREQ=MINUTELY;INTERVAL={int(sched['every_minutes'])}",
                 enabled=bool(settings.get("schedules_enabled", True)),
             )

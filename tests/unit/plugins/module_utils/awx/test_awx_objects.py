@@ -85,7 +85,15 @@ def test_settings_errors_name_the_field_value_and_rule():
     bad = settings(
         project_url="",
         job_timeout=-1,
-        schedules=[{"playbook": "nope", "name": "n", "description": "d", "every_minutes": 0}],
+        schedules=[
+            {
+                "playbook": "nope",
+                "name": "n",
+                "description": "d",
+                "every_minutes": 0,
+                "start": "0:15",
+            }
+        ],
     )
     errors = [str(e) for e in objects.awx_settings_errors(bad, {"typo": {}}, PLAYBOOKS)]
     assert errors == [
@@ -95,6 +103,8 @@ def test_settings_errors_name_the_field_value_and_rule():
         "awx_schedules[0].playbook: 'nope' names no playbook of the project (rule awx-settings)",
         "awx_schedules[0].every_minutes: 0 must be a whole number of minutes, from 1 to 1440 "
         "(rule awx-settings)",
+        "awx_schedules[0].start: '0:15' is not an iCalendar UTC date-time such as "
+        "20260101T003000Z (rule awx-settings)",
     ]
     assert objects.awx_settings_errors(settings(), SURVEYS, PLAYBOOKS) == []
 
@@ -137,7 +147,7 @@ def previewed(tmp_path_factory) -> list[dict]:
 
 def test_the_preview_renders_every_object_without_an_awx(previewed):
     kinds = [o["kind"] for o in previewed]
-    assert kinds.count("job_template") == len(SURVEYS) + 6 and kinds.count("schedule") == 6
+    assert kinds.count("job_template") == len(SURVEYS) + 7 and kinds.count("schedule") == 7
     (catalog,) = (
         o
         for o in previewed
@@ -145,6 +155,16 @@ def test_the_preview_renders_every_object_without_an_awx(previewed):
     )
     assert catalog["params"]["extra_vars"] == {
         "tenant_catalog_file": "inventories/production/tenants.yml"
+    }
+    # The ledger is written daily at 00:15 UTC, for the day before, to storage that lasts.
+    (ledger,) = (o for o in previewed if o["kind"] == "schedule" and "ledger" in o["name"])
+    assert ledger["params"]["rrule"] == "DTSTART:20260101T001500Z RRULE:FREQ=MINUTELY;INTERVAL=1440"
+    (ledger_job,) = (
+        o for o in previewed if o["kind"] == "job_template" and o["name"] == ledger["name"]
+    )
+    assert ledger_job["params"]["playbook"] == "playbooks/usage_report.yml"
+    assert ledger_job["params"]["extra_vars"] == {
+        "usage_report_dir": "/var/lib/gpucloud/usage-reports"
     }
     assert {"organization", "credential_type", "credential", "execution_environment"} <= set(kinds)
     assert {"project", "inventory", "inventory_source"} <= set(kinds)
