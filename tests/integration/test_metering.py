@@ -139,18 +139,26 @@ class PodWatch:
     def __exit__(self, *exc) -> None:
         self.watch.stop()
 
+    def runs(self, ns: str, job: str) -> list[list]:
+        """[job, gpus, start, end] of each pod of ``job`` in ``ns``."""
+        return [
+            run
+            for (namespace, _pod), run in self.intervals.items()
+            if namespace == ns and run[0] == job
+        ]
+
     def started(self, ns: str, job: str) -> float | None:
-        starts = [v[2] for (n, _), v in self.intervals.items() if n == ns and v[0] == job]
+        starts = [run[2] for run in self.runs(ns, job)]
         return min(starts) if starts else None
 
     def ended(self, ns: str, job: str) -> bool:
-        runs = [v for (n, _), v in self.intervals.items() if n == ns and v[0] == job]
-        return bool(runs) and all(v[3] is not None for v in runs)
+        runs = self.runs(ns, job)
+        return bool(runs) and all(run[3] is not None for run in runs)
 
     def gpu_seconds(self, ns: str, job: str) -> float:
-        runs = [v for (n, _), v in self.intervals.items() if n == ns and v[0] == job]
-        assert runs and all(v[3] for v in runs), (ns, job, runs)
-        return sum(gpus * (end - start) for _, gpus, start, end in runs)
+        runs = self.runs(ns, job)
+        assert runs and all(run[3] for run in runs), (ns, job, runs)
+        return sum(run[1] * (run[3] - run[2]) for run in runs)
 
 
 def apply(dyn, manifest: dict) -> None:
@@ -608,7 +616,7 @@ def test_the_playbook_writes_the_inventorys_ledger_and_the_same_bytes_again(
     }
     stem = tmp_path / "usage-20260101T000000Z-20260101T010000Z"
     written = []
-    for _ in range(2):
+    for _run in range(2):
         rc, tasks = run_playbook(
             ansible_env, "usage_report.yml", extra, inventory="inventories/local"
         )

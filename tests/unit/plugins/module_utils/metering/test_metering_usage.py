@@ -176,7 +176,7 @@ def test_two_spellings_of_one_bid_are_one_line():
         series(flat(2, 1, 60), job_name="a", spot_price="0.5", location="idc", **labels),
         series(flat(2, 1, 60), job_name="a", spot_price="0.50", location="idc", **labels),
     ]
-    got, _ = usage.spot_job_usage(matrix, DAY, RES)
+    got, _warnings = usage.spot_job_usage(matrix, DAY, RES)
     assert list(got.values()) == [Decimal(7200)]
 
 
@@ -203,7 +203,7 @@ def test_a_size_back_after_a_resize_adds_to_its_seconds():
         series(flat(2, 1, 60), tenant="alpha", gpus="16"),
         series(flat(2, 121, 180), tenant="alpha", gpus="16.0"),
     ]
-    got, _ = usage.subscription_seconds(matrix, DAY, RES)
+    got, _warnings = usage.subscription_seconds(matrix, DAY, RES)
     assert got == {"alpha": {Decimal(16): Decimal(7200)}}
 
 
