@@ -12,6 +12,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.admission import (
     DEFAULT_PLATFORM_GROUPS,
     admission_manifests,
+    parameterised_policies,
     parent_queues_configmap,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
@@ -154,9 +155,16 @@ def scheduling_policy_manifests(conf_text, parts=PARTS, admission=None, platform
     return out
 
 
+def parameterised_admission_policies(_unused=None):
+    """The switches of the admission policies whose bindings read a ConfigMap parameter
+    (rule last-parameterised-binding)."""
+    return parameterised_policies()
+
+
 class FilterModule:
     def filters(self):
         return {
             "scheduling_policy_manifests": scheduling_policy_manifests,
             "scheduler_conf_text": scheduler_conf_text,
+            "parameterised_admission_policies": parameterised_admission_policies,
         }

@@ -89,8 +89,26 @@ options:
       - Remove the tenants the platform manages that the catalog does not name, as
         M(gpucloud.platform.tenant) with O(gpucloud.platform.tenant#module:state=absent) does.
       - A tenant with active Volcano Jobs or pods is refused unless O(force=true).
+      - A catalog that names no tenant never prunes (rule catalog-prune-empty): a catalog file that is empty, or a
+        misspelt variable that left the catalog empty, would otherwise delete every tenant. The run is refused before
+        anything is read, whatever O(on_refusal) says.
+      - A tenant that holds PersistentVolumeClaims or Secrets of its own is refused unless O(prune_confirm) names it
+        (rule catalog-prune-data).
     type: bool
     default: false
+  max_prune:
+    description:
+      - The most tenants one run may prune (rule catalog-prune-max). A run that would prune more is refused before
+        any write, naming them, whatever O(on_refusal) says; raise it when the catalog is right.
+    type: int
+    default: 5
+  prune_confirm:
+    description:
+      - The tenants to prune although they hold PersistentVolumeClaims or Secrets, by name, for this run only. Their
+        data goes with their namespace.
+    type: list
+    elements: str
+    default: []
   force:
     description:
       - Accept a capability below what a queue has allocated, remove team queues that run jobs, and prune tenants
@@ -137,6 +155,13 @@ EXAMPLES = r"""
   gpucloud.platform.tenant_catalog:
     src: /srv/platform/tenants.yml
     prune: true
+
+- name: Retire two tenants on purpose, one of them with its data claims
+  gpucloud.platform.tenant_catalog:
+    src: /srv/platform/tenants.yml
+    prune: true
+    max_prune: 2
+    prune_confirm: [old-lab]
 
 - name: What the catalog would change, without writing
   gpucloud.platform.tenant_catalog:
@@ -247,6 +272,8 @@ OPTIONS = {
     "node_selector": {"type": "dict", "default": {}, "aliases": ["pool_node_selector"]},
     "oversell_check": {"type": "bool", "default": True},
     "prune": {"type": "bool", "default": False},
+    "max_prune": {"type": "int", "default": 5},
+    "prune_confirm": {"type": "list", "elements": "str", "default": []},
     "force": {"type": "bool", "default": False},
     "on_refusal": {"type": "str", "choices": ["fail", "skip"], "default": "fail"},
     "workers": {"type": "int", "default": 8},

@@ -111,6 +111,22 @@ CASES = [
     # The spot market view: a reclaim of no GPU, a tenant that does not exist.
     ("spot_info", {"reclaim_gpus": 0}, "reclaim_gpus: 0 is less than 1"),
     ("spot_info", {"tenant": f"{TENANT}x"}, f"tenant: '{TENANT}x' is not a tenant"),
+    # A burst queue that is a tenant's queue, or Volcano's root (rule burst-queue-platform-owned):
+    # node_groups would reshape it into cloud-only quota, burst_quota hang a leaf under it.
+    (
+        "node_groups",
+        {
+            "groups": [{"name": "idc", "location": "idc", "selector": {"type": "kwok"}}],
+            "burst_queue": f"{NS}-payg",
+        },
+        f"burst_queue: '{NS}-payg' is a tenant's queue name",
+    ),
+    ("burst_quota", {"tenant": TENANT, "gpus": 1, "burst_queue": "root"}, "is Volcano's own queue"),
+    (
+        "burst_quota",
+        {"tenant": TENANT, "gpus": 1, "burst_queue": f"{NS}-algo"},
+        "a tenant's queue name, never the platform's burst queue",
+    ),
     # Namespaces that are not a tenant's.
     ("large_job_throttle", {"namespaces": ["../x"]}, "namespaces[0]: '../x'"),
     (

@@ -649,8 +649,10 @@ def test_the_playbook_refuses_a_misspelt_variable_before_any_query(ansible_env, 
     )
     assert rc != 0
     failed = {n: r.get("msg") for n, r in tasks.items() if r.get("failed")}
-    assert list(failed) == ["Refuse unknown usage_ variables"], failed
-    assert (
-        "usage_strat: not a variable of usage_report.yml"
-        in failed["Refuse unknown usage_ variables"]
+    assert list(failed) == ["Refuse misspelt variables"], failed
+    assert failed["Refuse misspelt variables"] == (
+        "usage_strat: not a variable of usage_report.yml; did you mean usage_start? "
+        "(rule playbook-variables)"
     )
+    # nothing after the check ran: no query, no file
+    assert "Bill the period" not in tasks

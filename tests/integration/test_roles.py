@@ -908,15 +908,12 @@ def test_scheduling_policy_refuses_to_remove_the_last_parameterised_binding(
 
     dyn = DynamicClient(api_client)
     bindings = dyn.resources.get(api_version=ADMISSION_API, kind="ValidatingAdmissionPolicyBinding")
-    # The throttle policy and binding stay installed afterwards, as the job tests leave them:
-    # deleting them is exactly what freezes the informer.
+    # Every parameterised policy installed, as the role leaves them (they stay afterwards:
+    # deleting them is exactly what freezes the informer).
+    switches = ap.parameterised_policies()
+    assert "workload_queue" in switches  # the one a hand-kept list forgot
     for manifest in ap.admission_manifests(
-        queue_tenant=False,
-        queue_leaf=False,
-        queue_priority=False,
-        queue_billing=False,
-        pod_placement=False,
-        platform_state=False,
+        pod_placement=False, platform_state=False, compliance_placement=False
     ):
         resource = dyn.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
         try:
@@ -924,15 +921,10 @@ def test_scheduling_policy_refuses_to_remove_the_last_parameterised_binding(
         except NotFoundError:
             resource.create(body=manifest)
     param_bindings = {b.metadata.name for b in bindings.get().items if b.spec.paramRef}
-    parameterised = {
-        "gpucloud-queue-tenant",
-        "gpucloud-queue-leaf",
-        "gpucloud-queue-priority",
-        "gpucloud-queue-billing",
-        "gpucloud-large-job-throttle",
-    }
+    parameterised = {ap.POLICY_PREFIX + name.replace("_", "-") for name in switches}
+    assert parameterised <= param_bindings
     if param_bindings - parameterised:
-        pytest.skip(f"other bindings with a parameter exist: {sorted(param_bindings)}")
+        pytest.skip(f"bindings of someone else's with a parameter exist: {sorted(param_bindings)}")
 
     run = run_role(
         tmp_path,
@@ -940,13 +932,7 @@ def test_scheduling_policy_refuses_to_remove_the_last_parameterised_binding(
         "scheduling_policy",
         {
             "scheduling_policy_kubeconfig": str(kubeconfig),
-            "scheduling_policy_admission": {
-                "queue_tenant": False,
-                "queue_leaf": False,
-                "queue_priority": False,
-                "queue_billing": False,
-                "large_job_throttle": False,
-            },
+            "scheduling_policy_admission": dict.fromkeys(switches, False),
         },
     )
     assert run.failed == 1 and run.changed == 0

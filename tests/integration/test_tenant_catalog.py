@@ -225,3 +225,88 @@ def test_prune_is_refused_while_work_runs_then_done_when_nothing_runs(
     assert check["objects"] == pruned["objects"]
     assert {n for n, s in statuses(pruned).items() if s != "unchanged"} == {"cat-a"}
     wait_until(lambda: queues_of(api_client, "cat-a") == {}, what="cat-a's queues gone")
+
+
+def test_a_misspelt_variable_stops_the_playbook_before_anything_is_read(ansible_env, api_client):
+    """The red team's case: prune on, the catalog file's variable misspelt, refusals
+    skipped. The run fails at its first task, naming the variable; every tenant stays."""
+    from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+        run_playbook,
+    )
+
+    before = sorted(ns.metadata.name for ns in _tenant_namespaces(api_client))
+    rc, tasks = run_playbook(
+        ansible_env,
+        "tenant_catalog.yml",
+        {
+            "tenant_catalog_prune": True,
+            "tenant_catalg_file": "inventories/production/tenants.yml",
+            "tenant_catalog_on_refusal": "skip",
+        },
+        inventory="inventories/local",
+    )
+    assert rc != 0
+    assert list(tasks) == ["Refuse misspelt variables"], tasks
+    assert tasks["Refuse misspelt variables"]["msg"] == (
+        "tenant_catalg_file: not a variable of tenant_catalog.yml; did you mean "
+        "tenant_catalog_file? (rule playbook-variables)"
+    )
+    assert sorted(ns.metadata.name for ns in _tenant_namespaces(api_client)) == before
+
+
+def _tenant_namespaces(api_client):
+    from kubernetes import client
+
+    return client.CoreV1Api(api_client).list_namespace(label_selector="platform.io/tenant").items
+
+
+def test_an_empty_catalog_with_prune_is_refused_before_any_request(others, run_module):
+    for on_refusal in ("fail", "skip"):
+        out = run_module("tenant_catalog", {"tenants": [], "prune": True, "on_refusal": on_refusal})
+        assert out.get("failed") and "(rule catalog-prune-empty)" in out["msg"], out.get("msg")
+        assert out["requests"] == 0
+
+
+def test_prune_is_bounded_and_a_tenant_with_claims_needs_its_name_confirmed(
+    others, run_module, api_client
+):
+    """Rules catalog-prune-max and catalog-prune-data on the real API server: more tenants
+    to prune than allowed stops the run naming them; a tenant holding a claim is pruned
+    only when prune_confirm names it; nothing is written until both hold."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api_client)
+    made = run_module("tenant_catalog", catalog(others, mine()))
+    assert not made.get("failed"), made.get("msg")
+    core.create_namespaced_persistent_volume_claim(
+        "tenant-cat-b",
+        {
+            "metadata": {"name": "datasets"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    )
+    only_a = [t for t in mine() if t["name"] == "cat-a"]
+    too_many = run_module("tenant_catalog", catalog(others, only_a, prune=True, max_prune=1))
+    assert too_many.get("failed")
+    assert "would prune 2 tenants, more than 1: cat-b, cat-c" in too_many["msg"]
+    assert "(rule catalog-prune-max)" in too_many["msg"]
+    unconfirmed = run_module("tenant_catalog", catalog(others, only_a, prune=True, max_prune=2))
+    assert unconfirmed.get("failed")
+    assert (
+        "'cat-b' is not in the catalog but holds 1 PersistentVolumeClaim(s)" in unconfirmed["msg"]
+    )
+    assert {r["name"] for r in unconfirmed["summary"]} == {"cat-b"}
+    assert queues_of(api_client, "cat-b") and queues_of(api_client, "cat-c")  # nothing written
+    confirmed = run_module(
+        "tenant_catalog",
+        catalog(others, only_a, prune=True, max_prune=2, prune_confirm=["cat-b"]),
+    )
+    assert not confirmed.get("failed"), confirmed.get("msg")
+    assert {n for n, s in statuses(confirmed).items() if s == "pruned"} == {"cat-b", "cat-c"}
+    wait_until(
+        lambda: queues_of(api_client, "cat-b") == {} and queues_of(api_client, "cat-c") == {},
+        what="cat-b's and cat-c's queues gone",
+    )

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..capacity.pool import selector_errors
 from ..common.errors import FieldError, PlatformValidationError, raise_if
+from .plan import prune_empty_errors
 from .spec import Catalog, parse_catalog
 
 STATES = ("present", "rendered", "gathered")
@@ -37,6 +38,15 @@ def option_errors(params: Mapping[str, Any]) -> list[FieldError]:
             )
         )
     state = params.get("state", "present")
+    max_prune = params.get("max_prune", 5)
+    if isinstance(max_prune, bool) or not isinstance(max_prune, int) or max_prune < 0:
+        errors.append(
+            FieldError(
+                "max_prune",
+                f"{max_prune!r} must be a whole number, 0 or more: the most tenants one run may "
+                "prune (rule catalog-options)",
+            )
+        )
     if params.get("prune") and state != "present":
         errors.append(
             FieldError("prune", f"applies to state: present, not {state} (rule catalog-options)")
@@ -73,6 +83,8 @@ def parse_options(params: Mapping[str, Any], tenants: object) -> Catalog | None:
         catalog = parse_catalog(tenants, params.get("defaults"), shared)
     except PlatformValidationError as exc:
         raise PlatformValidationError([*errors, *exc.errors]) from None
+    if state == "present":
+        errors += prune_empty_errors(bool(params.get("prune")), catalog.names)
     raise_if(errors)
     return catalog
 

@@ -10,6 +10,13 @@ Rules held here:
   cluster), and writes only the objects and queue steps that differ.
 * Rule catalog-queue-name-owned (``foreign_queue_errors``): a queue a catalog tenant
   is to get must not exist for a tenant outside it.
+* Rules catalog-prune-empty, catalog-prune-max (``prune_empty_errors``,
+  ``prune_max_errors``): a catalog that names no tenant never prunes, and a run prunes at
+  most ``max_prune`` tenants; both stop the whole run before any write, whatever
+  ``on_refusal`` says.
+* Rule catalog-prune-data (``prune_data_refusal``): a tenant to prune that holds
+  PersistentVolumeClaims or Secrets of its own is refused unless ``prune_confirm``
+  names it.
 * Rule catalog-prune (``prune_candidates``): a tenant the platform manages (its
   namespace or queues carry ``platform.io/tenant``) and the catalog no longer names
   is removed only with ``prune: true``, and, while it has active Volcano Jobs or pods,
@@ -116,6 +123,52 @@ def prune_candidates(fleet: Mapping[str, TenantLive], catalog: Sequence[str]) ->
     """Rule catalog-prune: the managed tenants the catalog does not name, sorted."""
     wanted = set(catalog)
     return sorted(name for name in fleet if name not in wanted)
+
+
+# Rule catalog-prune-max: how many tenants one run may prune unless the caller raises it.
+PRUNE_MAX_DEFAULT = 5
+
+
+def prune_empty_errors(prune: bool, catalog: Sequence[str]) -> list[FieldError]:
+    """Rule catalog-prune-empty: a catalog that names no tenant never prunes. A missing,
+    misspelt or empty catalog file reads like that, and would delete every tenant."""
+    if not prune or catalog:
+        return []
+    return [
+        FieldError(
+            "prune",
+            "the catalog names no tenant, so prune would delete every tenant the platform manages; "
+            "a catalog file that is empty, or a misspelt variable that left the catalog empty, looks "
+            "like this. Refused whatever on_refusal says (rule catalog-prune-empty)",
+        )
+    ]
+
+
+def prune_max_errors(candidates: Sequence[str], max_prune: int) -> list[FieldError]:
+    """Rule catalog-prune-max: more tenants to prune than ``max_prune`` stops the whole run
+    before any write, naming them, whatever on_refusal says."""
+    if len(candidates) <= max_prune:
+        return []
+    listed = ", ".join(candidates[:50]) + (", ..." if len(candidates) > 50 else "")
+    return [
+        FieldError(
+            "max_prune",
+            f"the run would prune {len(candidates)} tenants, more than {max_prune}: {listed}. "
+            "Raise max_prune to at least that many if the catalog is right (rule catalog-prune-max)",
+        )
+    ]
+
+
+def prune_data_refusal(name: str, data: Mapping[str, int], confirmed: Sequence[str]) -> list[str]:
+    """Rule catalog-prune-data: a tenant holding claims or Secrets of its own (their data
+    goes with its namespace) is pruned only when this run's ``prune_confirm`` names it."""
+    if name in confirmed or not (data.get("claims") or data.get("secrets")):
+        return []
+    return [
+        f"tenant {name!r} is not in the catalog but holds {data.get('claims', 0)} "
+        f"PersistentVolumeClaim(s) and {data.get('secrets', 0)} Secret(s), whose data goes with "
+        "its namespace; name it in prune_confirm to prune it (rule catalog-prune-data)"
+    ]
 
 
 def prune_refusal(name: str, running: Mapping[str, int], force: bool) -> list[str]:

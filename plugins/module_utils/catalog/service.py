@@ -45,11 +45,14 @@ from .fleet import Fleet, group_fleet
 from .gather import gather_fleet
 from .inputs import parse_options
 from .plan import (
+    PRUNE_MAX_DEFAULT,
     PRUNED,
     TenantWork,
     counts,
     plan_tenant_work,
     prune_candidates,
+    prune_data_refusal,
+    prune_max_errors,
     prune_refusal,
     summary_row,
     tenant_status,
@@ -135,13 +138,25 @@ def read_fleet(cluster: kube.Cluster, workers: int) -> Fleet:
 
 
 def read_running(cluster: kube.Cluster, names: Sequence[str], workers: int) -> dict[str, dict]:
-    """Active Volcano Jobs and pods of each tenant to prune: two LISTs in its namespace."""
+    """Active Volcano Jobs and pods of each tenant to prune, and the data it holds (its
+    claims, and the Secrets the platform did not write): four LISTs in its namespace."""
 
     def one(name: str) -> dict[str, Any]:
         ns = namespace_name(name)
         jobs = cluster.list(JOB_API, "Job", namespace=ns)
         pods = cluster.list("v1", "Pod", namespace=ns)
-        return {"jobs": active_jobs(jobs), "pods": active_pods(pods)}
+        claims = cluster.list("v1", "PersistentVolumeClaim", namespace=ns)
+        secrets = cluster.list("v1", "Secret", namespace=ns)
+        own = [
+            s
+            for s in secrets
+            if ((s.get("metadata") or {}).get("labels") or {}).get(LABEL_MANAGED_BY) != MANAGED_BY
+        ]
+        return {
+            "jobs": active_jobs(jobs),
+            "pods": active_pods(pods),
+            "data": {"claims": len(claims), "secrets": len(own)},
+        }
 
     results = cluster.concurrently([lambda n=n: one(n) for n in names], workers)
     out = {}
@@ -186,13 +201,17 @@ def plan_all(
     prunes: list[TenantWork] = []
     if params.get("prune"):
         names = prune_candidates(fleet.tenants, catalog.names)
+        # Before anything is read per tenant: too many to prune stops the whole run.
+        raise_if(prune_max_errors(names, params.get("max_prune", PRUNE_MAX_DEFAULT)))
         running = read_running(cluster, names, params.get("workers", 8))
+        confirmed = params.get("prune_confirm") or []
         for name in names:
             work = TenantWork(name=name, live=fleet.live(name), prune=True)
             work.live.jobs = list(running[name]["jobs"])
             work.live.pods = list(running[name]["pods"])
             work.running = {"jobs": len(work.live.jobs), "pods": len(work.live.pods)}
             work.errors = prune_refusal(name, work.running, force)
+            work.errors += prune_data_refusal(name, running[name]["data"], confirmed)
             prunes.append(work)
     return works, prunes
 

@@ -15,6 +15,10 @@ the cloud carry their own:
   cloud groups after them, in that order (``enablePreferredOrder``).
 * Rule burst-cloud-only (``burst_queue``): the platform's burst queue requires
   the cloud groups and is capped at the cloud's declared GPUs.
+* Rule burst-queue-platform-owned (``burst_target_errors``): the queue a module
+  takes as ``burst_queue`` is the platform's own burst queue, never a tenant's
+  queue, ``root`` or ``default``: node_groups would reshape it into cloud-only
+  quota and burst_quota would hang a tenant's leaf under it.
 
 Why one platform-wide burst queue: the cloud pool is one pool that the
 platform rents, and its size (what the providers declare) is known only to
@@ -28,10 +32,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from ..common.errors import FieldError
 from ..common.names import (
     BURST_QUEUE,
     LABEL_MANAGED_BY,
     LABEL_QUEUE_TYPE,
+    LABEL_TENANT,
     MANAGED_BY,
     QUEUE_API,
     QUEUE_TYPE_BURST,
@@ -77,6 +83,48 @@ def cloud_gpus(members: Mapping[str, NodeGroup], nodes: Iterable[Mapping[str, An
             value = ((node.get("status") or {}).get("allocatable") or {}).get(GPU, "0")
             total += parse(value, f"nodes/{node['metadata']['name']}.status.allocatable.{GPU}")
     return int(total)
+
+
+# Names that are never the burst queue: Volcano's own queues and the tenants' names.
+_NOT_BURST_NAMES = (ROOT_QUEUE, "default")
+_TENANT_QUEUE_PREFIX = "tenant-"
+
+
+def burst_target_errors(name: str, live: Mapping[str, Any] | None) -> list[FieldError]:
+    """Rule burst-queue-platform-owned: ``name`` (and the live queue of that name, None
+    when there is none yet) is the platform's burst queue."""
+    if name in _NOT_BURST_NAMES or name.startswith(_TENANT_QUEUE_PREFIX):
+        whose = "Volcano's own queue" if name in _NOT_BURST_NAMES else "a tenant's queue name"
+        return [
+            FieldError(
+                "burst_queue",
+                f"{name!r} is {whose}, never the platform's burst queue; leave burst_queue out for "
+                f"{BURST_QUEUE!r} (rule burst-queue-platform-owned)",
+            )
+        ]
+    if live is None:
+        return []
+    labels = (live.get("metadata") or {}).get("labels") or {}
+    if (
+        not labels.get(LABEL_TENANT)
+        and labels.get(LABEL_MANAGED_BY) == MANAGED_BY
+        and labels.get(LABEL_QUEUE_TYPE) == QUEUE_TYPE_BURST
+    ):
+        return []
+    tenant, queue_type = labels.get(LABEL_TENANT), labels.get(LABEL_QUEUE_TYPE) or "untyped"
+    whose = (
+        f"tenant {tenant}'s {queue_type} queue"
+        if tenant
+        else "a queue the platform did not make for bursting"
+    )
+    return [
+        FieldError(
+            "burst_queue",
+            f"{name!r} is {whose}, not the platform's burst queue (made by node_groups: labelled "
+            f"{LABEL_QUEUE_TYPE}={QUEUE_TYPE_BURST} and {LABEL_MANAGED_BY}={MANAGED_BY}, of no "
+            "tenant); nothing was written (rule burst-queue-platform-owned)",
+        )
+    ]
 
 
 def burst_queue(groups: Sequence[NodeGroup], gpus: int, name: str = BURST_QUEUE) -> dict[str, Any]:

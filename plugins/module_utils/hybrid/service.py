@@ -21,6 +21,7 @@ from ansible.module_utils.common.warnings import warn
 from ..common.errors import FieldError, PartialWrite, PlatformValidationError, Refused, raise_if
 from ..common.names import (
     BURST_FIELD_MANAGER,
+    BURST_QUEUE,
     FIELD_MANAGER,
     JOB_API,
     JOB_FINISHED_PHASES,
@@ -47,6 +48,7 @@ from .burst import (
 )
 from .nodegroups import NodeGroup, membership, parse_groups
 from .plan import NodeGroupPlan, Write, node_write, plan_node_groups
+from .queues import burst_target_errors
 
 
 def _scheduler_conf_errors(cluster: Cluster) -> list[FieldError]:
@@ -130,8 +132,18 @@ def _write_all(
     return done
 
 
+def _burst_target(cluster: Cluster, name: str) -> dict[str, Any] | None:
+    """The live queue ``burst_queue`` names, refused unless it is the platform's burst
+    queue (rule burst-queue-platform-owned); checked before anything else is read."""
+    raise_if(burst_target_errors(name, None))
+    live = cluster.get(QUEUE_API, "Queue", name)
+    raise_if(burst_target_errors(name, live))
+    return live
+
+
 def run(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
     """Label and taint the node groups, bind the queues to them."""
+    _burst_target(cluster, params.get("burst_queue") or BURST_QUEUE)
     conf_errors = _scheduler_conf_errors(cluster)
     if conf_errors:
         raise Refused(
@@ -225,7 +237,7 @@ def run_burst(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dic
             "writes": done,
             "diff": {"before": before, "after": after},
         }
-    parent_queue = cluster.get(QUEUE_API, "Queue", parent)
+    parent_queue = _burst_target(cluster, parent)
     if parent_queue is None:
         raise Refused(
             f"burst_queue: {parent} does not exist; gpucloud.platform.node_groups makes it from "

@@ -412,6 +412,19 @@ def tenant_queues_configmap(tenant: str, leaves: Mapping[str, str]) -> dict[str,
 _TENANT_QUEUES_PARAM = {"name": TENANT_QUEUES_CONFIGMAP, "parameterNotFoundAction": "Deny"}
 
 
+def parameterised_policies() -> list[str]:
+    """Rule last-parameterised-binding: the switches (as ``admission_manifests`` names
+    them) of the policies whose binding reads a ConfigMap parameter, derived from the
+    bindings themselves, so a new parameterised policy joins the guard on its own. Removing
+    the last such binding freezes the API server's parameter informer
+    (kubernetes/kubernetes#133827), which the scheduling_policy role refuses."""
+    return [
+        manifest["spec"]["policyName"].removeprefix(POLICY_PREFIX).replace("-", "_")
+        for manifest in admission_manifests()
+        if manifest["kind"] == "ValidatingAdmissionPolicyBinding" and "paramRef" in manifest["spec"]
+    ]
+
+
 def admission_manifests(
     queue_tenant: bool = True,
     queue_leaf: bool = True,

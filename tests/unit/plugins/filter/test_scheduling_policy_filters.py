@@ -18,7 +18,10 @@ def test_filters_are_registered():
     assert set(f_manifests.FilterModule().filters()) == {
         "scheduling_policy_manifests",
         "scheduler_conf_text",
+        "parameterised_admission_policies",
     }
+    parameterised = f_manifests.FilterModule().filters()["parameterised_admission_policies"]
+    assert "workload_queue" in parameterised(None)
 
 
 def test_errors_filter_takes_text_or_mapping_and_returns_strings():

@@ -215,3 +215,101 @@ def test_a_catalog_file_is_read_and_checked(tmp_path):
     with pytest.raises(PlatformValidationError) as exc:
         service.run_catalog(params(None, src=str(tmp_path / "missing.yml")), pool(nodes=1))
     assert exc.value.messages[0].startswith("src: cannot read")
+
+
+# -- prune guards: an empty catalog, too many tenants, tenants with data -------------------
+
+
+def test_an_empty_catalog_never_prunes_whatever_on_refusal_says():
+    """Rule catalog-prune-empty: refused before anything is read."""
+    cluster = pool(nodes=8)
+    service.run_catalog(params(fleet()), cluster)
+    cluster.lists.clear()
+    cluster.writes.clear()
+    for on_refusal in ("fail", "skip"):
+        with pytest.raises(PlatformValidationError) as exc:
+            service.run_catalog(params([], prune=True, on_refusal=on_refusal), cluster)
+        assert "prune: the catalog names no tenant" in str(exc.value)
+        assert "(rule catalog-prune-empty)" in str(exc.value)
+    assert cluster.lists == [] and cluster.writes == []
+    # Without prune an empty catalog changes nothing, as before.
+    assert service.run_catalog(params([]), cluster)["changed"] is False
+
+
+def test_more_tenants_to_prune_than_max_prune_stops_the_run_naming_them():
+    """Rule catalog-prune-max: the whole run, before any write, whatever on_refusal says."""
+    cluster = pool(nodes=8)
+    service.run_catalog(params(fleet(4)), cluster)
+    cluster.writes.clear()
+    for on_refusal in ("fail", "skip"):
+        with pytest.raises(PlatformValidationError) as exc:
+            service.run_catalog(
+                params(fleet(1), prune=True, max_prune=2, on_refusal=on_refusal), cluster
+            )
+        assert "max_prune: the run would prune 3 tenants, more than 2: t1, t2, t3" in str(exc.value)
+    assert cluster.writes == []
+    result = service.run_catalog(params(fleet(1), prune=True, max_prune=3), cluster)
+    pruned = sorted(r["name"] for r in result["summary"] if r["status"] == "pruned")
+    assert pruned == ["t1", "t2", "t3"]
+
+
+def test_the_default_max_prune_is_small():
+    cluster = pool(nodes=16)
+    service.run_catalog(params(fleet(7, gpus=1)), cluster)
+    cluster.writes.clear()
+    with pytest.raises(PlatformValidationError, match="would prune 6 tenants, more than 5"):
+        service.run_catalog(params(fleet(1, gpus=1), prune=True), cluster)
+    assert cluster.writes == []
+
+
+def claim(ns, name="data"):
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"resources": {"requests": {"storage": "1Gi"}}},
+    }
+
+
+def secret(ns, name, managed=False):
+    labels = {"platform.io/managed-by": "gpucloud-platform"} if managed else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+    }
+
+
+def test_a_tenant_holding_claims_or_secrets_is_pruned_only_when_confirmed_by_name():
+    """Rule catalog-prune-data: its data goes with its namespace."""
+    cluster = pool(nodes=8)
+    service.run_catalog(params(fleet(4)), cluster)
+    cluster.put(claim("tenant-t1"))
+    cluster.put(secret("tenant-t2", "token"))
+    cluster.put(secret("tenant-t3", "platform-made", managed=True))  # not the tenant's data
+    cluster.writes.clear()
+    with pytest.raises(Refused) as exc:
+        service.run_catalog(params(fleet(1), prune=True), cluster)
+    assert "'t1' is not in the catalog but holds 1 PersistentVolumeClaim(s) and 0 Secret(s)" in str(
+        exc.value
+    )
+    assert "'t2' is not in the catalog but holds 0 PersistentVolumeClaim(s) and 1 Secret(s)" in str(
+        exc.value
+    )
+    assert "name it in prune_confirm to prune it (rule catalog-prune-data)" in str(exc.value)
+    assert cluster.writes == []
+    # skip prunes only the tenant without data of its own
+    skipped = service.run_catalog(params(fleet(1), prune=True, on_refusal="skip"), cluster)
+    statuses = {r["name"]: r["status"] for r in skipped["summary"]}
+    assert statuses == {"t0": "unchanged", "t1": "refused", "t2": "refused", "t3": "pruned"}
+    # confirming t1 alone leaves t2 refused, so nothing is written
+    cluster.writes.clear()
+    with pytest.raises(Refused, match="'t2' is not in the catalog but holds"):
+        service.run_catalog(params(fleet(1), prune=True, prune_confirm=["t1"]), cluster)
+    assert cluster.writes == []
+    confirmed = service.run_catalog(
+        params(fleet(1), prune=True, prune_confirm=["t1", "t2"]), cluster
+    )
+    statuses = {r["name"]: r["status"] for r in confirmed["summary"]}
+    assert statuses == {"t0": "unchanged", "t1": "pruned", "t2": "pruned"}
+    assert not [k for k in cluster.store if k[2].startswith(("tenant-t1", "tenant-t2"))]

@@ -220,6 +220,43 @@ def test_a_tenant_to_prune_with_running_work_is_refused_unless_forced():
     assert plan.prune_refusal("x", {"jobs": 1, "pods": 2}, force=True) == []
 
 
+def test_an_empty_catalog_never_prunes():
+    """Rule catalog-prune-empty."""
+    (error,) = plan.prune_empty_errors(True, [])
+    assert error.field == "prune" and "(rule catalog-prune-empty)" in str(error)
+    assert plan.prune_empty_errors(False, []) == []
+    assert plan.prune_empty_errors(True, ["a"]) == []
+
+
+@given(st.lists(st.from_regex(r"[a-z]{1,8}", fullmatch=True), unique=True), st.integers(0, 20))
+def test_a_run_prunes_at_most_max_prune_tenants(candidates, max_prune):
+    """Rule catalog-prune-max: refused exactly when there are more candidates than allowed,
+    naming them."""
+    errors = plan.prune_max_errors(sorted(candidates), max_prune)
+    assert bool(errors) == (len(candidates) > max_prune)
+    if errors:
+        assert f"would prune {len(candidates)} tenants, more than {max_prune}" in str(errors[0])
+        assert all(name in str(errors[0]) for name in sorted(candidates)[:50])
+
+
+def test_a_tenant_with_data_is_pruned_only_when_confirmed():
+    """Rule catalog-prune-data: claims or Secrets of its own need its name in prune_confirm."""
+    assert plan.prune_data_refusal("x", {"claims": 0, "secrets": 0}, []) == []
+    (why,) = plan.prune_data_refusal("x", {"claims": 2, "secrets": 0}, ["y"])
+    assert "holds 2 PersistentVolumeClaim(s) and 0 Secret(s)" in why
+    assert "(rule catalog-prune-data)" in why
+    assert plan.prune_data_refusal("x", {"claims": 2, "secrets": 1}, ["x"]) == []
+
+
+def test_max_prune_is_a_whole_number_zero_or_more():
+    from ansible_collections.gpucloud.platform.plugins.module_utils.catalog import inputs
+
+    for bad in (-1, True, "3"):
+        (error,) = [e for e in inputs.option_errors({"max_prune": bad}) if e.field == "max_prune"]
+        assert "must be a whole number, 0 or more" in str(error)
+    assert not [e for e in inputs.option_errors({"max_prune": 0}) if e.field == "max_prune"]
+
+
 def ns(name):
     return {
         "kind": "Namespace",

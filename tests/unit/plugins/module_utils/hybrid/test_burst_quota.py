@@ -36,6 +36,10 @@ def queue(name, labels=None, capability=None, parent="root", allocated=None):
     return out
 
 
+# The platform's burst queue as node_groups makes it.
+BURST_LABELS = {"platform.io/managed-by": "gpucloud-platform", "platform.io/queue-type": "burst"}
+
+
 def tenant_objects(cloud_gpus=16):
     labels = {
         "platform.io/tenant": "alpha",
@@ -43,7 +47,7 @@ def tenant_objects(cloud_gpus=16):
         "platform.io/queue-type": "payg",
     }
     return [
-        queue("cloud-burst", capability=cloud_gpus),
+        queue("cloud-burst", BURST_LABELS, capability=cloud_gpus),
         queue("tenant-alpha-payg", labels),
         {
             "apiVersion": "v1",
@@ -172,3 +176,40 @@ def test_rule_burst_running_work():
     # quantities as the API writes them
     assert burst.allocated_gpus({"status": {"allocated": {GPU: "2k"}}}) == 2000
     assert burst.capability_gpus({"spec": {}}) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "labels", "why"),
+    [
+        ("root", None, "Volcano's own queue"),
+        ("default", None, "Volcano's own queue"),
+        ("tenant-alpha-payg", None, "a tenant's queue name"),
+        (
+            "shared",
+            {"platform.io/tenant": "alpha", "platform.io/queue-type": "team"},
+            "tenant alpha's team queue",
+        ),
+        ("shared", {}, "a queue the platform did not make for bursting"),
+    ],
+)
+def test_burst_queue_is_only_the_platforms_own(name, labels, why):
+    """Rule burst-queue-platform-owned: never a tenant's queue, root or default."""
+    from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.queues import (
+        burst_target_errors,
+    )
+
+    live = None if labels is None else queue(name, labels)
+    (error,) = burst_target_errors(name, live)
+    assert error.field == "burst_queue" and why in str(error)
+    assert "(rule burst-queue-platform-owned)" in str(error)
+    assert burst_target_errors("cloud-burst", queue("cloud-burst", BURST_LABELS)) == []
+    assert burst_target_errors("cloud-burst", None) == []  # node_groups makes it
+
+
+def test_burst_quota_refuses_another_tenants_queue_as_the_parent_before_any_write():
+    team = queue("beta-team", {"platform.io/tenant": "beta", "platform.io/queue-type": "team"})
+    for parent, why in (("beta-team", "tenant beta's team queue"), ("root", "Volcano's own")):
+        cluster = FakeCluster([*tenant_objects(), team])
+        with pytest.raises(PlatformValidationError, match=why):
+            service.run_burst(params(burst_queue=parent), cluster, check_mode=False)
+        assert cluster.writes == []

@@ -225,3 +225,19 @@ def test_pod_placement_checks_every_pod_spec_a_tenant_can_submit():
     # an apostrophe in a message is escaped for CEL
     assert "node\\'s" in policy["spec"]["validations"][5]["messageExpression"]
     assert "virtual-kubelet.io/provider" in policy["spec"]["validations"][4]["expression"]
+
+
+def test_the_parameterised_policies_are_derived_from_their_bindings():
+    """Rule last-parameterised-binding: every binding with a ConfigMap parameter, and only
+    those, so the guard cannot forget one (workload_queue was forgotten by a hand list)."""
+    bound = {
+        m["spec"]["policyName"]
+        for m in ap.admission_manifests()
+        if m["kind"] == "ValidatingAdmissionPolicyBinding" and "paramRef" in m["spec"]
+    }
+    switches = ap.parameterised_policies()
+    assert {ap.POLICY_PREFIX + s.replace("_", "-") for s in switches} == bound
+    assert "workload_queue" in switches and "pod_placement" not in switches
+    # each is a switch of admission_manifests: switching them all off leaves no parameter
+    left = ap.admission_manifests(**dict.fromkeys(switches, False))
+    assert not [m for m in left if "paramRef" in m.get("spec", {})]
