@@ -37,6 +37,7 @@ ADMISSION_TOGGLES = (
     "platform_state",
     "compliance_placement",
     "workload_queue",
+    "tenant_services",
     "cloud_burst",
 )
 PARTS = ("priority_classes", "scheduler_configmap", "admission_policies", "parent_queues_configmap")

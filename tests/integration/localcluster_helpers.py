@@ -193,3 +193,24 @@ def run_playbook(
         for t in play["tasks"]
     }
     return proc.returncode, tasks
+
+
+def apply_admission(api_client: Any, **switches: Any) -> None:
+    """The collection's admission policies and the parent-queues parameter, applied as the
+    scheduling_policy role applies them (``switches`` as ``admission_manifests`` takes them)
+    and left installed as the role leaves them: removing a parameterised binding is what
+    freezes the API server's parameter informer (kubernetes/kubernetes#133827)."""
+    from kubernetes import dynamic
+
+    from ansible_collections.gpucloud.platform.plugins.module_utils.policy import admission as ap
+
+    client = dynamic.DynamicClient(api_client)
+    for manifest in [ap.parent_queues_configmap(), *ap.admission_manifests(**switches)]:
+        client.resources.get(
+            api_version=manifest["apiVersion"], kind=manifest["kind"]
+        ).server_side_apply(
+            body=manifest,
+            namespace=manifest["metadata"].get("namespace"),
+            field_manager="gpucloud-platform",
+            force_conflicts=True,
+        )

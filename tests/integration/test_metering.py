@@ -45,6 +45,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.policy import ad
 from ansible_collections.gpucloud.platform.tests.integration import test_jobs as job_tests
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     CLUSTER,
+    apply_admission,
     prometheus_url,
     run_playbook,
     wait_until,
@@ -176,8 +177,7 @@ def hybrid_admission(dyn, platform_objects):
     """Every admission policy, as a hybrid site runs them (tenant pods may tolerate the
     cloud taint), and one cloud GPU node of 16 GPUs labelled as node_groups labels it;
     the policies go back to the default (no cloud) afterwards and the node is removed."""
-    for manifest in [ap.parent_queues_configmap(), *ap.admission_manifests(cloud_burst=True)]:
-        apply(dyn, manifest)
+    apply_admission(dyn.client, cloud_burst=True)
     node = topology.cloud_node(CLOUD_NODE, "aliyun", "cn-hangzhou", gpus=16).manifest()
     status = node.pop("status")
     node["metadata"]["labels"]["platform.io/node-location"] = "cloud"
@@ -189,8 +189,7 @@ def hybrid_admission(dyn, platform_objects):
     yield
     with contextlib.suppress(Exception):
         nodes.delete(name=CLOUD_NODE)
-    for manifest in ap.admission_manifests():
-        apply(dyn, manifest)
+    apply_admission(dyn.client)
 
 
 def identity(user: str, tenant_name: str):

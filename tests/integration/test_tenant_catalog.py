@@ -25,6 +25,8 @@ pytestmark = pytest.mark.integration
 
 GPU = "nvidia.com/gpu"
 MINE = ("cat-a", "cat-b", "cat-c")
+# Every tenant this file makes: MINE, and the one the prune-guard test keeps.
+OURS = (*MINE, "cat-d")
 SUB = {"cpu": 4, "memory": "16Gi"}
 
 
@@ -46,13 +48,13 @@ def others(run_module):
     or after the tests."""
 
     def clean():
-        for name in MINE:
+        for name in OURS:
             run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
 
     clean()
     gathered = run_module("tenant_catalog", {"state": "gathered"})
     assert not gathered.get("failed"), gathered.get("msg")
-    yield [t for t in gathered["tenants"] if t["name"] not in MINE]
+    yield [t for t in gathered["tenants"] if t["name"] not in OURS]
     clean()
 
 
@@ -276,7 +278,17 @@ def test_prune_is_bounded_and_a_tenant_with_claims_needs_its_name_confirmed(
     from kubernetes import client
 
     core = client.CoreV1Api(api_client)
-    made = run_module("tenant_catalog", catalog(others, mine()))
+    # cat-a was pruned by the test before: its namespace may still be terminating, and
+    # until it is gone it is one more tenant to prune.
+    wait_until(
+        lambda: "tenant-cat-a" not in {n.metadata.name for n in _tenant_namespaces(api_client)},
+        timeout=300,
+        what="cat-a's namespace gone",
+    )
+    # The catalog keeps cat-d and leaves out cat-b and cat-c.
+    kept = [{"name": "cat-d", "subscription": {GPU: 1, **SUB}}]
+    bc = [t for t in mine() if t["name"] in ("cat-b", "cat-c")]
+    made = run_module("tenant_catalog", catalog(others, [*kept, *bc]))
     assert not made.get("failed"), made.get("msg")
     core.create_namespaced_persistent_volume_claim(
         "tenant-cat-b",
@@ -288,7 +300,7 @@ def test_prune_is_bounded_and_a_tenant_with_claims_needs_its_name_confirmed(
             },
         },
     )
-    only_a = [t for t in mine() if t["name"] == "cat-a"]
+    only_a = kept
     too_many = run_module("tenant_catalog", catalog(others, only_a, prune=True, max_prune=1))
     assert too_many.get("failed")
     assert "would prune 2 tenants, more than 1: cat-b, cat-c" in too_many["msg"]

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.policy import admission as ap
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     CLUSTER,
+    apply_admission,
     other_cluster,
     wait_until,
 )
@@ -88,13 +88,7 @@ def platform(dyn, priority_classes) -> Iterator[None]:
     left installed like the role leaves them) and the serving gateway's namespace."""
     if other_cluster():
         pytest.skip("needs the local cluster's KServe controller and CA")
-    for manifest in [ap.parent_queues_configmap(), *ap.admission_manifests()]:
-        res(dyn, (manifest["apiVersion"], manifest["kind"])).server_side_apply(
-            body=manifest,
-            namespace=manifest["metadata"].get("namespace"),
-            field_manager="gpucloud-platform",
-            force_conflicts=True,
-        )
+    apply_admission(dyn.client)
     res(dyn, ("v1", "Namespace")).server_side_apply(
         body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SERVING_NS}},
         field_manager="gpucloud-platform-test",

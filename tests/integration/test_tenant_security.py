@@ -30,6 +30,7 @@ import pytest
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     CLUSTER,
     ROOT,
+    apply_admission,
     other_cluster,
     wait_until,
 )
@@ -55,9 +56,10 @@ def tenant_args(name: str, team: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def tenants(run_module):
+def tenants(run_module, api_client, priority_classes):
     if other_cluster():
         pytest.skip("needs the local cluster's CA to issue a tenant identity")
+    apply_admission(api_client)  # every policy, as the scheduling_policy role leaves them
     for name, team in ((TENANT, "algo"), (OTHER, "x")):
         made = run_module("tenant", tenant_args(name, team))
         assert not made.get("failed"), made.get("msg")
@@ -168,6 +170,17 @@ def submit(client, body, dry_run: bool = True):
     return lambda: res(client, JOB_API, "Job").create(body=body, namespace=NS, **kw)
 
 
+def create_service(client, spec: dict[str, Any]) -> Callable[[], Any]:
+    """A dry-run Service of tenant pa in front of its jobs' pods, with ``spec`` added."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"generateName": "sec-", "namespace": NS},
+        "spec": {"selector": {"app": "x"}, "ports": [{"port": 80}], **spec},
+    }
+    return lambda: res(client, "v1", "Service").create(body=body, namespace=NS, dry_run="All")
+
+
 def configmap(name: str, namespace: str = NS) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -192,6 +205,39 @@ CANNOT: dict[str, tuple[str, Callable[[Any], Callable[[], Any]]]] = {
     "foreign-priority": (
         "not a platform PriorityClass",
         lambda eve: submit(eve, job(pod={"priorityClassName": "system-node-critical"})),
+    ),
+    "template-class-above-job": (
+        "not the Job's own",
+        lambda eve: submit(eve, job(pod={"priorityClassName": "critical-job"})),
+    ),
+    "unschedulable-toleration": (
+        "node.kubernetes.io/* taint",
+        lambda eve: submit(
+            eve,
+            job(
+                pod={
+                    "tolerations": [
+                        {
+                            "key": "node.kubernetes.io/unschedulable",
+                            "operator": "Exists",
+                            "effect": "NoSchedule",
+                        }
+                    ]
+                }
+            ),
+        ),
+    ),
+    "loadbalancer-service": (
+        "spec.type: LoadBalancer opens the pods outside the cluster",
+        lambda eve: create_service(eve, {"type": "LoadBalancer"}),
+    ),
+    "nodeport-service": (
+        "spec.type: NodePort opens the pods outside the cluster",
+        lambda eve: create_service(eve, {"type": "NodePort"}),
+    ),
+    "external-ips": (
+        "spec.externalIPs: 8.8.8.8 would claim addresses",
+        lambda eve: create_service(eve, {"externalIPs": ["8.8.8.8"]}),
     ),
     "no-priority": (
         "(none) is not a platform PriorityClass",
@@ -389,6 +435,7 @@ CAN: dict[str, Callable[[Any], Callable[[], Any]]] = {
         eve, job(queue=SPOT_QUEUE, pc="spot-job", billing=None, price="0.1")
     ),
     "own-plain-job": lambda eve: submit(eve, job(queue=f"{NS}-payg", billing=None)),
+    "own-clusterip-service": lambda eve: create_service(eve, {}),
     "read-own-queue": lambda eve: lambda: res(eve, QUEUE_API, "Queue").get(name=TEAM_QUEUE),
     "read-own-events": lambda eve: lambda: res(eve, "v1", "Event").get(namespace=NS),
     "read-own-pods": lambda eve: lambda: res(eve, "v1", "Pod").get(namespace=NS),

@@ -56,6 +56,7 @@ from ..jobs.sla import SLA_FORBIDDEN_PRIORITY_CLASSES, SLA_WAITING_ANNOTATIONS
 from .compliance import POLICY_COMPLIANCE_PLACEMENT, compliance_placement_policy
 from .platform_state import DEFAULT_PLATFORM_GROUPS, POLICY_PLATFORM_STATE, platform_state_policy
 from .pod_placement import POLICY_POD_PLACEMENT, pod_placement_policy
+from .tenant_services import POLICY_TENANT_SERVICES, tenant_services_policy
 from .vap import POLICY_PREFIX, binding, cel_list, managed_labels, policy, tenant_match
 from .workload_queue import POLICY_WORKLOAD_QUEUE, workload_queue_policy
 
@@ -85,6 +86,7 @@ POLICY_NAMES = (
     POLICY_PLATFORM_STATE,
     POLICY_COMPLIANCE_PLACEMENT,
     POLICY_WORKLOAD_QUEUE,
+    POLICY_TENANT_SERVICES,
 )
 # The largest spot price admitted, per GPU-hour: a bound, so that a price is a
 # number every consumer can compare (no 1e400, no negative, at most 6 decimals).
@@ -435,6 +437,7 @@ def admission_manifests(
     platform_state: bool = True,
     compliance_placement: bool = True,
     workload_queue: bool = True,
+    tenant_services: bool = True,
     cloud_burst: bool = False,
     platform_groups: Sequence[str] = DEFAULT_PLATFORM_GROUPS,
 ) -> list[dict[str, Any]]:
@@ -482,6 +485,8 @@ def admission_manifests(
                 {"name": TENANT_QUEUES_CONFIGMAP, "parameterNotFoundAction": "Allow"},
             ),
         ]
+    if tenant_services:
+        out += [tenant_services_policy(), binding(POLICY_TENANT_SERVICES)]
     if platform_state:
         out += [platform_state_policy(platform_groups), binding(POLICY_PLATFORM_STATE)]
     return out

@@ -43,6 +43,13 @@ PLATFORM_TAINT_KEYS = (
     "node-role.kubernetes.io/control-plane",
 )
 
+# Kubernetes' own node conditions (cordoned, under pressure, not ready): no tenant pod
+# tolerates them, so a drain or a failing node keeps its GPUs free. The API server's
+# DefaultTolerationSeconds gives every pod a NoExecute toleration of these two, which
+# only delays its eviction from a node that stopped answering.
+NODE_TAINT_PREFIX = "node.kubernetes.io/"
+API_SERVER_TOLERATIONS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+
 WORKLOADS = [
     ("", "pods"),
     ("batch.volcano.sh", "jobs"),
@@ -121,10 +128,12 @@ def pod_placement_policy(cloud_burst: bool = False) -> dict[str, Any]:
                     "a pod may not pick its node",
                     "leave nodeName out and use a nodeSelector or the job class instead",
                 ),
+                # A Volcano Job's template runs at the Job's class, never another (a higher
+                # one would bypass queue-priority, which judges the Job's).
                 _rule(
-                    f"(has(p[1].priorityClassName) && p[1].priorityClassName in {classes}) || "
-                    "(request.kind.kind == 'Job' && (!has(p[1].priorityClassName) || "
-                    "p[1].priorityClassName == '' || p[1].priorityClassName == variables.jobClass))",
+                    "request.kind.kind == 'Job' ? (!has(p[1].priorityClassName) || "
+                    "p[1].priorityClassName == '' || p[1].priorityClassName == variables.jobClass) : "
+                    f"(has(p[1].priorityClassName) && p[1].priorityClassName in {classes})",
                     "priorityClassName",
                     "not a platform PriorityClass (or, in a Volcano Job template, not the Job's own)",
                     f"set one of {', '.join(PRIORITY_CLASSES)}; in a Volcano Job set it on the Job only",
@@ -138,10 +147,12 @@ def pod_placement_policy(cloud_burst: bool = False) -> dict[str, Any]:
                 ),
                 _rule(
                     "!has(p[1].tolerations) || p[1].tolerations.all(t, has(t.key) && t.key != '' "
-                    f"&& !(t.key in {taints}))",
+                    f"&& !(t.key in {taints}) && (!t.key.startsWith('{NODE_TAINT_PREFIX}') || "
+                    f"(t.key in {cel_list(API_SERVER_TOLERATIONS)} && has(t.effect) && t.effect == 'NoExecute')))",
                     "tolerations",
-                    "a toleration without a key, or of a platform taint "
-                    f"({', '.join(forbidden)}), is not allowed",
+                    "a toleration without a key, of a platform taint "
+                    f"({', '.join(forbidden)}), or of a {NODE_TAINT_PREFIX}* taint (a cordoned, "
+                    "draining or failing node) is not allowed",
                     "tolerate only the taints of your own nodes, by key",
                 ),
                 _rule(

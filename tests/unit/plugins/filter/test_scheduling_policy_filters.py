@@ -43,8 +43,8 @@ def test_manifests_filter_returns_everything_in_apply_order():
     assert kinds[:5] == ["PriorityClass"] * 5
     assert kinds[5] == "ConfigMap" and manifests[5]["data"]["volcano-scheduler.conf"] == text
     assert (
-        kinds.count("ValidatingAdmissionPolicy") == 9
-        and kinds.count("ValidatingAdmissionPolicyBinding") == 9
+        kinds.count("ValidatingAdmissionPolicy") == 10
+        and kinds.count("ValidatingAdmissionPolicyBinding") == 10
     )
     assert manifests[-1]["metadata"]["name"] == "platform-parent-queues"
 
@@ -60,6 +60,7 @@ def test_manifests_filter_parts_and_toggles():
             "pod_placement": False,
             "compliance_placement": False,
             "workload_queue": False,
+            "tenant_services": False,
         },
         platform_groups=["ops:platform"],
     )

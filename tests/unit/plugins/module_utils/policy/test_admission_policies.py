@@ -15,7 +15,7 @@ def by_kind_name(manifests):
 def test_each_policy_has_its_binding():
     manifests = ap.admission_manifests()
     index = by_kind_name(manifests)
-    assert len(manifests) == 2 * len(ap.POLICY_NAMES) == 18
+    assert len(manifests) == 2 * len(ap.POLICY_NAMES) == 20
     for name in ap.POLICY_NAMES:
         policy = index[("ValidatingAdmissionPolicy", name)]
         binding = index[("ValidatingAdmissionPolicyBinding", name)]
@@ -141,6 +141,7 @@ def test_policies_can_be_switched_off():
         platform_state=False,
         compliance_placement=False,
         workload_queue=False,
+        tenant_services=False,
     )
     names = {m["metadata"]["name"] for m in manifests}
     assert names == {ap.POLICY_QUEUE_TENANT, ap.POLICY_QUEUE_PRIORITY, ap.POLICY_QUEUE_BILLING}
