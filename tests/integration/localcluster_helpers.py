@@ -214,3 +214,22 @@ def apply_admission(api_client: Any, **switches: Any) -> None:
             field_manager="gpucloud-platform",
             force_conflicts=True,
         )
+
+
+def identity(user: str, tenant: str) -> Any:
+    """A dynamic client for ``user`` in group ``tenant:<tenant>`` (the tenant's default
+    RoleBinding subject), signed by the local cluster's CA."""
+    import subprocess
+    import sys
+
+    from kubernetes import config, dynamic
+
+    proc = subprocess.run(
+        [sys.executable, str(CLUSTER), "kubeconfig", "--user", user, "--group", f"tenant:{tenant}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    path = proc.stdout.strip().splitlines()[-1]
+    return dynamic.DynamicClient(config.new_client_from_config(config_file=path))

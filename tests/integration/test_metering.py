@@ -29,7 +29,6 @@ import io
 import json
 import math
 import re
-import subprocess
 import sys
 import threading
 import time
@@ -44,12 +43,13 @@ import pytest
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy import admission as ap
 from ansible_collections.gpucloud.platform.tests.integration import test_jobs as job_tests
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
-    CLUSTER,
     apply_admission,
+    identity,
     prometheus_url,
     run_playbook,
     wait_until,
 )
+from ansible_collections.gpucloud.platform.tests.integration.test_tenant import job_body
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "localcluster"))
 import topology
@@ -192,64 +192,12 @@ def hybrid_admission(dyn, platform_objects):
     apply_admission(dyn.client)
 
 
-def identity(user: str, tenant_name: str):
-    """A client for ``user`` in group ``tenant:<tenant>``, signed by the local cluster's CA."""
-    from kubernetes import config, dynamic
-
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(CLUSTER),
-            "kubeconfig",
-            "--user",
-            user,
-            "--group",
-            f"tenant:{tenant_name}",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    path = proc.stdout.strip().splitlines()[-1]
-    return dynamic.DynamicClient(config.new_client_from_config(config_file=path))
-
-
 def plain_job(name: str, namespace: str, queue: str) -> dict:
     """A Volcano Job as Volcano's docs write one: no platform label or annotation, only a
     platform PriorityClass (rule queue-priority)."""
-    return {
-        "apiVersion": VCJOBS[0],
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "schedulerName": "volcano",
-            "queue": queue,
-            "minAvailable": 1,
-            "priorityClassName": "normal-job",
-            "tasks": [
-                {
-                    "name": "main",
-                    "replicas": 1,
-                    "template": {
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "containers": [
-                                {
-                                    "name": "main",
-                                    "image": "trainer",
-                                    "resources": {
-                                        "requests": {GPU: 1, "cpu": "1", "memory": "1Gi"},
-                                        "limits": {GPU: 1, "cpu": "1", "memory": "1Gi"},
-                                    },
-                                }
-                            ],
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    body = job_body(name, namespace, queue)
+    del body["metadata"]["labels"]
+    return body
 
 
 def t2_args(name: str, gpus: int) -> dict:

@@ -12,16 +12,14 @@ and share one service, as a platform team would roll one model out.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
-    CLUSTER,
     apply_admission,
+    identity,
     other_cluster,
     wait_until,
 )
@@ -107,21 +105,6 @@ def tenants(run_module, platform) -> Iterator[None]:
         run_module("inference_service", {"name": svc, "tenant": TENANT, "state": "absent"})
     for name in (TENANT, OTHER):
         run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
-
-
-def identity(user: str, tenant: str):
-    """A client for ``user`` in group ``tenant:<tenant>``, signed by the local cluster's CA."""
-    from kubernetes import config, dynamic
-
-    proc = subprocess.run(
-        [sys.executable, str(CLUSTER), "kubeconfig", "--user", user, "--group", f"tenant:{tenant}"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    path = proc.stdout.strip().splitlines()[-1]
-    return dynamic.DynamicClient(config.new_client_from_config(config_file=path))
 
 
 def info(run_module, name: str = SERVICE) -> dict[str, Any]:
