@@ -374,6 +374,16 @@ def test_an_ab_test_splits_between_two_services(run_module, dyn, tenants):
         },
     )
     assert bad.get("failed") and any(e.startswith("routes[1].service") for e in bad["errors"])
+    # The graph runs where the gateway runs: never kube-system or another tenant's
+    # namespace (rule graph-in-gateway-namespace), and nothing is written there.
+    for elsewhere in ("kube-system", f"tenant-{OTHER}"):
+        out = run_module(
+            "inference_graph",
+            {"name": "ab", "tenant": TENANT, "routes": routes, "namespace": elsewhere},
+        )
+        assert out.get("failed") and "(rule graph-in-gateway-namespace)" in out["msg"], out
+        assert f"(they admit {SERVING_NS})" in out["msg"]
+        assert not res(dyn, GRAPH).get(namespace=elsewhere).items
 
 
 def test_another_tenants_user_cannot_touch_the_service(dyn, tenants):

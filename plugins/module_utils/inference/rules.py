@@ -241,3 +241,36 @@ def spec_errors(spec: ServiceSpec, known: Mapping[str, str]) -> list[FieldError]
         + knative_errors(spec)
         + version_errors(spec, known)
     )
+
+
+def admitted_namespaces(policy: Mapping | None) -> set[str]:
+    """The namespaces a service's serving NetworkPolicy admits on its first ingress rule
+    (the serving port; ``manifests.serving_network_policy`` writes the gateway's there)."""
+    ingress = ((policy or {}).get("spec") or {}).get("ingress") or []
+    if not ingress:
+        return set()
+    names: set[str] = set()
+    for peer in ingress[0].get("from") or []:
+        for expression in (peer.get("namespaceSelector") or {}).get("matchExpressions") or []:
+            if expression.get("key") == "kubernetes.io/metadata.name":
+                names |= set(expression.get("values") or [])
+    return names
+
+
+def graph_namespace_errors(namespace: str, admitted: Mapping[str, set[str]]) -> list[FieldError]:
+    """Rule graph-in-gateway-namespace: an A/B graph and its router run in a namespace every
+    routed service admits as its gateway (``admitted``: service -> namespaces), so never in
+    kube-system, another tenant's namespace or anywhere its router could not reach the
+    services from."""
+    shut = sorted(service for service, names in admitted.items() if namespace not in names)
+    if not shut:
+        return []
+    gateways = sorted(set.intersection(*admitted.values())) if admitted else []
+    return [
+        FieldError(
+            "namespace",
+            f"{namespace} is not a gateway namespace of {', '.join(shut)} (they admit "
+            f"{', '.join(gateways) or 'no common one'}); the graph runs where the serving gateway "
+            "runs (rule graph-in-gateway-namespace)",
+        )
+    ]

@@ -38,11 +38,13 @@ from .manifests import (
     serving_network_policy,
 )
 from .rules import (
+    admitted_namespaces,
     capability_errors,
     capability_warnings,
     class_errors,
     critical_errors,
     default_class,
+    graph_namespace_errors,
     spec_errors,
     traffic_split,
 )
@@ -473,6 +475,20 @@ def run_graph(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dic
         else:
             routes.append((route["service"], url, route["weight"]))
     raise_if(errors)
+    policies = {
+        p["metadata"]["name"]: p
+        for p in cluster.list(
+            NETPOL_API,
+            "NetworkPolicy",
+            namespace=namespace_name(tenant),
+            label_selector=MANAGED_SELECTOR,
+        )
+    }
+    admitted = {
+        name: admitted_namespaces(policies.get(network_policy_name(name)))
+        for name, _url, _weight in routes
+    }
+    raise_if(graph_namespace_errors(ns, admitted))
     desired = ab_graph(tenant, params["name"], routes, ns)
     before = livemod.graph_report(live) if live else None
     if live is not None and not differs(desired, live):

@@ -579,3 +579,31 @@ def test_a_rollout_step_on_a_service_that_does_not_exist_says_so_first():
         run(cluster, action="step", model=None, queue=None, traffic={"v2": 50})
     assert refusal(excinfo) == ["action"] and "deploy it first" in str(excinfo.value)
     assert cluster.writes == []
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "tenant-beta"])
+def test_the_graph_runs_only_where_the_services_admit_the_gateway(namespace):
+    """Rule graph-in-gateway-namespace: refused before any write, naming the gateways."""
+    cluster = tenant_cluster()
+    for name in ("llm-a", "llm-b"):
+        run(cluster, name=name)
+        ready(cluster, name)
+    with pytest.raises(PlatformValidationError) as excinfo:
+        service.run_graph(graph_params(namespace=namespace), cluster, False)
+    assert refusal(excinfo) == ["namespace"]
+    assert (
+        f"{namespace} is not a gateway namespace of llm-a, llm-b (they admit platform-serving)"
+        in str(excinfo.value)
+    )
+    assert cluster.kinds("InferenceGraph") == {}
+
+
+def test_the_admitted_namespaces_are_read_from_the_serving_policy():
+    from ansible_collections.gpucloud.platform.plugins.module_utils.inference import rules
+
+    cluster = tenant_cluster()
+    run(cluster, name="llm-a")
+    (policy,) = cluster.kinds("NetworkPolicy").values()
+    assert rules.admitted_namespaces(policy) == {"platform-serving"}
+    assert rules.admitted_namespaces(None) == set()
+    assert rules.graph_namespace_errors("platform-serving", {"llm-a": {"platform-serving"}}) == []
