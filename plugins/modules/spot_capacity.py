@@ -113,8 +113,16 @@ tenants:
     - {tenant: alpha, queue: tenant-alpha-spot, subscription: 40, share: 0.666667,
        old: {nvidia.com/gpu: 20}, new: {nvidia.com/gpu: 16, cpu: "128", memory: 512Gi}, changed: true}
 updated:
-  description: Spot queues whose capability was changed (in check mode, would be).
+  description:
+    - Spot queues whose capability was changed (in check mode, would be).
+    - When some writes failed, only the queues that were written; RV(planned) names every queue the run meant to
+      change.
   returned: always
+  type: list
+  elements: str
+planned:
+  description: Every spot queue the run meant to change, when some of its writes failed.
+  returned: failure
   type: list
   elements: str
 diff:

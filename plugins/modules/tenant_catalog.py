@@ -89,9 +89,9 @@ options:
       - Remove the tenants the platform manages that the catalog does not name, as
         M(gpucloud.platform.tenant) with O(gpucloud.platform.tenant#module:state=absent) does.
       - A tenant with active Volcano Jobs or pods is refused unless O(force=true).
-      - A catalog that names no tenant never prunes (rule catalog-prune-empty): a catalog file that is empty, or a
+      - "A catalog that names no tenant never prunes (rule catalog-prune-empty): a catalog file that is empty, or a
         misspelt variable that left the catalog empty, would otherwise delete every tenant. The run is refused before
-        anything is read, whatever O(on_refusal) says.
+        anything is read, whatever O(on_refusal) says."
       - A tenant that holds PersistentVolumeClaims or Secrets of its own is refused unless O(prune_confirm) names it
         (rule catalog-prune-data).
     type: bool

@@ -233,6 +233,10 @@ def write_one(
     cluster: kube.Cluster, work: TenantWork, check_mode: bool, progress: Progress
 ) -> Changes:
     changes = Changes()
+    # The progress line counts what happened, not what was planned: a tenant whose writes
+    # failed is "failed", and check mode only says what would be done.
+    done = PRUNED if work.prune else "written"
+    status = f"would be {done}" if check_mode else done
     try:
         if work.prune:
             tenants.delete_tenant(cluster, work.live, work.live.jobs, changes, check_mode)
@@ -242,9 +246,10 @@ def write_one(
             )
     except (kube.ApiException, kube.TransportError, OSError) as exc:
         exc.changes = changes  # what this tenant had written before it failed
+        status = "failed"
         raise
     finally:
-        progress.tenant_done(PRUNED if work.prune else "written")
+        progress.tenant_done(status)
     return changes
 
 

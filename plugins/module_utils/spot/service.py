@@ -474,6 +474,12 @@ def apply_capabilities(
     queues at a time: no queue's write depends on another's."""
     results = cluster.apply_all(manifests, field_manager=CAPACITY_FIELD_MANAGER)
     names = [m["metadata"]["name"] for m in manifests]
+    if "updated" in report:
+        # A failure reports what was written, not what was planned (both named).
+        written = [
+            n for n, r in zip(names, results, strict=True) if not isinstance(r, BaseException)
+        ]
+        report = {**report, "updated": written, "planned": names}
     return written_or_raise(names, results, what, **report)
 
 

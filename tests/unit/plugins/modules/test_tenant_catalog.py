@@ -170,11 +170,14 @@ class FailingCluster(FakeCluster):
         )
 
 
-def test_a_failed_tenant_fails_the_run_naming_it_and_what_was_written():
+def test_a_failed_tenant_fails_the_run_naming_it_and_what_was_written(tmp_path):
     cluster = pool(nodes=8, cluster_class=FailingCluster)
+    progress = tmp_path / "progress"
     with pytest.raises(PartialWrite) as exc:
-        service.run_catalog(params(fleet()), cluster)
+        service.run_catalog(params(fleet(), progress_file=str(progress)), cluster)
     assert "1 tenant(s) failed: t1" in exc.value.what
+    # The progress file counts what happened: the failed tenant is not "written".
+    assert progress.read_text().splitlines()[-1].endswith("tenants 3/3 (failed 1, written 2)")
     rows = {r["name"]: r for r in exc.value.report["summary"]}
     assert rows["t1"]["status"] == "failed" and rows["t0"]["status"] == "created"
     assert any("tenant-t0" in d for d in exc.value.done)
@@ -313,3 +316,11 @@ def test_a_tenant_holding_claims_or_secrets_is_pruned_only_when_confirmed_by_nam
     statuses = {r["name"]: r["status"] for r in confirmed["summary"]}
     assert statuses == {"t0": "unchanged", "t1": "pruned", "t2": "pruned"}
     assert not [k for k in cluster.store if k[2].startswith(("tenant-t1", "tenant-t2"))]
+
+
+def test_check_mode_progress_says_what_would_be_done(tmp_path):
+    cluster = pool(nodes=8)
+    cluster.dry_run = True
+    progress = tmp_path / "progress"
+    service.run_catalog(params(fleet(2), progress_file=str(progress)), cluster, check_mode=True)
+    assert progress.read_text().splitlines()[-1].endswith("tenants 2/2 (would be written 2)")
