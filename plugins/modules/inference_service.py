@@ -103,11 +103,11 @@ options:
     type: str
     default: monitoring
   serving_port:
-    description: The predictors' serving port.
+    description: The predictors' serving port, 1 to 65535 (rule inference-ports).
     type: int
     default: 8080
   metrics_port:
-    description: The predictors' metrics port.
+    description: The predictors' metrics port, 1 to 65535 (rule inference-ports).
     type: int
     default: 8080
   wait:

@@ -70,6 +70,23 @@ def _traffic_errors(traffic: Any) -> list[FieldError]:
     return errors
 
 
+def port_errors(params: Mapping[str, Any]) -> list[FieldError]:
+    """Rule inference-ports: the serving and metrics ports are TCP ports, 1 to 65535,
+    checked before anything is written (a port the API server refuses would otherwise
+    fail the run after the service's other objects were written)."""
+    errors = []
+    for field in ("serving_port", "metrics_port"):
+        port = params.get(field, SERVING_PORT)
+        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+            errors.append(
+                FieldError(
+                    field,
+                    f"{port!r} is not a TCP port; 1 to 65535 is accepted (rule inference-ports)",
+                )
+            )
+    return errors
+
+
 def validate_service(params: dict[str, Any]) -> None:
     """Rules service-name, model-spec and the action's required options, before the
     cluster is read. Rules that need the queue or the live service come later, still
@@ -78,6 +95,7 @@ def validate_service(params: dict[str, Any]) -> None:
     errors += dns_label_errors("name", params.get("name"), SERVICE_NAME_MAX)
     for i, ns in enumerate(params.get("gateway_namespaces") or []):
         errors += dns_label_errors(f"gateway_namespaces[{i}]", ns)
+    errors += port_errors(params)
     action = params.get("action", "deploy")
     if params.get("state", "present") == "present":
         stable, model_errors = model_of(params)

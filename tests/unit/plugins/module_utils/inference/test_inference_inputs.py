@@ -161,3 +161,17 @@ def test_a_duplicate_route_says_so():
 
 def test_removing_a_graph_needs_no_routes():
     inputs.validate_graph(graph_params(state="absent", routes=None))
+
+
+@pytest.mark.parametrize(
+    ("given", "fields"),
+    [
+        ({"serving_port": 70000}, ["serving_port"]),
+        ({"metrics_port": 0}, ["metrics_port"]),
+        ({"serving_port": True, "metrics_port": -1}, ["serving_port", "metrics_port"]),
+    ],
+)
+def test_ports_outside_tcp_are_refused_before_anything_is_read(given, fields):
+    """Rule inference-ports: a serving port of 70000 used to write three objects first."""
+    assert refused_fields(inputs.validate_service, params(**given)) == fields
+    inputs.validate_service(params(serving_port=8080, metrics_port=65535))  # accepted
