@@ -982,3 +982,28 @@ def test_scheduling_policy_refuses_a_variable_of_the_wrong_form_before_writing(
     )
     assert run.failed == 1 and run.changed == 0, run.messages()
     assert any(message in m for m in run.messages()), run.messages()
+
+
+def test_storage_refuses_a_static_volume_without_its_claim(tmp_path, kubeconfig, api_client):
+    """A static volume is always reserved for one claim: without ``claim`` the role stops
+    before any write (otherwise any tenant's claim could bind it by volumeName)."""
+    from kubernetes import client
+
+    name = f"nc{os.getpid()}-lustre"
+    run = run_role(
+        tmp_path,
+        kubeconfig,
+        "storage",
+        {
+            "storage_nfs_chart_ref": "",
+            "storage_cephfs_chart_ref": "",
+            "storage_classes": [],
+            "storage_static_volumes": [
+                {"name": name, "capacity": "1Ti", "host_path": "/lustre/datasets"}
+            ],
+        },
+    )
+    assert run.failed == 1 and run.changed == 0, run.messages()
+    assert any("claim" in m for m in run.messages()), run.messages()
+    names = {pv.metadata.name for pv in client.CoreV1Api(api_client).list_persistent_volume().items}
+    assert name not in names
