@@ -686,18 +686,33 @@ def test_monitoring_stack_objects_and_logs(tmp_path, kubeconfig, api_client, nam
     assert kps["values"]["global"]["imageRegistry"] == MIRROR
     # kube-state-metrics exports what the rules read, the Queues' reclaim counts among it.
     ksm = kps["values"]["kube-state-metrics"]
+    # Billing follows the queue: the pods' queue and job, the namespaces' tenant, the nodes'
+    # location, and the Queues and Volcano Jobs as custom resource state.
     assert ksm["metricLabelsAllowlist"] == [
         "pods=[platform.io/tenant,platform.io/billing-type,platform.io/job-class,"
-        "volcano.sh/job-name,volcano.sh/queue-name]"
+        "volcano.sh/job-name,volcano.sh/queue-name]",
+        "namespaces=[platform.io/tenant]",
+        "nodes=[platform.io/node-location]",
     ]
-    assert ksm["metricAnnotationsAllowList"] == ["pods=[platform.io/spot-price]"]
-    (queues,) = ksm["customResourceState"]["config"]["spec"]["resources"]
+    assert ksm["metricAnnotationsAllowList"] == [
+        "pods=[platform.io/spot-price,scheduling.volcano.sh/queue-name]"
+    ]
+    queues, jobs = ksm["customResourceState"]["config"]["spec"]["resources"]
     assert queues["groupVersionKind"]["kind"] == "Queue" and ksm["customResourceState"]["enabled"]
-    assert {
-        "apiGroups": ["scheduling.volcano.sh"],
-        "resources": ["queues"],
-        "verbs": ["list", "watch"],
-    } in ksm["rbac"]["extraRules"]
+    assert jobs["groupVersionKind"] == {
+        "group": "batch.volcano.sh",
+        "version": "v1alpha1",
+        "kind": "Job",
+    }
+    for group, resource in (("scheduling.volcano.sh", "queues"), ("batch.volcano.sh", "jobs")):
+        assert {
+            "apiGroups": [group],
+            "resources": [resource],
+            "verbs": ["list", "watch"],
+        } in ksm["rbac"]["extraRules"]
+    # The metering rules are evaluated at the scrape interval, the ledger's resolution.
+    (metering,) = [g for g in rule["spec"]["groups"] if g["name"] == "platform-metering"]
+    assert metering["interval"] == "30s"
     loki = standin_values(api_client, namespace, "loki")["values"]
     assert loki["deploymentMode"] == "SingleBinary" and "ruler" not in loki
     alloy = standin_values(api_client, namespace, "alloy")["values"]
