@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -278,6 +279,29 @@ class Kube:
             if any(o.get("kind") == "Job" and o.get("name") == job for o in owners):
                 return (pg.get("status") or {}).get("phase")
         return None
+
+    def delete_waiting_jobs(self, namespace: str) -> int:
+        """Delete the Jobs of ``namespace`` whose PodGroup is not Running (a large job vc-scheduler
+        keeps pipelining onto nodes whose pods it counts as releasing); returns how many. Removing
+        them before the namespace, a cycle ahead of the running pods, keeps vc-scheduler 1.15.1
+        from deleting a pipelined victim it no longer finds on its node, which once left a node's
+        GPUs counted as releasing for good (every later scenario then lacked them)."""
+        groups = self.custom.list_namespaced_custom_object(
+            "scheduling.volcano.sh", "v1beta1", namespace, "podgroups"
+        )["items"]
+        waiting = {
+            o["name"]
+            for pg in groups
+            if (pg.get("status") or {}).get("phase") != "Running"
+            for o in pg["metadata"].get("ownerReferences") or []
+            if o.get("kind") == "Job"
+        }
+        for job in sorted(waiting):
+            with contextlib.suppress(ApiException):
+                self.custom.delete_namespaced_custom_object(
+                    "batch.volcano.sh", "v1alpha1", namespace, "jobs", job
+                )
+        return len(waiting)
 
     def pods_of(self, namespace: str, job: str) -> list[client.V1Pod]:
         return self.core.list_namespaced_pod(

@@ -127,6 +127,10 @@ class Scenario:
             self.kube.wait_running(namespace, name, replicas)
 
     def close(self) -> None:
+        # The jobs still waiting first, a scheduling cycle before the rest (see
+        # Kube.delete_waiting_jobs), then the namespaces.
+        if sum(self.kube.delete_waiting_jobs(ns) for ns in self.namespaces):
+            time.sleep(3)
         for ns in self.namespaces:
             self.kube.delete_namespace(ns)
         for ns in self.namespaces:
