@@ -434,6 +434,18 @@ def service_url(isvc: Mapping[str, Any]) -> str | None:
     return f"{address.rstrip('/')}/v1/models/{isvc['metadata']['name']}:predict"
 
 
+def _managed_by_name(
+    cluster: Cluster, api: str, kind: str, tenant: str
+) -> dict[str, dict[str, Any]]:
+    """The platform's objects of ``kind`` in the tenant's namespace, by name (one LIST)."""
+    return {
+        o["metadata"]["name"]: o
+        for o in cluster.list(
+            api, kind, namespace=namespace_name(tenant), label_selector=MANAGED_SELECTOR
+        )
+    }
+
+
 def run_graph(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
     """The ``inference_graph`` module: an A/B split between a tenant's services."""
     del check_mode  # the cluster's dry run
@@ -445,15 +457,7 @@ def run_graph(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dic
             return {"changed": False, "graph": full, "writes": []}
         cluster.delete(GRAPH_API, "InferenceGraph", full, namespace=ns, propagation="Background")
         return {"changed": True, "graph": full, "writes": [f"InferenceGraph/{ns}/{full}"]}
-    services = {
-        s["metadata"]["name"]: s
-        for s in cluster.list(
-            ISVC_API,
-            "InferenceService",
-            namespace=namespace_name(tenant),
-            label_selector=MANAGED_SELECTOR,
-        )
-    }
+    services = _managed_by_name(cluster, ISVC_API, "InferenceService", tenant)
     routes, errors = [], []
     for i, route in enumerate(params["routes"]):
         svc = services.get(route["service"])
@@ -475,15 +479,7 @@ def run_graph(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dic
         else:
             routes.append((route["service"], url, route["weight"]))
     raise_if(errors)
-    policies = {
-        p["metadata"]["name"]: p
-        for p in cluster.list(
-            NETPOL_API,
-            "NetworkPolicy",
-            namespace=namespace_name(tenant),
-            label_selector=MANAGED_SELECTOR,
-        )
-    }
+    policies = _managed_by_name(cluster, NETPOL_API, "NetworkPolicy", tenant)
     admitted = {
         name: admitted_namespaces(policies.get(network_policy_name(name)))
         for name, _url, _weight in routes
