@@ -264,3 +264,105 @@ def test_a_tenant_cut_off_part_way_names_what_it_wrote(
         if api_server.stopped:
             api_server.restore()
         run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
+
+
+def first_version_of(custom, name: str, on_first) -> dict:
+    """Watch for queue ``name`` and return the object as its creating write left it,
+    calling ``on_first`` at once (the API server is stopped there)."""
+    from kubernetes import watch
+
+    stream = watch.Watch()
+    for event in stream.stream(
+        custom.list_cluster_custom_object,
+        *VOLCANO,
+        field_selector=f"metadata.name={name}",
+        timeout_seconds=120,
+    ):
+        if event["type"] == "ADDED":
+            on_first()
+            stream.stop()
+            return event["object"]
+    raise AssertionError(f"queue {name} was never created")
+
+
+def test_a_tenant_stopped_between_the_writes_of_a_queue_is_finished_by_the_next_run(
+    api_client, api_server, start_module, run_module
+):
+    """Rule queue-created-whole: the API server is stopped the moment a new tenant's spot
+    queue appears (150 teams follow it, so the run is cut off). The queue already carries
+    its tenant's labels and its limit, and the next run finishes the tenant (it once refused
+    it for good: "belongs to no tenant")."""
+    from kubernetes import client
+
+    custom = client.CustomObjectsApi(api_client)
+    name = f"flt{uuid.uuid4().hex[:5]}"
+    args = {
+        "name": name,
+        "subscription": {GPU: 1, "cpu": 4, "memory": "8Gi"},
+        "payg": {GPU: 0},
+        "teams": [{"name": f"t{i:03d}", "deserved": {GPU: 0}} for i in range(150)],
+        "oversell_check": False,
+    }
+    try:
+        finish = start_module("tenant", args)
+        first = first_version_of(custom, f"tenant-{name}-spot", api_server.stop)
+        out = finish()
+        assert out.get("failed") is True and UNREACHABLE in out["msg"], out.get("msg")
+        labels = first["metadata"].get("labels") or {}
+        assert labels.get("platform.io/tenant") == name, first["metadata"]
+        assert labels.get("platform.io/queue-type") == "spot"
+        assert "capability" in first["spec"] and first["spec"].get("parent") == "root"
+
+        api_server.restore()
+        finished = run_module("tenant", args)
+        assert not finished.get("failed"), finished.get("msg")
+        queues = custom.list_cluster_custom_object(
+            *VOLCANO, label_selector=f"platform.io/tenant={name}"
+        )["items"]
+        assert {q["metadata"]["name"] for q in queues} == {
+            f"tenant-{name}-subscription",
+            f"tenant-{name}-payg",
+            f"tenant-{name}-spot",
+            *(f"tenant-{name}-{t['name']}" for t in args["teams"]),
+        }
+        assert run_module("tenant", args)["changed"] is False
+    finally:
+        if api_server.stopped:
+            api_server.restore()
+        run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
+
+
+def test_a_queue_an_earlier_run_left_unlabelled_is_adopted(api_client, run_module):
+    """Rule queue-adopted: a spot queue as an interrupted run of an earlier release left
+    it (its capacity written by the platform's capacity field manager, no labels yet) is
+    the tenant's: the run labels it and finishes, where it once refused the tenant."""
+    from kubernetes import client, dynamic
+
+    custom = client.CustomObjectsApi(api_client)
+    name = f"adp{uuid.uuid4().hex[:5]}"
+    spot = f"tenant-{name}-spot"
+    part_way = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": spot},
+        "spec": {"capability": {GPU: 0}},
+    }
+    dyn = dynamic.DynamicClient(api_client)
+    dyn.server_side_apply(
+        dyn.resources.get(api_version="scheduling.volcano.sh/v1beta1", kind="Queue"),
+        body=part_way,
+        name=spot,
+        field_manager="gpucloud-platform-capacity",
+        force_conflicts=True,
+    )
+    args = {"name": name, "subscription": {GPU: 1, "cpu": 4, "memory": "8Gi"}}
+    try:
+        out = run_module("tenant", args)
+        assert not out.get("failed"), out.get("msg")
+        live = custom.get_cluster_custom_object(*VOLCANO, spot)
+        assert live["metadata"]["labels"]["platform.io/tenant"] == name
+        managers = {e["manager"] for e in live["metadata"]["managedFields"]}
+        assert "gpucloud-platform" in managers
+        assert run_module("tenant", args)["changed"] is False
+    finally:
+        run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})

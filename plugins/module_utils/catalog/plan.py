@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.errors import FieldError, PlatformValidationError
-from ..common.names import LABEL_TENANT, QUEUE_TYPE_TEAM
+from ..common.names import QUEUE_TYPE_TEAM
+from ..queues.model import foreign_owner
 from ..queues.plan import QueueStep, queue_steps
 from ..tenants.changes import ObjectChange, tenant_object_changes
 from ..tenants.live import TenantLive, busy_queues
@@ -78,13 +79,12 @@ def foreign_queue_errors(
         other = queues.get(queue.name)
         if other is None:
             continue
-        owner = ((other.get("metadata") or {}).get("labels") or {}).get(LABEL_TENANT)
-        if owner != spec.name:
+        whose = foreign_owner(other, spec.name)
+        if whose is not None:
             errors.append(
                 FieldError(
                     "teams" if queue.queue_type == QUEUE_TYPE_TEAM else "name",
-                    f"queue {queue.name} already exists for "
-                    f"{'tenant ' + repr(owner) if owner else 'someone else'}; "
+                    f"queue {queue.name} already exists and belongs to {whose}; "
                     "rename the team or the tenant (rule catalog-queue-name-owned)",
                 )
             )

@@ -37,12 +37,8 @@ KIND_ORDER = (
 
 
 def queue_manifest(queue: Queue) -> dict[str, Any]:
-    """A queue as its first write leaves it: the platform's fields and its capacity."""
-    manifest = queue.to_manifest()
-    if queue.capacity_fields and queue.write_capacity:
-        manifest["spec"].update(queue.capacity_manifest()["spec"])
-        manifest["spec"] = dict(sorted(manifest["spec"].items()))
-    return manifest
+    """A queue as its first write leaves it: whole (rule queue-created-whole)."""
+    return queue.whole_manifest()
 
 
 def _sort_key(manifest: Mapping[str, Any]) -> tuple[int, int, int, str, str]:

@@ -76,6 +76,10 @@ NODEGROUP_FIELD_MANAGER = "gpucloud-platform-nodegroups"
 # A tenant's burst leaf in its queue list ConfigMap: a key the tenant module's own apply of
 # that ConfigMap (under FIELD_MANAGER) must keep.
 BURST_FIELD_MANAGER = "gpucloud-platform-burst"
+# Volcano's own components write fields of every queue (vc-controller-manager defaults
+# spec.parent; vc-scheduler and the queue controller write status). Who created a queue
+# is judged without them (rule queue-name-owned).
+VOLCANO_FIELD_MANAGERS = frozenset({"vc-controller-manager", "vc-scheduler", "queue-controller"})
 SPOT_RECLAIM_LEASE = "spot-reclaim"
 SPOT_RECLAIM_HISTORY = "spot-reclaim-history"
 EVENT_REASON_SPOT_RECLAIMED = "SpotReclaimed"

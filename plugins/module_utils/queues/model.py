@@ -23,6 +23,7 @@ from typing import Any
 from ..common import quantity
 from ..common.errors import FieldError, PlatformValidationError
 from ..common.names import (
+    FIELD_MANAGER,
     LABEL_MANAGED_BY,
     LABEL_QUEUE_TYPE,
     LABEL_TEAM,
@@ -30,6 +31,7 @@ from ..common.names import (
     MANAGED_BY,
     QUEUE_API,
     ROOT_QUEUE,
+    VOLCANO_FIELD_MANAGERS,
     queue_labels,
 )
 
@@ -110,6 +112,16 @@ class Queue:
             "metadata": {"name": self.name, "labels": self.labels()},
             "spec": spec,
         }
+
+    def whole_manifest(self) -> dict[str, Any]:
+        """The queue whole: its labels, the platform's fields and its capacity. A new
+        queue with capacity fields is created from this, in one write (rule
+        queue-created-whole), so no fault can leave it unlabelled or unlimited."""
+        manifest = self.to_manifest()
+        if self.capacity_fields and self.write_capacity:
+            manifest["spec"].update(self.capacity_manifest()["spec"])
+            manifest["spec"] = dict(sorted(manifest["spec"].items()))
+        return manifest
 
     def capacity_manifest(self) -> dict[str, Any]:
         """Only the capacity fields, for a partial apply under the capacity field manager."""
@@ -203,6 +215,49 @@ def same_capacity(desired: Queue, live: Mapping[str, Any] | None) -> bool:
     return all(
         _same_resources(getattr(current, f), getattr(desired, f)) for f in desired.capacity_fields
     )
+
+
+def field_managers(manifest: Mapping[str, Any]) -> set[str]:
+    """The managers other than Volcano's own components that own fields of the queue
+    itself (its ``managedFields``; status writes are left out)."""
+    entries = (manifest.get("metadata") or {}).get("managedFields") or []
+    return {
+        e.get("manager", "")
+        for e in entries
+        if not e.get("subresource") and e.get("manager") not in VOLCANO_FIELD_MANAGERS
+    }
+
+
+def written_by_platform_only(manifest: Mapping[str, Any]) -> bool:
+    """Every field of the queue was written by one of the platform's field managers
+    (``gpucloud-platform`` and its ``-capacity``/``-burst``/… siblings)."""
+    managers = field_managers(manifest)
+    return bool(managers) and all(
+        m == FIELD_MANAGER or m.startswith(FIELD_MANAGER + "-") for m in managers
+    )
+
+
+def needs_adoption(manifest: Mapping[str, Any]) -> bool:
+    """Rule queue-adopted: a queue the platform wrote part-way (a fault stopped a run
+    after the capacity write and before the platform's own apply; its managedFields
+    show it) is written again under the platform's field manager, so every field the
+    platform sets has that owner and a later capacity-only apply never drops one."""
+    managers = field_managers(manifest)
+    return bool(managers) and FIELD_MANAGER not in managers
+
+
+def foreign_owner(manifest: Mapping[str, Any], tenant: str) -> str | None:
+    """Rule queue-name-owned: who other than ``tenant`` owns this live queue, in words
+    (None when it is the tenant's). A queue without a tenant label that only the
+    platform ever wrote is one a run created part-way: the tenant adopts it."""
+    owner = ((manifest.get("metadata") or {}).get("labels") or {}).get(LABEL_TENANT)
+    if owner == tenant:
+        return None
+    if owner:
+        return f"tenant {owner!r}"
+    if written_by_platform_only(manifest):
+        return None
+    return "no tenant of the platform"
 
 
 def read_live(live: Mapping[str, Any] | None) -> Queue | None:

@@ -19,8 +19,8 @@ from decimal import Decimal
 from typing import Any
 
 from ..common import quantity
-from ..common.names import ROOT_QUEUE
-from .model import Queue, read_live, same_capacity, same_spec
+from ..common.names import QUEUE_API, ROOT_QUEUE
+from .model import Queue, needs_adoption, read_live, same_capacity, same_spec
 
 CREATE, UPDATE, DELETE = "create", "update", "delete"
 # A partial apply of a queue's capacity fields under the capacity field manager.
@@ -33,6 +33,18 @@ class QueueStep:
     name: str
     queue: Queue | None = None
     final: bool = True
+    # A capacity step that creates the queue: it writes the queue whole (rule
+    # queue-created-whole), labels included, not its capacity fields alone.
+    whole: bool = False
+
+    def manifest(self) -> dict[str, Any]:
+        """What the step writes: the whole queue, only its capacity, or (for a delete)
+        just its name."""
+        if self.action == DELETE or self.queue is None:
+            return {"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": self.name}}
+        if self.action == CAPACITY:
+            return self.queue.whole_manifest() if self.whole else self.queue.capacity_manifest()
+        return self.queue.to_manifest()
 
 
 def _min_present(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> quantity.Resources:
@@ -124,13 +136,16 @@ def queue_steps(
     for q in order:
         if q.name not in live:
             if q.capacity_fields and q.write_capacity:
-                # Capacity first: the queue never exists without its limit.
-                final.append(QueueStep(CAPACITY, q.name, q))
+                # Capacity first: the queue never exists without its limit, and this
+                # first write carries it whole. The platform's own apply follows.
+                final.append(QueueStep(CAPACITY, q.name, q, whole=True))
             final.append(QueueStep(CREATE, q.name, q))
             continue
         if q.capacity_fields and q.write_capacity and not same_capacity(q, live[q.name]):
             final.append(QueueStep(CAPACITY, q.name, q))
         if same_spec(q, live[q.name]):
+            if needs_adoption(live[q.name]):
+                final.append(QueueStep(UPDATE, q.name, q))
             continue
         old = current.get(q.name)
         if old is not None and old.parent == q.parent:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from ..common.names import QUEUE_API, ROOT_QUEUE
+from ..common.names import ROOT_QUEUE
 from ..common.objects import differs, strip_server_fields
 from ..policy.admission import TENANT_QUEUES_CONFIGMAP
 from ..queues.plan import CAPACITY, CREATE, DELETE, UPDATE, QueueStep
@@ -151,13 +151,8 @@ def dry_run_possible(
 
 
 def step_manifest(step: QueueStep) -> dict[str, Any]:
-    """What a queue step writes: the whole queue, only its capacity, or (for a
-    delete) just its name."""
-    if step.action == DELETE:
-        return {"apiVersion": QUEUE_API, "kind": "Queue", "metadata": {"name": step.name}}
-    if step.queue is None:  # narrows the type; only a delete has no queue
-        raise AssertionError("step.queue is not None")
-    return step.queue.capacity_manifest() if step.action == CAPACITY else step.queue.to_manifest()
+    """What a queue step writes (``QueueStep.manifest``)."""
+    return step.manifest()
 
 
 def step_action(step: QueueStep, live: Mapping[str, Any] | None) -> str:

@@ -218,7 +218,7 @@ def write_queue_step(cluster: kube.Cluster, step: QueueStep, timeout: float) -> 
         raise AssertionError("step.queue is not None")
     queue: Queue = step.queue
     if step.action == CAPACITY:
-        manifest = queue.capacity_manifest()
+        manifest = step.manifest()
         kube.retry_while_denied(
             lambda: cluster.apply(manifest, field_manager=CAPACITY_FIELD_MANAGER), timeout=timeout
         )

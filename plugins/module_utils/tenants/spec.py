@@ -31,7 +31,6 @@ from typing import Any
 from ..common import quantity
 from ..common.errors import FieldError, PlatformValidationError, raise_if
 from ..common.names import (
-    LABEL_TENANT,
     QUEUE_TYPE_PAYG,
     QUEUE_TYPE_SPOT,
     QUEUE_TYPE_SUBSCRIPTION,
@@ -43,7 +42,7 @@ from ..common.names import (
     tenant_name_errors,
 )
 from ..policy.admission import LABEL_ALLOW_CRITICAL, tenant_queues_configmap
-from ..queues.model import Queue, allocated, read_live
+from ..queues.model import Queue, allocated, foreign_owner, read_live
 from ..queues.parent_list import parent_queue_names
 from ..queues.rules import rule_capability_above_allocated, tree_errors
 from .network import (
@@ -543,8 +542,9 @@ def queue_name_collisions(
         other = found.get(queue.name)
         if other is None:
             continue
-        owner = ((other.get("metadata") or {}).get("labels") or {}).get(LABEL_TENANT)
-        whose = f"tenant {owner!r}" if owner else "no tenant of the platform"
+        whose = foreign_owner(other, tenant)
+        if whose is None:
+            continue
         errors.append(
             FieldError(
                 queue.source or "name",

@@ -293,7 +293,7 @@ def test_a_queue_of_a_tenant_outside_the_catalog_is_refused_for_a_catalog_tenant
         {"tenant-a-subscription": taken},
         ClusterNetworks(),
     )
-    assert work.refused and "already exists for tenant 'someone'" in work.errors[0]
+    assert work.refused and "already exists and belongs to tenant 'someone'" in work.errors[0]
     assert plan.tenant_status(work, False) == plan.REFUSED
 
 

@@ -14,6 +14,8 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
 from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (
     Queue,
     allocated,
+    foreign_owner,
+    needs_adoption,
     same_capacity,
     same_spec,
 )
@@ -185,3 +187,39 @@ def test_read_live_is_none_for_no_manifest_or_an_unreadable_one():
     assert read_live(None) is None
     assert read_live({"metadata": {"name": "q"}, "spec": {"capability": "lots"}}) is None
     assert read_live(Queue(name="q").to_manifest()).name == "q"
+
+
+def _queue_named(name, labels, *managers):
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "managedFields": [{"manager": m, "operation": "Apply"} for m in managers]
+            # Volcano's own writes of every queue never count.
+            + [
+                {"manager": "vc-controller-manager", "operation": "Update"},
+                {"manager": "vc-scheduler", "operation": "Update", "subresource": "status"},
+                {"manager": "kubectl", "operation": "Update", "subresource": "status"},
+            ],
+        },
+        "spec": {"parent": "root"},
+    }
+
+
+def test_queue_name_owned_adopts_only_what_the_platform_alone_wrote():
+    """Rule queue-name-owned: the tenant's own queue and an unlabelled queue that only the
+    platform's field managers wrote (a run stopped part-way) are the tenant's; a queue
+    another tenant has, or one anybody else wrote, is not."""
+    mine = _queue_named("tenant-a-spot", {"platform.io/tenant": "a"}, "gpucloud-platform")
+    part_way = _queue_named("tenant-a-spot", {}, "gpucloud-platform-capacity")
+    theirs = _queue_named("tenant-a-spot", {"platform.io/tenant": "b"}, "gpucloud-platform")
+    kubectl = _queue_named("tenant-a-spot", {}, "gpucloud-platform-capacity", "kubectl-edit")
+    nobody = _queue_named("tenant-a-spot", {})
+    assert foreign_owner(mine, "a") is None
+    assert foreign_owner(part_way, "a") is None
+    assert foreign_owner(theirs, "a") == "tenant 'b'"
+    assert foreign_owner(kubectl, "a") == "no tenant of the platform"
+    assert foreign_owner(nobody, "a") == "no tenant of the platform"
+    assert needs_adoption(part_way) and not needs_adoption(mine) and not needs_adoption(nobody)

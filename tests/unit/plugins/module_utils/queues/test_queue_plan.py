@@ -67,6 +67,41 @@ def test_capacity_is_written_before_a_new_queue():
     )
     steps = queue_steps([spot], {})
     assert [s.action for s in steps] == [CAPACITY, CREATE]
+    # Rule queue-created-whole: the first write carries the labels, the parent and the
+    # limit, so no fault between the two writes leaves a queue no run recognises.
+    first = steps[0].manifest()
+    assert first["metadata"]["labels"]["platform.io/tenant"] == "a"
+    assert first["metadata"]["labels"]["platform.io/queue-type"] == "spot"
+    assert first["spec"]["parent"] == "root" and first["spec"]["capability"] == {GPU: 0}
+    # A later capacity-only write carries only the capacity fields.
+    live = {spot.name: first}
+    spot.capability = {GPU: D(3)}
+    later = queue_steps([spot], live)
+    assert [(s.action, s.whole) for s in later] == [(CAPACITY, False)]
+    assert set(later[0].manifest()["spec"]) == {"capability"}
+
+
+def owned_by(manifest, *managers):
+    out = dict(manifest)
+    out["metadata"] = dict(manifest["metadata"])
+    out["metadata"]["managedFields"] = [
+        {"manager": m, "operation": "Apply", "fieldsV1": {}} for m in managers
+    ]
+    return out
+
+
+def test_a_queue_written_part_way_is_adopted_by_the_platforms_apply():
+    """Rule queue-adopted: a queue only the capacity manager wrote (a fault stopped the run
+    before the platform's own apply) is applied again, though its fields already match."""
+    queue = sub(4, 4)
+    part_way = owned_by(queue.to_manifest(), "gpucloud-platform-capacity")
+    assert [(s.action, s.name) for s in queue_steps([queue], {queue.name: part_way})] == [
+        (UPDATE, queue.name)
+    ]
+    whole = owned_by(queue.to_manifest(), "gpucloud-platform-capacity", "gpucloud-platform")
+    assert queue_steps([queue], {queue.name: whole}) == []
+    # Without managedFields (a reader that strips them) nothing is adopted.
+    assert queue_steps([queue], {queue.name: queue.to_manifest()}) == []
 
 
 def test_unchanged_tree_has_no_steps():
