@@ -16,7 +16,10 @@ description:
   - "Tenant placement (rule inference-placement): the predictor pods are scheduled by Volcano in O(queue), at the
     PriorityClass of O(job_class), marked C(volcano.sh/preemptable: \"false\") at critical, with no topology
     constraint, and labelled with the tenant, class and billing type the metering rules read. O(job_class) defaults
-    to C(critical) in a subscription team queue (design 5.3), C(spot) in a spot queue and C(normal) otherwise."
+    to C(critical) in a subscription team queue (design 5.3) and C(normal) otherwise; never to C(spot): in a spot
+    queue say O(job_class=spot) and give O(spot_price) (rule inference-spot-priced). A spot service's pods are
+    reclaimed, cheapest first, whenever paying demand needs their GPUs (rule spot-candidate-pod); its Deployment
+    makes them again, Pending until idle GPUs return."
   - "The rollout actions start from what runs: C(canary) adds or changes canaries, C(step) sets the canaries'
     traffic (O(traffic)), C(promote) makes a canary the stable version, C(rollback) drops the canaries or, with
     none, returns to the previous version. The service's versions are kept on it (annotation
@@ -62,6 +65,13 @@ options:
     description: The class the pods run at; by default from the queue's type (see above).
     type: str
     choices: [critical, normal, spot]
+  spot_price:
+    description:
+      - The bid per GPU-hour of a C(spot) service, for example C('0.3') (greater than 0, at most 6 decimal places;
+        rule spot-price). Required with O(job_class=spot), refused with any other class. Each predictor pod carries
+        it (annotation C(platform.io/spot-price)); spot reclaim takes the cheapest pods first. The rollout actions
+        keep the live one.
+    type: raw
   mode:
     description: KServe's deployment mode.
     type: str

@@ -27,8 +27,9 @@ description:
   - "When the running spot jobs hold fewer than O(reclaim_gpus) GPUs together, RV(safe_bid) is null and
     RV(safe_bid_detail.possible) false: such a reclaim cannot be met from spot."
   - "Reads with one list of managed Queues, one list of Volcano Jobs (label selector
-    C(platform.io/billing-type=spot)) and one get of the history ConfigMap, however many tenants there are. It never
-    writes."
+    C(platform.io/billing-type=spot)), one list of the Running pods Volcano schedules (the pods of any other workload
+    in a spot queue, such as an InferenceService's, are reclaimable too: rule spot-candidate-pod) and one get of the
+    history ConfigMap, however many tenants there are. It never writes."
 options:
   tenant:
     description:

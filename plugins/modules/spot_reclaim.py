@@ -138,12 +138,15 @@ freed:
   returned: always
   type: int
 victims:
-  description: The deleted jobs (in check mode, the jobs that would be deleted), in the order they were deleted.
+  description:
+    - The deleted jobs and pods (in check mode, those that would be deleted), in the order they were deleted.
+    - C(kind) is C(Job) for a Volcano Job, C(Pod) for a pod of any other workload in a spot queue (an
+      InferenceService's predictor, say; rule spot-candidate-pod), which its controller makes again, Pending.
   returned: always
   type: list
   elements: dict
   sample:
-    - {namespace: tenant-alpha, name: spot-a, queue: tenant-alpha-spot, price: "0.1", gpus: 4, pods: 1,
+    - {kind: Job, namespace: tenant-alpha, name: spot-a, queue: tenant-alpha-spot, price: "0.1", gpus: 4, pods: 1,
        started_at: "2026-01-01T11:50:00Z"}
 history:
   description: The reclaim history after this run, newest first.

@@ -34,6 +34,8 @@ NS = f"tenant-{TENANT}"
 TEAM_QUEUE, PAYG_QUEUE = f"{NS}-serve", f"{NS}-payg"
 SERVING_NS = "platform-serving"
 SERVICE = "chat"
+SPOT_SERVICE = "chat-spot"
+SPOT_QUEUE = f"{NS}-spot"
 V1 = {
     "version": "v1",
     "format": "sklearn",
@@ -101,7 +103,7 @@ def tenants(run_module, platform) -> Iterator[None]:
         assert not made.get("failed"), made.get("msg")
     yield
     run_module("inference_graph", {"name": "ab", "tenant": TENANT, "state": "absent"})
-    for svc in (SERVICE, "chat-small", "chat-huge"):
+    for svc in (SERVICE, "chat-small", "chat-huge", SPOT_SERVICE):
         run_module("inference_service", {"name": svc, "tenant": TENANT, "state": "absent"})
     for name in (TENANT, OTHER):
         run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
@@ -291,6 +293,16 @@ def test_bad_rollouts_are_refused_before_any_write(run_module, dyn, tenants):
     out = run_module("inference_service", too_big)
     assert out.get("failed") and any(e.startswith("model.gpus") for e in out["errors"]), out
     assert "capability of queue" in out["msg"]
+    # Rule inference-replicas-bounded: replicas the queue could never run (the red team's
+    # min_replicas 100000 made KServe create 3,577 pods).
+    runaway = deploy_args(wait=False, name="chat-huge", autoscaling={"min_replicas": 100000})
+    out = run_module("inference_service", runaway)
+    assert out.get("failed") and any(e.startswith("model.gpus") for e in out["errors"]), out
+    runaway["autoscaling"] = {"min_replicas": 1, "max_replicas": 100000}
+    out = run_module("inference_service", runaway)
+    assert out.get("failed"), out
+    assert "autoscaling.max_replicas: 100000 replicas would hold 100000 GPUs" in out["msg"]
+    assert not res(dyn, ISVC).get(namespace=NS, field_selector="metadata.name=chat-huge").items
     assert res(dyn, ISVC).get(name=SERVICE, namespace=NS).metadata.resourceVersion == before
 
 
@@ -432,3 +444,79 @@ def test_another_tenants_user_cannot_touch_the_service(dyn, tenants):
         },
     }
     res(alice, ISVC).create(body=own, namespace=NS, query_params=[("dryRun", "All")])
+
+
+def test_a_spot_service_is_priced_and_its_pods_are_reclaimed_cheapest_first(
+    run_module, dyn, tenants
+):
+    """Spot means reclaimable, whatever the workload. ``inference_service`` never defaults
+    to spot (rule inference-default-class) and a spot service names its price (rule
+    inference-spot-priced); spot reclaim takes its predictor pod like a spot job, by
+    price (rule spot-candidate-pod), and the Deployment makes the pod again."""
+    spot = {
+        "name": SPOT_SERVICE,
+        "tenant": TENANT,
+        "queue": SPOT_QUEUE,
+        "model": {**V1, "storage_uri": "s3://models/chat-spot/v1"},
+        "autoscaling": {"min_replicas": 1, "max_replicas": 1},
+    }
+    defaulted = run_module("inference_service", spot)
+    assert defaulted.get("failed") and "say job_class: spot and give spot_price" in defaulted["msg"]
+    unpriced = run_module("inference_service", {**spot, "job_class": "spot"})
+    assert unpriced.get("failed") and unpriced["errors"][0].startswith("spot_price:"), unpriced
+    assert (
+        not res(dyn, ISVC).get(namespace=NS, field_selector=f"metadata.name={SPOT_SERVICE}").items
+    )
+
+    # The spot queue gets its share of the idle GPUs, then the service runs in it.
+    recomputed = run_module("spot_capacity", {})
+    assert not recomputed.get("failed"), recomputed.get("msg")
+    made = run_module(
+        "inference_service",
+        {**spot, "job_class": "spot", "spot_price": "0.2", "wait": True, "wait_timeout": 240},
+    )
+    assert not made.get("failed"), made.get("msg")
+    assert made["service"]["job_class"] == "spot" and made["service"]["billing_type"] == "spot"
+    pods = [
+        p.to_dict()
+        for p in res(dyn, ("v1", "Pod"))
+        .get(namespace=NS, label_selector=f"serving.kserve.io/inferenceservice={SPOT_SERVICE}")
+        .items
+    ]
+    (pod,) = [p for p in pods if p["status"]["phase"] == "Running"]
+    assert pod["metadata"]["annotations"]["platform.io/spot-price"] == "0.2"
+
+    # What a reclaim of every spot GPU would take: the pod is among the victims.
+    preview = run_module("spot_reclaim", {"need": 0}, check=True)
+    free = preview["free"]
+    everything = run_module("spot_reclaim", {"need": free + 64, "allow_partial": True}, check=True)
+    victims = everything["victims"]
+    names = [v["name"] for v in victims]
+    assert pod["metadata"]["name"] in names, victims
+    ours = names.index(pod["metadata"]["name"])
+    assert victims[ours]["kind"] == "Pod" and victims[ours]["price"] == "0.2"
+    assert victims[ours]["queue"] == SPOT_QUEUE and victims[ours]["gpus"] == 1
+    # Cheapest first: every victim before it bids no more.
+    assert all(float(v["price"]) <= 0.2 for v in victims[:ours])
+
+    # Reclaim exactly up to it: it goes, and its Deployment makes it again.
+    need = free + sum(v["gpus"] for v in victims[: ours + 1])
+    done = run_module("spot_reclaim", {"need": need, "demand_reason": "test"})
+    assert not done.get("failed"), done.get("msg")
+    assert pod["metadata"]["name"] in [v["name"] for v in done["victims"]]
+    old_uid = pod["metadata"]["uid"]
+
+    def replaced() -> bool:
+        now = res(dyn, ("v1", "Pod")).get(
+            namespace=NS, label_selector=f"serving.kserve.io/inferenceservice={SPOT_SERVICE}"
+        )
+        uids = {p.metadata.uid for p in now.items if not p.metadata.deletionTimestamp}
+        return bool(uids) and old_uid not in uids
+
+    wait_until(replaced, 60, 1, "the reclaimed predictor pod made again")
+    events = res(dyn, ("v1", "Event")).get(
+        namespace=NS, field_selector=f"involvedObject.name={pod['metadata']['name']}"
+    )
+    reclaimed = [e for e in events.items if e.reason == "SpotReclaimed"]
+    assert reclaimed and reclaimed[0].involvedObject.kind == "Pod"
+    assert reclaimed[0].message.startswith(f"spot pod {NS}/{pod['metadata']['name']} (price 0.2")

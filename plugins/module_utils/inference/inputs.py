@@ -24,6 +24,7 @@ SERVICE_OPTIONS: dict[str, dict[str, Any]] = {
     "action": {"type": "str", "choices": list(ACTIONS), "default": "deploy"},
     "queue": {"type": "str"},
     "job_class": {"type": "str", "choices": list(INFERENCE_CLASSES)},
+    "spot_price": {"type": "raw"},
     "mode": {"type": "str", "choices": list(MODES), "default": "standard"},
     "model": {"type": "dict"},
     "canaries": {"type": "list", "elements": "dict", "default": []},

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..common.names import LABEL_JOB_CLASS, LABEL_TENANT
+from ..common.names import ANNOTATION_SPOT_PRICE, LABEL_JOB_CLASS, LABEL_TENANT
 from ..common.quantity import parse_quantity
 from .manifests import (
     AUTOSCALER_CLASS,
@@ -78,6 +78,7 @@ def spec_from_live(obj: Mapping[str, Any], gpu_util_target: int | None = None) -
         canaries=canaries,
         autoscaling=auto,
         mode=mode_of(obj),
+        spot_price=(predictor.get("annotations") or {}).get(ANNOTATION_SPOT_PRICE),
     )
 
 

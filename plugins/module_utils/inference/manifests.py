@@ -18,9 +18,11 @@ import json
 from typing import Any
 
 from ..common.names import (
+    ANNOTATION_SPOT_PRICE,
     LABEL_BILLING_TYPE,
     LABEL_JOB_CLASS,
     PREFIX,
+    VOLCANO_QUEUE_ANNOTATION,
     namespace_name,
     tenant_labels,
 )
@@ -35,7 +37,7 @@ HPA_API = "autoscaling/v2"
 NETPOL_API = "networking.k8s.io/v1"
 DEPLOYMENT_MODE = "serving.kserve.io/deploymentMode"
 AUTOSCALER_CLASS = "serving.kserve.io/autoscalerClass"
-QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+QUEUE_ANNOTATION = VOLCANO_QUEUE_ANNOTATION
 PREEMPTABLE = "volcano.sh/preemptable"
 LABEL_MODEL_VERSION = PREFIX + "model-version"
 # On a rollout graph: the service whose canary split it routes.
@@ -114,6 +116,9 @@ def pod_annotations(spec: ServiceSpec, row: JobClass) -> dict[str, str]:
     out = {QUEUE_ANNOTATION: spec.queue}
     if not row.preemptable:
         out[PREEMPTABLE] = "false"
+    if spec.spot_price is not None:
+        # Spot reclaim reads each pod's own bid (rule spot-candidate-pod).
+        out[ANNOTATION_SPOT_PRICE] = spec.spot_price
     return out
 
 

@@ -15,7 +15,8 @@ import math
 from collections.abc import Mapping, Sequence
 
 from ..common.errors import FieldError
-from ..common.names import QUEUE_TYPE_SPOT, QUEUE_TYPE_SUBSCRIPTION, QUEUE_TYPE_TEAM
+from ..common.names import QUEUE_TYPE_SUBSCRIPTION, QUEUE_TYPE_TEAM
+from ..jobs.builders import spot_price_errors
 from ..jobs.classes import JobClass
 from .spec import Canary, ServiceSpec
 
@@ -27,13 +28,37 @@ INFERENCE_CLASSES = ("critical", "normal", "spot")
 def default_class(queue_type: str, critical_allowed: bool = True) -> str:
     """Rule inference-default-class (design 5.3): a model in a subscription team queue is
     critical inference, where the tenant may run critical work at all (namespace label
-    ``platform.io/allow-critical``, which policy queue-priority reads); in a spot queue
-    it is spot; anywhere else normal."""
+    ``platform.io/allow-critical``, which policy queue-priority reads); anywhere else
+    normal. Never spot: a spot service is reclaimed whenever paying demand needs its GPUs,
+    which a caller must choose, with a price (rule inference-spot-priced); in a spot queue
+    the default is refused by inference-class-fits-queue, which says so."""
     if queue_type in (QUEUE_TYPE_TEAM, QUEUE_TYPE_SUBSCRIPTION):
         return "critical" if critical_allowed else "normal"
-    if queue_type == QUEUE_TYPE_SPOT:
-        return "spot"
     return "normal"
+
+
+def spot_priced_errors(job_class: str, spot_price: object) -> list[FieldError]:
+    """Rule inference-spot-priced: a spot service carries its bid per GPU-hour (rule
+    spot-price's bounds); reclaim takes the cheapest spot pods first, and a service with no
+    price cannot be spot. Any other class takes no price."""
+    if job_class == "spot":
+        if spot_price is None:
+            return [
+                FieldError(
+                    "spot_price",
+                    "a spot service is reclaimable: its pods are deleted, cheapest first, whenever "
+                    "paying demand needs their GPUs; give its price per GPU-hour (for example '0.3')",
+                )
+            ]
+        return spot_price_errors(spot_price)
+    if spot_price is not None:
+        return [
+            FieldError(
+                "spot_price",
+                f"class {job_class} is not billed as spot; leave spot_price out or use class spot",
+            )
+        ]
+    return []
 
 
 def class_errors(
@@ -50,11 +75,17 @@ def class_errors(
     allowed = table[job_class].queue_types
     if queue_type not in allowed:
         fits = [c for c in INFERENCE_CLASSES if c in table and queue_type in table[c].queue_types]
+        spot = (
+            " (a spot service is reclaimed whenever paying demand needs its GPUs: say job_class: spot "
+            "and give spot_price)"
+            if fits == ["spot"]
+            else ""
+        )
         return [
             FieldError(
                 "job_class",
                 f"{job_class} runs only in {', '.join(allowed)} queues, and {queue} is a {queue_type} queue; "
-                f"use {' or '.join(fits) or 'another queue'}",
+                f"use {' or '.join(fits) or 'another queue'}{spot}",
             )
         ]
     return []
@@ -211,15 +242,21 @@ def capability_errors(spec: ServiceSpec, capability: int | None) -> list[FieldEr
     ]
 
 
-def capability_warnings(spec: ServiceSpec, capability: int | None) -> list[str]:
-    """At its maximum a service may ask for more than the queue holds: it then scales only
-    as far as the queue allows. Said, not refused."""
+def replica_bound_errors(spec: ServiceSpec, capability: int | None) -> list[FieldError]:
+    """Rule inference-replicas-bounded: at ``max_replicas`` the service fits the queue's
+    capability. Replicas above it could never run: they would only sit Pending, and an
+    autoscaler could make thousands of them."""
     at_max = footprint(spec)[1]
-    if capability is None or at_max is None or at_max <= capability:
+    if capability is None or at_max is None or at_max <= capability or not spec.stable.gpus:
         return []
+    canary_gpus = at_max - spec.autoscaling.max_replicas * spec.stable.gpus  # type: ignore[operator]
+    most = max((capability - canary_gpus) // spec.stable.gpus, 0)
     return [
-        f"at max_replicas the service would hold {at_max} GPUs, above the capability of queue "
-        f"{spec.queue} ({capability}); it scales only as far as the queue allows"
+        FieldError(
+            "autoscaling.max_replicas",
+            f"{spec.autoscaling.max_replicas} replicas would hold {at_max} GPUs, above the capability of "
+            f"queue {spec.queue} ({capability}); at most {most} can ever run there",
+        )
     ]
 
 

@@ -10,12 +10,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ansible.module_utils.common.warnings import warn
-
 from ..common.errors import FieldError, PartialWrite, PlatformValidationError, Refused, raise_if
 from ..common.names import LABEL_TENANT, MANAGED_SELECTOR, QUEUE_API, ROOT_QUEUE, namespace_name
 from ..common.objects import differs
 from ..hybrid.burst import capability_gpus
+from ..jobs.builders import price_text
 from ..jobs.classes import DEFAULT_CLASSES
 from ..kube.cluster import ApiException, Cluster, TransportError
 from ..kube.waiting import wait_for
@@ -40,12 +39,13 @@ from .manifests import (
 from .rules import (
     admitted_namespaces,
     capability_errors,
-    capability_warnings,
     class_errors,
     critical_errors,
     default_class,
     graph_namespace_errors,
+    replica_bound_errors,
     spec_errors,
+    spot_priced_errors,
     traffic_split,
 )
 from .spec import ServiceSpec, parse_autoscaling, parse_canaries
@@ -103,6 +103,7 @@ def _view(spec: ServiceSpec | None, history: list[dict[str, Any]]) -> dict[str, 
         "mode": spec.mode,
         "queue": spec.queue,
         "job_class": spec.job_class,
+        "spot_price": spec.spot_price,
         "stable": _model_view(spec.stable),
         "canaries": [
             {
@@ -148,6 +149,7 @@ def _requested(params: Mapping[str, Any], queue: str, job_class: str) -> Service
         canaries=canaries,
         autoscaling=auto,
         mode=params.get("mode", "standard"),
+        spot_price=None if params.get("spot_price") is None else price_text(params["spot_price"]),
     )
 
 
@@ -201,9 +203,15 @@ def run_service(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> d
         if live_spec and params["action"] != "deploy"
         else default_class(queue_type, critical_allowed)
     )
+    spot_price = (
+        params.get("spot_price")
+        if params["action"] == "deploy" or live_spec is None
+        else live_spec.spot_price
+    )
     raise_if(
         class_errors(job_class, queue, queue_type, DEFAULT_CLASSES)
         + critical_errors(job_class, critical_allowed, ns)
+        + spot_priced_errors(job_class, spot_price)
     )
     requested = _requested(params, queue, job_class) if params["action"] == "deploy" else None
     added: tuple = ()
@@ -223,6 +231,7 @@ def run_service(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> d
     raise_if(
         spec_errors(desired, known_versions(history, live_spec))
         + capability_errors(desired, capability)
+        + replica_bound_errors(desired, capability)
     )
     row = DEFAULT_CLASSES[job_class]
     billing = row.billing_for(queue_type)
@@ -251,8 +260,6 @@ def run_service(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> d
         },
         "diff": {"before": before, "after": after},
     }
-    for message in capability_warnings(desired, capability):
-        warn(message)
     if params.get("wait") and not check_mode:
         result["status"] = _wait_ready(
             cluster, name, ns, desired, params["wait_timeout"], params["wait_sleep"]

@@ -76,6 +76,8 @@ class ServiceSpec:
     canaries: tuple[Canary, ...] = ()
     autoscaling: Autoscaling = field(default_factory=Autoscaling)
     mode: str = "standard"
+    # The bid per GPU-hour of a spot service (rule inference-spot-priced); None otherwise.
+    spot_price: str | None = None
 
     def with_versions(self, stable: ModelVersion, canaries: tuple[Canary, ...]) -> ServiceSpec:
         return replace(self, stable=stable, canaries=canaries)

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..common.names import LABEL_TENANT
+from ..common.names import LABEL_TENANT, VOLCANO_QUEUE_ANNOTATION
 from .vap import POLICY_PREFIX, policy, tenant_match
 
 POLICY_WORKLOAD_QUEUE = POLICY_PREFIX + "workload-queue"
-QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+QUEUE_NAME_ANNOTATION = VOLCANO_QUEUE_ANNOTATION
 
 WORKLOADS = [
     ("apps", "deployments"),

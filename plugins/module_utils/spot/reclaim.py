@@ -220,8 +220,8 @@ def event_manifest(
     reclaim, which share a timestamp, still sort in kill order by name."""
     stamp = int(now.timestamp() * 1_000_000_000) + order
     involved = {
-        "apiVersion": JOB_API,
-        "kind": "Job",
+        "apiVersion": JOB_API if job.kind == "Job" else "v1",
+        "kind": job.kind,
         "name": job.name,
         "namespace": job.namespace,
     }
@@ -245,8 +245,9 @@ def event_manifest(
         "reason": EVENT_REASON_SPOT_RECLAIMED,
         "type": "Warning",
         "message": (
-            f"spot job {job.namespace}/{job.name} (price {job.price}, {job.gpus} GPUs, {job.pods} pods) "
-            f"was deleted to free GPUs for {reason}: demand {demand} GPUs, {shortfall} short of free GPUs"
+            f"spot {'job' if job.kind == 'Job' else 'pod'} {job.namespace}/{job.name} (price {job.price}, "
+            f"{job.gpus} GPUs, {job.pods} pods) was deleted to free GPUs for {reason}: demand {demand} GPUs, "
+            f"{shortfall} short of free GPUs"
         ),
         "source": {"component": MANAGED_BY},
         "firstTimestamp": seconds_time(now),

@@ -89,6 +89,7 @@ from .reclaim import (
 )
 from .victims import (
     SpotJob,
+    candidates_from_pods,
     candidates_from_vcjobs,
     choose_victims,
     reclaim_need,
@@ -129,6 +130,10 @@ def read_queues(cluster: Cluster) -> list[dict[str, Any]]:
     return cluster.list(QUEUE_API, "Queue", label_selector=BILLING_SELECTOR)
 
 
+# One LIST of the pods that can hold a spot queue's GPUs (the API server filters).
+RUNNING_VOLCANO_PODS = "spec.schedulerName=volcano,status.phase=Running"
+
+
 def read_spot_candidates(
     cluster: Cluster, queues: Iterable[Mapping[str, Any]] | None = None
 ) -> list[SpotJob]:
@@ -138,8 +143,11 @@ def read_spot_candidates(
     spot_queues = [c.spot_queue for c in commitments_from_queues(queues).values() if c.spot_queue]
     jobs = cluster.list(JOB_API, "Job", label_selector=f"{LABEL_BILLING_TYPE}=spot")
     candidates, warnings = candidates_from_vcjobs(jobs, spot_queues)
-    warn_all(warnings)
-    return candidates
+    # Rule spot-candidate-pod: every other workload in a spot queue, by its pods.
+    pods = cluster.list("v1", "Pod", field_selector=RUNNING_VOLCANO_PODS)
+    pod_candidates, pod_warnings = candidates_from_pods(pods, spot_queues)
+    warn_all(warnings + pod_warnings)
+    return candidates + pod_candidates
 
 
 def read_live_history(cluster: Cluster) -> list[Any]:
@@ -216,8 +224,8 @@ def delete_victims(
         uid = victim.uid
         try:
             gone_already = not cluster.delete(
-                JOB_API,
-                "Job",
+                JOB_API if victim.kind == "Job" else "v1",
+                victim.kind,
                 victim.name,
                 victim.namespace,
                 preconditions={"uid": uid} if uid else None,

@@ -13,6 +13,12 @@ Rules held here:
 * Rule spot-candidate (``candidates_from_vcjobs``): a Volcano Job is a
   candidate only when it is in a spot queue AND labelled
   ``platform.io/billing-type: spot``, and it is Running.
+* Rule spot-candidate-pod (``candidates_from_pods``): spot means reclaimable,
+  whatever the workload. Every other Running pod Volcano schedules in a spot queue (an
+  InferenceService's predictor, a Deployment's pod: Volcano gives each its own
+  PodGroup) is a candidate by its queue alone, priced by its own
+  ``platform.io/spot-price`` annotation; reclaiming it deletes the pod, and its
+  controller makes it again, Pending in the spot queue until idle GPUs return.
 * Rule spot-victim-order (``victim_order_key``): lowest ``platform.io/spot-price``
   first (a missing price counts as 0); at equal price single-pod jobs before
   multi-pod ones; then fewer GPUs first; then the most recently started first;
@@ -34,10 +40,15 @@ from typing import Any, TypeVar
 
 from ..common.errors import FieldError, PlatformValidationError
 from ..common.heap import long_lived
-from ..common.names import ANNOTATION_SPOT_PRICE, JOB_HOLDING_PHASES, LABEL_BILLING_TYPE
+from ..common.names import (
+    ANNOTATION_SPOT_PRICE,
+    JOB_HOLDING_PHASES,
+    LABEL_BILLING_TYPE,
+    VOLCANO_QUEUE_ANNOTATION,
+)
 from ..common.quantity import GPU, remembered
 from ..common.times import api_seconds, read_rfc3339
-from ..jobs.demand import DEMAND_RESOURCES, job_demand, replicas_of
+from ..jobs.demand import DEMAND_RESOURCES, job_demand, pod_demand, replicas_of
 
 SPOT = "spot"
 T = TypeVar("T")
@@ -58,9 +69,12 @@ class SpotJob:
     # The uid listed: the reclaim deletes exactly the job it chose (a delete
     # precondition), never one re-created under the same name since.
     uid: str = ""
+    # What is deleted: a Volcano ``Job``, or a ``Pod`` of any other workload.
+    kind: str = "Job"
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "kind": self.kind,
             "namespace": self.namespace,
             "name": self.name,
             "queue": self.queue,
@@ -428,4 +442,63 @@ def candidates_from_vcjobs(
             out.append(
                 SpotJob(namespace, name, price, gpus, pods, started, queue, meta.get("uid") or "")
             )
+    return out, warnings
+
+
+def _spot_price(meta: Mapping[str, Any], where: str, warnings: list[str]) -> Decimal:
+    """The ``platform.io/spot-price`` annotation; one that is not a number counts as 0,
+    like a missing one, and is warned about."""
+    raw = (meta.get("annotations") or {}).get(ANNOTATION_SPOT_PRICE)
+    price = known_price(raw)
+    if price is not None:
+        return price
+    try:
+        return parse_price(raw, f"{where}.metadata.annotations.{ANNOTATION_SPOT_PRICE}")
+    except PlatformValidationError as exc:
+        warnings.append(f"{exc}; it counts as price 0")
+        return _ZERO
+
+
+def _owned_by_volcano_job(meta: Mapping[str, Any]) -> bool:
+    return any(
+        ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch.volcano.sh/")
+        for ref in meta.get("ownerReferences") or []
+    )
+
+
+def pod_gpus(pod: Mapping[str, Any], where: str) -> int:
+    """The GPUs a pod holds (rule job-demand for one pod: ``pod_demand``)."""
+    return int(pod_demand(pod.get("spec") or {}, f"{where}.spec")[GPU])
+
+
+def candidates_from_pods(
+    pods: Iterable[Mapping[str, Any]], spot_queues: Iterable[str]
+) -> tuple[list[SpotJob], list[str]]:
+    """Rule spot-candidate-pod: the Running pods in a spot queue (Volcano's queue
+    annotation, which admission holds to the tenant's own queues) that no Volcano Job
+    owns (a Job is a candidate as a whole, ``candidates_from_vcjobs``) and that hold a
+    GPU, as ``SpotJob`` records of kind ``Pod``."""
+    queues = set(spot_queues)
+    out: list[SpotJob] = []
+    warnings: list[str] = []
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        queue = (meta.get("annotations") or {}).get(VOLCANO_QUEUE_ANNOTATION) or ""
+        if queue not in queues or meta.get("deletionTimestamp") or _owned_by_volcano_job(meta):
+            continue
+        if (pod.get("status") or {}).get("phase") != "Running":
+            continue
+        namespace, name = meta.get("namespace", ""), meta.get("name", "")
+        where = f"{namespace}/{name}"
+        gpus = pod_gpus(pod, where)
+        if gpus <= 0:
+            continue
+        started_raw = (pod.get("status") or {}).get("startTime") or meta.get("creationTimestamp")
+        started = api_seconds(started_raw) if started_raw else 0.0
+        if started is None:
+            started = parse_time(started_raw, f"{where}.status.startTime")
+        price = _spot_price(meta, where, warnings)
+        out.append(
+            SpotJob(namespace, name, price, gpus, 1, started, queue, meta.get("uid") or "", "Pod")
+        )
     return out, warnings

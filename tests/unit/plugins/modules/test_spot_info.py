@@ -37,8 +37,8 @@ def market_cluster(extra=()):
 def test_every_tenant_with_one_list_per_kind_and_one_get(run_module):
     cluster = market_cluster()
     out = run_module(spot_info, cluster)
-    assert out["changed"] is False and out["requests"] == 3
-    assert cluster.lists == ["Queue", "Job"] and cluster.real_writes == []
+    assert out["changed"] is False and out["requests"] == 4
+    assert cluster.lists == ["Queue", "Job", "Pod"] and cluster.real_writes == []
     assert out["reclaim_gpus"] == 1 and out["safe_bid"] == "0.100001"
     assert out["spot_jobs"] == 4
     alpha, beta = out["tenants"]

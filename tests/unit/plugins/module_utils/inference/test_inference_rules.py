@@ -39,10 +39,30 @@ def fields(errors):
 
 @pytest.mark.parametrize(
     ("queue_type", "expected"),
-    [("team", "critical"), ("subscription", "critical"), ("payg", "normal"), ("spot", "spot")],
+    [("team", "critical"), ("subscription", "critical"), ("payg", "normal"), ("spot", "normal")],
 )
 def test_default_class_by_queue_type(queue_type, expected):
+    """Never spot: in a spot queue the default is refused, and the refusal says how."""
     assert rules.default_class(queue_type) == expected
+
+
+def test_a_service_in_a_spot_queue_must_choose_spot_and_name_its_price():
+    from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.classes import (
+        DEFAULT_CLASSES,
+    )
+
+    (refused,) = rules.class_errors("normal", "tenant-a-spot", "spot", DEFAULT_CLASSES)
+    assert refused.field == "job_class" and "say job_class: spot and give spot_price" in str(
+        refused
+    )
+    (unpriced,) = rules.spot_priced_errors("spot", None)
+    assert unpriced.field == "spot_price" and "cheapest first" in str(unpriced)
+    (bad,) = rules.spot_priced_errors("spot", "-1")
+    assert "greater than 0" in str(bad)
+    assert rules.spot_priced_errors("spot", "0.4") == []
+    (stray,) = rules.spot_priced_errors("normal", "0.4")
+    assert "not billed as spot" in str(stray)
+    assert rules.spot_priced_errors("normal", None) == []
 
 
 @pytest.mark.parametrize("queue_type", ["team", "subscription"])
@@ -50,10 +70,12 @@ def test_default_class_is_normal_where_critical_is_not_allowed(queue_type):
     assert rules.default_class(queue_type, critical_allowed=False) == "normal"
 
 
-def test_the_default_class_always_fits_its_queue():
-    for queue_type in ("team", "subscription", "payg", "spot"):
+def test_the_default_class_fits_every_queue_but_spot():
+    """Spot is never a default: there the default is refused, naming spot and its price."""
+    for queue_type in ("team", "subscription", "payg"):
         job_class = rules.default_class(queue_type)
         assert rules.class_errors(job_class, "q", queue_type, DEFAULT_CLASSES) == []
+    assert rules.class_errors(rules.default_class("spot"), "q", "spot", DEFAULT_CLASSES) != []
 
 
 # -- inference-class-fits-queue ---------------------------------------------------------
@@ -71,7 +93,8 @@ def test_normal_in_a_spot_queue_is_refused_naming_spot():
     errors = rules.class_errors("normal", "tenant-alpha-spot", "spot", DEFAULT_CLASSES)
     assert fields(errors) == ["job_class"]
     assert "tenant-alpha-spot is a spot queue" in errors[0].message
-    assert errors[0].message.endswith("use spot")
+    assert "use spot (a spot service is reclaimed" in errors[0].message
+    assert errors[0].message.endswith("say job_class: spot and give spot_price)")
 
 
 def test_spot_in_a_team_queue_names_both_classes_that_fit():
@@ -272,15 +295,26 @@ def test_the_stable_min_is_never_below_one_with_canaries():
     assert fields(rules.capability_errors(spec, 5)) == ["model.gpus"]
 
 
-def test_at_max_more_than_the_queue_is_a_warning_not_a_refusal():
+def test_replicas_the_queue_could_never_run_are_refused():
+    """Rule inference-replicas-bounded: max_replicas whose GPUs exceed the queue's
+    capability is refused, naming how many can ever run."""
     spec = make_spec(stable=model("v1", gpus=2), autoscaling={"max_replicas": 6})
     assert rules.capability_errors(spec, 8) == []
-    warnings = rules.capability_warnings(spec, 8)
-    assert len(warnings) == 1
-    assert "would hold 12 GPUs" in warnings[0] and "(8)" in warnings[0]
-    assert rules.capability_warnings(spec, 12) == []
-    assert rules.capability_warnings(spec, None) == []
-    assert rules.capability_warnings(make_spec(stable=model("v1", gpus=2)), 1) == []
+    (error,) = rules.replica_bound_errors(spec, 8)
+    assert error.field == "autoscaling.max_replicas"
+    assert "6 replicas would hold 12 GPUs" in error.message and "(8)" in error.message
+    assert error.message.endswith("at most 4 can ever run there")
+    assert rules.replica_bound_errors(spec, 12) == []
+    assert rules.replica_bound_errors(spec, None) == []
+    assert rules.replica_bound_errors(make_spec(stable=model("v1", gpus=2)), 1) == []
+    # A canary's GPUs come first: 2 canary replicas x 2 leave (10 - 4) // 2 = 3 stable ones.
+    with_canary = make_spec(
+        stable=model("v1", gpus=2),
+        canaries=[canary("v2", 50)],
+        autoscaling={"min_replicas": 3, "max_replicas": 5},
+    )
+    (error,) = rules.replica_bound_errors(with_canary, 10)
+    assert error.message.endswith("at most 3 can ever run there")
 
 
 def _spec(stable_min, stable_max, stable_gpus, canary_rows):

@@ -205,13 +205,14 @@ def test_more_gpus_than_the_queue_holds_is_refused_before_any_write():
     ]
 
 
-def test_more_gpus_at_the_maximum_is_a_warning(monkeypatch):
-    said: list[str] = []
-    monkeypatch.setattr(service, "warn", said.append)
+def test_more_gpus_at_the_maximum_than_the_queue_holds_is_refused_before_any_write():
+    """Rule inference-replicas-bounded (replicas that could never run: once a warning)."""
     cluster = tenant_cluster(team_gpus=8)
-    out = run(cluster, model=model(gpus=2), autoscaling={"max_replicas": 6})
-    assert out["changed"] is True
-    assert len(said) == 1 and "would hold 12 GPUs" in said[0]
+    with pytest.raises(PlatformValidationError) as excinfo:
+        run(cluster, model=model(gpus=2), autoscaling={"max_replicas": 6})
+    assert "autoscaling.max_replicas: 6 replicas would hold 12 GPUs" in str(excinfo.value)
+    assert cluster.real_writes == []
+    assert run(cluster, model=model(gpus=2), autoscaling={"max_replicas": 4})["changed"] is True
 
 
 def test_a_team_queue_without_a_capability_is_bound_by_its_subscription():
