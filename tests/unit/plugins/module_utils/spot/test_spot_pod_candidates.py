@@ -81,5 +81,5 @@ def test_an_unpriced_or_badly_priced_pod_counts_at_price_0_and_goes_first():
 
 
 def test_an_init_container_asking_more_counts_as_the_pods_request():
-    (victim,), _ = candidates_from_pods([pod("init", gpus=1, init_gpus=2)], [SPOT])
-    assert victim.gpus == 2
+    (victim,), warnings = candidates_from_pods([pod("init", gpus=1, init_gpus=2)], [SPOT])
+    assert victim.gpus == 2 and warnings == []
