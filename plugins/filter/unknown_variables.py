@@ -14,14 +14,23 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.variables
 
 
 def unknown_variables(
-    present: Any, known: Any, prefixes: Any = (), playbook: str = "this playbook"
+    present: Any,
+    known: Any,
+    prefixes: Any = (),
+    playbook: str = "this playbook",
+    others: Any = (),
 ) -> list[str]:
     """Rule playbook-variables (module_utils/common/variables.py)."""
-    for field, value in (("_input", present), ("known", known), ("prefixes", prefixes)):
+    fields = (("_input", present), ("known", known), ("prefixes", prefixes), ("others", others))
+    for field, value in fields:
         if isinstance(value, str) or not isinstance(value, list | tuple):
             raise AnsibleFilterError(f"unknown_variables: {field} must be a list of names")
     return _unknown_variables(
-        [str(v) for v in present], [str(k) for k in known], [str(p) for p in prefixes], playbook
+        [str(v) for v in present],
+        [str(k) for k in known],
+        [str(p) for p in prefixes],
+        playbook,
+        [str(o) for o in others],
     )
 
 

@@ -9,8 +9,9 @@ requires and the survey never asks fails every launch.
 Rules held here:
 
 * Rule playbook-variables (``playbook_variables``): what a playbook takes, from its
-  plays' ``vars`` (each has a default) and from every
-  ``ansible.builtin.validate_argument_spec`` task (in blocks too), whose
+  plays' ``vars`` (each has a default) and from every argument spec: an
+  ``ansible.builtin.validate_argument_spec`` task's (in blocks too), or the
+  ``check_variables_spec`` a task hands ``playbooks/tasks/check_variables.yml``, whose
   ``required: true`` entries without a play default are required.
 * Rule survey-variables (``survey_errors``): every survey question's variable is one the
   playbook takes, asked once; every variable it requires is asked, as a required
@@ -25,6 +26,9 @@ from typing import Any
 from ..common.errors import FieldError
 
 VALIDATE = ("ansible.builtin.validate_argument_spec", "validate_argument_spec")
+# The variable in which a playbook hands its argument spec to the shared check
+# (playbooks/tasks/check_variables.yml), which validates it.
+CHECK_SPEC = "check_variables_spec"
 
 
 def _tasks(tasks: Iterable[Any]) -> Iterable[Mapping[str, Any]]:
@@ -36,6 +40,13 @@ def _tasks(tasks: Iterable[Any]) -> Iterable[Mapping[str, Any]]:
             yield from _tasks(task.get(key) or [])
 
 
+def _specs(task: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
+    for key in VALIDATE:
+        if key in task:
+            yield (task.get(key) or {}).get("argument_spec") or {}
+    yield (task.get("vars") or {}).get(CHECK_SPEC) or {}
+
+
 def playbook_variables(plays: Iterable[Mapping[str, Any]]) -> dict[str, bool]:
     """Rule playbook-variables: variable -> required (no default, ``required: true``)."""
     defaults: set[str] = set()
@@ -43,9 +54,8 @@ def playbook_variables(plays: Iterable[Mapping[str, Any]]) -> dict[str, bool]:
     for play in plays or []:
         defaults |= set((play.get("vars") or {}).keys())
         for task in _tasks([*(play.get("pre_tasks") or []), *(play.get("tasks") or [])]):
-            for key in VALIDATE:
-                spec = (task.get(key) or {}).get("argument_spec") if key in task else None
-                for name, option in (spec or {}).items():
+            for spec in _specs(task):
+                for name, option in spec.items():
                     specs[name] = specs.get(name, False) or bool((option or {}).get("required"))
     out = {name: False for name in defaults}
     for name, required in specs.items():

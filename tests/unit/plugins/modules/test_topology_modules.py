@@ -465,8 +465,10 @@ def test_hypernode_sync_plan_step_writes_nothing(run_module):
     reports the deletions its guard counts."""
     root = pathlib.Path(__file__).resolve().parents[4]
     (play,) = yaml.safe_load((root / "playbooks" / "hypernode_sync.yml").read_text())
-    (step,) = play["tasks"]
-    # the tasks are shared with site.yml
+    # rule playbook-variables first (playbooks/tasks/check_variables.yml), then the tasks
+    # shared with site.yml
+    check, step = play["tasks"]
+    assert check["ansible.builtin.import_tasks"] == "tasks/check_variables.yml"
     assert step["ansible.builtin.import_tasks"] == "tasks/hypernode_sync.yml"
     tasks = yaml.safe_load((root / "playbooks" / "tasks" / "hypernode_sync.yml").read_text())
     plan_task = tasks[0]

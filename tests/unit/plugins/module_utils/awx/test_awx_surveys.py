@@ -48,6 +48,25 @@ def test_playbook_variables_reads_play_vars_and_argument_specs():
     assert playbook_variables(play) == {"a": False, "b": False, "c": True, "d": False}
 
 
+def test_playbook_variables_reads_the_spec_handed_to_the_shared_check():
+    play = [
+        {
+            "vars": {"a": 1},
+            "tasks": [
+                {
+                    "name": "Refuse misspelt variables, then check them",
+                    "ansible.builtin.import_tasks": "tasks/check_variables.yml",
+                    "vars": {
+                        "check_variables_known": ["a_result"],
+                        "check_variables_spec": {"a": {"required": True}, "b": {"required": True}},
+                    },
+                }
+            ],
+        }
+    ]
+    assert playbook_variables(play) == {"a": False, "b": True}
+
+
 def test_survey_errors_name_the_question_and_the_rule():
     variables = {"tenant_name": True, "tenant_gpus": False}
     survey = {

@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucloud.platform.plugins.filter.unknown_variables import (
@@ -15,6 +18,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.variables
 )
 
 KNOWN = ["tenant_catalog", "tenant_catalog_file", "tenant_catalog_prune", "tenant_catalog_force"]
+PLAYBOOKS = Path(__file__).resolve().parents[5] / "playbooks"
 
 
 def test_a_letter_dropped_from_a_known_name_is_named_with_the_name_it_meant():
@@ -37,7 +41,52 @@ def test_the_inventorys_own_variables_pass():
     assert unknown_variables(present, KNOWN, ["tenant_catalog_"], "tc.yml") == []
 
 
+def test_ansibles_own_variables_pass_even_where_they_look_like_a_known_name():
+    """An inventory sets inventory_file, which looks like awx_configure.yml's awx_inventory_file."""
+    known = ["awx_inventory_file", "awx_inventory", "playbook_dirs"]
+    present = ["inventory_file", "playbook_dir", "ansible_awx_inventory", "awx_inventory_fle"]
+    (message,) = unknown_variables(present, known, ["awx_"], "awx.yml")
+    assert message.startswith(
+        "awx_inventory_fle: not a variable of awx.yml; did you mean awx_inventory_file?"
+    )
+
+
+def test_names_set_around_the_playbook_pass_with_its_own_prefix_or_looking_like_its_names():
+    """tenant_create.yml's prefix is tenant_, and an inventory that holds the tenant
+    catalog (tenant_catalog.yml's) or site.yml's tenants list runs it too."""
+    known = ["tenant", "tenant_name", "tenant_gpus"]
+    present = ["tenant_catalog", "tenant_catalog_file", "tenants", "tenant_nmae", "tenant_xyz"]
+    messages = unknown_variables(
+        present, known, ["tenant_"], "tc.yml", ["tenant_catalog", "tenants"]
+    )
+    assert [m.split(":")[0] for m in messages] == ["tenant_nmae", "tenant_xyz"]
+    # without them, both would be refused: the prefix, and one letter away from tenant
+    refused = unknown_variables(present, known, ["tenant_"], "tc.yml")
+    assert {"tenant_catalog", "tenants"} <= {m.split(":")[0] for m in refused}
+
+
 def test_the_filter_refuses_arguments_that_are_not_lists():
     with pytest.raises(AnsibleFilterError, match="known must be a list of names"):
         unknown_filter(["a"], "tenant_catalog_file")
+    with pytest.raises(AnsibleFilterError, match="others must be a list of names"):
+        unknown_filter(["a"], KNOWN, others="tenant_catalog")
     assert unknown_filter(["tenant_catalg_file"], KNOWN, ["tenant_catalog_"], "tc.yml")
+    assert not unknown_filter(["tenant_catalg_file"], KNOWN, ["tenant_"], "tc.yml", ["tenant_cat"])
+
+
+# site.yml is left out: its variables are the defaults of every role it runs.
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in PLAYBOOKS.glob("*.yml") if p.name != "site.yml")
+)
+def test_every_playbook_refuses_misspelt_variables_before_anything_else(name):
+    (play,) = yaml.safe_load((PLAYBOOKS / name).read_text())
+    first, *rest = play["tasks"]
+    assert first["ansible.builtin.import_tasks"] == "tasks/check_variables.yml"
+    check = first["vars"]
+    assert check["check_variables_playbook"] == name and check["check_variables_prefixes"]
+    known = {*check["check_variables_known"], *check["check_variables_spec"]}
+    # every default is checked, and what the playbook registers or sets is known
+    assert set(play.get("vars") or {}) <= known
+    made = {t["register"] for t in rest if "register" in t}
+    made |= {k for t in rest for k in t.get("ansible.builtin.set_fact") or {}}
+    assert made <= known
