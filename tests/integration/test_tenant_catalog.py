@@ -256,6 +256,33 @@ def test_a_misspelt_variable_stops_the_playbook_before_anything_is_read(ansible_
     assert sorted(ns.metadata.name for ns in _tenant_namespaces(api_client)) == before
 
 
+def test_the_playbook_renders_into_a_directory_it_makes(ansible_env, tmp_path):
+    """``state: rendered`` through the playbook on the pinned ansible-core: the directory
+    is made, one file per tenant plus the shared list, and nothing is read or written."""
+    from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+        run_playbook,
+    )
+
+    out = tmp_path / "gitops" / "tenants"
+    rc, tasks = run_playbook(
+        ansible_env,
+        "tenant_catalog.yml",
+        {
+            "tenant_catalog_state": "rendered",
+            "tenant_catalog": [{"name": "rnd", "subscription": {GPU: 1}}],
+            "tenant_catalog_pod_cidr": "10.244.0.0/16",
+            "tenant_catalog_service_cidr": "10.96.0.0/12",
+            "tenant_catalog_render_dir": str(out),
+        },
+        inventory="inventories/local",
+    )
+    assert rc == 0, {n: r.get("msg") for n, r in tasks.items() if r.get("failed")}
+    # The tenant's file; the shared parent-queues list only when a tenant has teams.
+    assert sorted(p.name for p in out.iterdir()) == ["rnd.yaml"]
+    assert "kind: Namespace" in (out / "rnd.yaml").read_text()
+    assert "name: tenant-rnd" in (out / "rnd.yaml").read_text()
+
+
 def _tenant_namespaces(api_client):
     from kubernetes import client
 
