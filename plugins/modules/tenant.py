@@ -167,6 +167,17 @@ options:
         namespaces with C(platform.io/allow-critical=true).
     type: bool
     default: false
+  bounds:
+    description:
+      - "How much the tenant may hold beyond its queues, enforced by the API server in its namespace (rule
+        tenant-bounds): a ResourceQuota C(platform-bounds) (C(pods), C(persistentvolumeclaims), C(requests.storage))
+        and a LimitRange C(platform-bounds) (the largest claim, in any storage class)."
+      - "Keys: C(pods) (default the larger of 110 and 16 per GPU of the subscription plus pay-as-you-go), C(claims)
+        (default 50), C(storage) (all claims together, default C(20Ti)), C(claim_size) (one claim, default C(4Ti))."
+      - Volcano does not hold a queue to a C(pods) capability, so the pod bound lives here. A bound below what the
+        namespace holds refuses only new pods or claims; nothing running is evicted.
+      - The tenant's Role grants neither object.
+    type: dict
   node_selector:
     description:
       - Node labels (name to value) a node must carry to count in the pool the oversell guard checks against, as in
@@ -355,6 +366,7 @@ OPTIONS = {
     "egress_to_nodes": {"type": "bool", "default": False},
     "egress_to_metadata": {"type": "bool", "default": False},
     "allow_critical": {"type": "bool", "default": False},
+    "bounds": {"type": "dict"},
     "node_selector": {"type": "dict", "default": {}, "aliases": ["pool_node_selector"]},
     "oversell_check": {"type": "bool", "default": True},
     "force": {"type": "bool", "default": False},

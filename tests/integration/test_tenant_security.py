@@ -21,6 +21,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -168,6 +169,19 @@ def res(client, api_version: str, kind: str):
 def submit(client, body, dry_run: bool = True):
     kw = {"dry_run": "All"} if dry_run else {}
     return lambda: res(client, JOB_API, "Job").create(body=body, namespace=NS, **kw)
+
+
+def claim(client, size: str) -> Callable[[], Any]:
+    """A dry-run claim of tenant pa of ``size``, in no particular class."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"generateName": "sec-", "namespace": NS},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}},
+    }
+    return lambda: res(client, "v1", "PersistentVolumeClaim").create(
+        body=body, namespace=NS, dry_run="All"
+    )
 
 
 def create_service(client, spec: dict[str, Any]) -> Callable[[], Any]:
@@ -407,6 +421,22 @@ CANNOT: dict[str, tuple[str, Callable[[Any], Callable[[], Any]]]] = {
             )
         ),
     ),
+    "huge-claim": (
+        "maximum storage usage per PersistentVolumeClaim is 4Ti",
+        lambda eve: claim(eve, "1Ei"),
+    ),
+    "edit-own-bounds": (
+        "forbidden",
+        lambda eve: (
+            lambda: res(eve, "v1", "ResourceQuota").patch(
+                name="platform-bounds",
+                namespace=NS,
+                body={"spec": {"hard": {"pods": "100000"}}},
+                content_type="application/merge-patch+json",
+                dry_run="All",
+            )
+        ),
+    ),
     "edit-own-queue": (
         "forbidden",
         lambda eve: (
@@ -444,6 +474,7 @@ CAN: dict[str, Callable[[Any], Callable[[], Any]]] = {
             body=configmap("my-settings"), namespace=NS, dry_run="All"
         )
     ),
+    "own-claim": lambda eve: claim(eve, "100Gi"),
 }
 
 
@@ -597,3 +628,30 @@ def test_the_docs_table_lists_exactly_these_cases():
     table = dict(rows)
     expected = {**{c: "cannot" for c in CANNOT}, **{c: "can" for c in CAN}}
     assert table == expected
+
+
+def test_a_job_of_more_pods_than_the_tenant_may_run_gets_only_its_bound(run_module, admin, eve):
+    """Rule tenant-bounds: Volcano does not hold a queue to a ``pods`` capability (the red
+    team's 900 BestEffort pods all ran), so the tenant's ResourceQuota does: with a bound of
+    3 pods, a 6-pod Job of eve's gets 3, and the API server refuses the rest."""
+    bounded = run_module("tenant", {**tenant_args(TENANT, "algo"), "bounds": {"pods": 3}})
+    assert not bounded.get("failed"), bounded.get("msg")
+    body = job(pod={"containers": [{"name": "main", "image": "busybox"}]})
+    body["spec"]["tasks"][0]["replicas"] = 6
+    made = res(eve, JOB_API, "Job").create(body=body, namespace=NS)
+    try:
+        pods = res(admin, "v1", "Pod")
+
+        def owned() -> list[Any]:
+            selector = f"volcano.sh/job-name={made.metadata.name}"
+            return list(pods.get(namespace=NS, label_selector=selector).items)
+
+        wait_until(lambda: len(owned()) >= 3, 60, 1, "the job's first 3 pods")
+        time.sleep(5)  # the controller keeps trying; the quota keeps refusing
+        assert len(owned()) == 3
+        quota = res(admin, "v1", "ResourceQuota").get(name="platform-bounds", namespace=NS)
+        assert quota.status.used["pods"] == "3" and quota.spec.hard["pods"] == "3"
+    finally:
+        res(admin, JOB_API, "Job").delete(name=made.metadata.name, namespace=NS)
+        restored = run_module("tenant", tenant_args(TENANT, "algo"))
+        assert not restored.get("failed"), restored.get("msg")

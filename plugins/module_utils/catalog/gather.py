@@ -7,7 +7,8 @@ Rule gathered-entry (``gather_tenant``): an entry says what the tenant's objects
 the subscription queue's ``deserved`` and ``guarantee``, the pay-as-you-go queue's
 capability, each team queue's deserved, capability and guarantee, the RoleBinding's
 subjects, the namespace's ``platform.io/allow-critical``, and the NetworkPolicy's
-egress blocks; ``egress_to_metadata`` / ``egress_to_nodes`` are true when a block
+egress blocks, the bounds that differ from the purchase's defaults (rule
+tenant-bounds); ``egress_to_metadata`` / ``egress_to_nodes`` are true when a block
 reaches the metadata address / a node address without cutting it out. Applying the
 gathered catalog to the same cluster writes nothing. Pure.
 """
@@ -26,9 +27,10 @@ from ..common.names import (
     QUEUE_TYPE_TEAM,
     namespace_name,
 )
-from ..common.quantity import render
+from ..common.quantity import parse_resources, render
 from ..policy.admission import LABEL_ALLOW_CRITICAL
 from ..queues.model import read_live
+from ..tenants.bounds import BOUNDS_NAME, read_bounds
 from ..tenants.live import TenantLive
 from ..tenants.network import NETWORK_POLICY_NAME, ClusterNetworks
 from ..tenants.rbac import ROLE_NAME
@@ -99,6 +101,14 @@ def gather_tenant(live: TenantLive, networks: ClusterNetworks) -> dict[str, Any]
     namespace = live.objects.get("Namespace", {}).get(namespace_name(live.name)) or {}
     labels = (namespace.get("metadata") or {}).get("labels") or {}
     entry["allow_critical"] = labels.get(LABEL_ALLOW_CRITICAL) == "true"
+    bounds = read_bounds(
+        live.objects.get("ResourceQuota", {}).get(BOUNDS_NAME),
+        live.objects.get("LimitRange", {}).get(BOUNDS_NAME),
+        parse_resources(entry.get("subscription") or {}, "subscription"),
+        parse_resources(entry["payg"], "payg") if "payg" in entry else None,
+    )
+    if bounds:
+        entry["bounds"] = bounds
     policy = live.objects.get("NetworkPolicy", {}).get(NETWORK_POLICY_NAME)
     blocks = _blocks(policy)
     entry["egress_cidrs"] = [str(cidr) for cidr, _cut in blocks]

@@ -32,6 +32,8 @@ KIND_ORDER = (
     "RoleBinding",
     "NetworkPolicy",
     "ConfigMap",
+    "ResourceQuota",
+    "LimitRange",
     "Queue",
 )
 

@@ -41,6 +41,7 @@ ENTRY_KEYS = (
     "egress_to_nodes",
     "egress_to_metadata",
     "allow_critical",
+    "bounds",
 )
 # What an entry that leaves a key out gets: the ``tenant`` module's own defaults, so a
 # tenant means the same in the catalog as alone.

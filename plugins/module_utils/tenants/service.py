@@ -98,6 +98,8 @@ TENANT_KINDS = (
     ("rbac.authorization.k8s.io/v1", "RoleBinding"),
     ("networking.k8s.io/v1", "NetworkPolicy"),
     ("v1", "ConfigMap"),
+    ("v1", "ResourceQuota"),
+    ("v1", "LimitRange"),
     ("rbac.authorization.k8s.io/v1", "ClusterRole"),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
 )

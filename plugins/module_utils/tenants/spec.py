@@ -45,6 +45,7 @@ from ..policy.admission import LABEL_ALLOW_CRITICAL, tenant_queues_configmap
 from ..queues.model import Queue, allocated, foreign_owner, read_live
 from ..queues.parent_list import parent_queue_names
 from ..queues.rules import rule_capability_above_allocated, tree_errors
+from .bounds import TenantBounds, bounds_from, limit_range, resource_quota
 from .network import (
     DEFAULT_EGRESS_CIDRS,
     ClusterNetworks,
@@ -95,6 +96,7 @@ class TenantSpec:
     egress_to_nodes: bool = False
     egress_to_metadata: bool = False
     allow_critical: bool = False
+    bounds: TenantBounds | None = None  # None: derived from the purchase (rule tenant-bounds)
 
 
 @dataclass
@@ -257,6 +259,7 @@ def parse_tenant_spec(params: Mapping[str, Any]) -> TenantSpec:
     )
     if tenant and subscription and teams and not tenant_name_errors(name, "name"):
         errors += input_tree_errors(tenant, subscription, guarantee, teams)
+    bounds = bounds_from(params.get("bounds"), subscription, payg, errors)
     raise_if(errors)
     return TenantSpec(
         name=tenant,
@@ -271,6 +274,7 @@ def parse_tenant_spec(params: Mapping[str, Any]) -> TenantSpec:
         egress_to_nodes=bool(params.get("egress_to_nodes", False)),
         egress_to_metadata=bool(params.get("egress_to_metadata", False)),
         allow_critical=bool(params.get("allow_critical", False)),
+        bounds=bounds,
     )
 
 
@@ -468,6 +472,7 @@ def plan_tenant(
     )
     raise_if([*errors, *network_errors, *egress_errors])
     namespace = tenant_namespace(spec.name, spec.allow_critical)
+    bounds = spec.bounds or bounds_from(None, spec.subscription, spec.payg, [])
     objects = [
         namespace,
         role(spec.name),
@@ -475,6 +480,8 @@ def plan_tenant(
         network_policy(spec.name, egress),
         tenant_queues_configmap(spec.name, leaf_queue_types(queues)),
         *queue_reader(spec.name, spec.subjects, sorted(q.name for q in queues)),
+        resource_quota(spec.name, bounds),
+        limit_range(spec.name, bounds),
     ]
     return TenantPlan(namespace=namespace, objects=objects, queues=queues, queue_deletes=removed)
 

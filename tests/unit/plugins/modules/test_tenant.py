@@ -94,6 +94,8 @@ def test_create_writes_everything_in_order():
         "NetworkPolicy",
         "ClusterRole",
         "ClusterRoleBinding",
+        "ResourceQuota",
+        "LimitRange",
         "Queue",
     }
     # The tenant's objects after the parent list and its Namespace, before its queues.
@@ -125,7 +127,8 @@ def test_create_writes_everything_in_order():
             8  # the lists above
             + 6  # a GET per new queue: is its name free (rule queue-name-owned)
             + 2  # GET and create of the parent-queues ConfigMap
-            + 7  # apply of the Namespace, Role, RoleBinding, NetworkPolicy, ConfigMap, ClusterRole(Binding)
+            + 9  # apply of the Namespace, Role, RoleBinding, NetworkPolicy, ConfigMap, ClusterRole(Binding),
+            # ResourceQuota and LimitRange
             + 6  # apply of each queue
             + 2  # capacity applies of the new payg and spot queues
         )
@@ -188,9 +191,17 @@ def test_diff_shows_a_resize():
     key = "Queue/tenant-a-subscription"
     assert diff["before"][key]["spec"]["deserved"][GPU] == 40
     assert diff["after"][key]["spec"]["deserved"][GPU] == 48
+    # Rule tenant-bounds: the pods the tenant may run follow its GPUs (16 x 48).
     assert result["objects"] == [
-        {"kind": "Queue", "name": "tenant-a-subscription", "action": "update"}
+        {
+            "kind": "ResourceQuota",
+            "name": "platform-bounds",
+            "action": "update",
+            "namespace": "tenant-a",
+        },
+        {"kind": "Queue", "name": "tenant-a-subscription", "action": "update"},
     ]
+    assert cluster.kinds("ResourceQuota")["platform-bounds"]["spec"]["hard"]["pods"] == "768"
 
 
 def test_added_is_what_the_purchase_newly_sells():
@@ -299,14 +310,16 @@ def test_reads_one_list_per_kind():
             "ConfigMap",
             "ClusterRole",
             "ClusterRoleBinding",
+            "ResourceQuota",
+            "LimitRange",
             "Queue",
             "PodGroup",
             "Node",
             "ServiceCIDR",
         ]
     )
-    # 11 lists and the GET of the parent-queues ConfigMap; no queue name to check, no write
-    assert cluster.requests == 11 + 1
+    # 13 lists and the GET of the parent-queues ConfigMap; no queue name to check, no write
+    assert cluster.requests == 13 + 1
 
 
 def test_new_tenant_skips_namespaced_reads():
@@ -672,14 +685,17 @@ def test_delete_that_stops_part_way_says_what_was_deleted():
     done = exc.value.done
     assert done[0] == "delete Job/tenant-a/train"
     assert "update ConfigMap/platform-system/platform-parent-queues" in done
-    assert done[-4:] == [
+    assert done[-6:] == [
         "delete ClusterRoleBinding/gpucloud-tenant-a-queues",
         "delete ClusterRole/gpucloud-tenant-a-queues",
+        "delete LimitRange/tenant-a/platform-bounds",
+        "delete ResourceQuota/tenant-a/platform-bounds",
         "delete ConfigMap/tenant-a/platform-queues",
         "delete NetworkPolicy/tenant-a/deny-cross-tenant",
     ]
-    # the job, six queues, the parent list, the queue reader (2), the queue list, the policy
-    assert len(done) == 1 + 6 + 1 + 2 + 1 + 1
+    # the job, six queues, the parent list, the bounds (2), the queue reader (2), the queue
+    # list, the policy
+    assert len(done) == 1 + 6 + 1 + 2 + 2 + 1 + 1
     assert exc.value.what == "deleting tenant 'a'"
     assert exc.value.report == {"running": {"jobs": 1, "pods": 0}}
     assert set(cluster.kinds("RoleBinding")) == {"tenant-user"}
@@ -771,9 +787,9 @@ def test_module_partial_delete_fails_with_changed_and_done(run_module):
     cluster.forbid = ("delete", "Namespace")
     result = run_module(tenant, cluster, name="a", state="absent", force=True)
     assert result["failed"] is True and result["changed"] is True
-    # six queues, the parent list, the queue reader (2), the queue list, the NetworkPolicy,
-    # the RoleBinding and the Role
-    assert result["msg"].startswith("deleting tenant 'a' failed after 13 change(s): ")
+    # six queues, the parent list, the bounds (2), the queue reader (2), the queue list, the
+    # NetworkPolicy, the RoleBinding and the Role
+    assert result["msg"].startswith("deleting tenant 'a' failed after 15 change(s): ")
     assert "namespaces is forbidden: delete" in result["msg"]
     assert result["done"][-1] == "delete Role/tenant-a/tenant-user"
     assert result["running"] == {"jobs": 0, "pods": 0}

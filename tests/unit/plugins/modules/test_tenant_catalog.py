@@ -64,6 +64,8 @@ def test_a_fleet_is_read_with_one_list_per_kind_whatever_its_size():
                 "ConfigMap",
                 "ClusterRole",
                 "ClusterRoleBinding",
+                "ResourceQuota",
+                "LimitRange",
                 "Queue",
                 "PodGroup",
                 "Node",
@@ -187,7 +189,7 @@ def test_rendered_reads_nothing_and_needs_the_networks():
     result = tenant_catalog.rendered(
         params(fleet(2), state="rendered", pod_cidr="10.244.0.0/16", service_cidr="10.96.0.0/12")
     )
-    assert result["tenants"] == ["t0", "t1"] and len(result["manifests"]) == 2 * 10
+    assert result["tenants"] == ["t0", "t1"] and len(result["manifests"]) == 2 * 12
     with pytest.raises(PlatformValidationError) as exc:
         tenant_catalog.rendered(params(fleet(2), state="rendered"))
     assert [m.split(":")[0] for m in exc.value.messages] == ["pod_cidr", "service_cidr"]

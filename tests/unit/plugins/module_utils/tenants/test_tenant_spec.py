@@ -198,6 +198,8 @@ def test_good_input_builds_three_queues_and_teams():
         "ConfigMap",  # platform-queues: the queue policies' parameter
         "ClusterRole",  # the queue reader and its binding
         "ClusterRoleBinding",
+        "ResourceQuota",  # rule tenant-bounds: pods, claims, storage
+        "LimitRange",  # and the largest claim
     ]
     assert plan.objects[0]["metadata"]["labels"]["platform.io/tenant"] == "a"
 
