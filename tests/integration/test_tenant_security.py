@@ -655,3 +655,47 @@ def test_a_job_of_more_pods_than_the_tenant_may_run_gets_only_its_bound(run_modu
         res(admin, JOB_API, "Job").delete(name=made.metadata.name, namespace=NS)
         restored = run_module("tenant", tenant_args(TENANT, "algo"))
         assert not restored.get("failed"), restored.get("msg")
+
+
+def test_a_bound_pods_metadata_still_changes_and_its_spec_is_still_judged(admin, eve):
+    """Pod placement judges what a write places, not a bound pod's own nodeName: a label or
+    finalizer update of a running pod (the garbage collector releasing a dependent) goes
+    through, where it once blocked a namespace's deletion for good; a toleration added
+    to a running pod is still judged."""
+    made = res(eve, JOB_API, "Job").create(body=job(), namespace=NS)
+    try:
+        pods = res(admin, "v1", "Pod")
+        selector = f"volcano.sh/job-name={made.metadata.name}"
+
+        def running() -> list[Any]:
+            items = pods.get(namespace=NS, label_selector=selector).items
+            return [p for p in items if p.status.phase == "Running"]
+
+        wait_until(lambda: bool(running()), 60, 1, "the job's pod Running")
+        pod = running()[0]
+        assert pod.spec.nodeName
+        patched = pods.patch(
+            name=pod.metadata.name,
+            namespace=NS,
+            body={"metadata": {"labels": {"checked": "yes"}, "finalizers": ["example.com/hold"]}},
+            content_type="application/merge-patch+json",
+        )
+        assert patched.metadata.labels["checked"] == "yes"
+        released = pods.patch(
+            name=pod.metadata.name,
+            namespace=NS,
+            body={"metadata": {"finalizers": None}},
+            content_type="application/merge-patch+json",
+        )
+        assert not released.metadata.finalizers
+        refused = attempt(
+            lambda: pods.patch(
+                name=pod.metadata.name,
+                namespace=NS,
+                body={"spec": {"tolerations": [{"operator": "Exists"}]}},
+                content_type="application/strategic-merge-patch+json",
+            )
+        )
+        assert refused is not None and "tolerations" in refused, refused
+    finally:
+        res(admin, JOB_API, "Job").delete(name=made.metadata.name, namespace=NS)

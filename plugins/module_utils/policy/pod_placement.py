@@ -111,6 +111,16 @@ def pod_placement_policy(cloud_burst: bool = False) -> dict[str, Any]:
         POLICY_POD_PLACEMENT,
         {
             "matchConstraints": tenant_match(WORKLOADS, ["CREATE", "UPDATE"]),
+            # An update of a pod that leaves its spec alone (a label, a finalizer, the
+            # garbage collector releasing a dependent) is no placement: judging a bound
+            # pod's nodeName there would block its deletion for good.
+            "matchConditions": [
+                {
+                    "name": "pod-spec-written",
+                    "expression": "request.kind.kind != 'Pod' || request.operation != 'UPDATE' "
+                    "|| object.spec != oldObject.spec",
+                }
+            ],
             "variables": [
                 {"name": "pods", "expression": _PODS},
                 {"name": "jobClass", "expression": _JOB_CLASS},
@@ -123,6 +133,9 @@ def pod_placement_policy(cloud_burst: bool = False) -> dict[str, Any]:
                     "set schedulerName: volcano (a Volcano Job may leave it out)",
                 ),
                 _rule(
+                    # A pod update cannot change nodeName (the scheduler sets it through
+                    # the binding), and a bound pod carries one.
+                    "(request.kind.kind == 'Pod' && request.operation == 'UPDATE') || "
                     "!has(p[1].nodeName) || p[1].nodeName == ''",
                     "nodeName",
                     "a pod may not pick its node",
