@@ -99,8 +99,8 @@ def test_an_unchanged_run_only_lists(others, run_module, api_client):
     assert not result.get("failed"), result.get("msg")
     assert result["changed"] is False and result["objects"] == []
     assert set(statuses(result).values()) == {"unchanged"}
-    # One LIST per kind (11) and the parent-queues GET, whatever the fleet's size.
-    assert result["requests"] == 12
+    # One LIST per kind (13) and the parent-queues GET, whatever the fleet's size.
+    assert result["requests"] == 14
     assert {n: our_writes(api_client, n) for n in MINE} == before
 
 
