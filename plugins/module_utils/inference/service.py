@@ -19,6 +19,7 @@ from ..jobs.classes import DEFAULT_CLASSES
 from ..kube.cluster import ApiException, Cluster, TransportError
 from ..kube.waiting import wait_for
 from ..policy.admission import LABEL_ALLOW_CRITICAL, TENANT_QUEUES_CONFIGMAP
+from ..queues.kinds import leaf_queue_errors
 from . import live as livemod
 from .inputs import model_of
 from .manifests import (
@@ -53,8 +54,8 @@ from .versions import known_versions, plan, read_history
 
 
 def _tenant_queue_type(cluster: Cluster, tenant: str, queue: str) -> str:
-    """Rule queue-of-own-tenant: the queue is one of the tenant's leaf queues (its
-    ``platform-queues`` list, the same parameter the admission policies read)."""
+    """Rule leaf-queue-of-tenant (``queues.kinds``): the queue is one of the tenant's leaf
+    queues (its ``platform-queues`` list, the same parameter the admission policies read)."""
     cm = cluster.get("v1", "ConfigMap", TENANT_QUEUES_CONFIGMAP, namespace=namespace_name(tenant))
     if cm is None:
         raise PlatformValidationError(
@@ -66,15 +67,7 @@ def _tenant_queue_type(cluster: Cluster, tenant: str, queue: str) -> str:
             ]
         )
     own = cm.get("data") or {}
-    if queue not in own:
-        raise PlatformValidationError(
-            [
-                FieldError(
-                    "queue",
-                    f"{queue} is not a queue of tenant {tenant}; its queues: {', '.join(sorted(own))}",
-                )
-            ]
-        )
+    raise_if(leaf_queue_errors("queue", queue, tenant, own))
     return own[queue]
 
 

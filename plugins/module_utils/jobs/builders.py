@@ -62,6 +62,7 @@ from ..hybrid.vgpu import (
     vgpu_resources,
 )
 from ..policy.admission import PREEMPTABLE_ANNOTATION
+from ..queues.kinds import queue_name_errors
 from .classes import DEFAULT_CLASSES, JobClass, class_queue_errors
 from .demand import job_demand, pod_demand
 from .sla import SLA_WAITING_ANNOTATION, SLA_WAITING_ANNOTATIONS, duration_text, parse_duration
@@ -379,17 +380,8 @@ def request_errors(
     table = table or DEFAULT_CLASSES
     errors: list[FieldError] = []
     errors += tenant_name_errors(req.tenant, "tenant")
-    if isinstance(req.queue, str) and isinstance(req.tenant, str):
-        if not req.queue.startswith(f"tenant-{req.tenant}-"):
-            errors.append(
-                FieldError(
-                    "queue",
-                    f"{req.queue!r} is not a queue of tenant {req.tenant}; submit to tenant-{req.tenant}-<team>, "
-                    f"tenant-{req.tenant}-payg or tenant-{req.tenant}-spot",
-                )
-            )
-    else:
-        errors.append(FieldError("queue", f"{req.queue!r} must be a queue name"))
+    if isinstance(req.tenant, str):
+        errors += queue_name_errors("queue", req.queue, req.tenant)
     kind_ok = req.kind in KINDS
     if not kind_ok:
         errors.append(
@@ -851,17 +843,8 @@ def complete_manifest(
             )
         )
     queue = spec.get("queue")
-    if (
-        not isinstance(queue, str)
-        or not isinstance(tenant, str)
-        or not queue.startswith(f"tenant-{tenant}-")
-    ):
-        errors.append(
-            FieldError(
-                "manifest.spec.queue",
-                f"{queue!r} is not a queue of tenant {tenant}; name one of its leaf queues",
-            )
-        )
+    if isinstance(tenant, str):
+        errors += queue_name_errors("manifest.spec.queue", queue, tenant)
     if spec.get("schedulerName") not in (None, SCHEDULER):
         errors.append(
             FieldError(

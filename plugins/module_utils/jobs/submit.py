@@ -23,9 +23,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..common.errors import FieldError, PlatformValidationError, raise_if
-from ..common.names import QUEUE_TYPE_SUBSCRIPTION, namespace_name, queue_name
+from ..common.names import namespace_name
 from ..common.objects import differs
 from ..policy.admission import TENANT_QUEUES_CONFIGMAP
+from ..queues.kinds import leaf_queue_errors
 from .builders import JobRequest, build_job, complete_manifest
 from .classes import JobClass, job_class_table
 from .throttle import KEY_REASON, KEY_UNTIL
@@ -143,19 +144,13 @@ def demand_field(p: Mapping[str, Any]) -> str:
 
 
 def leaf_queue_of_tenant(
-    queue: str, leaves: Mapping[str, str], tenant: str
+    queue: str, leaves: Mapping[str, str], tenant: str, option: str = "queue"
 ) -> tuple[str | None, list[FieldError]]:
-    """Rule leaf-queue-of-tenant: the queue is one of the tenant's leaf queues, as the tenant's
-    ``platform-queues`` ConfigMap lists them (name -> queue type; the same list the
-    admission policies read). Returns the queue's type and the errors."""
-    if queue in leaves:
-        return leaves[queue], []
-    names = ", ".join(sorted(leaves)) or "(none)"
-    if queue == queue_name(tenant, QUEUE_TYPE_SUBSCRIPTION):
-        problem = "has team sub-queues and takes no jobs; submit to one of them"
-    else:
-        problem = "is not a queue of this tenant"
-    return None, [FieldError("queue", f"{queue!r} {problem}; its queues are {names}")]
+    """Rule leaf-queue-of-tenant (``queues.kinds``): the queue is one of the tenant's leaf
+    queues, as the tenant's ``platform-queues`` ConfigMap lists them (name -> queue type;
+    the same list the admission policies read). Returns the queue's type and the errors."""
+    errors = leaf_queue_errors(option, queue, tenant, leaves)
+    return (None, errors) if errors else (leaves[queue], [])
 
 
 def tenant_leaves(configmap: Mapping[str, Any] | None, tenant: str) -> dict[str, str]:
@@ -181,7 +176,8 @@ def job_for_queues(
     type; raises PlatformValidationError when the queue breaks leaf-queue-of-tenant or the
     job does not fit the queue's type."""
     queue = desired_job(p, table, None)["spec"]["queue"]
-    queue_type, errors = leaf_queue_of_tenant(queue, leaves, p["tenant"])
+    option = "queue" if p.get("queue") else "manifest.spec.queue"
+    queue_type, errors = leaf_queue_of_tenant(queue, leaves, p["tenant"], option)
     desired: dict[str, Any] = {}
     if not errors:
         try:

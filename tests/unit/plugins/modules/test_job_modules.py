@@ -86,10 +86,10 @@ def test_bad_input_fails_before_any_request(run_module):
 def test_queue_must_be_a_leaf_of_the_tenant_and_fit_the_class(run_module):
     fake = cluster()
     parent = run_module(vcjob_module, fake, **{**SINGLE, "queue": "tenant-alpha-subscription"})
-    assert parent["failed"] and "has team sub-queues and takes no jobs" in parent["msg"]
+    assert parent["failed"] and "subscription queue, a parent with team queues" in parent["msg"]
     assert parent["requests"] == 1  # the queues only
     missing = run_module(vcjob_module, fake, **{**SINGLE, "queue": "tenant-alpha-other"})
-    assert missing["failed"] and "not a queue of this tenant" in missing["msg"]
+    assert missing["failed"] and "is no queue of this tenant" in missing["msg"]
     spot = run_module(vcjob_module, fake, **{**SINGLE, "queue": "tenant-alpha-spot"})
     assert (
         spot["failed"]

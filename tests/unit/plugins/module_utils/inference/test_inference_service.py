@@ -172,7 +172,18 @@ def test_a_queue_of_another_tenant_is_refused_before_any_write():
     with pytest.raises(PlatformValidationError) as excinfo:
         run(cluster, queue="tenant-beta-research")
     assert refusal(excinfo) == ["queue"]
-    assert "its queues: tenant-alpha-payg, tenant-alpha-research" in str(excinfo.value)
+    assert "'tenant-beta-research' is another tenant's queue name" in str(excinfo.value)
+    assert "leaf queues (tenant-alpha-payg, tenant-alpha-research)" in str(excinfo.value)
+    assert cluster.writes == []
+
+
+def test_volcanos_root_queue_is_refused_as_what_it_is():
+    cluster = tenant_cluster()
+    with pytest.raises(PlatformValidationError) as excinfo:
+        run(cluster, queue="root")
+    assert refusal(excinfo) == ["queue"]
+    assert "'root' is Volcano's root queue" in str(excinfo.value)
+    assert "(rule leaf-queue-of-tenant)" in str(excinfo.value)
     assert cluster.writes == []
 
 

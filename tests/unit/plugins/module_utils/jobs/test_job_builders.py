@@ -268,7 +268,11 @@ def test_bad_overrides_name_the_setting():
         ({"job_class": "debug", "gpus_per_pod": 8, "kind": "ps_worker"}, "replicas", "single node"),
         ({"job_class": "large", "gpus_per_pod": 8}, "gpus_per_pod", "32 GPUs or more"),
         ({"job_class": "spot"}, "queue", "runs only in spot queues"),
-        ({"queue": "tenant-beta-algo"}, "queue", "not a queue of tenant alpha"),
+        (
+            {"queue": "tenant-beta-algo"},
+            "queue",
+            "another tenant's queue name; expected a leaf queue of tenant alpha",
+        ),
         ({"image": ""}, "image", "is required"),
         ({"kind": "pytorch_ddp", "command": None}, "command", "required for kind pytorch_ddp"),
         ({"kind": "single", "replicas": 2}, "replicas", "a single job is one pod"),

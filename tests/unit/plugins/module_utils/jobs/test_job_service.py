@@ -107,7 +107,7 @@ def test_run_creates_the_job_and_reports_it():
 
 def test_run_refuses_a_queue_of_another_tenant_before_any_write():
     fake = cluster()
-    with pytest.raises(PlatformValidationError, match="not a queue of this tenant"):
+    with pytest.raises(PlatformValidationError, match="'tenant-alpha-other' is no queue of this"):
         service.run(params(**{**SINGLE, "queue": "tenant-alpha-other"}), fake, check_mode=False)
     assert fake.writes == [] and fake.requests == 1
 

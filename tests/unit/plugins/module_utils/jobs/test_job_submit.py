@@ -72,14 +72,19 @@ def test_leaf_queue_of_tenant():
     qtype, errors = submit.leaf_queue_of_tenant("tenant-alpha-subscription", QUEUES, "alpha")
     assert qtype is None
     assert [str(e) for e in errors] == [
-        "queue: 'tenant-alpha-subscription' has team sub-queues and takes no jobs; submit to one "
-        "of them; its queues are tenant-alpha-algo, tenant-alpha-payg"
+        "queue: 'tenant-alpha-subscription' is this tenant's subscription queue, a parent with "
+        "team queues under it (Volcano runs work only in leaf queues); expected one of tenant "
+        "alpha's leaf queues (tenant-alpha-algo, tenant-alpha-payg) (rule leaf-queue-of-tenant)"
     ]
     # a queue of another tenant, even one whose name starts like this tenant's
     for other in ("tenant-beta-algo", "tenant-alpha-b-x"):
         qtype, errors = submit.leaf_queue_of_tenant(other, QUEUES, "alpha")
-        assert qtype is None and f"{other!r} is not a queue of this tenant" in str(errors[0])
-    assert "its queues are (none)" in str(submit.leaf_queue_of_tenant("q", {}, "alpha")[1][0])
+        assert qtype is None and f"{other!r} is " in str(errors[0])
+        assert "(rule leaf-queue-of-tenant)" in str(errors[0])
+    # the option a manifest's queue came from is the one named
+    errors = submit.leaf_queue_of_tenant("root", {}, "alpha", "manifest.spec.queue")[1]
+    assert str(errors[0]).startswith("manifest.spec.queue: 'root' is Volcano's root queue")
+    assert "leaf queues (none yet)" in str(errors[0])
 
 
 def test_a_tenant_without_its_queue_list_is_refused():
