@@ -10,7 +10,7 @@ from typing import Any
 from ..common.errors import FieldError, raise_if
 from ..common.names import dns_label_errors, tenant_name_errors
 from .manifests import MONITORING_NAMESPACE, SERVING_NAMESPACE, SERVING_PORT
-from .rules import INFERENCE_CLASSES
+from .rules import INFERENCE_CLASSES, peer_namespace_errors
 from .spec import MODES, ModelVersion, parse_autoscaling, parse_canaries, parse_model
 from .versions import ACTIONS
 
@@ -96,6 +96,8 @@ def validate_service(params: dict[str, Any]) -> None:
     errors += dns_label_errors("name", params.get("name"), SERVICE_NAME_MAX)
     for i, ns in enumerate(params.get("gateway_namespaces") or []):
         errors += dns_label_errors(f"gateway_namespaces[{i}]", ns)
+        errors += peer_namespace_errors(f"gateway_namespaces[{i}]", ns)
+    errors += peer_namespace_errors("monitoring_namespace", params.get("monitoring_namespace"))
     errors += port_errors(params)
     action = params.get("action", "deploy")
     if params.get("state", "present") == "present":

@@ -15,7 +15,13 @@ import math
 from collections.abc import Mapping, Sequence
 
 from ..common.errors import FieldError
-from ..common.names import QUEUE_TYPE_SUBSCRIPTION, QUEUE_TYPE_TEAM
+from ..common.names import (
+    PLATFORM_NAMESPACE,
+    QUEUE_TYPE_SUBSCRIPTION,
+    QUEUE_TYPE_TEAM,
+    VOLCANO_NAMESPACE,
+    namespace_name,
+)
 from ..jobs.builders import spot_price_errors
 from ..jobs.classes import JobClass
 from .spec import Canary, ServiceSpec
@@ -309,5 +315,40 @@ def graph_namespace_errors(namespace: str, admitted: Mapping[str, set[str]]) -> 
             f"{namespace} is not a gateway namespace of {', '.join(shut)} (they admit "
             f"{', '.join(gateways) or 'no common one'}); the graph runs where the serving gateway "
             "runs (rule graph-in-gateway-namespace)",
+        )
+    ]
+
+
+# Namespaces of the cluster's and the platform's own control objects (leases, history,
+# policy parameters, the scheduler): no serving gateway or monitoring stack runs there.
+CONTROL_NAMESPACES = (
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    PLATFORM_NAMESPACE,
+    VOLCANO_NAMESPACE,
+)
+
+
+def peer_namespace_errors(option: str, namespace: object) -> list[FieldError]:
+    """Rule serving-peer-namespace: a namespace a service's NetworkPolicy admits
+    (``gateway_namespaces``, ``monitoring_namespace``) is one where the platform's serving
+    gateway or monitoring runs: never a tenant namespace (its pods would reach the model
+    and, since rule graph-in-gateway-namespace trusts the gateways, ``inference_graph``
+    would run a router there) nor a control namespace of Kubernetes or the platform."""
+    if not isinstance(namespace, str) or not namespace:
+        return []
+    if namespace.startswith(namespace_name("")):
+        kind = "a tenant namespace"
+    elif namespace in CONTROL_NAMESPACES:
+        kind = "a control namespace of Kubernetes or the platform"
+    else:
+        return []
+    return [
+        FieldError(
+            option,
+            f"{namespace!r} is {kind}; expected a namespace where the serving gateway or the "
+            "monitoring stack runs, such as platform-serving or monitoring "
+            "(rule serving-peer-namespace)",
         )
     ]

@@ -52,6 +52,33 @@ def test_each_deploy_refusal_names_its_field(extra, fields):
     assert refused_fields(inputs.validate_service, params(**extra)) == fields
 
 
+@pytest.mark.parametrize(
+    ("extra", "field", "kind"),
+    [
+        ({"gateway_namespaces": ["tenant-beta"]}, "gateway_namespaces[0]", "a tenant namespace"),
+        (
+            {"gateway_namespaces": ["platform-serving", "kube-system"]},
+            "gateway_namespaces[1]",
+            "a control",
+        ),
+        ({"monitoring_namespace": "tenant-alpha"}, "monitoring_namespace", "a tenant namespace"),
+        ({"monitoring_namespace": "platform-system"}, "monitoring_namespace", "a control"),
+    ],
+)
+def test_a_peer_namespace_is_never_a_tenants_or_a_control_namespace(extra, field, kind):
+    """Rule serving-peer-namespace: the NetworkPolicy admits only the gateway and monitoring."""
+    with pytest.raises(PlatformValidationError) as excinfo:
+        inputs.validate_service(params(**extra))
+    assert [e.field for e in excinfo.value.errors] == [field]
+    message = excinfo.value.errors[0].message
+    assert f"is {kind}" in message and message.endswith("(rule serving-peer-namespace)")
+
+
+def test_other_gateway_and_monitoring_namespaces_pass():
+    """An operator's own gateway namespace (Istio's, say) and no monitoring at all are fine."""
+    inputs.validate_service(params(gateway_namespaces=["istio-system"], monitoring_namespace=""))
+
+
 def test_the_longest_service_name_keeps_its_deployment_a_dns_label():
     longest = "a" * inputs.SERVICE_NAME_MAX
     inputs.validate_service(params(name=longest))
