@@ -463,15 +463,13 @@ def test_bad_input_is_refused_before_any_eviction(run_module):
     other = run_module("queue_arbiter", {"tenant": "alpha", "queue": "tenant-beta-algo"})
     assert other["failed"] and other["requests"] == 0
     assert other["errors"] == [
-        "queue: 'tenant-beta-algo' is not a queue of tenant 'alpha'; its queues are named "
-        "tenant-alpha-<name>"
+        "queue: 'tenant-beta-algo' is another tenant's queue name; expected a leaf queue of "
+        "tenant alpha (tenant-alpha-<team>, -payg or -spot) (rule leaf-queue-of-tenant)"
     ]
     negative = run_module("queue_arbiter", {"settle_seconds": -1, "lease_duration": 0})
     assert negative["failed"] and negative["requests"] == 0
     assert [e.split(":", 1)[0] for e in negative["errors"]] == ["settle_seconds", "lease_duration"]
     missing = run_module("queue_arbiter", {"tenant": "alpha", "queue": "tenant-alpha-nope"})
     assert missing["failed"] and missing["changed"] is False
-    assert (
-        missing["msg"]
-        == "queue: 'tenant-alpha-nope' is not a queue of the platform; nothing is evicted"
-    )
+    assert missing["msg"].startswith("queue: 'tenant-alpha-nope' is no queue the platform manages")
+    assert missing["msg"].endswith("(rule leaf-queue-of-tenant); nothing is evicted")

@@ -5,12 +5,12 @@
 * Rule arbiter-input (``arbiter_input_errors``): every check before the first request:
   ``tenant`` a tenant name (rule tenant-name), ``job`` a DNS-1123 subdomain (rule
   dns-subdomain) and only with ``tenant``, ``queue`` one of the tenant's queue names
-  (``tenant-<tenant>-``) and only with ``tenant``, ``settle_seconds`` and ``history_size`` 0 or
+  (``tenant-<tenant>-``, rule leaf-queue-of-tenant) and only with ``tenant``, ``settle_seconds`` and ``history_size`` 0 or
   more, ``lease_duration`` 1 or more. Each error names its field.
 * Rule arbiter-job-scope (``job_scope_refusal``): a ``job`` must be a Volcano Job of the
   tenant's namespace in one of the tenant's queues (checked once the cluster is read).
-* Rule arbiter-queue-scope (``queue_scope_refusal``): a ``queue`` must be a managed queue
-  of the tenant (checked once the queues are read).
+* Rule arbiter-queue-scope (``queue_scope_refusal``): a ``queue`` must be a managed leaf
+  queue of the tenant (rule leaf-queue-of-tenant, checked once the queues are read).
 """
 
 from __future__ import annotations
@@ -19,7 +19,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..common.errors import FieldError, raise_if
-from ..common.names import dns_subdomain_errors, namespace_name, tenant_name_errors
+from ..common.names import (
+    LABEL_MANAGED_BY,
+    LABEL_QUEUE_TYPE,
+    LABEL_TENANT,
+    MANAGED_BY,
+    dns_subdomain_errors,
+    namespace_name,
+    tenant_name_errors,
+)
+from ..queues.kinds import leaf_queue_errors, queue_facts, queue_name_errors, tenant_leaves
 from .model import QueueState
 from .rules import NOTHING_EVICTED
 
@@ -52,14 +61,8 @@ def arbiter_input_errors(params: Mapping[str, Any]) -> list[FieldError]:
                     f"{queue!r} needs tenant: the arbiter acts for one tenant's queue at a time",
                 )
             )
-        elif not str(queue).startswith(f"{namespace_name(tenant)}-"):
-            errors.append(
-                FieldError(
-                    "queue",
-                    f"{queue!r} is not a queue of tenant {tenant!r}; its queues are named "
-                    f"{namespace_name(tenant)}-<name>",
-                )
-            )
+        else:
+            errors += queue_name_errors("queue", queue, tenant)
     for name, least in _LEAST.items():
         value = params.get(name)
         if value is not None and value < least:
@@ -118,14 +121,17 @@ def job_scope_refusal(
 
 
 def queue_scope_refusal(tenant: str, queue: str, states: Mapping[str, QueueState]) -> str | None:
-    """Rule arbiter-queue-scope: why ``queue`` (option ``queue``) is not one the arbiter may
-    act for in ``tenant``, or None."""
-    state = states.get(queue)
-    if state is None:
-        return f"queue: {queue!r} is not a queue of the platform; {NOTHING_EVICTED}"
-    if state.tenant != tenant:
-        return (
-            f"queue: {queue!r} belongs to tenant {state.tenant!r}, not {tenant!r}; "
-            f"{NOTHING_EVICTED}"
+    """Rule arbiter-queue-scope, that is rule leaf-queue-of-tenant over the managed queues
+    just listed: why ``queue`` (option ``queue``) is not one the arbiter may act for in
+    ``tenant``, or None. A parent queue holds no job, so the arbiter would find nothing to
+    do there and say so as if the queue were fine."""
+    facts = queue_facts(
+        (
+            s.name,
+            s.parent,
+            {LABEL_TENANT: s.tenant, LABEL_QUEUE_TYPE: s.queue_type, LABEL_MANAGED_BY: MANAGED_BY},
         )
-    return None
+        for s in states.values()
+    )
+    errors = leaf_queue_errors("queue", queue, tenant, tenant_leaves(tenant, facts), facts)
+    return f"{errors[0]}; {NOTHING_EVICTED}" if errors else None

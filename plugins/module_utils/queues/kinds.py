@@ -112,7 +112,8 @@ def describe_queue(name: str, tenant: str, facts: Mapping[str, QueueFacts] | Non
         return "a queue the platform does not manage"
     kind = f"{found.queue_type or 'untyped'} queue"
     if found.parent:
-        kind += ", " + _PARENT.format("other")
+        below = "team" if found.queue_type == QUEUE_TYPE_SUBSCRIPTION else "other"
+        kind += ", " + _PARENT.format(below)
     if not found.tenant:
         return f"the platform's {kind}, of no tenant"
     whose = "this tenant's" if found.tenant == tenant else f"tenant {found.tenant}'s"

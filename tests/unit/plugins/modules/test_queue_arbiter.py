@@ -562,12 +562,14 @@ def test_bad_input_is_refused_before_any_request(run_module):
 
 
 def test_a_queue_is_checked_before_any_eviction(run_module):
-    """Rule arbiter-queue-scope: another tenant's queue before any request; a queue that
-    does not exist once the queues are read; a queue of the tenant scopes the run."""
+    """Rule arbiter-queue-scope (leaf-queue-of-tenant): another tenant's queue before any
+    request; a queue that does not exist and a parent queue once the queues are read; a
+    leaf queue of the tenant scopes the run."""
     cluster = arbiter_cluster()
     other = run_module(queue_arbiter, cluster, tenant="a", queue="tenant-b-algo")
     assert other["errors"] == [
-        "queue: 'tenant-b-algo' is not a queue of tenant 'a'; its queues are named tenant-a-<name>"
+        "queue: 'tenant-b-algo' is another tenant's queue name; expected a leaf queue of tenant a "
+        "(tenant-a-<team>, -payg or -spot) (rule leaf-queue-of-tenant)"
     ]
     assert cluster.requests == 0
     alone = run_module(queue_arbiter, cluster, queue="tenant-a-algo")
@@ -576,12 +578,16 @@ def test_a_queue_is_checked_before_any_eviction(run_module):
     ]
     missing = run_module(queue_arbiter, cluster, tenant="a", queue="tenant-a-nope")
     assert missing["failed"] is True and cluster.writes == []
-    assert (
-        missing["msg"]
-        == "queue: 'tenant-a-nope' is not a queue of the platform; nothing is evicted"
+    assert missing["msg"].startswith("queue: 'tenant-a-nope' is no queue the platform manages;")
+    assert missing["msg"].endswith("(rule leaf-queue-of-tenant); nothing is evicted")
+    # A parent queue holds no job: refused, where it used to end in "nothing waiting".
+    parent = run_module(queue_arbiter, cluster, tenant="a", queue="tenant-a-subscription")
+    assert parent["failed"] is True and cluster.writes == []
+    assert parent["msg"].startswith(
+        "queue: 'tenant-a-subscription' is this tenant's subscription queue, a parent with team "
+        "queues under it"
     )
-    elsewhere = run_module(queue_arbiter, cluster, tenant="a", queue="tenant-a-subscription")
-    assert elsewhere["decision"] == "none" and elsewhere["job"] is None and cluster.writes == []
+    assert "expected one of tenant a's leaf queues (tenant-a-algo" in parent["msg"]
     scoped = run_module(queue_arbiter, cluster, tenant="a", queue="tenant-a-algo")
     assert scoped["decision"] == "preempt" and scoped["job"] == "tenant-a/big"
 

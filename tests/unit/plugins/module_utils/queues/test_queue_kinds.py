@@ -54,7 +54,7 @@ def test_a_leaf_queue_of_the_tenant_passes():
         ("default", "Volcano's default queue", "Volcano's default queue"),
         (
             "tenant-alpha-subscription",
-            "this tenant's subscription queue, a parent with other queues under it",
+            "this tenant's subscription queue, a parent with team queues under it",
             "this tenant's subscription queue, a parent with team queues under it",
         ),
         ("tenant-beta-subscription", "tenant beta's subscription queue", "another tenant's"),
