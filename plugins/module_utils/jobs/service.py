@@ -84,6 +84,7 @@ from .throttle import (
     preemptible_gpus,
     read_entries,
     reconcile_report,
+    unknown_namespace_errors,
     unmanaged_warning,
 )
 
@@ -262,6 +263,7 @@ def reconcile_all(
     managed, and the waiting large jobs rule throttle-can-help turned away (an entry they
     had is released)."""
     namespaces = tenant_namespaces(cluster, only)
+    raise_if(unknown_namespace_errors(list(only or []), namespaces))
     jobs, vcjobs = read_large_jobs(cluster, namespaces)
     configmaps, foreign = throttle_configmaps(cluster)
     # Every waiting job is judged, an engaged one too: one that can no longer be helped

@@ -32,6 +32,10 @@ network topology one HyperNode of the tiers it may use spans that many GPUs.
 Otherwise holding its team's submissions helps nothing: the job does not engage, an
 entry it has is released, and the run says why.
 
+Rule tenant-namespace-live (``unknown_namespace_errors``): the namespaces a run is limited
+to are tenants' namespaces the platform made, judged from the namespace list the run reads
+anyway; rule tenant-namespace (``common.names``) checked their form before it.
+
 Transitions (``reconcile``), for each large job of the namespace:
 
 * waiting, no entry, preemption can help -> engaged, deadline = now + timeout
@@ -524,6 +528,24 @@ def check_reconcile_input(params: Mapping[str, Any]) -> None:
     for i, namespace in enumerate(params.get("namespaces") or []):
         errors += tenant_namespace_errors(namespace, f"namespaces[{i}]")
     raise_if(errors)
+
+
+def unknown_namespace_errors(wanted: Sequence[str], tenants: Mapping[str, str]) -> list[FieldError]:
+    """Rule tenant-namespace-live: every entry of ``namespaces`` is the namespace of a tenant
+    the platform made, that is one the namespace list (``tenants``: namespace -> its
+    ``platform.io/tenant`` label, a label only the platform writes) holds. A name of the
+    tenant form that no tenant has, or a namespace someone else made under that name,
+    would otherwise be reconciled as nothing and the run report success."""
+    return [
+        FieldError(
+            f"namespaces[{i}]",
+            f"{namespace!r} is no tenant's namespace (no namespace of that name is labelled "
+            f"{LABEL_TENANT}); expected the namespace of a tenant the platform made "
+            f"({', '.join(sorted(tenants)) or 'none yet'}) (rule tenant-namespace-live)",
+        )
+        for i, namespace in enumerate(wanted)
+        if namespace not in tenants
+    ]
 
 
 def unmanaged_warning(namespace: str) -> str:

@@ -224,7 +224,7 @@ def test_vcjob_takes_the_largest_spot_price(run_module):
     assert job["metadata"]["annotations"]["platform.io/spot-price"] == "999999.999999"
 
 
-# --- large_job_throttle namespaces: rule tenant-namespace -----------------------------
+# --- large_job_throttle namespaces: rules tenant-namespace and tenant-namespace-live ------
 
 
 @pytest.mark.parametrize("namespace", ["../x", "kube-system", "tenant-", "tenant-Alpha", ""])
@@ -239,6 +239,21 @@ def test_large_job_throttle_refuses_a_namespace_that_is_not_a_tenants(run_module
 def test_large_job_throttle_takes_tenant_namespaces(run_module):
     out = run_module(throttle_module, cluster(), namespaces=["tenant-alpha"])
     assert "failed" not in out
+
+
+@pytest.mark.parametrize("namespace", ["tenant-nobody", "tenant-alphax"])
+def test_large_job_throttle_refuses_a_tenant_namespace_no_tenant_has(run_module, namespace):
+    """Rule tenant-namespace-live: named like a tenant's, but no namespace of that name carries
+    the platform.io/tenant label; refused from the namespace list, before any write."""
+    fake = cluster()
+    out = run_module(throttle_module, fake, namespaces=["tenant-alpha", namespace])
+    assert out["failed"] is True and out["changed"] is False and fake.writes == []
+    assert out["requests"] == 1  # the namespace list only
+    assert out["errors"] == [
+        f"namespaces[1]: {namespace!r} is no tenant's namespace (no namespace of that name is "
+        "labelled platform.io/tenant); expected the namespace of a tenant the platform made "
+        "(tenant-alpha) (rule tenant-namespace-live)"
+    ]
 
 
 # --- vcjob job size: rule job-fits ---------------------------------------------------
