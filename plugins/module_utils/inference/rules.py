@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..common.errors import FieldError
 from ..common.names import (
+    LABEL_MANAGED_BY,
+    LABEL_TENANT,
+    MANAGED_BY,
     PLATFORM_NAMESPACE,
     QUEUE_TYPE_SUBSCRIPTION,
     QUEUE_TYPE_TEAM,
@@ -350,5 +354,27 @@ def peer_namespace_errors(option: str, namespace: object) -> list[FieldError]:
             f"{namespace!r} is {kind}; expected a namespace where the serving gateway or the "
             "monitoring stack runs, such as platform-serving or monitoring "
             "(rule serving-peer-namespace)",
+        )
+    ]
+
+
+def graph_owner_errors(tenant: str, name: str, live: Mapping[str, Any] | None) -> list[FieldError]:
+    """Rule graph-of-own-tenant: the InferenceGraph ``<tenant>-<name>`` a run would write or
+    delete (``live``, None when there is none) is one the platform made for ``tenant``.
+    Graph names only prefix the tenant, so tenant ``a``'s graph ``b-x`` and tenant ``a-b``'s
+    graph ``x`` share a name; the labels, which only the platform writes, tell them apart."""
+    if live is None:
+        return []
+    labels = (live.get("metadata") or {}).get("labels") or {}
+    owner = labels.get(LABEL_TENANT)
+    if labels.get(LABEL_MANAGED_BY) == MANAGED_BY and owner == tenant:
+        return []
+    full = (live.get("metadata") or {}).get("name")
+    kind = f"tenant {owner}'s graph" if owner else "a graph the platform did not make"
+    return [
+        FieldError(
+            "name",
+            f"{name!r} addresses InferenceGraph {full}, which is {kind}; expected a graph of "
+            f"tenant {tenant} or none (rule graph-of-own-tenant)",
         )
     ]

@@ -44,6 +44,7 @@ from .rules import (
     critical_errors,
     default_class,
     graph_namespace_errors,
+    graph_owner_errors,
     replica_bound_errors,
     spec_errors,
     spot_priced_errors,
@@ -177,6 +178,8 @@ def run_service(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> d
     name, tenant = params["name"], params["tenant"]
     ns = namespace_name(tenant)
     live = _live_state(cluster, params)
+    # The canary router is named <tenant>-<service>-canary: another tenant's may share it.
+    raise_if(graph_owner_errors(tenant, name, live["InferenceGraph"]))
     isvc, hpa = live["InferenceService"], live["HorizontalPodAutoscaler"]
     live_spec = livemod.spec_from_live(isvc, livemod.hpa_target(hpa)) if isvc else None
     history = read_history((isvc or {}).get("metadata", {}).get("annotations"))
@@ -452,6 +455,7 @@ def run_graph(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dic
     tenant, ns = params["tenant"], params["namespace"]
     full = graph_name(tenant, params["name"])
     live = cluster.get(GRAPH_API, "InferenceGraph", full, namespace=ns)
+    raise_if(graph_owner_errors(tenant, params["name"], live))
     if params["state"] == "absent":
         if live is None:
             return {"changed": False, "graph": full, "writes": []}

@@ -619,3 +619,65 @@ def test_the_admitted_namespaces_are_read_from_the_serving_policy():
     assert rules.admitted_namespaces(policy) == {"platform-serving"}
     assert rules.admitted_namespaces(None) == set()
     assert rules.graph_namespace_errors("platform-serving", {"llm-a": {"platform-serving"}}) == []
+
+
+@pytest.mark.parametrize("state", ["present", "absent"])
+def test_a_graph_name_that_addresses_another_tenants_graph_is_refused(state):
+    """Rule graph-of-own-tenant: tenant alpha's graph "b-chat" and tenant alpha-b's graph
+    "chat" are both alpha-b-chat; the live graph's labels say whose it is, and it is
+    neither replaced nor deleted."""
+    cluster = tenant_cluster()
+    for name in ("llm-a", "llm-b"):
+        run(cluster, name=name)
+        ready(cluster, name)
+    theirs = {
+        "apiVersion": GRAPH_API,
+        "kind": "InferenceGraph",
+        "metadata": {
+            "name": "alpha-b-chat",
+            "namespace": "platform-serving",
+            "labels": {
+                "platform.io/tenant": "alpha-b",
+                "platform.io/managed-by": "gpucloud-platform",
+            },
+        },
+        "spec": {"nodes": {}},
+    }
+    cluster.put(theirs)
+    writes = len(cluster.writes)
+    with pytest.raises(PlatformValidationError) as excinfo:
+        service.run_graph(graph_params(name="b-chat", state=state), cluster, False)
+    assert refusal(excinfo) == ["name"]
+    assert str(excinfo.value) == (
+        "name: 'b-chat' addresses InferenceGraph alpha-b-chat, which is tenant alpha-b's graph; "
+        "expected a graph of tenant alpha or none (rule graph-of-own-tenant)"
+    )
+    assert len(cluster.writes) == writes
+    live = cluster.get(GRAPH_API, "InferenceGraph", "alpha-b-chat", namespace="platform-serving")
+    assert live["spec"] == {"nodes": {}}
+
+
+def test_a_service_whose_canary_router_name_is_another_tenants_is_refused():
+    """Rule graph-of-own-tenant for the canary router <tenant>-<service>-canary."""
+    cluster = tenant_cluster()
+    labels = {"platform.io/tenant": "alpha-b", "platform.io/managed-by": "gpucloud-platform"}
+    cluster.put(
+        {
+            "apiVersion": GRAPH_API,
+            "kind": "InferenceGraph",
+            "metadata": {
+                "name": "alpha-b-llm-canary",
+                "namespace": "platform-serving",
+                "labels": labels,
+            },
+            "spec": {"nodes": {}},
+        }
+    )
+    writes = len(cluster.writes)
+    with pytest.raises(PlatformValidationError) as excinfo:
+        run(cluster, name="b-llm")
+    assert refusal(excinfo) == ["name"]
+    assert "InferenceGraph alpha-b-llm-canary, which is tenant alpha-b's graph" in str(
+        excinfo.value
+    )
+    assert len(cluster.writes) == writes
