@@ -37,9 +37,19 @@ options:
       - Resources not named keep their live value.
     type: dict
   fit_to_use:
-    description: Shrink the queue(s) to what they use now instead of setting O(capability).
+    description:
+      - Shrink the queue(s) to what they use now instead of setting O(capability).
+      - A grant grown less than O(grace_minutes) ago is kept, and its row says until when (C(kept_until)).
     type: bool
     default: false
+  grace_minutes:
+    description:
+      - "How long a growing grant is kept before O(fit_to_use=true) (the scheduled C(payg_reconcile.yml)) may shrink
+        it unused (rule payg-grace): a grant is made for a job about to be submitted. Every growth stamps its queue
+        with annotation C(platform.io/payg-granted-at), and its row in RV(queues) says when the grace ends
+        (C(kept_until)). An explicit O(capability) is never held back."
+    type: int
+    default: 30
   reclaim:
     description: When a growth finds too few free GPUs, reclaim spot jobs first. When false such a growth fails.
     type: bool
@@ -78,13 +88,15 @@ EXAMPLES = r"""
 
 RETURN = r"""
 queues:
-  description: One row per pay-as-you-go queue the run looked at, with the granted capacity before and after.
+  description:
+    - One row per pay-as-you-go queue the run looked at, with the granted capacity before and after.
+    - C(kept_until) (when present) is when a fit-to-use run may shrink the grant unused (rule payg-grace).
   returned: always
   type: list
   elements: dict
   sample:
     - {tenant: alpha, queue: tenant-alpha-payg, old: {nvidia.com/gpu: 8}, in_use: {nvidia.com/gpu: 4},
-       new: {nvidia.com/gpu: 16}, growth: 8, changed: true}
+       new: {nvidia.com/gpu: 16}, growth: 8, changed: true, kept_until: "2026-01-01T12:30:00Z"}
 updated:
   description: Queues whose capability was changed (in check mode, would be).
   returned: always
@@ -116,6 +128,9 @@ requests:
 """
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.capacity import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.grace import (
+    DEFAULT_GRACE_MINUTES,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.payg import (
     validate_payg_input,
 )
@@ -126,6 +141,7 @@ OPTIONS = dict(
     tenant=dict(type="str"),
     capability=dict(type="dict"),
     fit_to_use=dict(type="bool", default=False),
+    grace_minutes=dict(type="int", default=DEFAULT_GRACE_MINUTES),
     reclaim=dict(type="bool", default=True),
     demand_reason=dict(type="str"),
     **RECLAIM_OPTIONS,

@@ -232,6 +232,8 @@ def resize_table(
                 "new": dict(render(row["target"])),
                 "growth": row["growth"],
                 "changed": changed,
+                # Rule payg-grace: an unused grant kept until then (capacity.grace).
+                **({"kept_until": row["kept_until"]} if "kept_until" in row else {}),
             }
         )
         if changed:

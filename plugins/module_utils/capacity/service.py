@@ -27,11 +27,14 @@ from ..spot.service import (
     default_holder,
     read_pool,
     read_queues,
+    read_spot_candidates,
     reclaim,
     run_id,
+    utc_now,
     wait_until_free,
 )
-from ..spot.victims import candidates_from_vcjobs, unsold_reclaim_need
+from ..spot.victims import unsold_reclaim_need
+from .grace import grace_end, grants_by_queue, hold_recent_grants, stamp
 from .payg import (
     PaygResize,
     growth_reason,
@@ -53,8 +56,14 @@ def run(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str,
     queues = read_queues(cluster)
     jobs = cluster.list(JOB_API, "Job")
     commitments = commitments_from_queues(queues)
-    resize = resize_table(plan_payg(commitments, jobs, params["tenant"], requested), queues)
-    reclaimed = make_room(params, cluster, check_mode, resize, commitments, jobs)
+    rows = plan_payg(commitments, jobs, params["tenant"], requested)
+    now = utc_now().timestamp()
+    grace = params["grace_minutes"] * 60
+    if requested is None:
+        rows = hold_recent_grants(rows, grants_by_queue(queues), now, grace)
+    resize = resize_table(rows, queues)
+    stamp_growth(resize, now, grace)
+    reclaimed = make_room(params, cluster, check_mode, resize, commitments, queues)
     write_grants(params, cluster, check_mode, resize, reclaimed)
     return {
         "changed": bool(resize.changes) or bool(reclaimed and reclaimed.get("changed")),
@@ -65,13 +74,24 @@ def run(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str,
     }
 
 
+def stamp_growth(resize: PaygResize, now: float, grace: float) -> None:
+    """Rule payg-grace: a growing grant carries the time it is made, and its table row
+    says from when a reconcile may shrink it unused."""
+    for row, manifest in resize.changes:
+        if row["growth"] > 0:
+            stamp(manifest, now)
+            for entry in resize.table:
+                if entry["queue"] == row["queue"]:
+                    entry["kept_until"] = grace_end(now, grace)
+
+
 def make_room(
     params: dict[str, Any],
     cluster: Cluster,
     check_mode: bool,
     resize: PaygResize,
     commitments: dict[str, TenantCommitment],
-    jobs: list[dict[str, Any]],
+    queues: list[dict[str, Any]],
 ) -> dict[str, Any] | None:
     """Before a queue grows: the oversell guard, then the reclaim of as many spot
     GPUs as the growth finds short of free ones. Returns the reclaim's result,
@@ -85,8 +105,9 @@ def make_room(
     # A growth is a sale: it comes out of unsold GPUs, not out of what other
     # tenants bought and do not use yet (rule unsold-reclaim-need).
     sold = int(committed_total(commitments.values())[GPU])
-    spot_queues = [c.spot_queue for c in commitments.values() if c.spot_queue]
-    spot = sum(job.gpus for job in candidates_from_vcjobs(jobs, spot_queues)[0])
+    # Every reclaimable spot GPU: Volcano Jobs' and other workloads' pods (rule
+    # spot-candidate-pod), as the reclaim itself counts them.
+    spot = sum(c.gpus for c in read_spot_candidates(cluster, queues))
     shortfall = unsold_reclaim_need(state.pool_gpus, sold, spot, state.allocated_gpus, growth)
     if not shortfall:
         return None

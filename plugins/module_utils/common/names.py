@@ -39,6 +39,8 @@ LABEL_MANAGED_BY = PREFIX + "managed-by"
 LABEL_BILLING_TYPE = PREFIX + "billing-type"
 LABEL_JOB_CLASS = PREFIX + "job-class"
 ANNOTATION_SPOT_PRICE = PREFIX + "spot-price"
+# When a pay-as-you-go grant last grew (rule payg-grace).
+ANNOTATION_PAYG_GRANTED_AT = PREFIX + "payg-granted-at"
 # The queue Volcano schedules a plain pod (a Deployment's, an InferenceService's) in.
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 # On a spot Queue: how many of its jobs the platform has reclaimed, ever (a counter

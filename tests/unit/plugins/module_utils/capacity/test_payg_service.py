@@ -144,3 +144,39 @@ def test_growth_not_free_in_time_is_refused_after_the_writes(monkeypatch):
     assert info.value.extra["reclaim"]["waited"] is True
     assert info.value.extra["reclaim"]["free_after"] == 4
     assert info.value.extra["updated"] == ["tenant-alpha-payg"]
+
+
+def test_a_grant_is_kept_through_its_grace_then_shrunk_unused(monkeypatch):
+    """Rule payg-grace: a growth stamps its queue; a fit-to-use run within the grace keeps
+    the unused grant and says until when; after it, the grant shrinks to what is used."""
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    clock = {"now": start}
+    monkeypatch.setattr(service, "utc_now", lambda: clock["now"])
+    cluster = spot_cluster(alpha_subscription=28)
+    grown = service.run(params(tenant="alpha", capability={GPU: 12}), cluster, check_mode=False)
+    row = next(r for r in grown["queues"] if r["queue"] == "tenant-alpha-payg")
+    assert row["kept_until"] == "2026-01-01T12:30:00Z"
+    queue = cluster.store[cluster.key("Queue", None, "tenant-alpha-payg")]
+    assert queue["metadata"]["annotations"]["platform.io/payg-granted-at"] == "2026-01-01T12:00:00Z"
+
+    clock["now"] = start + timedelta(minutes=29)
+    kept = service.run(params(fit_to_use=True), cluster, check_mode=False)
+    assert "tenant-alpha-payg" not in kept["updated"]
+    row = next(r for r in kept["queues"] if r["queue"] == "tenant-alpha-payg")
+    assert row["kept_until"] == "2026-01-01T12:30:00Z" and row["new"][GPU] == 12
+    assert capability(cluster, "tenant-alpha-payg")[GPU] == 12
+
+    clock["now"] = start + timedelta(minutes=31)
+    shrunk = service.run(params(fit_to_use=True), cluster, check_mode=False)
+    assert "tenant-alpha-payg" in shrunk["updated"]
+    assert capability(cluster, "tenant-alpha-payg")[GPU] == 0
+
+
+def test_an_explicit_capability_is_never_held_back_by_the_grace():
+    cluster = spot_cluster(alpha_subscription=28)
+    service.run(params(tenant="alpha", capability={GPU: 12}), cluster, check_mode=False)
+    smaller = service.run(params(tenant="alpha", capability={GPU: 4}), cluster, check_mode=False)
+    assert smaller["updated"] == ["tenant-alpha-payg"]
+    assert capability(cluster, "tenant-alpha-payg")[GPU] == 4
