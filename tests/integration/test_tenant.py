@@ -275,3 +275,10 @@ def test_a_shrink_that_unsets_a_team_capability_and_drops_a_team_applies_whole(t
     assert GPU not in (queues[f"tenant-{B}-a"]["capability"] or {})  # unset again at the end
     again = run_module("tenant", second)
     assert again["changed"] is False
+
+
+def test_deleting_a_tenant_that_does_not_exist_says_so(run_module):
+    """A typo'd name is no failure (deleting is idempotent), but it does not pass silently."""
+    out = run_module("tenant", {"name": "no-such-tenant-x1", "state": "absent"})
+    assert not out.get("failed") and out["changed"] is False, out
+    assert any("tenant 'no-such-tenant-x1' does not exist" in w for w in out.get("warnings", []))

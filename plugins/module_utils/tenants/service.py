@@ -17,6 +17,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from ansible.module_utils.common.warnings import warn
+
 from ..capacity.oversell import tenant_oversell_errors
 from ..capacity.pool import commitments_from_queues, label_selector, pool_from_nodes
 from ..capacity.purchase import purchase_demand, purchase_growth
@@ -410,6 +412,13 @@ def ensure_absent(
 ) -> dict[str, Any]:
     name = parse_absent(params)  # raises before any request
     live = read_tenant(cluster, name, workloads=True)
+    if not live.queues and not any(live.objects.values()):
+        # Nothing to delete is no failure (the run is idempotent), but a typo'd name must
+        # not pass silently either.
+        warn(
+            f"tenant {name!r} does not exist: no namespace, queue or other object carries "
+            f"platform.io/tenant={name}, so nothing was deleted"
+        )
     jobs, pods = active_jobs(live.jobs), active_pods(live.pods)
     running = {"jobs": len(jobs), "pods": len(pods)}
     if (jobs or pods) and not params.get("force"):

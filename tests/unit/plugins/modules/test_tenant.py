@@ -276,11 +276,21 @@ def test_absent_forced_deletes_children_first_namespace_last():
     assert not [k for k in cluster.store if k[0] not in ("Job", "Node", "ServiceCIDR")]
 
 
-def test_absent_of_missing_tenant_changes_nothing():
+def test_absent_of_missing_tenant_changes_nothing_and_says_so(monkeypatch):
+    said: list[str] = []
+    monkeypatch.setattr(service, "warn", said.append)
     cluster = pool()
     result = service.run_tenant({"name": "a", "state": "absent"}, cluster)
     assert result["changed"] is False
     assert cluster.writes == []
+    assert said == [
+        "tenant 'a' does not exist: no namespace, queue or other object carries "
+        "platform.io/tenant=a, so nothing was deleted"
+    ]
+    # A tenant that exists is deleted without that warning.
+    said.clear()
+    service.run_tenant({"name": "a", "state": "absent", "force": True}, created())
+    assert said == []
 
 
 def test_absent_check_mode_writes_nothing():
