@@ -66,6 +66,13 @@ def job_args(**extra):
     }
 
 
+MODEL = {
+    "version": "v1",
+    "format": "sklearn",
+    "runtime": "kserve-sklearnserver",
+    "storage_uri": "s3://models/chat/v1",
+    "gpus": 1,
+}
 SPLICED = {"platform.io/pool": "main,platform.io/gpu=a100"}
 BAD_KEY = {"platform.io/Pool!": "main"}
 
@@ -133,6 +140,66 @@ CASES = [
         "large_job_throttle",
         {"namespaces": [NS, "kube-system"]},
         "namespaces[1]: 'kube-system' is not a tenant namespace",
+    ),
+    # Named like a tenant's namespace, but no tenant has it (rule tenant-namespace-live):
+    # the run used to reconcile nothing and report success.
+    (
+        "large_job_throttle",
+        {"namespaces": [NS, f"{NS}x"]},
+        f"namespaces[1]: '{NS}x' is no tenant's namespace",
+    ),
+    # A queue of the wrong kind where a leaf queue of the tenant is expected (rule
+    # leaf-queue-of-tenant), each named as what it is.
+    ("vcjob", job_args(queue="root"), "queue: 'root' is Volcano's root queue"),
+    (
+        "vcjob",
+        job_args(queue=f"{NS}-subscription"),
+        f"queue: '{NS}-subscription' is this tenant's subscription queue, a parent with team queues",
+    ),
+    (
+        "vcjob",
+        job_args(queue="tenant-demo-alpha-algo"),
+        "queue: 'tenant-demo-alpha-algo' is another tenant's queue name; expected a leaf queue of "
+        f"tenant {TENANT}",
+    ),
+    (
+        "vcjob",
+        job_args(queue=f"{NS}-nope"),
+        f"queue: '{NS}-nope' is no queue of this tenant; expected one of tenant {TENANT}'s leaf queues",
+    ),
+    (
+        "queue_arbiter",
+        {"tenant": TENANT, "queue": f"{NS}-subscription"},
+        f"queue: '{NS}-subscription' is this tenant's subscription queue, a parent with team queues",
+    ),
+    ("queue_arbiter", {"tenant": TENANT, "queue": "root"}, "queue: 'root' is Volcano's root queue"),
+    (
+        "inference_service",
+        {"name": "refused", "tenant": TENANT, "queue": "default", "model": MODEL},
+        "queue: 'default' is Volcano's default queue, outside every tenant's quota",
+    ),
+    # Namespaces the service's NetworkPolicy would open it to (rule serving-peer-namespace).
+    (
+        "inference_service",
+        {
+            "name": "refused",
+            "tenant": TENANT,
+            "queue": f"{NS}-algo",
+            "model": MODEL,
+            "gateway_namespaces": ["platform-serving", "kube-system"],
+        },
+        "gateway_namespaces[1]: 'kube-system' is a control namespace of Kubernetes or the platform",
+    ),
+    (
+        "inference_service",
+        {
+            "name": "refused",
+            "tenant": TENANT,
+            "queue": f"{NS}-algo",
+            "model": MODEL,
+            "monitoring_namespace": "tenant-demo-beta",
+        },
+        "monitoring_namespace: 'tenant-demo-beta' is a tenant namespace",
     ),
 ]
 
