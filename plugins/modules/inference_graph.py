@@ -19,7 +19,10 @@ description:
     tenant's, and one that has no address yet."
 options:
   name:
-    description: The A/B test's name (the graph is C(<tenant>-<name>)).
+    description:
+      - The A/B test's name (the graph is C(<tenant>-<name>)).
+      - "A live graph of that name that is another tenant's (tenant C(pa)'s C(b-x) is tenant C(pa-b)'s C(x)) or not
+        the platform's is neither replaced nor deleted: the run is refused (rule graph-of-own-tenant)."
     type: str
     required: true
   tenant:

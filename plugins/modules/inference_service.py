@@ -36,7 +36,10 @@ description:
     C(canaryTrafficPercent) its share. It needs Knative Serving in the cluster."
 options:
   name:
-    description: The service (the InferenceService's name).
+    description:
+      - The service (the InferenceService's name).
+      - "Its canary router is the InferenceGraph C(<tenant>-<name>-canary); when a graph of that name is another
+        tenant's or not the platform's, the run is refused before any write (rule graph-of-own-tenant)."
     type: str
     required: true
   tenant:
@@ -59,7 +62,10 @@ options:
     choices: [deploy, canary, step, promote, rollback]
     default: deploy
   queue:
-    description: One of the tenant's leaf queues. Required with O(action=deploy); the other actions keep the live one.
+    description:
+      - One of the tenant's leaf queues. Required with O(action=deploy); the other actions keep the live one.
+      - "Rule leaf-queue-of-tenant: C(root), C(default), the tenant's subscription queue with team queues under it,
+        another tenant's queue or none is refused before any write, naming what it is."
     type: str
   job_class:
     description: The class the pods run at; by default from the queue's type (see above).
@@ -104,12 +110,18 @@ options:
     description: With O(action=promote) or O(action=rollback), the canary it is about.
     type: str
   gateway_namespaces:
-    description: Namespaces whose pods may send requests to the service (the serving gateway's, the A/B routers').
+    description:
+      - Namespaces whose pods may send requests to the service (the serving gateway's, the A/B routers').
+      - "A tenant namespace (C(tenant-...)) or a control namespace (C(kube-system), C(kube-public),
+        C(kube-node-lease), C(platform-system), C(volcano-system)) is refused before anything is read (rule
+        serving-peer-namespace)."
     type: list
     elements: str
     default: [platform-serving]
   monitoring_namespace:
-    description: The namespace that may scrape the predictors' metrics.
+    description:
+      - The namespace that may scrape the predictors' metrics.
+      - Never a tenant namespace or a control namespace, as for O(gateway_namespaces) (rule serving-peer-namespace).
     type: str
     default: monitoring
   serving_port:

@@ -44,6 +44,9 @@ options:
       - Reconcile only these tenant namespaces. Empty means every tenant namespace.
       - Each entry must be a tenant namespace C(tenant-<name>) (a DNS-1123 label); anything else, such as
         C(kube-system), is refused naming C(namespaces[i]) before the module connects.
+      - "Each entry must also be the namespace of a tenant the platform made (labelled C(platform.io/tenant)); a
+        C(tenant-) name no tenant has is refused from the namespace list, before any write (rule
+        tenant-namespace-live)."
     type: list
     elements: str
     default: []

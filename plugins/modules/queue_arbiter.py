@@ -54,8 +54,10 @@ options:
   queue:
     description:
       - Arbitrate only for jobs of this leaf queue of O(tenant) (C(tenant-<tenant>-...)); needs O(tenant).
-      - Another tenant's queue is refused before any request; a queue that does not exist is refused once the queues
-        are read, before anything is evicted.
+      - "Rule leaf-queue-of-tenant: C(root), C(default) or another tenant's queue is refused before any request; the
+        tenant's subscription queue with team queues under it (it holds no job), a queue the platform does not
+        manage or one that does not exist is refused once the queues are read, before anything is evicted. The
+        message says what the queue is and lists the tenant's leaf queues."
     type: str
   settle_seconds:
     description:

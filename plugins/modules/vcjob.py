@@ -47,6 +47,9 @@ options:
     description:
       - The leaf queue, for example C(tenant-alpha-algo), C(tenant-alpha-payg) or C(tenant-alpha-spot).
       - Required with O(kind); with O(manifest) it defaults to the manifest's C(spec.queue).
+      - "Rule leaf-queue-of-tenant: Volcano's C(root) or C(default), the tenant's subscription queue with team queues
+        under it, another tenant's queue, or a name the tenant's C(platform-queues) list does not hold is refused
+        before anything is written; the message says what the queue is and lists the tenant's leaf queues."
     type: str
   kind:
     description: The kind of job to build. Mutually exclusive with O(manifest).
