@@ -37,6 +37,11 @@ description:
     one C(tenant-<name>-<team>) per entry of O(teams) under the subscription queue,
     C(tenant-<name>-payg) (deserved = capability; 0 at creation unless O(payg) is given),
     C(tenant-<name>-spot) (deserved 0; capability 0 GPUs at creation, afterwards left to the spot recompute).
+  - "Every queue's capability names the vGPU resources C(volcano.sh/vgpu-number), C(volcano.sh/vgpu-memory) and
+    C(volcano.sh/vgpu-cores) (rule vgpu-queue-capability): the subscription queue (deserved too) and every team
+    queue the O(vgpu) purchase; the pay-as-you-go and spot queues, and every queue of a tenant without O(vgpu),
+    what their pods hold right now, 0 when they hold none. Volcano reads a capability that does not name a
+    resource as unlimited, and a 0 for these resources as 0."
   - Keeps C(tenant-<name>-subscription) listed in the key C(queues) (comma-separated) of ConfigMap
     C(platform-system/platform-parent-queues) while it has team queues, and unlisted otherwise, so that the admission
     policy C(gpucloud-queue-leaf) refuses jobs in it. The ConfigMap is read once and written only when the list
@@ -178,6 +183,17 @@ options:
         namespace holds refuses only new pods or claims; nothing running is evicted.
       - The tenant's Role grants neither object.
     type: dict
+  vgpu:
+    description:
+      - "The tenant's vGPU purchase (rule vgpu-purchase), shared by its subscription queue and every team queue under
+        it: C(number) (required, 0 or more) vGPUs its jobs may hold at once; C(memory_mib) (optional) the device
+        memory, MiB, all of them may hold together; C(cores) (optional, default C(number) x 100) the percent of GPU
+        compute all of them may hold together."
+      - Without C(memory_mib) the memory is bounded only by the number (a vGPU holds at most its GPU's memory).
+      - "Left out: no vGPU. The tenant's queues then hold 0 vGPU (or what their pods already hold), and its jobs asking
+        for C(volcano.sh/vgpu-number) wait. Pay-as-you-go and spot queues never get vGPU beyond what they hold."
+      - A purchase below what the queues hold right now is refused unless O(force=true), as for any capability.
+    type: dict
   node_selector:
     description:
       - Node labels (name to value) a node must carry to count in the pool the oversell guard checks against, as in
@@ -245,6 +261,12 @@ EXAMPLES = r"""
         deserved: {nvidia.com/gpu: 10}
       - name: data
         deserved: {nvidia.com/gpu: 10}
+
+- name: Tenant beta buys 4 vGPUs with 80 GiB of device memory and two GPUs' compute, besides its whole GPUs
+  gpucloud.platform.tenant:
+    name: beta
+    subscription: {nvidia.com/gpu: 8, cpu: 32, memory: 128Gi}
+    vgpu: {number: 4, memory_mib: 81920, cores: 200}
 
 - name: Allow only one external network
   gpucloud.platform.tenant:
@@ -367,6 +389,7 @@ OPTIONS = {
     "egress_to_metadata": {"type": "bool", "default": False},
     "allow_critical": {"type": "bool", "default": False},
     "bounds": {"type": "dict"},
+    "vgpu": {"type": "dict"},
     "node_selector": {"type": "dict", "default": {}, "aliases": ["pool_node_selector"]},
     "oversell_check": {"type": "bool", "default": True},
     "force": {"type": "bool", "default": False},

@@ -33,6 +33,10 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler
     render_scheduler_conf,
     scheduler_conf_errors,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
+    parse_tenant_spec,
+    plan_tenant,
+)
 from ansible_collections.gpucloud.platform.tests.conformance.conformance_kube import Kube, wait_for
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     state_dir,
@@ -109,7 +113,9 @@ def _node() -> dict[str, Any]:
     }
 
 
-def _job(name: str, ns: str, vgpu: dict[str, int]) -> dict[str, Any]:
+def _job(
+    name: str, ns: str, vgpu: dict[str, int], queue: str | None = None, replicas: int = 1
+) -> dict[str, Any]:
     shares = {k: str(v) for k, v in vgpu_resources(vgpu).items()}
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
@@ -117,12 +123,12 @@ def _job(name: str, ns: str, vgpu: dict[str, int]) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": ns},
         "spec": {
             "schedulerName": SCHEDULER,
-            "queue": ns,
+            "queue": queue or ns,
             "minAvailable": 1,
             "tasks": [
                 {
                     "name": "infer",
-                    "replicas": 1,
+                    "replicas": replicas,
                     "template": {
                         "metadata": {"labels": {"vgpu-job": name}},
                         "spec": {
@@ -241,3 +247,85 @@ def test_more_vgpus_than_the_node_has_gpus_stay_pending(vgpu):
     pod = _pod(kube, ns, "wide")
     assert pod is not None and not pod.spec.node_name, pod and pod.spec.node_name
     assert "no enough gpu cards on node vgpu-0" in log.read_text()
+
+
+def _subscription_queue(tenant: str, vgpu: dict[str, int] | None) -> dict[str, Any]:
+    """The subscription queue the tenant module writes for a purchase (its manifest, built
+    by the platform's own plan), with or without a vGPU purchase."""
+    params: dict[str, Any] = {
+        "name": tenant,
+        "subscription": {"nvidia.com/gpu": 0, "cpu": 8, "memory": "32Gi"},
+        "pod_cidr": "10.244.0.0/16",
+        "service_cidr": "10.96.0.0/12",
+    }
+    if vgpu is not None:
+        params["vgpu"] = vgpu
+    (queue, *_unused) = plan_tenant(parse_tenant_spec(params), {}).queues
+    return queue.to_manifest()
+
+
+def _bound(kube: Kube, ns: str, job: str) -> int:
+    pods = kube.core.list_namespaced_pod(ns, label_selector=f"vgpu-job={job}").items
+    return sum(1 for p in pods if p.spec.node_name)
+
+
+def test_a_tenant_without_a_vgpu_purchase_gets_none_and_a_purchase_bounds_the_other(vgpu):
+    """The red team's case: one tenant asked for every vGPU of the shared node while
+    another's 1-vGPU job waited. With the vGPU named in every tenant queue (rule
+    vgpu-queue-capability), the tenant that bought none gets none (a 0 capability holds
+    even the job's enqueue), the one that bought 4 holds 4 of its 20 pods, and a third
+    tenant's 1-vGPU job runs next to them."""
+    kube, ns, _log = vgpu
+    tag = uuid.uuid4().hex[:4]
+    tenants = {
+        f"vg{tag}none": None,
+        f"vg{tag}four": {"number": 4, "memory_mib": 4096, "cores": 20},
+        f"vg{tag}one": {"number": 1},
+    }
+    queues = {t: _subscription_queue(t, bought) for t, bought in tenants.items()}
+    try:
+        for manifest in queues.values():
+            kube.apply(manifest)
+        for manifest in queues.values():
+            kube.wait_queue_open(manifest["metadata"]["name"])
+        none, four, one = tenants
+        # Each asks for the whole node: 20 pods of one vGPU, 1 GiB and 5 % of a GPU each.
+        share = {"number": 1, "memory_mib": 1024, "cores": 5}
+        for tenant in (none, four):
+            name = queues[tenant]["metadata"]["name"]
+            kube.submit(_job(tenant, ns, share, queue=name, replicas=20))
+        kube.submit(_job(one, ns, share, queue=queues[one]["metadata"]["name"]))
+        wait_for("the 1-vGPU job of the third tenant bound", lambda: _bound(kube, ns, one) == 1)
+        wait_for("4 pods of the tenant that bought 4 bound", lambda: _bound(kube, ns, four) >= 4)
+        four_queue = queues[four]["metadata"]["name"]
+        wait_for(
+            "Volcano counting the 4 vGPUs in the queue's status",
+            lambda: (
+                kube.custom.get_cluster_custom_object(
+                    "scheduling.volcano.sh", "v1beta1", "queues", four_queue
+                )
+                .get("status", {})
+                .get("allocated", {})
+                .get("volcano.sh/vgpu-number")
+                == "4"
+            ),
+        )
+        assert _bound(kube, ns, four) == 4
+        assert _bound(kube, ns, none) == 0
+        # Held at enqueue: Volcano's job controller never made the pods.
+        assert kube.pod_group_phase(ns, none) == "Pending"
+    finally:
+        for tenant in tenants:
+            kube.delete("batch.volcano.sh/v1alpha1", "Job", tenant, ns)
+        wait_for(
+            "the tenants' vGPU pods gone",
+            lambda: (
+                not any(
+                    kube.core.list_namespaced_pod(ns, label_selector=f"vgpu-job={t}").items
+                    for t in tenants
+                )
+            ),
+            timeout=120,
+        )
+        for manifest in queues.values():
+            kube.delete_queue(manifest["metadata"]["name"])

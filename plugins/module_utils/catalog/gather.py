@@ -28,6 +28,7 @@ from ..common.names import (
     namespace_name,
 )
 from ..common.quantity import parse_resources, render
+from ..hybrid.vgpu import purchase_of, without_vgpu
 from ..policy.admission import LABEL_ALLOW_CRITICAL
 from ..queues.model import read_live
 from ..tenants.bounds import BOUNDS_NAME, read_bounds
@@ -83,16 +84,20 @@ def gather_tenant(live: TenantLive, networks: ClusterNetworks) -> dict[str, Any]
             continue
         queue_type = labels.get(LABEL_QUEUE_TYPE)
         if queue_type == QUEUE_TYPE_SUBSCRIPTION:
-            entry["subscription"] = render(queue.deserved)
+            entry["subscription"] = render(without_vgpu(queue.deserved))
+            bought = purchase_of(queue.capability)
+            if bought:
+                entry["vgpu"] = bought
             if queue.guarantee:
                 entry["subscription_guarantee"] = render(queue.guarantee)
         elif queue_type == QUEUE_TYPE_PAYG:
-            entry["payg"] = render(queue.capability)
+            entry["payg"] = render(without_vgpu(queue.capability))
         elif queue_type == QUEUE_TYPE_TEAM:
             team: dict[str, Any] = {"name": labels.get(LABEL_TEAM, "")}
             for key in ("deserved", "capability", "guarantee"):
-                if getattr(queue, key):
-                    team[key] = render(getattr(queue, key))
+                # The vGPU keys a team carries are its tenant's purchase (entry vgpu).
+                if without_vgpu(getattr(queue, key)):
+                    team[key] = render(without_vgpu(getattr(queue, key)))
             teams.append(team)
     if teams:
         entry["teams"] = teams

@@ -42,6 +42,7 @@ ENTRY_KEYS = (
     "egress_to_metadata",
     "allow_critical",
     "bounds",
+    "vgpu",
 )
 # What an entry that leaves a key out gets: the ``tenant`` module's own defaults, so a
 # tenant means the same in the catalog as alone.

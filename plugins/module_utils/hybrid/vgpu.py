@@ -208,3 +208,122 @@ def resource_conflict_errors(field: str, resources: Any) -> list[FieldError]:
             gpus = listed.get(GPU)
         vgpu.update({k: v for k, v in listed.items() if k in VGPU_RESOURCES})
     return vgpu_conflict_errors(field, gpus, vgpu)
+
+
+# --------------------------------------------------------------------------
+# vGPU in the queues (rules vgpu-purchase, vgpu-queue-capability)
+# --------------------------------------------------------------------------
+
+# The vGPU resources a queue's capability bounds. Measured on vc-scheduler 1.15.1
+# (tests/conformance/test_vgpu.py): a capability that does not name a resource leaves it
+# unlimited (the capacity plugin keeps only the named scalars, and with enableHierarchy a
+# queue inherits what its parent names, up to root, which names the cluster's total);
+# a 0 for a scalar resource holds the queue to 0 (the job is not even enqueued). So every
+# tenant queue names all three, 0 where nothing was bought.
+VGPU_QUEUE_RESOURCES = (VGPU_NUMBER, VGPU_MEMORY, VGPU_CORES)
+
+
+def vgpu_purchase(value: Any, field: str, errors: list[FieldError]) -> dict[str, Decimal] | None:
+    """Rule vgpu-purchase: a tenant's vGPU purchase ``{number, memory_mib, cores}``, as
+    queue resources. ``number`` (required) is how many vGPUs its jobs may hold at once,
+    0 or more; ``memory_mib`` (optional) the device memory all of them may hold together,
+    MiB; ``cores`` (optional) the percent of GPU compute all of them may hold together,
+    by default ``number`` x 100 (one vGPU takes at most one whole GPU's compute, so that
+    is no bound beyond the number). Without ``memory_mib`` the memory is bounded only by
+    the number: a vGPU holds at most its GPU's memory. None is no purchase. Appends every
+    problem to ``errors``; returns None when there is none or it is wrong."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        errors.append(
+            FieldError(
+                field,
+                f"{value!r} must be a mapping such as {{number: 4, memory_mib: 81920, cores: 200}} "
+                "(rule vgpu-purchase)",
+            )
+        )
+        return None
+    found: list[FieldError] = [
+        FieldError(
+            _sub(field, str(key)),
+            f"{key!r} is not a key of a vGPU purchase; the keys are {', '.join(VGPU_KEYS)} "
+            "(rule vgpu-purchase)",
+        )
+        for key in value
+        if key not in VGPU_KEYS
+    ]
+    meanings = {
+        "number": "vGPUs the tenant's jobs may hold at once",
+        "memory_mib": "MiB of device memory all its vGPUs may hold together",
+        "cores": "percent of GPU compute all its vGPUs may hold together",
+    }
+    if value.get("number") is None:
+        found.append(
+            FieldError(
+                _sub(field, "number"),
+                "is required: how many vGPUs the tenant bought, e.g. 4 (rule vgpu-purchase)",
+            )
+        )
+    for key, meaning in meanings.items():
+        raw = value.get(key)
+        if raw is not None and (not _is_int(raw) or raw < 0):
+            found.append(
+                FieldError(
+                    _sub(field, key),
+                    f"{raw!r} must be a whole number, 0 or more ({meaning}; rule vgpu-purchase)",
+                )
+            )
+    errors += found
+    if found:
+        return None
+    number = Decimal(value["number"])
+    cores = value.get("cores")
+    purchase = {
+        VGPU_NUMBER: number,
+        VGPU_CORES: Decimal(cores) if cores is not None else number * MAX_CORES,
+    }
+    if value.get("memory_mib") is not None:
+        purchase[VGPU_MEMORY] = Decimal(value["memory_mib"])
+    return purchase
+
+
+def vgpu_queue_capability(
+    purchase: Mapping[str, Decimal] | None, allocated: Mapping[str, Decimal]
+) -> dict[str, Decimal]:
+    """Rule vgpu-queue-capability: the vGPU part of a tenant queue's capability. A queue
+    with a purchase gets it (a purchase below what the queue holds is rule
+    capability-above-allocated's refusal; a purchase without ``memory_mib`` leaves the
+    memory unnamed: a 0 would refuse every pod that asks for memory, and the number
+    already bounds it). A queue without a purchase is held to what its running pods hold
+    now (``status.allocated``, rounded up) in each of the three: 0 when they hold none,
+    which Volcano honours, and never below what runs, so no pod is stranded and no new
+    one starts."""
+    if purchase is not None:
+        return dict(purchase)
+    return {name: _ceil(allocated.get(name, Decimal(0))) for name in VGPU_QUEUE_RESOURCES}
+
+
+def _ceil(value: Decimal) -> Decimal:
+    whole = value.to_integral_value(rounding="ROUND_CEILING")
+    return whole if whole > 0 else Decimal(0)
+
+
+def without_vgpu(resources: Mapping[str, Decimal]) -> dict[str, Decimal]:
+    """A queue's resources without the vGPU ones (the purchase in the tenant's own terms
+    is ``purchase_of``)."""
+    return {k: v for k, v in resources.items() if k not in VGPU_QUEUE_RESOURCES}
+
+
+def purchase_of(capability: Mapping[str, Decimal]) -> dict[str, int] | None:
+    """The vGPU purchase ``{number, memory_mib, cores}`` a subscription queue's capability
+    carries (rule vgpu-purchase read back); None when it holds no vGPU, which is also what
+    a tenant without a purchase gets while its pods hold none."""
+    number = capability.get(VGPU_NUMBER)
+    if not number:
+        return None
+    bought = {"number": int(number)}
+    if VGPU_MEMORY in capability:
+        bought["memory_mib"] = int(capability[VGPU_MEMORY])
+    if VGPU_CORES in capability:
+        bought["cores"] = int(capability[VGPU_CORES])
+    return bought

@@ -34,10 +34,21 @@ from ..common.names import (
     VOLCANO_FIELD_MANAGERS,
     queue_labels,
 )
+from ..hybrid.vgpu import VGPU_QUEUE_RESOURCES
 
 KIND = "Queue"
 DEFAULT_WEIGHT = 1
 RESOURCE_FIELDS = ("guarantee", "deserved", "capability")
+# Rule vgpu-queue-capability: the vGPU resources of every tenant queue are the tenant's
+# (its purchase, or what its pods hold), also inside the capacity fields of pay-as-you-go
+# and spot queues. The tenant apply owns those keys and the capacity field manager the
+# rest of each map (server-side apply owns map keys one by one), so neither the scaler
+# nor the spot recompute, which never name vGPU, removes them.
+TENANT_OWNED_RESOURCES = VGPU_QUEUE_RESOURCES
+
+
+def _owned_part(resources: Mapping[str, Decimal], owned: bool) -> quantity.Resources:
+    return {k: v for k, v in resources.items() if (k in TENANT_OWNED_RESOURCES) == owned}
 
 
 @dataclass
@@ -106,6 +117,10 @@ class Queue:
         }
         owned = tuple(f for f in RESOURCE_FIELDS if f not in self.capacity_fields)
         spec.update(self._resource_spec(owned))
+        for name in self.capacity_fields:
+            part = _owned_part(getattr(self, name), owned=True)
+            if part and name != "guarantee":
+                spec[name] = quantity.render(part)
         return {
             "apiVersion": QUEUE_API,
             "kind": KIND,
@@ -119,13 +134,21 @@ class Queue:
         queue-created-whole), so no fault can leave it unlabelled or unlimited."""
         manifest = self.to_manifest()
         if self.capacity_fields and self.write_capacity:
-            manifest["spec"].update(self.capacity_manifest()["spec"])
+            for name, value in self.capacity_manifest()["spec"].items():
+                mine = manifest["spec"].get(name)
+                manifest["spec"][name] = {**mine, **value} if isinstance(mine, dict) else value
             manifest["spec"] = dict(sorted(manifest["spec"].items()))
         return manifest
 
     def capacity_manifest(self) -> dict[str, Any]:
-        """Only the capacity fields, for a partial apply under the capacity field manager."""
+        """Only the capacity fields, for a partial apply under the capacity field manager
+        (without the tenant's vGPU keys)."""
         spec = self._resource_spec(self.capacity_fields)
+        for name in ("deserved", "capability"):
+            if name in spec:
+                spec[name] = {
+                    k: v for k, v in spec[name].items() if k not in TENANT_OWNED_RESOURCES
+                }
         for name in self.capacity_fields:
             # An empty capacity field is written as an empty list, never left out:
             # leaving it out would not clear what was there.
@@ -203,6 +226,12 @@ def same_spec(desired: Queue, live: Mapping[str, Any] | None) -> bool:
         and current.weight == desired.weight
         and current.reclaimable == desired.reclaimable
         and all(_same_resources(getattr(current, f), getattr(desired, f)) for f in owned)
+        and all(
+            _same_resources(
+                _owned_part(getattr(current, f), True), _owned_part(getattr(desired, f), True)
+            )
+            for f in desired.capacity_fields
+        )
         and all(live_labels.get(k) == v for k, v in desired.labels().items())
     )
 
@@ -213,7 +242,10 @@ def same_capacity(desired: Queue, live: Mapping[str, Any] | None) -> bool:
     if current is None:
         return False
     return all(
-        _same_resources(getattr(current, f), getattr(desired, f)) for f in desired.capacity_fields
+        _same_resources(
+            _owned_part(getattr(current, f), False), _owned_part(getattr(desired, f), False)
+        )
+        for f in desired.capacity_fields
     )
 
 

@@ -19,6 +19,11 @@ Queues per tenant (all labelled ``platform.io/tenant`` and
   and kept as it is when not given (the pay-as-you-go scaler moves it).
 - ``tenant-<name>-spot``: deserved 0; capability 0 GPUs at creation and never
   written again here (the spot recompute owns it).
+
+Every queue's capability also names the vGPU resources (rule vgpu-queue-capability,
+``hybrid/vgpu.py``): the subscription and its teams the ``vgpu`` purchase, every other
+queue (and all of them without a purchase) what its pods hold, 0 when idle. These keys
+are the tenant apply's on every queue, pay-as-you-go and spot included.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from ..common.names import (
     tenant_labels,
     tenant_name_errors,
 )
+from ..hybrid.vgpu import VGPU_QUEUE_RESOURCES, vgpu_purchase, vgpu_queue_capability
 from ..policy.admission import LABEL_ALLOW_CRITICAL, tenant_queues_configmap
 from ..queues.model import Queue, allocated, foreign_owner, read_live
 from ..queues.parent_list import parent_queue_names
@@ -97,6 +103,7 @@ class TenantSpec:
     egress_to_metadata: bool = False
     allow_critical: bool = False
     bounds: TenantBounds | None = None  # None: derived from the purchase (rule tenant-bounds)
+    vgpu: quantity.Resources | None = None  # None: no vGPU bought (rule vgpu-purchase)
 
 
 @dataclass
@@ -260,6 +267,7 @@ def parse_tenant_spec(params: Mapping[str, Any]) -> TenantSpec:
     if tenant and subscription and teams and not tenant_name_errors(name, "name"):
         errors += input_tree_errors(tenant, subscription, guarantee, teams)
     bounds = bounds_from(params.get("bounds"), subscription, payg, errors)
+    vgpu = vgpu_purchase(params.get("vgpu"), "vgpu", errors)
     raise_if(errors)
     return TenantSpec(
         name=tenant,
@@ -275,6 +283,7 @@ def parse_tenant_spec(params: Mapping[str, Any]) -> TenantSpec:
         egress_to_metadata=bool(params.get("egress_to_metadata", False)),
         allow_critical=bool(params.get("allow_critical", False)),
         bounds=bounds,
+        vgpu=vgpu,
     )
 
 
@@ -373,6 +382,22 @@ def spot_queue(tenant: str, capability: quantity.Resources | None) -> Queue:
     )
 
 
+def with_vgpu(
+    queue: Queue,
+    purchase: quantity.Resources | None,
+    live: Mapping[str, Mapping[str, Any]],
+    deserved: bool = False,
+) -> Queue:
+    """``queue`` with the vGPU part of its capability (and, where deserved equals
+    capability, of its deserved) from rule vgpu-queue-capability."""
+    in_use = allocated(live[queue.name]) if queue.name in live else {}
+    vgpu = vgpu_queue_capability(purchase, in_use)
+    queue.capability = {**queue.capability, **vgpu}
+    if deserved:
+        queue.deserved = {**queue.deserved, **vgpu}
+    return queue
+
+
 def _live_teams(tenant: str, live: Mapping[str, Mapping[str, Any]]) -> list[Queue]:
     parent = queue_name(tenant, QUEUE_TYPE_SUBSCRIPTION)
     teams = []
@@ -410,6 +435,13 @@ def desired_queues(
     spot_name = queue_name(tenant, QUEUE_TYPE_SPOT)
     spot_live = read_live(live[spot_name]) if spot_name in live else None
     spot = spot_queue(tenant, spot_live.capability if spot_live is not None else None)
+    # vGPU is sold with the subscription, which its teams share; pay-as-you-go and spot
+    # hold none beyond what their pods hold (rule vgpu-queue-capability).
+    with_vgpu(sub, spec.vgpu, live, deserved=True)
+    with_vgpu(payg, None, live, deserved=True)
+    with_vgpu(spot, None, live)
+    for team in teams:
+        with_vgpu(team, spec.vgpu, live)
     return [sub, payg, spot, *teams], removed
 
 
@@ -525,7 +557,13 @@ def plan_team_change(
         )
     queues = [q for q in (read_live(m) for m in live_queues.values()) if q is not None]
     if team is not None:
-        wanted = team_queue(tenant, team)
+        # A team shares its tenant's vGPU purchase: the subscription queue's vGPU
+        # capability, as the tenant module last wrote it (none written: what it holds).
+        sub = read_live(live_queues[sub_name])
+        bought = {
+            k: v for k, v in (sub.capability if sub else {}).items() if k in VGPU_QUEUE_RESOURCES
+        }
+        wanted = with_vgpu(team_queue(tenant, team), bought or None, live_queues)
         queues = [q for q in queues if q.name != wanted.name] + [wanted]
         errors += tree_errors(queues, busy)
         if not force:

@@ -19,6 +19,7 @@ from ansible_collections.gpucloud.platform.plugins.modules import tenant
 from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster
 from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.tenants.tenant_objects import (
     GPU,
+    NO_VGPU_RENDERED,
     node,
     parent_list,
     podgroup,
@@ -85,7 +86,7 @@ def test_create_writes_everything_in_order():
         f"tenant-a-{n}" for n in ("subscription", "payg", "spot", "algo", "eng", "data")
     }
     assert all(q["spec"]["parent"] for q in queues.values())
-    assert queues["tenant-a-spot"]["spec"]["capability"] == {GPU: 0}
+    assert queues["tenant-a-spot"]["spec"]["capability"] == {GPU: 0, **NO_VGPU_RENDERED}
     assert {o["kind"] for o in result["objects"]} == {
         "ConfigMap",
         "Namespace",
@@ -146,18 +147,19 @@ def test_second_run_changes_nothing():
 
 def test_spot_capability_set_by_recompute_survives():
     cluster = created()
-    cluster.store[("Queue", "", "tenant-a-spot")]["spec"]["capability"] = {GPU: 12}
+    # The recompute's apply owns only its own keys; the tenant's vGPU keys stay.
+    cluster.store[("Queue", "", "tenant-a-spot")]["spec"]["capability"][GPU] = 12
     cluster.writes.clear()
     result = service.run_tenant(params(), cluster)
     assert result["changed"] is False
-    assert cluster.kinds("Queue")["tenant-a-spot"]["spec"]["capability"] == {GPU: 12}
+    assert cluster.kinds("Queue")["tenant-a-spot"]["spec"]["capability"] == {GPU: 12, **NO_VGPU_RENDERED}
 
 
 def test_spot_deserved_written_by_recompute_is_no_change():
     # spot_capacity writes deserved 0 for cpu and memory as well as GPUs.
     cluster = created()
     spec = cluster.store[("Queue", "", "tenant-a-spot")]["spec"]
-    spec["capability"] = {GPU: 12, "cpu": "48", "memory": "192Gi"}
+    spec["capability"] = {**spec["capability"], GPU: 12, "cpu": "48", "memory": "192Gi"}
     spec["deserved"] = {GPU: 0, "cpu": "0", "memory": "0"}
     cluster.writes.clear()
     result = service.run_tenant(params(), cluster)
@@ -228,7 +230,7 @@ def test_capability_below_allocated_refused_then_forced():
     assert "24 is below the 30" in str(exc.value)
     assert cluster.writes == []
     service.run_tenant(params(teams=teams, force=True), cluster)
-    assert cluster.kinds("Queue")["tenant-a-algo"]["spec"]["capability"] == {GPU: 24}
+    assert cluster.kinds("Queue")["tenant-a-algo"]["spec"]["capability"] == {GPU: 24, **NO_VGPU_RENDERED}
 
 
 def test_removing_busy_team_refused():
@@ -831,3 +833,27 @@ def test_rendered_is_the_catalog_of_one_and_needs_the_networks():
     with pytest.raises(PlatformValidationError) as exc:
         check_tenant(params(state="rendered"))
     assert [m.split(":")[0] for m in exc.value.messages] == ["pod_cidr", "service_cidr"]
+
+
+def test_a_spot_recompute_leaves_the_tenant_s_vgpu_keys_and_the_tenant_run_is_no_change():
+    """Rule vgpu-queue-capability: the recompute applies its keys of the spot capability
+    under its own field manager; the vGPU keys, the tenant apply's, stay (server-side
+    apply owns map keys one by one), and the next tenant run finds nothing to write."""
+    cluster = created()
+    cluster.apply(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": "tenant-a-spot"},
+            "spec": {
+                "capability": {GPU: "12", "cpu": "48", "memory": "192Gi"},
+                "deserved": {GPU: "0", "cpu": "0", "memory": "0"},
+            },
+        },
+        field_manager="gpucloud-platform-capacity",
+    )
+    capability = cluster.kinds("Queue")["tenant-a-spot"]["spec"]["capability"]
+    assert {k: capability[k] for k in NO_VGPU_RENDERED} == NO_VGPU_RENDERED
+    cluster.writes.clear()
+    assert service.run_tenant(params(), cluster)["changed"] is False
+    assert cluster.writes == []

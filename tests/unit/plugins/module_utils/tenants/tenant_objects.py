@@ -22,6 +22,13 @@ GPU = "nvidia.com/gpu"
 POD_CIDR = "10.244.0.0/16"
 SERVICE_CIDR = "10.96.0.0/12"
 METADATA = "169.254.169.254/32"
+# A queue's vGPU capability, as written, for a tenant without a vGPU purchase whose pods
+# hold none (rule vgpu-queue-capability).
+NO_VGPU_RENDERED = {
+    "volcano.sh/vgpu-number": "0",
+    "volcano.sh/vgpu-memory": "0",
+    "volcano.sh/vgpu-cores": "0",
+}
 
 
 def node_pod_cidr(index: int) -> str:

@@ -11,6 +11,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec imp
 )
 from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.tenants.tenant_objects import (
     GPU,
+    NO_VGPU_RENDERED,
     control_plane,
     networks_of,
 )
@@ -50,7 +51,7 @@ def test_tenants_sorted_with_parents_first():
     assert names == ["tenant-a-payg", "tenant-a-spot", "tenant-a-subscription", "tenant-a-ml"]
     assert a["queues"][-1]["parent"] == "tenant-a-subscription"
     subscription = a["queues"][2]
-    assert subscription["deserved"] == subscription["capability"] == {GPU: 8}
+    assert subscription["deserved"] == subscription["capability"] == {GPU: 8, **NO_VGPU_RENDERED}
     assert subscription["type"] == "subscription" and subscription["team"] is None
     assert subscription["state"] is None  # no status yet
 

@@ -10,6 +10,9 @@ import pytest
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.vgpu import (
+    VGPU_QUEUE_RESOURCES,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (
     Queue,
 )
@@ -26,6 +29,8 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec imp
 )
 
 GPU = "nvidia.com/gpu"
+# What every queue of a tenant without a vGPU purchase names while its pods hold none.
+NO_VGPU = {name: Decimal(0) for name in VGPU_QUEUE_RESOURCES}
 
 
 def good():
@@ -179,15 +184,16 @@ def test_good_input_builds_three_queues_and_teams():
     assert names[:3] == ["tenant-a-subscription", "tenant-a-payg", "tenant-a-spot"]
     assert set(names[3:]) == {"tenant-a-algo", "tenant-a-eng", "tenant-a-data"}
     sub = plan.queues[0]
+    # No vGPU bought: the capability names the vGPU resources at 0 (rule vgpu-queue-capability).
     assert (
         sub.deserved
         == sub.capability
-        == {GPU: Decimal(40), "cpu": Decimal(160), "memory": Decimal(640 * 2**30)}
+        == {GPU: Decimal(40), "cpu": Decimal(160), "memory": Decimal(640 * 2**30), **NO_VGPU}
     )
     payg = plan.queues[1]
-    assert payg.deserved == payg.capability == {GPU: 0, "cpu": 0, "memory": 0}
+    assert payg.deserved == payg.capability == {GPU: 0, "cpu": 0, "memory": 0, **NO_VGPU}
     spot = plan.queues[2]
-    assert spot.deserved == {GPU: 0} and spot.capability == {GPU: 0}
+    assert spot.deserved == {GPU: 0} and spot.capability == {GPU: 0, **NO_VGPU}
     assert spot.write_capacity and payg.write_capacity
     kinds = [o["kind"] for o in plan.objects]
     assert kinds == [
@@ -261,7 +267,7 @@ def test_spot_capability_is_never_written_after_creation():
     live = live_of(first)
     live["tenant-a-spot"]["spec"]["capability"] = {GPU: 17}
     again = {q.name: q for q in desired_queues(spec, live)[0]}
-    assert again["tenant-a-spot"].capability == {GPU: Decimal(17)}
+    assert again["tenant-a-spot"].capability == {GPU: Decimal(17), **NO_VGPU}
     assert not again["tenant-a-spot"].write_capacity
 
 
@@ -271,11 +277,12 @@ def test_payg_not_given_keeps_live_value():
     live["tenant-a-payg"]["spec"]["deserved"] = {GPU: 6}
     live["tenant-a-payg"]["spec"]["capability"] = {GPU: 6}
     payg = {q.name: q for q in desired_queues(spec, live)[0]}["tenant-a-payg"]
-    assert payg.capability == {GPU: Decimal(6)} and not payg.write_capacity
+    assert payg.capability == {GPU: Decimal(6), **NO_VGPU} and not payg.write_capacity
     params = good()
     params["payg"] = {GPU: 2}
     payg = {q.name: q for q in desired_queues(parse_tenant_spec(params), live)[0]}["tenant-a-payg"]
-    assert payg.capability == {GPU: Decimal(2), "cpu": 0, "memory": 0} and payg.write_capacity
+    assert payg.capability == {GPU: Decimal(2), "cpu": 0, "memory": 0, **NO_VGPU}
+    assert payg.write_capacity
 
 
 def with_status(manifest, **allocated):
@@ -295,7 +302,7 @@ def test_capability_below_allocated_refused_with_numbers_unless_forced():
     [msg] = exc.value.messages
     assert msg.startswith(f"teams[0].capability.{GPU}: 24 is below the 30")
     plan = plan_tenant(parse_tenant_spec(params), live, force=True)
-    assert plan.queues[3].capability == {GPU: Decimal(24)}
+    assert plan.queues[3].capability == {GPU: Decimal(24), **NO_VGPU}
 
 
 def test_unchanged_capability_below_allocated_is_not_refused():
@@ -376,3 +383,77 @@ def test_only_the_spot_and_team_queues_are_not_reclaimable():
     assert payg_queue("a", gpus, True).to_manifest()["spec"]["reclaimable"] is True
     team = TeamSpec(name="algo", deserved=dict(gpus))
     assert team_queue("a", team).to_manifest()["spec"]["reclaimable"] is False
+
+
+# -- vGPU in every queue (rules vgpu-purchase, vgpu-queue-capability) ------------------------
+
+VGPU_NUMBER, VGPU_MEMORY, VGPU_CORES = VGPU_QUEUE_RESOURCES
+BOUGHT = {VGPU_NUMBER: Decimal(4), VGPU_MEMORY: Decimal(81920), VGPU_CORES: Decimal(200)}
+
+
+def test_a_vgpu_purchase_bounds_the_subscription_and_every_team_not_payg_or_spot():
+    params = good()
+    params["vgpu"] = {"number": 4, "memory_mib": 81920, "cores": 200}
+    queues = {q.name: q for q in plan_tenant(parse_tenant_spec(params), {}).queues}
+    sub = queues["tenant-a-subscription"]
+    assert {k: sub.capability[k] for k in BOUGHT} == BOUGHT == {k: sub.deserved[k] for k in BOUGHT}
+    for team in ("algo", "eng", "data"):
+        capability = queues[f"tenant-a-{team}"].capability
+        assert {k: capability[k] for k in BOUGHT} == BOUGHT
+    for other in ("payg", "spot"):
+        capability = queues[f"tenant-a-{other}"].capability
+        assert {k: capability[k] for k in BOUGHT} == NO_VGPU
+
+
+def test_a_bad_vgpu_purchase_is_reported_with_the_other_input_errors():
+    params = with_(("subscription",), {GPU: -1})
+    params["vgpu"] = {"number": "four"}
+    fields = [e.field for e in errors_of(params).errors]
+    assert "vgpu.number" in fields and f"subscription.{GPU}" in fields
+
+
+def test_a_queue_without_a_purchase_keeps_the_vgpus_its_pods_hold():
+    spec = parse_tenant_spec(good())
+    live = live_of(plan_tenant(spec, {}).queues)
+    live["tenant-a-spot"] = with_status(live["tenant-a-spot"], **{VGPU_NUMBER: "2"})
+    spot = {q.name: q for q in desired_queues(spec, live)[0]}["tenant-a-spot"]
+    assert spot.capability[VGPU_NUMBER] == 2 and spot.capability[VGPU_CORES] == 0
+
+
+def test_a_vgpu_purchase_below_what_runs_is_refused_unless_forced():
+    spec = parse_tenant_spec(good())
+    live = live_of(plan_tenant(spec, {}).queues)
+    live["tenant-a-subscription"] = with_status(live["tenant-a-subscription"], **{VGPU_NUMBER: "3"})
+    params = good()
+    params["vgpu"] = {"number": 2}
+    with pytest.raises(PlatformValidationError) as exc:
+        plan_tenant(parse_tenant_spec(params), live)
+    assert any(
+        m.startswith(f"subscription.capability.{VGPU_NUMBER}: 2 is below the 3")
+        for m in exc.value.messages
+    )
+    assert plan_tenant(parse_tenant_spec(params), live, force=True).queues[0].capability[
+        VGPU_NUMBER
+    ] == Decimal(2)
+
+
+def test_a_team_added_later_shares_the_live_purchase():
+    params = good()
+    params["vgpu"] = {"number": 4, "memory_mib": 81920, "cores": 200}
+    live = live_of(plan_tenant(parse_tenant_spec(params), {}).queues)
+    queues = plan_team_change("a", TeamSpec(name="new", deserved={}), None, live)
+    new = {q.name: q for q in queues}["tenant-a-new"]
+    assert {k: new.capability[k] for k in BOUGHT} == BOUGHT
+
+
+def test_the_vgpu_keys_of_payg_and_spot_are_the_tenant_apply_s_not_the_capacity_manager_s():
+    spec = parse_tenant_spec(good())
+    queues = {q.name: q for q in plan_tenant(spec, {}).queues}
+    for name in ("tenant-a-payg", "tenant-a-spot"):
+        queue = queues[name]
+        mine = queue.to_manifest()["spec"]["capability"]
+        assert set(mine) == set(VGPU_QUEUE_RESOURCES)
+        theirs = queue.capacity_manifest()["spec"]["capability"]
+        assert not set(theirs) & set(VGPU_QUEUE_RESOURCES) and GPU in theirs
+        whole = queue.whole_manifest()["spec"]["capability"]
+        assert set(whole) == set(mine) | set(theirs)
