@@ -104,6 +104,17 @@ def admin(api_client):
     return dynamic.DynamicClient(api_client)
 
 
+# The taint of the nodes for GPU sharing, and a container asking for one vGPU.
+VGPU_TOLERATION = {
+    "key": "platform.io/gpu-sharing",
+    "operator": "Equal",
+    "value": "vgpu",
+    "effect": "NoSchedule",
+}
+_VGPU = {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "8192"}
+VGPU_RESOURCES = {"limits": dict(_VGPU), "requests": dict(_VGPU)}
+
+
 def job(
     queue: str = TEAM_QUEUE,
     pc: str | None = "normal-job",
@@ -318,6 +329,10 @@ CANNOT: dict[str, tuple[str, Callable[[Any], Callable[[], Any]]]] = {
             ),
         ),
     ),
+    "vgpu-taint-toleration": (
+        "only a pod that asks for vGPUs may tolerate platform.io/gpu-sharing",
+        lambda eve: submit(eve, job(pod={"tolerations": [VGPU_TOLERATION]})),
+    ),
     "prefix-team-queue": (
         "is not a queue of tenant pa",
         lambda eve: submit(eve, job(queue=f"{OTHER_NS}-x")),
@@ -465,6 +480,15 @@ CAN: dict[str, Callable[[Any], Callable[[], Any]]] = {
         eve, job(queue=SPOT_QUEUE, pc="spot-job", billing=None, price="0.1")
     ),
     "own-plain-job": lambda eve: submit(eve, job(queue=f"{NS}-payg", billing=None)),
+    "own-vgpu-job": lambda eve: submit(
+        eve,
+        job(
+            pod={
+                "tolerations": [VGPU_TOLERATION],
+                "containers": [{"name": "main", "image": "busybox", "resources": VGPU_RESOURCES}],
+            }
+        ),
+    ),
     "own-clusterip-service": lambda eve: create_service(eve, {}),
     "read-own-queue": lambda eve: lambda: res(eve, QUEUE_API, "Queue").get(name=TEAM_QUEUE),
     "read-own-events": lambda eve: lambda: res(eve, "v1", "Event").get(namespace=NS),

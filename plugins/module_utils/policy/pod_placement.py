@@ -21,6 +21,10 @@ Each pod spec:
 * carries ``volcano.sh/preemptable: "false"`` only at critical-job;
 * tolerates no taint by wildcard and none of the platform's own taints
   (``PLATFORM_TAINT_KEYS``, for example the cloud-burst nodes' taint);
+* tolerates the GPU-sharing nodes' taint (``platform.io/gpu-sharing``) only when a
+  container asks for vGPUs (a ``volcano.sh/vgpu-number`` limit of 1 or more): those
+  nodes' extended resources (vGPU memory, cores) are bounded per queue only for vGPU
+  pods, and a whole-GPU or CPU pod there would take a node the vGPU tenants paid for;
 * runs no privileged container and joins no host namespace or host path (Pod
   Security ``baseline`` enforces the same on Pods; checking the templates says
   so at submission, not when the controller's pod creation fails).
@@ -31,6 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..common.names import CLOUD_TAINT_KEY, PRIORITY_CLASSES
+from ..hybrid.vgpu import VGPU_NUMBER
 from .vap import POLICY_PREFIX, cel_list, policy, tenant_match
 
 POLICY_POD_PLACEMENT = POLICY_PREFIX + "pod-placement"
@@ -48,6 +53,17 @@ PLATFORM_TAINT_KEYS = (
 # DefaultTolerationSeconds gives every pod a NoExecute toleration of these two, which
 # only delays its eviction from a node that stopped answering.
 NODE_TAINT_PREFIX = "node.kubernetes.io/"
+# The taint of the nodes for GPU sharing (the nvidia_device_plugin role's
+# nvidia_device_plugin_vgpu_node_label); rule vgpu-taint-needs-vgpu.
+VGPU_TAINT_KEY = "platform.io/gpu-sharing"
+# A container that asks for at least one vGPU (the limit Volcano reads; the value is an
+# int or a string).
+_ASKS_VGPU = (
+    "has(p[1].containers) && p[1].containers.exists(c, has(c.resources) && "
+    f"has(c.resources.limits) && '{VGPU_NUMBER}' in c.resources.limits && "
+    f"isQuantity(string(c.resources.limits['{VGPU_NUMBER}'])) && "
+    f"quantity(string(c.resources.limits['{VGPU_NUMBER}'])).compareTo(quantity('1')) >= 0)"
+)
 API_SERVER_TOLERATIONS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 
 WORKLOADS = [
@@ -167,6 +183,16 @@ def pod_placement_policy(cloud_burst: bool = False) -> dict[str, Any]:
                     f"({', '.join(forbidden)}), or of a {NODE_TAINT_PREFIX}* taint (a cordoned, "
                     "draining or failing node) is not allowed",
                     "tolerate only the taints of your own nodes, by key",
+                ),
+                # Rule vgpu-taint-needs-vgpu.
+                _rule(
+                    "!has(p[1].tolerations) || !p[1].tolerations.exists(t, has(t.key) && "
+                    f"t.key == '{VGPU_TAINT_KEY}') || ({_ASKS_VGPU})",
+                    "tolerations[].key",
+                    f"only a pod that asks for vGPUs may tolerate {VGPU_TAINT_KEY} (the nodes for "
+                    "GPU sharing)",
+                    f"remove the toleration, or ask for vGPUs (a container limit {VGPU_NUMBER} of 1 "
+                    "or more)",
                 ),
                 _rule(
                     "!(has(p[1].hostNetwork) && p[1].hostNetwork) && !(has(p[1].hostPID) && p[1].hostPID) "

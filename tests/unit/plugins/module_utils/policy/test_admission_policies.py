@@ -215,6 +215,7 @@ def test_pod_placement_checks_every_pod_spec_a_tenant_can_submit():
         "priorityClassName",
         "metadata volcano.sh/preemptable",
         "tolerations",
+        "tolerations[].key",
         "hostNetwork",
         "volumes",
         "containers[].securityContext.privileged",
@@ -224,8 +225,21 @@ def test_pod_placement_checks_every_pod_spec_a_tenant_can_submit():
         v["expression"].startswith("variables.pods.all(p, ") for v in policy["spec"]["validations"]
     )
     # an apostrophe in a message is escaped for CEL
-    assert "node\\'s" in policy["spec"]["validations"][5]["messageExpression"]
+    assert "node\\'s" in policy["spec"]["validations"][6]["messageExpression"]
     assert "virtual-kubelet.io/provider" in policy["spec"]["validations"][4]["expression"]
+
+
+def test_only_a_vgpu_pod_tolerates_the_gpu_sharing_taint():
+    """Rule vgpu-taint-needs-vgpu: the toleration of the sharing nodes' taint is allowed
+    when a container's limits ask for at least one vGPU (what Volcano reads); the CEL
+    itself is judged by the API server in tests/integration/test_tenant_security.py."""
+    from ansible_collections.gpucloud.platform.plugins.module_utils.policy import pod_placement
+
+    rule = pod_placement.pod_placement_policy()["spec"]["validations"][5]
+    assert "t.key == 'platform.io/gpu-sharing'" in rule["expression"]
+    assert "'volcano.sh/vgpu-number' in c.resources.limits" in rule["expression"]
+    assert "compareTo(quantity('1')) >= 0" in rule["expression"]
+    assert "only a pod that asks for vGPUs" in rule["messageExpression"]
 
 
 def test_the_parameterised_policies_are_derived_from_their_bindings():
