@@ -152,7 +152,10 @@ def test_spot_capability_set_by_recompute_survives():
     cluster.writes.clear()
     result = service.run_tenant(params(), cluster)
     assert result["changed"] is False
-    assert cluster.kinds("Queue")["tenant-a-spot"]["spec"]["capability"] == {GPU: 12, **NO_VGPU_RENDERED}
+    assert cluster.kinds("Queue")["tenant-a-spot"]["spec"]["capability"] == {
+        GPU: 12,
+        **NO_VGPU_RENDERED,
+    }
 
 
 def test_spot_deserved_written_by_recompute_is_no_change():
@@ -230,7 +233,10 @@ def test_capability_below_allocated_refused_then_forced():
     assert "24 is below the 30" in str(exc.value)
     assert cluster.writes == []
     service.run_tenant(params(teams=teams, force=True), cluster)
-    assert cluster.kinds("Queue")["tenant-a-algo"]["spec"]["capability"] == {GPU: 24, **NO_VGPU_RENDERED}
+    assert cluster.kinds("Queue")["tenant-a-algo"]["spec"]["capability"] == {
+        GPU: 24,
+        **NO_VGPU_RENDERED,
+    }
 
 
 def test_removing_busy_team_refused():
