@@ -50,6 +50,9 @@ services:
       message), C(url), C(address), C(current_version), C(previous_version), C(versions) (oldest first),
       C(storage_uri), C(queue), C(job_class), C(canaries) (C(version), C(storage_uri), C(traffic_percent), C(ready),
       C(deployment)), C(traffic) (version to percent), C(deployment), C(autoscaler_class) and C(gpu_util_target).
+    - "C(replicas): per version, C(ready) and C(desired) replicas of its predictor Deployment and the C(minimum) the
+      service keeps (rule inference-replicas-reported). A service with a version below its minimum is not C(ready),
+      whatever KServe's condition says, and C(below_minimum) names those versions."
   returned: always
   type: list
   elements: dict

@@ -306,6 +306,17 @@ def test_bad_rollouts_are_refused_before_any_write(run_module, dyn, tenants):
     assert res(dyn, ISVC).get(name=SERVICE, namespace=NS).metadata.resourceVersion == before
 
 
+def test_the_report_gives_each_versions_replicas(run_module, tenants):
+    """Rule inference-replicas-reported, on the real Deployments: ready and desired per
+    version against the service's minimum."""
+    report = info(run_module)
+    assert set(report["replicas"]) == {"v1", "v2"}
+    for counts in report["replicas"].values():
+        assert counts["desired"] >= counts["minimum"] >= 1
+        assert counts["ready"] <= counts["desired"]
+    assert report["ready"] == all(r["ready"] >= r["minimum"] for r in report["replicas"].values())
+
+
 def test_promote_leaves_one_version(run_module, dyn, tenants):
     done = check_then_apply(
         run_module, {"name": SERVICE, "tenant": TENANT, "action": "promote", "wait": True}
@@ -319,7 +330,10 @@ def test_promote_leaves_one_version(run_module, dyn, tenants):
     assert report["canaries"] == [] and report["traffic"] == {"v2": 100}
     assert report["router"] is None
     assert f"InferenceGraph/{SERVING_NS}/{TENANT}-{SERVICE}-canary" in done["writes"]
-    assert report["ready"] is True
+    # v2 ran one canary replica: it is ready once it has the stable minimum of 2
+    # (rule inference-replicas-reported), not at KServe's first Ready.
+    wait_until(lambda: info(run_module)["ready"], 120, 1, "v2 at its minimum of replicas")
+    assert info(run_module)["replicas"]["v2"]["ready"] >= 2
 
 
 def test_rollback_returns_to_the_previous_version(run_module, dyn, tenants):
@@ -396,6 +410,31 @@ def test_an_ab_test_splits_between_two_services(run_module, dyn, tenants):
         assert out.get("failed") and "(rule graph-in-gateway-namespace)" in out["msg"], out
         assert f"(they admit {SERVING_NS})" in out["msg"]
         assert not res(dyn, GRAPH).get(namespace=elsewhere).items
+
+
+def test_the_ab_test_follows_a_rollout_of_its_service(run_module, dyn, tenants):
+    """Rule inference-routes-follow-versions: the rollback back to v2 rewrites the A/B
+    graph's route to chat, so no route names a Service that is gone."""
+    done = run_module(
+        "inference_service", {"name": SERVICE, "tenant": TENANT, "action": "rollback", "wait": True}
+    )
+    assert not done.get("failed"), done.get("msg")
+    assert done["service"]["current_version"] == "v2"
+    assert f"InferenceGraph/{SERVING_NS}/{TENANT}-ab" in done["writes"]
+    wait_until(
+        lambda: deployments(dyn) == {f"{SERVICE}-v2-predictor"}, 120, 1, "only v2's Deployment"
+    )
+    graph = res(dyn, GRAPH).get(name=f"{TENANT}-ab", namespace=SERVING_NS).to_dict()
+    steps = {s["name"]: s for s in graph["spec"]["nodes"]["root"]["steps"]}
+    assert f"//{SERVICE}-v2-predictor.{NS}." in steps[SERVICE]["serviceUrl"]
+    assert (
+        steps[SERVICE]["weight"] == 70
+        and "chat-small-v1-predictor" in steps["chat-small"]["serviceUrl"]
+    )
+    services = {s.metadata.name for s in res(dyn, ("v1", "Service")).get(namespace=NS).items}
+    for step in steps.values():
+        host = step["serviceUrl"].split("//", 1)[1].split(".", 1)[0]
+        assert host in services, (host, sorted(services))
 
 
 def test_another_tenants_user_cannot_touch_the_service(dyn, tenants):
@@ -520,3 +559,23 @@ def test_a_spot_service_is_priced_and_its_pods_are_reclaimed_cheapest_first(
     reclaimed = [e for e in events.items if e.reason == "SpotReclaimed"]
     assert reclaimed and reclaimed[0].involvedObject.kind == "Pod"
     assert reclaimed[0].message.startswith(f"spot pod {NS}/{pod['metadata']['name']} (price 0.2")
+
+
+def test_deleting_the_tenant_takes_its_routers_in_the_gateway(run_module, dyn, tenants):
+    """A deleted tenant leaves nothing in the gateway routing to it (the A/B graph once
+    survived tenant_delete)."""
+    assert (
+        res(dyn, GRAPH)
+        .get(namespace=SERVING_NS, label_selector=f"platform.io/tenant={TENANT}")
+        .items
+    )
+    gone = run_module("tenant", {"name": TENANT, "state": "absent", "force": True, "wait": True})
+    assert not gone.get("failed"), gone.get("msg")
+    assert {
+        "kind": "InferenceGraph",
+        "name": f"{TENANT}-ab",
+        "namespace": SERVING_NS,
+        "action": "delete",
+    } in gone["objects"]
+    left = res(dyn, GRAPH).get(namespace=SERVING_NS, label_selector=f"platform.io/tenant={TENANT}")
+    assert not left.items

@@ -17,6 +17,8 @@ from .errors import FieldError
 QUEUE_API = "scheduling.volcano.sh/v1beta1"
 PODGROUP_API = "scheduling.volcano.sh/v1beta1"
 JOB_API = "batch.volcano.sh/v1alpha1"
+# KServe's InferenceGraph: a tenant's routers live in the gateway's namespace.
+GRAPH_API = "serving.kserve.io/v1alpha1"
 HYPERNODE_API = "topology.volcano.sh/v1alpha1"
 ADMISSION_API = "admissionregistration.k8s.io/v1"
 LEASE_API = "coordination.k8s.io/v1"

@@ -19,7 +19,7 @@ from .manifests import (
     QUEUE_ANNOTATION,
     predictor_deployment,
 )
-from .rules import traffic_split
+from .rules import canary_replicas, stable_replicas, traffic_split
 from .spec import Autoscaling, Canary, ModelVersion, ServiceSpec
 from .versions import previous, read_history
 
@@ -122,8 +122,35 @@ def _conditions(status: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
-def report(obj: Mapping[str, Any], hpa: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """What inference_service_info says about one service (docs/inference.md)."""
+def replica_counts(
+    live: ServiceSpec, deployments: Mapping[str, Mapping[str, Any]]
+) -> dict[str, dict[str, int]]:
+    """Rule inference-replicas-reported: per version, the ready and desired replicas of
+    its predictor Deployment and the minimum the service keeps of it."""
+    low = live.autoscaling.min_replicas
+    minimums = {live.stable.version: stable_replicas(live)}
+    for canary in live.canaries:
+        minimums[canary.model.version] = canary_replicas(canary, low)
+    out = {}
+    for version, minimum in minimums.items():
+        deployment = deployments.get(predictor_deployment(live.name, version)) or {}
+        out[version] = {
+            "ready": int((deployment.get("status") or {}).get("readyReplicas") or 0),
+            "desired": int((deployment.get("spec") or {}).get("replicas") or 0),
+            "minimum": minimum,
+        }
+    return out
+
+
+def report(
+    obj: Mapping[str, Any],
+    hpa: Mapping[str, Any] | None = None,
+    deployments: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """What inference_service_info says about one service (docs/inference.md).
+    ``deployments``: the namespace's predictor Deployments by name; with them each
+    version's replicas are reported, and a service below a version's minimum is not
+    ready, whatever KServe's condition says."""
     meta = obj.get("metadata") or {}
     status = obj.get("status") or {}
     history = read_history(meta.get("annotations"))
@@ -169,6 +196,12 @@ def report(obj: Mapping[str, Any], hpa: Mapping[str, Any] | None = None) -> dict
     out["traffic"] = traffic_split(live)
     out["deployment"] = predictor_deployment(live.name, live.stable.version)
     out["gpu_util_target"] = live.autoscaling.gpu_util_target
+    if deployments is not None:
+        out["replicas"] = replica_counts(live, deployments)
+        short = [v for v, r in out["replicas"].items() if r["ready"] < r["minimum"]]
+        if short:
+            out["ready"] = False
+            out["below_minimum"] = short
     return out
 
 

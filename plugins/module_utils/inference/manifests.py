@@ -19,6 +19,7 @@ from typing import Any
 
 from ..common.names import (
     ANNOTATION_SPOT_PRICE,
+    GRAPH_API,
     LABEL_BILLING_TYPE,
     LABEL_JOB_CLASS,
     PREFIX,
@@ -32,7 +33,6 @@ from .spec import GPU_UTIL_METRIC, Canary, ModelVersion, ServiceSpec
 from .versions import ANNOTATION_VERSIONS
 
 ISVC_API = "serving.kserve.io/v1beta1"
-GRAPH_API = "serving.kserve.io/v1alpha1"
 HPA_API = "autoscaling/v2"
 NETPOL_API = "networking.k8s.io/v1"
 DEPLOYMENT_MODE = "serving.kserve.io/deploymentMode"
@@ -334,6 +334,43 @@ def version_url(spec: ServiceSpec, version: str) -> str:
     protocol's predict path (the model's name is the service's)."""
     host = f"{predictor_deployment(spec.name, version)}.{namespace_name(spec.tenant)}.svc.cluster.local"
     return f"http://{host}/v1/models/{spec.name}:predict"
+
+
+def rerouted_graphs(graphs: list[dict[str, Any]], service: str, url: str) -> list[dict[str, Any]]:
+    """Rule inference-routes-follow-versions: the tenant's A/B graphs with a step to
+    ``service`` that names another address, each with that step sent to ``url`` (the
+    service's stable version now). A route is never left on a version's Service that a
+    promotion or rollback removed."""
+    out = []
+    for graph in graphs:
+        meta = graph.get("metadata") or {}
+        if LABEL_ROLLOUT_OF in (meta.get("labels") or {}):
+            continue  # a canary router is the service's own, rewritten with it
+        root = ((graph.get("spec") or {}).get("nodes") or {}).get("root") or {}
+        steps = root.get("steps") or []
+        if not any(s.get("name") == service and s.get("serviceUrl") != url for s in steps):
+            continue
+        new_steps = [
+            {**s, "serviceUrl": url} if s.get("name") == service else dict(s) for s in steps
+        ]
+        out.append(
+            {
+                "apiVersion": GRAPH_API,
+                "kind": "InferenceGraph",
+                "metadata": {
+                    "name": meta.get("name"),
+                    "namespace": meta.get("namespace"),
+                    "labels": dict(meta.get("labels") or {}),
+                    "annotations": {
+                        k: v
+                        for k, v in (meta.get("annotations") or {}).items()
+                        if k == DEPLOYMENT_MODE
+                    },
+                },
+                "spec": {"nodes": {"root": {**root, "steps": new_steps}}},
+            }
+        )
+    return out
 
 
 def rollout_graph_name(spec: ServiceSpec) -> str:

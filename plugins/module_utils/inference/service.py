@@ -26,6 +26,7 @@ from .manifests import (
     GRAPH_API,
     HPA_API,
     ISVC_API,
+    KSERVE_ISVC_LABEL,
     LABEL_ROLLOUT_OF,
     NETPOL_API,
     ab_graph,
@@ -34,8 +35,10 @@ from .manifests import (
     inference_service,
     network_policy_name,
     predictor_deployment,
+    rerouted_graphs,
     rollout_graph,
     serving_network_policy,
+    version_url,
 )
 from .rules import (
     admitted_namespaces,
@@ -238,6 +241,7 @@ def run_service(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> d
         writes.insert(0, manifests[0])
     done = _write(cluster, writes, f"inference service {name}")
     done += _remove_unwanted(cluster, manifests, live, done)
+    done += _reroute_ab_tests(cluster, params, desired, done)
     result: dict[str, Any] = {
         "changed": bool(done),
         "writes": done,
@@ -319,6 +323,26 @@ def _changed(manifests: list[dict[str, Any]], live: Mapping[str, Any]) -> list[d
     return [m for m in manifests if live.get(m["kind"]) is None or differs(m, live[m["kind"]])]
 
 
+def _reroute_ab_tests(
+    cluster: Cluster, params: Mapping[str, Any], desired: ServiceSpec, done: list[str]
+) -> list[str]:
+    """Rule inference-routes-follow-versions against the gateway: the tenant's A/B graphs
+    that route to this service follow its stable version (one LIST)."""
+    gateway = _gateway(params)
+    if gateway is None:
+        return []
+    graphs = cluster.list(
+        GRAPH_API,
+        "InferenceGraph",
+        namespace=gateway,
+        label_selector=f"{LABEL_TENANT}={desired.tenant},{MANAGED_SELECTOR}",
+    )
+    url = version_url(desired, desired.stable.version)
+    return _write(
+        cluster, rerouted_graphs(graphs, desired.name, url), f"inference service {desired.name}"
+    )
+
+
 def _write(cluster: Cluster, writes: list[dict[str, Any]], what: str) -> list[str]:
     done: list[str] = []
     try:
@@ -397,9 +421,18 @@ def run_info(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict
     services = cluster.list(ISVC_API, "InferenceService", namespace=ns, label_selector=selector)
     hpas = cluster.list(HPA_API, "HorizontalPodAutoscaler", namespace=ns, label_selector=selector)
     by_hpa = {(h["metadata"]["namespace"], h["metadata"]["name"]): h for h in hpas}
+    # KServe's predictor Deployments (its own label), for the replicas per version.
+    predictors = cluster.list(
+        "apps/v1", "Deployment", namespace=ns, label_selector=KSERVE_ISVC_LABEL
+    )
+    by_namespace: dict[str, dict[str, Any]] = {}
+    for d in predictors:
+        by_namespace.setdefault(d["metadata"]["namespace"], {})[d["metadata"]["name"]] = d
     reports = [
         livemod.report(
-            s, by_hpa.get((s["metadata"]["namespace"], f"{s['metadata']['name']}-gpu-util"))
+            s,
+            by_hpa.get((s["metadata"]["namespace"], f"{s['metadata']['name']}-gpu-util")),
+            by_namespace.get(s["metadata"]["namespace"], {}),
         )
         for s in services
         if name is None or s["metadata"]["name"] == name
@@ -426,6 +459,12 @@ def run_info(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict
         "services": sorted(reports, key=lambda r: (r["namespace"], r["name"])),
         "graphs": sorted((livemod.graph_report(g) for g in ab_tests), key=lambda r: r["name"]),
     }
+
+
+def stable_url(isvc: Mapping[str, Any]) -> str:
+    """The address of the service's stable version (``manifests.version_url``)."""
+    spec = livemod.spec_from_live(isvc, None)
+    return version_url(spec, spec.stable.version)
 
 
 def service_url(isvc: Mapping[str, Any]) -> str | None:
@@ -465,7 +504,9 @@ def run_graph(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dic
     routes, errors = [], []
     for i, route in enumerate(params["routes"]):
         svc = services.get(route["service"])
-        url = service_url(svc) if svc else None
+        # Ready (KServe reports an address), then routed to its stable version the way
+        # every later rollout step rewrites it (rule inference-routes-follow-versions).
+        url = stable_url(svc) if svc and service_url(svc) else None
         if svc is None:
             errors.append(
                 FieldError(

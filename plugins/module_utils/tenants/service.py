@@ -26,6 +26,7 @@ from ..common.errors import PartialWrite, Refused, raise_if
 from ..common.names import (
     CAPACITY_FIELD_MANAGER,
     COMMITTED_SELECTOR,
+    GRAPH_API,
     JOB_API,
     LABEL_TENANT,
     PLATFORM_NAMESPACE,
@@ -138,6 +139,16 @@ def read_tenant(cluster: kube.Cluster, tenant: str, workloads: bool = False) -> 
             live.jobs = cluster.list(JOB_API, "Job", namespace=ns)
             live.pods = cluster.list("v1", "Pod", namespace=ns)
     return live
+
+
+def read_gateway_objects(cluster: kube.Cluster, tenant: str) -> list[dict[str, Any]]:
+    """The tenant's objects outside its namespace that route to it: its InferenceGraphs
+    (A/B tests and canary routers) in the serving gateway's namespace, one LIST across
+    namespaces. None where KServe is not installed."""
+    try:
+        return cluster.list(GRAPH_API, "InferenceGraph", label_selector=tenant_selector(tenant))
+    except ResourceNotFoundError:
+        return []
 
 
 def check_purchase_fits(
@@ -412,7 +423,8 @@ def ensure_absent(
 ) -> dict[str, Any]:
     name = parse_absent(params)  # raises before any request
     live = read_tenant(cluster, name, workloads=True)
-    if not live.queues and not any(live.objects.values()):
+    gateway = read_gateway_objects(cluster, name)
+    if not live.queues and not any(live.objects.values()) and not gateway:
         # Nothing to delete is no failure (the run is idempotent), but a typo'd name must
         # not pass silently either.
         warn(
@@ -429,10 +441,10 @@ def ensure_absent(
         )
     changes = Changes()
     with reported_part_way(f"deleting tenant {name!r}", changes, running=running):
-        delete_tenant(cluster, live, jobs, changes, check_mode)
+        delete_tenant(cluster, live, jobs, changes, check_mode, gateway)
     if params.get("wait") and not check_mode and changes.changed:
         timeout = params.get("wait_timeout", DEFAULT_WAIT_TIMEOUT)
-        left = wait_gone(cluster, name, timeout)
+        left = wait_gone(cluster, name, timeout, gateway=bool(gateway))
         if left:
             # Everything was deleted; the API server is still removing these.
             raise Refused(
@@ -455,12 +467,19 @@ def delete_tenant(
     jobs: Sequence[Mapping[str, Any]],
     changes: Changes,
     check_mode: bool,
+    gateway: Sequence[Mapping[str, Any]] = (),
 ) -> None:
-    """Children before parents: the Volcano Jobs, the team queues, the
-    tenant-level queues, the parent-queues list, RBAC and policy, and the
-    namespace last."""
+    """Children before parents: the Volcano Jobs, the tenant's routers in the gateway,
+    the team queues, the tenant-level queues, the parent-queues list, RBAC and policy,
+    and the namespace last."""
     for job in jobs:
         delete_live(cluster, JOB_API, "Job", job, changes, check_mode)
+    for graph in gateway:
+        # In the background: the router goes at once and its Deployment after it, rather
+        # than the graph waiting on the garbage collector's foreground pass over its pods.
+        delete_live(
+            cluster, GRAPH_API, "InferenceGraph", graph, changes, check_mode, background=True
+        )
     for queue in queues_in_delete_order(live.queues):
         delete_live(
             cluster, QUEUE_API, "Queue", queue, changes, check_mode, timeout=QUEUE_DELETE_TIMEOUT
@@ -480,6 +499,7 @@ def delete_live(
     changes: Changes,
     check_mode: bool,
     timeout: float | None = None,
+    background: bool = False,
 ) -> None:
     """Record one live object as deleted and, outside check mode, delete it;
     with a ``timeout`` the delete is retried while Volcano's webhook denies it."""
@@ -489,16 +509,23 @@ def delete_live(
     meta = obj["metadata"]
 
     def delete() -> bool:
-        return cluster.delete(api_version, kind, meta["name"], namespace=meta.get("namespace"))
+        return cluster.delete(
+            api_version,
+            kind,
+            meta["name"],
+            namespace=meta.get("namespace"),
+            **({"propagation": "Background"} if background else {}),
+        )
 
     deleted = delete() if timeout is None else kube.retry_while_denied(delete, timeout=timeout)
     if deleted:
         changes.wrote({**obj, "kind": kind}, DELETE)
 
 
-def wait_gone(cluster: kube.Cluster, name: str, timeout: float) -> list[str]:
-    """Wait up to ``timeout`` seconds for the tenant's namespace and queues to
-    go; returns what is still there (``Kind/name``), empty once they are gone.
+def wait_gone(cluster: kube.Cluster, name: str, timeout: float, gateway: bool = False) -> list[str]:
+    """Wait up to ``timeout`` seconds for the tenant's namespace and queues (and with
+    ``gateway`` its InferenceGraphs, which KServe finalizes) to go; returns what is still
+    there (``Kind/name``), empty once they are gone.
 
     kubernetes.core's Waiter waits on one kind: the Namespaces first, then the Queues in
     the time left (what is gone stays gone), so a poll is one LIST where it was two; with
@@ -506,7 +533,10 @@ def wait_gone(cluster: kube.Cluster, name: str, timeout: float) -> list[str]:
     deadline = time.monotonic() + timeout
     selectors = [tenant_selector(name)]
     left: list[dict[str, Any]] = []
-    for api_version, kind in (("v1", "Namespace"), (QUEUE_API, "Queue")):
+    kinds = [("v1", "Namespace"), (QUEUE_API, "Queue")]
+    if gateway:
+        kinds.append((GRAPH_API, "InferenceGraph"))
+    for api_version, kind in kinds:
         _gone, found, _elapsed = wait_for(
             cluster,
             api_version,

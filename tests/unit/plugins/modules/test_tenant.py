@@ -841,6 +841,32 @@ def test_rendered_is_the_catalog_of_one_and_needs_the_networks():
     assert [m.split(":")[0] for m in exc.value.messages] == ["pod_cidr", "service_cidr"]
 
 
+def test_the_tenants_routers_in_the_gateway_go_with_it():
+    """A deleted tenant leaves no A/B test or canary router routing to it."""
+    cluster = created()
+    for name, owner in (("a-ab", "a"), ("b-ab", "b")):
+        cluster.put(
+            {
+                "apiVersion": "serving.kserve.io/v1alpha1",
+                "kind": "InferenceGraph",
+                "metadata": {
+                    "name": name,
+                    "namespace": "platform-serving",
+                    "labels": {"platform.io/tenant": owner},
+                },
+                "spec": {"nodes": {"root": {"routerType": "Splitter", "steps": []}}},
+            }
+        )
+    result = service.run_tenant(absent(), cluster)
+    assert {
+        "kind": "InferenceGraph",
+        "name": "a-ab",
+        "namespace": "platform-serving",
+        "action": "delete",
+    } in result["objects"]
+    assert set(cluster.kinds("InferenceGraph")) == {"b-ab"}
+
+
 def test_a_spot_recompute_leaves_the_tenant_s_vgpu_keys_and_the_tenant_run_is_no_change():
     """Rule vgpu-queue-capability: the recompute applies its keys of the spot capability
     under its own field manager; the vGPU keys, the tenant apply's, stay (server-side

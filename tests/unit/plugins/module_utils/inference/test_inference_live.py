@@ -168,3 +168,35 @@ def test_spec_from_live_reads_a_knative_canary_back():
     canaryTrafficPercent; the stable version is the last entry of the history."""
     spec = make_spec(canaries=[canary("v2", 10)], mode="knative")
     assert live.spec_from_live(rendered(spec, history=HISTORY)) == spec
+
+
+def test_a_service_below_its_minimum_is_not_ready_whatever_kserve_says():
+    """Rule inference-replicas-reported: ready/desired per version against the minimum."""
+    from ansible_collections.gpucloud.platform.plugins.module_utils.inference import live as livemod
+    from ansible_collections.gpucloud.platform.plugins.module_utils.inference.manifests import (
+        inference_service,
+    )
+    from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.classes import (
+        DEFAULT_CLASSES,
+    )
+    from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.inference.inference_objects import (
+        make_spec,
+        model,
+    )
+
+    spec = make_spec(stable=model("v1", gpus=1), autoscaling={"min_replicas": 2, "max_replicas": 4})
+    isvc = inference_service(spec, DEFAULT_CLASSES["normal"], "payg", [])
+    isvc["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}
+    deployment = {
+        "metadata": {"name": "llm-v1-predictor"},
+        "spec": {"replicas": 2},
+        "status": {"readyReplicas": 1},
+    }
+    short = livemod.report(isvc, None, {"llm-v1-predictor": deployment})
+    assert short["replicas"] == {"v1": {"ready": 1, "desired": 2, "minimum": 2}}
+    assert short["ready"] is False and short["below_minimum"] == ["v1"]
+    deployment["status"]["readyReplicas"] = 2
+    full = livemod.report(isvc, None, {"llm-v1-predictor": deployment})
+    assert full["ready"] is True and "below_minimum" not in full
+    # Without the Deployments (the module's wait) the condition alone decides.
+    assert "replicas" not in livemod.report(isvc)

@@ -310,3 +310,25 @@ def test_the_ab_graph_splits_by_weight_in_the_serving_namespace():
 def test_replicas_by_version(stable_min, traffic, expected):
     spec = make_spec(canaries=[canary("v2", traffic)], autoscaling={"min_replicas": stable_min})
     assert manifests.replicas_by_version(spec) == expected
+
+
+def test_an_ab_graph_follows_the_stable_version_of_each_service_it_routes_to():
+    """Rule inference-routes-follow-versions: only the steps to the service move, only
+    when their address is another; a canary router is left to its own service."""
+    old = "http://chat-v2-predictor.tenant-alpha.svc.cluster.local/v1/models/chat:predict"
+    new = "http://chat-v1-predictor.tenant-alpha.svc.cluster.local/v1/models/chat:predict"
+    other = "http://small-v1-predictor.tenant-alpha.svc.cluster.local/v1/models/small:predict"
+    graph = manifests.ab_graph("alpha", "ab", [("chat", old, 70), ("small", other, 30)])
+    graph["metadata"]["resourceVersion"] = "7"
+    (moved,) = manifests.rerouted_graphs([graph], "chat", new)
+    steps = moved["spec"]["nodes"]["root"]["steps"]
+    assert steps == [
+        {"name": "chat", "serviceUrl": new, "weight": 70},
+        {"name": "small", "serviceUrl": other, "weight": 30},
+    ]
+    assert moved["metadata"]["name"] == "alpha-ab" and "resourceVersion" not in moved["metadata"]
+    assert manifests.rerouted_graphs([moved], "chat", new) == []
+    assert manifests.rerouted_graphs([graph], "nobody", new) == []
+    router = manifests.ab_graph("alpha", "chat-canary", [("chat", old, 100)])
+    router["metadata"]["labels"][manifests.LABEL_ROLLOUT_OF] = "chat"
+    assert manifests.rerouted_graphs([router], "chat", new) == []
