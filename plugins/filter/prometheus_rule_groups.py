@@ -10,6 +10,7 @@ from typing import Any
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.observability.rules import (
+    DEFAULT_VGPU_GPU_MEMORY_MIB,
     interval_errors,
     ksm_chart_values,
     rule_groups,
@@ -19,15 +20,21 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.observability.ru
 
 
 def prometheus_rule_groups(
-    thresholds: Any = None, metering_interval: Any = None
+    thresholds: Any = None, metering_interval: Any = None, vgpu_gpu_memory_mib: Any = None
 ) -> list[dict[str, Any]]:
     """The ``groups`` of the platform's rules with these alert thresholds, the metering
-    group evaluated every ``metering_interval`` (the ledger's resolution)."""
+    group evaluated every ``metering_interval`` (the ledger's resolution), a vGPU counted by
+    its share of ``vgpu_gpu_memory_mib`` (one shared GPU's memory)."""
     values = {} if thresholds is None else thresholds
     errors = threshold_errors(values) + interval_errors(metering_interval or None)
+    memory = (
+        DEFAULT_VGPU_GPU_MEMORY_MIB if vgpu_gpu_memory_mib in (None, "") else vgpu_gpu_memory_mib
+    )
+    if isinstance(memory, bool) or not isinstance(memory, int) or memory < 1:
+        errors.append(f"vgpu_gpu_memory_mib: {memory!r} is not a whole number of MiB, 1 or more")
     if errors:
         raise AnsibleFilterError("prometheus_rule_groups: " + "; ".join(errors))
-    return rule_groups(thresholds_of(values), metering_interval or None)
+    return rule_groups(thresholds_of(values), metering_interval or None, memory)
 
 
 def kube_state_metrics_values(_unused: Any = None) -> dict[str, Any]:

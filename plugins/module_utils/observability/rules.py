@@ -35,6 +35,12 @@ from difflib import get_close_matches
 from typing import Any
 
 GPU_RESOURCE_KSM = "nvidia_com_gpu"
+# HAMi's vGPU resources as kube-state-metrics names them (volcano.sh/vgpu-number, -memory).
+VGPU_NUMBER_KSM = "volcano_sh_vgpu_number"
+VGPU_MEMORY_KSM = "volcano_sh_vgpu_memory"
+# The memory of one physical GPU of the shared nodes, MiB (an H100's 80 GiB): a vGPU of
+# M MiB counts M / this of a GPU (rule vgpu-metered-by-memory).
+DEFAULT_VGPU_GPU_MEMORY_MIB = 81920
 GPU_RESOURCE_VOLCANO = "nvidia.com/gpu"
 
 # Rule gpu-milli-units: Volcano reports scalar resources, GPUs included, in
@@ -321,14 +327,31 @@ def _billing_type_of_queue() -> str:
     return f"max by (queue, tenant, billing_type) ({expr})"
 
 
-def metering_rules() -> list[dict[str, Any]]:
+def _running_gpu_equivalents(gpu_memory_mib: int) -> str:
+    """Rule vgpu-metered-by-memory, per container: whole GPUs as requested; N vGPUs of M
+    MiB each count N x M / ``gpu_memory_mib`` GPUs; N vGPUs without a memory request
+    take their GPUs' whole memory (HAMi's default), so count N."""
+    requests = "kube_pod_container_resource_requests"
+    on_container = "on (namespace, pod, container)"
+    return (
+        f'{requests}{{resource="{GPU_RESOURCE_KSM}"}}\n'
+        f'or ({requests}{{resource="{VGPU_NUMBER_KSM}"}}\n'
+        f'    * {on_container} group_left () {requests}{{resource="{VGPU_MEMORY_KSM}"}}\n'
+        f"    / {gpu_memory_mib})\n"
+        f'or ({requests}{{resource="{VGPU_NUMBER_KSM}"}}\n'
+        f'    unless {on_container} {requests}{{resource="{VGPU_MEMORY_KSM}"}})'
+    )
+
+
+def metering_rules(vgpu_gpu_memory_mib: int = DEFAULT_VGPU_GPU_MEMORY_MIB) -> list[dict[str, Any]]:
     """Rule billing-follows-queue: every Running GPU pod is billed to the tenant and billing
     type of the queue it runs in, and only when that tenant is its namespace's. The pod's
     queue is the one Volcano wrote on it (the job controller's label ``volcano.sh/queue-name``,
     else the annotation ``scheduling.volcano.sh/queue-name`` that admission checked on the
     workload); the queue's tenant and type are platform state. No label a tenant writes
     takes part. A GPU pod in a tenant namespace that no queue of the tenant claims is
-    ``platform:pod_gpus:unclaimed`` (rule unclaimed-gpus)."""
+    ``platform:pod_gpus:unclaimed`` (rule unclaimed-gpus). A pod's GPUs count its vGPUs by
+    their memory share (rule vgpu-metered-by-memory)."""
     queue_label = _relabel(
         'kube_pod_labels{label_volcano_sh_queue_name!=""}', "queue", "label_volcano_sh_queue_name"
     )
@@ -370,7 +393,7 @@ def metering_rules() -> list[dict[str, Any]]:
         # Rule running-pod-gpus, per pod and the node it runs on.
         {
             "record": POD_GPUS_RUNNING,
-            "expr": f'sum by (namespace, pod, node) (kube_pod_container_resource_requests{{resource="{GPU_RESOURCE_KSM}"}})\n'
+            "expr": f"sum by (namespace, pod, node) (\n{_running_gpu_equivalents(vgpu_gpu_memory_mib)}\n)\n"
             "  * on (namespace, pod) group_left ()\n"
             '  (max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1)',
         },
@@ -596,16 +619,19 @@ def interval_errors(interval: Any) -> list[str]:
 
 
 def rule_groups(
-    t: Thresholds | None = None, metering_interval: str | None = None
+    t: Thresholds | None = None,
+    metering_interval: str | None = None,
+    vgpu_gpu_memory_mib: int = DEFAULT_VGPU_GPU_MEMORY_MIB,
 ) -> list[dict[str, Any]]:
     """The ``groups`` of the platform's rule file. ``metering_interval`` is the metering
     group's evaluation interval, the ledger's resolution (Prometheus's global evaluation
-    interval when None); usage_report reads it back from Prometheus."""
+    interval when None); usage_report reads it back from Prometheus.
+    ``vgpu_gpu_memory_mib`` is one shared GPU's memory (rule vgpu-metered-by-memory)."""
     t = t or Thresholds()
     metering: dict[str, Any] = {"name": METERING_GROUP}
     if metering_interval:
         metering["interval"] = metering_interval
-    metering["rules"] = metering_rules()
+    metering["rules"] = metering_rules(vgpu_gpu_memory_mib)
     return [
         {"name": "platform-gpu", "rules": gpu_rules(t)},
         metering,

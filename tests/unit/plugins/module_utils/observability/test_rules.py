@@ -343,4 +343,8 @@ def test_the_roles_default_metering_interval_is_one():
     assert defaults["monitoring_metering_interval"] == "{{ monitoring_scrape_interval }}"
     assert rules.interval_errors(defaults["monitoring_scrape_interval"]) == []
     template = (ROOT / "roles/monitoring/templates/prometheusrule.yml.j2").read_text()
-    assert "prometheus_rule_groups(monitoring_metering_interval)" in template
+    assert (
+        "prometheus_rule_groups(monitoring_metering_interval, monitoring_vgpu_gpu_memory_mib | int)"
+        in template
+    )
+    assert defaults["monitoring_vgpu_gpu_memory_mib"] == rules.DEFAULT_VGPU_GPU_MEMORY_MIB
