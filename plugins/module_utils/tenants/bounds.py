@@ -111,16 +111,21 @@ def bounds_from(
     return TenantBounds(pods=pods, claims=claims, storage=storage, claim_size=claim_size)
 
 
+def _metadata(tenant: str) -> dict[str, Any]:
+    """Both bounds objects are named alike, in the tenant's namespace, with its labels."""
+    return {
+        "name": BOUNDS_NAME,
+        "namespace": namespace_name(tenant),
+        "labels": tenant_labels(tenant),
+    }
+
+
 def resource_quota(tenant: str, bounds: TenantBounds) -> dict[str, Any]:
     """The tenant's ResourceQuota: pods, claims and the storage they request."""
     return {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
-        "metadata": {
-            "name": BOUNDS_NAME,
-            "namespace": namespace_name(tenant),
-            "labels": tenant_labels(tenant),
-        },
+        "metadata": _metadata(tenant),
         "spec": {
             "hard": {
                 "pods": str(bounds.pods),
@@ -136,11 +141,7 @@ def limit_range(tenant: str, bounds: TenantBounds) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "LimitRange",
-        "metadata": {
-            "name": BOUNDS_NAME,
-            "namespace": namespace_name(tenant),
-            "labels": tenant_labels(tenant),
-        },
+        "metadata": _metadata(tenant),
         "spec": {
             "limits": [{"type": "PersistentVolumeClaim", "max": {"storage": bounds.claim_size}}]
         },
