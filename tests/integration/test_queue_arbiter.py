@@ -432,8 +432,14 @@ def test_the_design_6_2_example_and_two_runs_at_once(site, start_module):
     assert other.get("evicted", []) == [], other
     held = other.get("failed") and "is held by" in other.get("msg", "")
     assert held or other.get("decision") == "none", other
-    # The arbiter evicted every pod of its two victims (task-e 1, task-c 3), once.
-    assert len(winner["evicted"]) == 4, winner["evicted"]
+    # The arbiter evicts the pods of its two victims (task-e 1, task-c 3), each once and
+    # nothing else. Volcano's job controller restarts a Job whose pod was evicted and may
+    # delete its other pods before the arbiter reaches them; a pod already gone is not
+    # evicted again (measured: in one CI run task-c's last two went that way).
+    victim_pods = {f"{ns}/task-e-worker-0", *(f"{ns}/task-c-worker-{i}" for i in range(3))}
+    evicted = winner["evicted"]
+    assert len(evicted) == len(set(evicted)) and set(evicted) <= victim_pods, evicted
+    assert f"{ns}/task-e-worker-0" in evicted and any("/task-c-" in p for p in evicted), evicted
     assert arbiter_events(s.kube, ns, "ArbiterEvicted") == {"task-c", "task-e"}
     # Rule restart-may-preempt: task-c comes back at normal-job, and gangpreempt may take
     # team a's debug job task-d for it. The arbiter said so before it evicted (measured:
