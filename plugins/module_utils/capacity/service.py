@@ -63,7 +63,7 @@ def run(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str,
         rows = hold_recent_grants(rows, grants_by_queue(queues), now, grace)
     resize = resize_table(rows, queues)
     stamp_growth(resize, now, grace)
-    reclaimed = make_room(params, cluster, check_mode, resize, commitments, queues)
+    reclaimed = make_room(params, cluster, check_mode, resize, commitments, queues, jobs)
     write_grants(params, cluster, check_mode, resize, reclaimed)
     return {
         "changed": bool(resize.changes) or bool(reclaimed and reclaimed.get("changed")),
@@ -92,6 +92,7 @@ def make_room(
     resize: PaygResize,
     commitments: dict[str, TenantCommitment],
     queues: list[dict[str, Any]],
+    jobs: list[dict[str, Any]],
 ) -> dict[str, Any] | None:
     """Before a queue grows: the oversell guard, then the reclaim of as many spot
     GPUs as the growth finds short of free ones. Returns the reclaim's result,
@@ -107,7 +108,7 @@ def make_room(
     sold = int(committed_total(commitments.values())[GPU])
     # Every reclaimable spot GPU: Volcano Jobs' and other workloads' pods (rule
     # spot-candidate-pod), as the reclaim itself counts them.
-    spot = sum(c.gpus for c in read_spot_candidates(cluster, queues))
+    spot = sum(c.gpus for c in read_spot_candidates(cluster, queues, jobs))
     shortfall = unsold_reclaim_need(state.pool_gpus, sold, spot, state.allocated_gpus, growth)
     if not shortfall:
         return None

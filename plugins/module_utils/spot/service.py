@@ -135,13 +135,17 @@ RUNNING_VOLCANO_PODS = "spec.schedulerName=volcano,status.phase=Running"
 
 
 def read_spot_candidates(
-    cluster: Cluster, queues: Iterable[Mapping[str, Any]] | None = None
+    cluster: Cluster,
+    queues: Iterable[Mapping[str, Any]] | None = None,
+    jobs: Iterable[Mapping[str, Any]] | None = None,
 ) -> list[SpotJob]:
-    """The running spot jobs in spot queues (``queues``: the managed Queues, listed
-    here when not given); a price that is not a number is warned about."""
+    """The running spot jobs in spot queues (``queues``: the managed Queues, and
+    ``jobs``: Volcano Jobs, each listed here when the caller has not listed them); a
+    price that is not a number is warned about."""
     queues = read_queues(cluster) if queues is None else queues
     spot_queues = [c.spot_queue for c in commitments_from_queues(queues).values() if c.spot_queue]
-    jobs = cluster.list(JOB_API, "Job", label_selector=f"{LABEL_BILLING_TYPE}=spot")
+    if jobs is None:
+        jobs = cluster.list(JOB_API, "Job", label_selector=f"{LABEL_BILLING_TYPE}=spot")
     candidates, warnings = candidates_from_vcjobs(jobs, spot_queues)
     # Rule spot-candidate-pod: every other workload in a spot queue, by its pods.
     pods = cluster.list("v1", "Pod", field_selector=RUNNING_VOLCANO_PODS)

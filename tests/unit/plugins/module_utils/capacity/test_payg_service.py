@@ -43,7 +43,11 @@ def oversized_beta():
 
 def test_grow_reclaims_then_writes_only_the_capacity_fields():
     cluster = spot_cluster(alpha_subscription=28)
+    cluster.lists.clear()
     result = service.run(params(tenant="alpha", capability={GPU: 12}), cluster, check_mode=False)
+    # Before the reclaim (which reads afresh under its Lease): the Queues and Jobs once,
+    # the pool (Nodes, Pods) and the spot pods of other workloads.
+    assert cluster.lists[:5] == ["Queue", "Job", "Node", "Pod", "Pod"]
     assert result["changed"] is True and result["updated"] == ["tenant-alpha-payg"]
     assert [v["name"] for v in result["reclaim"]["victims"]] == ["spot-a", "spot-b"]
     assert result["diff"]["before"]["tenant-alpha-payg"]["capability"] == {GPU: 0}
