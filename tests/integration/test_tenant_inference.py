@@ -539,8 +539,13 @@ def test_a_spot_service_is_priced_and_its_pods_are_reclaimed_cheapest_first(
     assert all(float(v["price"]) <= 0.2 for v in victims[:ours])
 
     # Reclaim exactly up to it: it goes, and its Deployment makes it again.
+    # A cheaper victim may end on its own between the preview and the run (a job of an
+    # earlier test that reaches its duration), so the reclaim may come up short of
+    # ``need``: it is allowed to, and the pod must still be taken.
     need = free + sum(v["gpus"] for v in victims[: ours + 1])
-    done = run_module("spot_reclaim", {"need": need, "demand_reason": "test"})
+    done = run_module(
+        "spot_reclaim", {"need": need, "demand_reason": "test", "allow_partial": True}
+    )
     assert not done.get("failed"), done.get("msg")
     assert pod["metadata"]["name"] in [v["name"] for v in done["victims"]]
     old_uid = pod["metadata"]["uid"]
