@@ -39,6 +39,7 @@ from ..common.names import (
 from ..common.quantity import GPU, parse
 from ..jobs.classes import DEFAULT_CLASSES
 from ..jobs.demand import job_demand, pod_demand
+from ..jobs.feasibility import Gang, Limit, claims_of, local_only
 from ..jobs.sla import waiting_seconds
 from ..jobs.throttle import owner_job, podgroup_waits
 from ..policy.admission import PREEMPTABLE_ANNOTATION
@@ -135,10 +136,17 @@ class WaitingJob:
     # The PodGroup's sla waiting time (jobs/sla), None without one: sla admits the
     # PodGroup after it, and Volcano's gangpreempt then preempts for it.
     sla_wait: float | None = None
+    # What rule job-never-runs (jobs/feasibility) reads of the Job: PVCs and placement.
+    claims: tuple[str, ...] = ()
+    local_only: bool = False
 
     @property
     def ref(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def gang(self) -> Gang:
+        return Gang(self.ref, self.queue, self.gpus, self.claims, self.local_only)
 
 
 def _gpus(resources: object, path: str) -> int | None:
@@ -230,6 +238,20 @@ def ancestry(states: Mapping[str, QueueState], name: str) -> list[str]:
             break
         current = states.get(current.parent)
     return chain
+
+
+def limits_of(states: Mapping[str, QueueState], name: str) -> tuple[Limit, ...]:
+    """The queue and its ancestors as rule job-never-runs reads them (jobs/feasibility)."""
+    return tuple(
+        Limit(
+            q,
+            states[q].capability_gpus,
+            states[q].allocated_gpus,
+            states[q].parent,
+            states[q].queue_type,
+        )
+        for q in ancestry(states, name)
+    )
 
 
 def effective_capability(states: Mapping[str, QueueState], name: str) -> int | None:
@@ -404,6 +426,8 @@ def waiting_jobs(
                 gpus=job_demand(vcjob).gpus,
                 podgroup_phase=str((pg.get("status") or {}).get("phase") or ""),
                 sla_wait=waiting_seconds(meta.get("annotations")),
+                claims=claims_of(vcjob),
+                local_only=local_only(vcjob),
             )
         )
     return out

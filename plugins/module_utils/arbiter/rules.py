@@ -42,8 +42,8 @@ Rules held here:
   preempts only for a Pending job without one, so it never evicts what Volcano still
   would. Team reclaim, which Volcano cannot do in a full subscription, is for every
   waiting job.
-* Rule arbiter-plan (``plan_for``): a job larger than the pool, or than the capability of
-  its queue or an ancestor, is refused; need 0: nothing to do; a team queue below its
+* Rule arbiter-plan (``plan_for``): a job that can never run (rule job-never-runs:
+  a missing PVC, more GPUs than its nodes or than a capability above it) is refused; need 0: nothing to do; a team queue below its
   deserved with a borrowing sibling takes back first (team reclaim; only when its own
   queue is not at its capability, which sibling GPUs cannot relieve); otherwise, for the
   classes that preempt (``DEFAULT_PREEMPTING_CLASSES``, large-job and critical-job),
@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..common.names import QUEUE_TYPE_TEAM
+from ..jobs.feasibility import Supply, never_runs
 from .model import (
     CRITICAL_CLASS,
     DEBUG_CLASS,
@@ -69,6 +70,7 @@ from .model import (
     ancestry,
     class_preempts,
     effective_capability,
+    limits_of,
 )
 
 NONE, PREEMPT, RECLAIM, REFUSE = "none", "preempt", "reclaim", "refuse"
@@ -399,19 +401,6 @@ def _names(victims: Iterable[RunningJob]) -> str:
     return ", ".join(f"{v.namespace}/{v.name} ({v.priority_class}, {v.gpus})" for v in victims)
 
 
-def _never_fits(job: WaitingJob, states: Mapping[str, QueueState], pool_gpus: int) -> str | None:
-    if job.gpus > pool_gpus:
-        return f"{job.ref} asks for {job.gpus} GPUs and the pool has {pool_gpus}: it can never run"
-    for queue in ancestry(states, job.queue):
-        cap = states[queue].capability_gpus
-        if cap is not None and job.gpus > cap:
-            return (
-                f"{job.ref} asks for {job.gpus} GPUs and queue {queue} has a capability of "
-                f"{cap}: it can never run there"
-            )
-    return None
-
-
 def volcano_preempts(job: WaitingJob) -> bool:
     """Rule volcano-preempts (see the module docstring)."""
     return job.podgroup_phase != "Pending" or job.sla_wait is not None
@@ -424,11 +413,15 @@ def plan_for(
     free_gpus: int,
     pool_gpus: int,
     preempting_classes: Sequence[str] = DEFAULT_PREEMPTING_CLASSES,
+    supply: Supply | None = None,
 ) -> Decision:
     """Rule arbiter-plan: what the arbiter does for one waiting job.
 
-    1. ``refuse`` a job larger than the pool or than the capability of its queue or an
-       ancestor: no eviction makes it fit.
+    1. ``refuse`` a job that can never run (rule job-never-runs, ``jobs/feasibility``,
+       the rule ``vcjob`` and the throttle use, in its words: a missing PVC, more GPUs
+       than its nodes, or than the capability of its queue or an ancestor): no eviction
+       makes it run. ``supply`` is what that rule reads; without it, the queues in
+       ``states`` and the pool.
     2. ``none`` when rule arbiter-need asks for 0 GPUs.
     3. ``reclaim`` (rule team-reclaim-victims) when its queue is a team queue below its
        deserved and a sibling team borrows (design 6.2: teams take back what siblings
@@ -440,7 +433,9 @@ def plan_for(
     5. ``preempt`` (rule preempt-victims) when its class is in ``preempting_classes``.
     6. ``refuse`` otherwise, with the reason of every rule that was tried.
     """
-    impossible = _never_fits(job, states, pool_gpus)
+    impossible = never_runs(
+        job.gang, supply or Supply(chain=limits_of(states, job.queue), node_gpus=pool_gpus)
+    )
     if impossible is not None:
         return Decision(REFUSE, (), 0, f"{impossible}; {NOTHING_EVICTED}")
     need = arbiter_need(job, states, free_gpus)

@@ -48,6 +48,7 @@ from ..common.names import (
     namespace_name,
 )
 from ..common.quantity import GPU
+from ..jobs.feasibility import Supply, claim_names, required_groups, usable_gpus
 from ..jobs.throttle import owner_job
 from ..kube.cluster import (
     ApiException,
@@ -84,6 +85,7 @@ from .inputs import job_scope_refusal, queue_scope_refusal
 from .model import (
     RunningJob,
     WaitingJob,
+    limits_of,
     pods_of,
     queue_states,
     releasing_gpus,
@@ -157,10 +159,11 @@ def decide(
         pending = [pg for pg in pending if (pg.get("spec") or {}).get("queue") == queue]
     if not pending and not job and not queue:
         return arbiter_result(None, None, reason=nothing_pending(tenant, settle)), None
-    states = None
+    states = queues = None
     if job or queue:
         # A scoped run names its job or queue: refused before anything else is read.
-        states = queue_states(cluster.list(QUEUE_API, "Queue", label_selector=MANAGED_SELECTOR))
+        queues = cluster.list(QUEUE_API, "Queue", label_selector=MANAGED_SELECTOR)
+        states = queue_states(queues)
         refusal = queue_scope_refusal(tenant, queue, states) if queue else None
         if refusal:
             raise Refused(refusal)
@@ -175,11 +178,13 @@ def decide(
     waiting = waiting_jobs(pending, vcjobs, pods)
     if not waiting:
         return arbiter_result(None, None, reason=_no_candidate(params, podgroups, stamp)), None
-    if states is None:
-        states = queue_states(cluster.list(QUEUE_API, "Queue", label_selector=MANAGED_SELECTOR))
+    if queues is None:
+        queues = cluster.list(QUEUE_API, "Queue", label_selector=MANAGED_SELECTOR)
+        states = queue_states(queues)
     # Rule releasing-is-free: the room an earlier eviction is making is not asked for again.
     states = without_releasing(states, releasing_gpus(pods))
-    pool, members = pool_from_nodes(cluster.list("v1", "Node"))
+    nodes = cluster.list("v1", "Node")
+    pool, members = pool_from_nodes(nodes)
     held, _leaving = allocated_from_pods(pods, members)
     pool_gpus = int(pool[GPU])
     # Pods on their way out count as free: the GPUs of an earlier eviction are not freed twice.
@@ -190,7 +195,8 @@ def decide(
         return arbiter_result(None, None, reason=_no_candidate(params, podgroups, stamp)), None
     first = candidates[0]
     running = running_jobs(vcjobs, pods)
-    decision = plan_for(first, states, running, free_gpus, pool_gpus)
+    supply = read_supply(cluster, first, states, queues, nodes)
+    decision = plan_for(first, states, running, free_gpus, pool_gpus, supply=supply)
     # Rule victim-returns for the victims only, read from their Jobs.
     victim_uids = {v.uid for v in decision.victims}
     returning = {
@@ -202,6 +208,29 @@ def decide(
     return arbiter_result(
         first, decision, candidates[1:], after_restart=aftermath_dicts(after)
     ), Plan(first, decision, vcjobs, pods, states)
+
+
+def read_supply(
+    cluster: Cluster,
+    job: WaitingJob,
+    states: Mapping[str, Any],
+    queues: Sequence[Mapping[str, Any]],
+    nodes: Sequence[Mapping[str, Any]],
+) -> Supply:
+    """What rule job-never-runs judges the job the arbiter acts for by, as ``vcjob`` and
+    the throttle read it: its queues, the nodes its queue's groups and placement allow,
+    and its namespace's PVCs (one list, only when the job mounts any)."""
+    by_name = {str((q.get("metadata") or {}).get("name")): q for q in queues}
+    claims = (
+        claim_names(cluster.list("v1", "PersistentVolumeClaim", namespace=job.namespace))
+        if job.claims
+        else {}
+    )
+    return Supply(
+        chain=limits_of(states, job.queue),
+        node_gpus=usable_gpus(nodes, required_groups(by_name, job.queue), job.local_only),
+        claims=claims.get(job.namespace, frozenset()),
+    )
 
 
 def _no_candidate(

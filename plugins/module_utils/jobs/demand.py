@@ -17,8 +17,8 @@ throttle and the job builders), so the same job never counts differently:
 A quantity that is not a quantity is refused with the object's path: counting
 it as 0 would make a job look smaller than the scheduler sees it.
 
-Rule job-fits (``job_fits_errors``): a job asks for no more GPUs than its queue's
-capability and the GPU pool; ``vcjob`` refuses a larger one before creating it.
+Whether a job fits its queue, its nodes and its PVCs is rule job-never-runs
+(``jobs/feasibility``).
 """
 
 from __future__ import annotations
@@ -113,45 +113,3 @@ def job_demand(job: Mapping[str, Any]) -> JobDemand:
                 ]
             ) from None
     return JobDemand(pods=pods, resources=total)
-
-
-def _whole(value: Decimal | None) -> Decimal | None:
-    """A GPU count as written (``8``, not ``8.000``)."""
-    if value is None or value != value.to_integral_value():
-        return value
-    return Decimal(int(value))
-
-
-def job_fits_errors(
-    gpus: int,
-    field_name: str,
-    queue: str,
-    queue_gpus: Decimal | None,
-    pool_gpus: Decimal | None,
-) -> list[FieldError]:
-    """Rule job-fits: a job asks for no more GPUs (rule job-demand) than its queue's GPU
-    capability (``queue_gpus``; None: not limited, or not compared) and than the GPU pool,
-    the allocatable GPUs of the Ready, schedulable nodes (``pool_gpus``; None: not
-    compared). A larger gang job is never scheduled and stays Pending forever. A spot job
-    is compared with the pool only: its spot queue's capability moves with the idle pool."""
-    errors = []
-    queue_gpus = _whole(queue_gpus)
-    pool_gpus = _whole(pool_gpus)
-    if queue_gpus is not None and gpus > queue_gpus:
-        errors.append(
-            FieldError(
-                field_name,
-                f"the job asks for {gpus} GPUs but queue {queue} has a capability of "
-                f"{queue_gpus} GPUs; it would stay Pending forever. Ask for at most {queue_gpus}",
-            )
-        )
-    if pool_gpus is not None and gpus > pool_gpus:
-        errors.append(
-            FieldError(
-                field_name,
-                f"the job asks for {gpus} GPUs but the GPU pool (allocatable GPUs of the Ready, "
-                f"schedulable nodes) has {pool_gpus}; it would stay Pending forever. Ask for at "
-                f"most {pool_gpus}",
-            )
-        )
-    return errors

@@ -22,15 +22,15 @@ apply is the server's dry run.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
-from decimal import Decimal
 from time import monotonic, sleep
 from typing import Any
 
 from ansible.module_utils.common.warnings import warn
 
 from ..capacity.pool import allocated_from_pods, pool_from_nodes, pool_node_resources
-from ..common.errors import PartialWrite, Refused, raise_if
+from ..common.errors import FieldError, PartialWrite, Refused, raise_if
 from ..common.names import (
     HYPERNODE_API,
     JOB_API,
@@ -41,11 +41,11 @@ from ..common.names import (
     MANAGED_BY,
     PODGROUP_API,
     QUEUE_API,
-    QUEUE_TYPE_SPOT,
+    ROOT_QUEUE,
     namespace_name,
 )
 from ..common.objects import strip_server_fields
-from ..common.quantity import GPU, parse
+from ..common.quantity import GPU
 from ..kube.cluster import ApiException, Cluster, TransportError, api_error_message
 from ..kube.waiting import wait_for
 from ..policy.admission import POLICY_LARGE_JOB_THROTTLE, TENANT_QUEUES_CONFIGMAP
@@ -53,9 +53,23 @@ from ..policy.platform_state import POLICY_PLATFORM_STATE
 from ..topology.manifests import tree_from_manifests
 from ..topology.tree import node_infos
 from .classes import job_class_table
-from .demand import job_demand, job_fits_errors
+from .feasibility import (
+    Gang,
+    Supply,
+    at_most,
+    chain_of,
+    claim_names,
+    gang_of,
+    never_runs,
+    queue_limits,
+    required_groups,
+    usable_gpus,
+    usable_nodes,
+    waits_for,
+)
 from .submit import (
     changed_fields,
+    claim_field,
     demand_field,
     differs_text,
     job_for_queues,
@@ -161,6 +175,7 @@ def read_room(cluster: Cluster, jobs: list[LargeJob], vcjobs: list[dict[str, Any
     this identity may not read them (a tenant's own): then no job is turned away."""
     try:
         nodes = cluster.list("v1", "Node")
+        supplies = read_supplies(cluster, jobs, nodes)
         pool, members = pool_from_nodes(nodes, None)
         held, _leaving = allocated_from_pods(
             cluster.list("v1", "Pod", field_selector=_UNFINISHED_PODS), members
@@ -186,7 +201,33 @@ def read_room(cluster: Cluster, jobs: list[LargeJob], vcjobs: list[dict[str, Any
         preemptible=preemptible_gpus(vcjobs),
         domains=domains,
         nodes=list(per_node.values()),
+        supplies=supplies,
     )
+
+
+def read_supplies(
+    cluster: Cluster, jobs: list[LargeJob], nodes: list[dict[str, Any]]
+) -> dict[str, Supply]:
+    """What rule job-never-runs judges each waiting large job by: one list of Queues and,
+    when a job mounts any, one of PVCs (of the one namespace when the jobs share it)."""
+    if not jobs:
+        return {}
+    queues = {q["metadata"]["name"]: q for q in cluster.list(QUEUE_API, "Queue")}
+    limits = queue_limits(queues.values())
+    spaces = {j.namespace for j in jobs}
+    only = next(iter(spaces)) if len(spaces) == 1 else None
+    mounts = any(j.claims for j in jobs)
+    claims = (
+        claim_names(cluster.list("v1", "PersistentVolumeClaim", namespace=only)) if mounts else {}
+    )
+    return {
+        j.uid: Supply(
+            chain=chain_of(limits, j.queue),
+            node_gpus=usable_gpus(nodes, required_groups(queues, j.queue), j.local_only),
+            claims=claims.get(j.namespace, frozenset()),
+        )
+        for j in jobs
+    }
 
 
 def turned_away(
@@ -197,18 +238,14 @@ def turned_away(
     skip: Iterable[str] = (),
 ) -> dict[str, str]:
     """Rule throttle-can-help for every waiting large job but those in ``skip`` (uids):
-    uid -> why holding its queue cannot help. The GPUs (Nodes, Pods, HyperNodes) are read
-    only when a job is left that its PodGroup's phase does not already decide."""
+    uid -> why holding its queue cannot help. The GPUs (Nodes, Pods, HyperNodes), Queues
+    and PVCs are read only when such a job waits."""
     skipped = set(skip)
     waiting = [j for j in jobs if j.waiting and j.uid not in skipped]
-    out = {j.uid: why for j in waiting if (why := cannot_help(j, None, now))}
-    rest = [j for j in waiting if j.uid not in out]
-    room = read_room(cluster, rest, vcjobs) if rest else None
-    for job in rest:
-        why = cannot_help(job, room, now) if room is not None else None
-        if why:
-            out[job.uid] = why
-    return out
+    # Read whenever a job waits: rule job-never-runs is judged first, so that the reason
+    # is the one the arbiter and vcjob give.
+    room = read_room(cluster, waiting, vcjobs) if waiting else None
+    return {j.uid: why for j in waiting if (why := cannot_help(j, room, now))}
 
 
 # --- the throttle: writing -------------------------------------------------------------
@@ -469,52 +506,99 @@ def _forbidden(exc: Exception) -> bool:
     return getattr(exc, "status", None) == 403
 
 
-def queue_gpu_capability(cluster: Cluster, queue: str) -> Decimal | None:
-    """The queue's own ``nvidia.com/gpu`` capability (one GET); None when it sets none,
-    the Queue is missing or this identity may not read it (then with a warning). A
-    capability the queue inherits from its parent is not read (rule job-fits then
-    compares with the pool only)."""
+def read_queues(cluster: Cluster, queue: str) -> dict[str, dict[str, Any]]:
+    """The Queues rule job-never-runs judges ``queue`` by: every Queue (one list), or, for
+    an identity that may not list them (a tenant's own), the queue and its ancestors one
+    GET each, as far as it may read (then with a warning naming where it stopped)."""
     try:
-        live = cluster.get(QUEUE_API, "Queue", queue)
+        return {q["metadata"]["name"]: q for q in cluster.list(QUEUE_API, "Queue")}
     except ApiException as exc:
         if not _forbidden(exc):
             raise
-        warn(
-            f"this identity may not read Queue {queue}; the job's GPUs are not compared with its capability"
-        )
-        return None
-    capability = ((live or {}).get("spec") or {}).get("capability") or {}
-    if GPU not in capability:
-        return None
-    return parse(capability[GPU], f"queues[{queue}].spec.capability.{GPU}")
+    found: dict[str, dict[str, Any]] = {}
+    name = queue
+    while name and name != ROOT_QUEUE and name not in found:
+        try:
+            live = cluster.get(QUEUE_API, "Queue", name)
+        except ApiException as exc:
+            if not _forbidden(exc):
+                raise
+            warn(
+                f"this identity may not read Queue {name}; the job's GPUs are not compared "
+                "with its capability"
+            )
+            break
+        if live is None:
+            break
+        found[name] = live
+        name = str((live.get("spec") or {}).get("parent") or ROOT_QUEUE)
+    return found
 
 
-def pool_gpus(cluster: Cluster) -> Decimal | None:
-    """The GPU pool: allocatable GPUs of the Ready, schedulable Nodes (rule pool, one list);
-    None when this identity may not list Nodes (then with a warning)."""
+def read_nodes(cluster: Cluster) -> list[dict[str, Any]] | None:
+    """Every Node (one list); None when this identity may not list them (then with a
+    warning: the job's GPUs are not compared with its nodes)."""
     try:
-        nodes = cluster.list("v1", "Node")
+        return cluster.list("v1", "Node")
     except ApiException as exc:
         if not _forbidden(exc):
             raise
-        warn("this identity may not list Nodes; the job's GPUs are not compared with the GPU pool")
+        warn("this identity may not list Nodes; the job's GPUs are not compared with its nodes")
         return None
-    pool, _members = pool_from_nodes(nodes)
-    return pool[GPU]
 
 
-def check_fits(
-    cluster: Cluster, p: Mapping[str, Any], desired: Mapping[str, Any], queue_type: str | None
-) -> None:
-    """Rule job-fits for a job about to be created: only when it asks for GPUs, one Queue
-    GET (not for a spot queue, whose capability moves with the idle pool) and one Node list;
-    raises PlatformValidationError naming the option that sizes the job."""
-    gpus = job_demand(desired).gpus
-    if gpus <= 0:
+def read_supply(cluster: Cluster, gang: Gang, namespace: str) -> tuple[Supply, list[str]]:
+    """What rule job-never-runs judges a job about to be created by: its queue chain, the
+    GPUs of the nodes it may use (and their names), and its namespace's PVCs. Only what the
+    job asks about is read: no Queues or Nodes for a job without GPUs, no PVCs for one
+    that mounts none."""
+    queues = read_queues(cluster, gang.queue) if gang.gpus > 0 else {}
+    claims = (
+        claim_names(cluster.list("v1", "PersistentVolumeClaim", namespace=namespace))
+        if gang.claims
+        else {}
+    )
+    node_gpus, members = None, []
+    nodes = read_nodes(cluster) if gang.gpus > 0 else None
+    if nodes is not None:
+        groups = required_groups(queues, gang.queue)
+        node_gpus = usable_gpus(nodes, groups, gang.local_only)
+        members = usable_nodes(nodes, groups, gang.local_only)
+    supply = Supply(
+        chain=chain_of(queue_limits(queues.values()), gang.queue),
+        node_gpus=node_gpus,
+        claims=claims.get(namespace, frozenset()),
+    )
+    return supply, members
+
+
+def free_on(cluster: Cluster, supply: Supply, members: list[str]) -> Supply:
+    """``supply`` with the GPUs of its nodes that no unfinished pod holds (one Pod list)."""
+    if supply.node_gpus is None:
+        return supply
+    held, _leaving = allocated_from_pods(
+        cluster.list("v1", "Pod", field_selector=_UNFINISHED_PODS), members
+    )
+    return replace(supply, free_gpus=max(0, supply.node_gpus - int(held[GPU])))
+
+
+def check_feasible(cluster: Cluster, p: Mapping[str, Any], desired: Mapping[str, Any]) -> None:
+    """Rule job-never-runs for a job about to be created: refused (PlatformValidationError
+    naming the option) when it can never run; rule job-waits-for: a warning saying what it
+    waits for when it cannot start now (the Pods are read only then)."""
+    gang = gang_of(desired)
+    supply, members = read_supply(cluster, gang, desired["metadata"]["namespace"])
+    never = never_runs(gang, supply)
+    if never is not None:
+        field = claim_field(p, gang, supply) or demand_field(p)
+        limit = at_most(gang, supply)
+        hint = f"; ask for at most {limit} GPUs" if field == demand_field(p) and limit else ""
+        raise_if([FieldError(field, never + hint)])
+    if gang.gpus <= 0:
         return
-    queue = desired["spec"]["queue"]
-    queue_gpus = None if queue_type == QUEUE_TYPE_SPOT else queue_gpu_capability(cluster, queue)
-    raise_if(job_fits_errors(gpus, demand_field(p), queue, queue_gpus, pool_gpus(cluster)))
+    waits = waits_for(gang, free_on(cluster, supply, members))
+    if waits is not None:
+        warn(f"job {gang.ref} is accepted and waits: {waits}")
 
 
 def present(p: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
@@ -547,7 +631,7 @@ def present(p: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, 
             )
         created: dict | None = live
     else:
-        check_fits(cluster, p, desired, queue_type)
+        check_feasible(cluster, p, desired)
         cm = cluster.get("v1", "ConfigMap", CONFIGMAP, namespace)
         if blocks(cm, queue, priority_class):
             text = throttled_text(cm, queue)

@@ -29,6 +29,7 @@ from ..policy.admission import TENANT_QUEUES_CONFIGMAP
 from ..queues.kinds import leaf_queue_errors
 from .builders import JobRequest, build_job, complete_manifest
 from .classes import JobClass, job_class_table
+from .feasibility import Gang, Supply
 from .throttle import KEY_REASON, KEY_UNTIL
 
 # The options of vcjob that go to the job builder as they are.
@@ -141,6 +142,21 @@ def demand_field(p: Mapping[str, Any]) -> str:
     if (p.get("replicas") or 1) > 1:
         return "replicas"
     return "gpus_per_pod"
+
+
+def claim_field(p: Mapping[str, Any], gang: Gang, supply: Supply) -> str | None:
+    """The option a missing PVC is refused under (rule job-never-runs): ``dataset_pvc`` or
+    ``workspace_pvc`` when it names it, else the manifest's tasks; None when every PVC
+    the job mounts exists (or the PVCs were not read)."""
+    if supply.claims is None:
+        return None
+    missing = [c for c in gang.claims if c not in supply.claims]
+    if not missing:
+        return None
+    for option in ("dataset_pvc", "workspace_pvc"):
+        if p.get(option) == missing[0]:
+            return option
+    return "manifest.spec.tasks"
 
 
 def leaf_queue_of_tenant(

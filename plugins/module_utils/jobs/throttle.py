@@ -22,7 +22,9 @@ Volcano Job that owns it (``ownerReferences``); its GPUs are the Job's demand
 Volcano Job owns) is no large job: it neither engages nor holds a queue.
 
 Rule throttle-can-help (``cannot_help``): a waiting large job holds its queue only
-when preemption can give it its GPUs: its PodGroup is admitted, or Pending for less
+when it can ever run at all (rule job-never-runs, ``jobs/feasibility``, the rule ``vcjob``
+and the queue arbiter use: a missing PVC, more GPUs than its nodes or a capability above
+it; its words are the reason) and preemption can give it its GPUs: its PodGroup is admitted, or Pending for less
 than ``ENQUEUE_SETTLE_SECONDS`` past its sla waiting time (``jobs/sla``: sla admits it
 then, even in a full queue; Volcano's preempt and gangpreempt skip Pending jobs;
 a new PodGroup is Pending until the next enqueue, and the throttle must be in place
@@ -70,6 +72,7 @@ from ..common.quantity import render
 from ..common.times import as_utc, read_rfc3339, write_rfc3339
 from ..topology.tree import NodeInfo, Tree, nodes_under
 from .demand import job_demand, pod_demand, replicas_of
+from .feasibility import Gang, Supply, claims_of, local_only, never_runs
 from .sla import waiting_seconds
 
 CONFIGMAP = "platform-throttle"
@@ -108,6 +111,15 @@ class LargeJob:
     # The PodGroup's sla waiting time (jobs/sla): after it, sla admits the PodGroup past
     # its queue's capability. None: enqueue admits it only when its queue has room.
     sla_wait: float | None = None
+    # What rule job-never-runs reads of the Job: its PVCs and placement.
+    claims: tuple[str, ...] = ()
+    local_only: bool = False
+
+    @property
+    def gang(self) -> Gang:
+        return Gang(
+            f"{self.namespace}/{self.job}", self.queue, self.gpus, self.claims, self.local_only
+        )
 
 
 @dataclass(frozen=True)
@@ -123,6 +135,8 @@ class Room:
     domains: Mapping[int, int] | None = None
     # What each pool node can hold (allocatable GPUs, cpu, memory); None: not read
     nodes: Sequence[Mapping[str, Decimal]] | None = None
+    # uid -> what rule job-never-runs judges that job by (its queues, nodes and PVCs)
+    supplies: Mapping[str, Supply] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -241,7 +255,12 @@ def pod_fits_no_node(
 def cannot_help(job: LargeJob, room: Room | None, now: datetime) -> str | None:
     """Rule throttle-can-help: why holding the queue cannot get ``job`` its GPUs, or None
     when preemption can (see the module docstring). ``room`` None: the GPUs could not be
-    read, so only the PodGroup's phase is judged."""
+    read, so only the PodGroup's phase is judged. A job that can never run (rule
+    job-never-runs, the arbiter's own) is turned away first, in that rule's words."""
+    supply = room.supplies.get(job.uid) if room is not None else None
+    never = never_runs(job.gang, supply) if supply is not None else None
+    if never is not None:
+        return never
     pending = pending_seconds(job, now)
     if pending is not None and pending >= settle_seconds(job):
         deadline = (
@@ -348,6 +367,8 @@ def large_jobs(
                 created=str(meta.get("creationTimestamp") or ""),
                 pods=task_pods(vcjob),
                 sla_wait=waiting_seconds(meta.get("annotations")),
+                claims=claims_of(vcjob),
+                local_only=local_only(vcjob),
             )
         )
     return out

@@ -264,11 +264,11 @@ def test_a_job_larger_than_the_pool_is_refused_before_the_create(run_module):
     out = run_module(vcjob_module, fake, **{**LARGE, "replicas": 1_000_000})
     assert out["failed"] is True and out["changed"] is False
     assert out["errors"] == [
-        "replicas: the job asks for 8000000 GPUs but the GPU pool (allocatable GPUs of the "
-        "Ready, schedulable nodes) has 32; it would stay Pending forever. Ask for at most 32"
+        "replicas: tenant-alpha/big asks for 8000000 GPUs and the nodes it may use (queue "
+        "tenant-alpha-algo's node groups) hold 32: it can never run; ask for at most 32 GPUs"
     ]
     assert fake.writes == []
-    # the queues, the job, its Queue, the Nodes: nothing after
+    # the tenant's queue list, the job, the Queues, the Nodes: nothing after
     assert out["requests"] == 4
 
 
@@ -286,8 +286,8 @@ def test_a_job_larger_than_its_queue_is_refused(run_module):
     out = run_module(vcjob_module, fake, **job)
     assert out["failed"] is True and fake.writes == []
     assert out["errors"] == [
-        "replicas: the job asks for 24 GPUs but queue tenant-alpha-payg has a capability of 16 "
-        "GPUs; it would stay Pending forever. Ask for at most 16"
+        "replicas: tenant-alpha/big asks for 24 GPUs and queue tenant-alpha-payg has a "
+        "capability of 16: it can never run there; ask for at most 16 GPUs"
     ]
 
 
@@ -307,17 +307,27 @@ def test_a_manifest_job_is_refused_under_its_tasks(run_module):
     }
     out = run_module(vcjob_module, fake, tenant="alpha", job_class="normal", manifest=manifest)
     assert out["failed"] is True and fake.writes == []
-    assert out["errors"][0].startswith("manifest.spec.tasks: the job asks for 8 GPUs")
+    assert out["errors"][0].startswith("manifest.spec.tasks: tenant-alpha/m asks for 8 GPUs")
 
 
-def test_a_spot_job_is_compared_with_the_pool_not_its_spot_queue(run_module):
+def test_a_spot_job_is_compared_with_the_pool_not_its_spot_queue(run_module, warnings):
     fake = cluster(extra=[queue("tenant-alpha-spot", "spot", capability={GPU: 0})])
     out = run_module(vcjob_module, fake, **{**SPOT, "spot_price": "0.3", "gpus_per_pod": 8})
     assert out["changed"] is True
-    assert out["requests"] == 5  # the queues, the job, the Nodes, the throttle, the create
+    # the tenant's queue list, the job, the Queues, the Nodes, the Pods, the throttle, the
+    # create
+    assert out["requests"] == 7
+    # Rule job-waits-for: accepted, with what it waits for.
+    assert warnings == [
+        "job tenant-alpha/cheap is accepted and waits: spot queue tenant-alpha-spot offers "
+        "0 GPUs now (0 its share of the idle GPUs, 0 in use) and tenant-alpha/cheap asks "
+        "for 8: it waits until paying work leaves GPUs idle and the spot recompute raises the "
+        "queue"
+    ]
     huge = {**SPOT, "name": "huge", "kind": "pytorch_ddp", "spot_price": "0.3"}
     big = run_module(vcjob_module, fake, **{**huge, "gpus_per_pod": 8, "replicas": 5})
-    assert big["failed"] is True and "the GPU pool" in big["msg"] and "queue" not in big["msg"]
+    assert big["failed"] is True and "the nodes it may use" in big["msg"]
+    assert "capability" not in big["msg"]
 
 
 def test_a_job_without_gpus_reads_neither_queue_nor_nodes(run_module):
@@ -345,5 +355,5 @@ def test_an_identity_that_cannot_list_nodes_is_warned_and_still_compared_with_it
     out = run_module(vcjob_module, fake, **SINGLE)
     assert out["changed"] is True
     assert warnings == [
-        "this identity may not list Nodes; the job's GPUs are not compared with the GPU pool"
+        "this identity may not list Nodes; the job's GPUs are not compared with its nodes"
     ]

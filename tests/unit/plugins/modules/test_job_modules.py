@@ -59,8 +59,9 @@ def test_creates_then_is_idempotent(run_module):
     assert (
         out["diff"]["before"] == {} and out["diff"]["after"]["spec"]["queue"] == "tenant-alpha-algo"
     )
-    # queues, the job, its Queue and the Nodes (rule job-fits), the throttle ConfigMap, the create
-    assert out["requests"] == 6
+    # the tenant's queue list, the job, the Queues, the Nodes and the Pods (rules
+    # job-never-runs and job-waits-for), the throttle ConfigMap, the create
+    assert out["requests"] == 7
     again = run_module(vcjob_module, fake, **SINGLE)
     assert again["changed"] is False and len(fake.writes) == 1
     assert again["phase"] == "Running" and again["requests"] == 2
@@ -250,16 +251,18 @@ def test_reconcile_engages_releases_and_is_idempotent(run_module):
     assert first["throttles"]["tenant-alpha"]["queues"] == ["tenant-alpha-algo"]
     # the Job's demand (2 x 8), not the PodGroup's minResources
     assert "(16 GPUs)" in first["throttles"]["tenant-alpha"]["reason"]
-    # namespaces, podgroups, jobs, configmaps; nodes and pods (rule throttle-can-help, for
-    # the waiting job); one apply
-    assert first["requests"] == 7
-    assert fake.lists == ["Namespace", "PodGroup", "Job", "ConfigMap", "Node", "Pod"]
+    # namespaces, podgroups, jobs, configmaps; nodes, queues and pods (rules job-never-runs
+    # and throttle-can-help, for the waiting job); one apply
+    assert first["requests"] == 8
+    assert fake.lists == ["Namespace", "PodGroup", "Job", "ConfigMap", "Node", "Queue", "Pod"]
     assert first["diff"] == {
         "before": {"tenant-alpha": []},
         "after": {"tenant-alpha": ["tenant-alpha-algo"]},
     }
-    second = run_module(throttle_module, fake)  # judged again (nodes, pods): it still can be
-    assert second["changed"] is False and second["requests"] == 6
+    second = run_module(
+        throttle_module, fake
+    )  # judged again (nodes, queues, pods): it still can be
+    assert second["changed"] is False and second["requests"] == 7
     fake.put(large_pg("Running", 4))
     third = run_module(throttle_module, fake)
     assert third["released"] == ["tenant-alpha/big"] and third["throttles"] == {}

@@ -381,7 +381,8 @@ def test_a_job_larger_than_the_pool_is_refused_not_blocked():
         rules.REFUSE,
         (),
         0,
-        "tenant-t/huge asks for 64 GPUs and the pool has 32: it can never run; nothing is evicted",
+        "tenant-t/huge asks for 64 GPUs and the nodes it may use (queue tenant-t-algo's node "
+        "groups) hold 32: it can never run; nothing is evicted",
     )
 
 

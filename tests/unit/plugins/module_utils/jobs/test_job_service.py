@@ -209,7 +209,15 @@ def test_run_throttle_reconciles_every_tenant_with_one_list_per_kind():
     fake = cluster(extra=[large_pg(), big_job(), *second_tenant()])
     result = service.run_throttle({"timeout": 300, "namespaces": []}, fake, check_mode=False)
     assert result["engaged"] == ["tenant-alpha/big", "tenant-beta/huge"]
-    assert fake.lists == ["Namespace", "PodGroup", "Job", "ConfigMap", "Node", "Pod"]
+    assert fake.lists == [
+        "Namespace",
+        "PodGroup",
+        "Job",
+        "ConfigMap",
+        "Node",
+        "Queue",
+        "Pod",
+    ]
     assert [w[0] for w in fake.writes] == ["apply", "apply"]
     only = service.run_throttle(
         {"timeout": 300, "namespaces": ["tenant-beta"]}, fake, check_mode=False
