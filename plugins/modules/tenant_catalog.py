@@ -32,7 +32,14 @@ description:
     for a GitOps repository.
   - With O(state=gathered), reads the live tenants back into catalog entries (RV(tenants)); applying them with
     O(state=present) to the same cluster writes nothing.
-  - In check mode nothing is written; objects the API server can judge alone are sent as a server-side dry run.
+  - "A run that sells GPUs sells like a purchase (C(tenant_create.yml)), once for the whole run (rule catalog-sale):
+    what the catalog sells after the run less what is sold before is the demand of one spot reclaim made before the
+    first write, counted from the GPUs nobody has bought (rule unsold-reclaim-need; the same code, Lease, Events and
+    history as M(gpucloud.platform.spot_reclaim)); after the last write every spot queue's capability is recomputed
+    once (as M(gpucloud.platform.spot_capacity)), so spot holds at most the unsold GPUs. A run that changes no
+    subscription or pay-as-you-go grant does neither."
+  - In check mode nothing is written; objects the API server can judge alone are sent as a server-side dry run. The
+    reclaim only reports its victims, and RV(spot) says what the spot capacity would come to.
 options:
   state:
     description:
@@ -126,6 +133,18 @@ options:
       - How many tenants are written at the same time (1 to 64). Each tenant's own writes stay in order.
     type: int
     default: 8
+  reclaim:
+    description:
+      - When the run sells more GPUs than stay unsold beside what spot jobs hold, reclaim spot jobs first, cheapest
+        first. When false such a run is refused before any write, with the numbers (rule catalog-sale-reclaim).
+      - A reclaim that spot jobs cannot meet, or whose Lease another run holds, is refused before any write either way.
+    type: bool
+    default: true
+  demand_reason:
+    description:
+      - What the sale is for, written into the reclaim Events and history. Defaults to the GPUs sold and the tenants
+        that buy them.
+    type: str
   progress_file:
     description:
       - A file on the managed host the run appends progress lines to while it writes (C(tail -f) it).
@@ -135,6 +154,7 @@ options:
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - gpucloud.platform.module
+  - gpucloud.platform.reclaim
 notes:
   - The API requests do not grow with the catalog's reads - about twelve list calls - but its writes do, one per
     object that differs. An unchanged run makes only the reads.
@@ -244,6 +264,39 @@ done:
   returned: when the run fails part-way
   type: list
   elements: str
+sale:
+  description:
+    - What the run sells, in GPUs (rule catalog-sale) - C(pool), C(sold_before), C(sold_after), C(added) (the demand
+      of the spot reclaim), C(unsold_after), C(growing) (the tenants buying more), C(reclaims), C(recomputes) - and
+      C(summary), one line saying what was sold, what was reclaimed and the spot capacity after.
+  returned: with O(state=present)
+  type: dict
+  sample:
+    pool: 64
+    sold_before: 24
+    sold_after: 48
+    added: 24
+    unsold_after: 16
+    growing: [gamma (+24)]
+    reclaims: true
+    recomputes: true
+    summary: "24 -> 48 of 64 GPUs sold (+24); reclaimed 24 spot GPUs (tenant-alpha/spot-a); spot capacity after: 16
+      GPUs over 3 spot queues (3 changed)"
+reclaim:
+  description:
+    - The sale's spot reclaim as M(gpucloud.platform.spot_reclaim) reports it (C(time), C(reason), C(demand),
+      C(pool), C(allocated), C(free), C(shortfall), C(freed), C(victims)); empty when the run sells nothing more. In
+      check mode the victims it would take.
+  returned: with O(state=present)
+  type: dict
+spot:
+  description:
+    - The spot capacity after the run - C(gpus), what every spot queue's capability adds up to (the idle pool), and
+      C(updated), the spot queues whose capability changed. C(recomputed) is false in check mode and when no purchase
+      changed; C(gpus) is then the unsold GPUs the recompute would share out.
+  returned: with O(state=present)
+  type: dict
+  sample: {recomputed: true, gpus: 16, spot_queues: 3, updated: [tenant-alpha-spot, tenant-beta-spot]}
 requests:
   description: How many API requests the run made (0 with O(state=rendered)).
   returned: always
@@ -261,6 +314,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.catalog.source_i
     catalog_from,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import RECLAIM_OPTIONS
 
 OPTIONS = {
     "state": {"type": "str", "choices": list(STATES), "default": "present"},
@@ -278,6 +332,9 @@ OPTIONS = {
     "on_refusal": {"type": "str", "choices": ["fail", "skip"], "default": "fail"},
     "workers": {"type": "int", "default": 8},
     "progress_file": {"type": "path"},
+    "reclaim": {"type": "bool", "default": True},
+    "demand_reason": {"type": "str"},
+    **{k: v for k, v in RECLAIM_OPTIONS.items() if k != "node_selector"},
 }
 
 

@@ -18,7 +18,7 @@ from decimal import Decimal
 from ..common.errors import FieldError, PlatformValidationError
 from ..common.quantity import Resources, fmt
 from .pool import POOL_RESOURCES, TenantCommitment
-from .purchase import purchase_growth
+from .purchase import Purchase, catalog_purchase, purchase_growth
 
 
 def _zero() -> Resources:
@@ -148,7 +148,7 @@ def _signed(value: Decimal, resource: str) -> str:
 def catalog_oversell_errors(
     pool: Mapping[str, Decimal],
     live: Mapping[str, TenantCommitment],
-    desired: Mapping[str, tuple[Mapping[str, Decimal], Mapping[str, Decimal] | None]],
+    desired: Mapping[str, Purchase],
     pruned: Sequence[str] = (),
 ) -> list[FieldError]:
     """Rule catalog-oversell-guard: every purchase of a tenant catalog together.
@@ -159,36 +159,20 @@ def catalog_oversell_errors(
     in the pool per resource; as for one purchase, only a total that grows is checked,
     so a pool that shrank under what is sold still takes a catalog that sells no more.
     The error names the numbers and the tenants that grow."""
-    new_total, old_total, outside = _zero(), _zero(), _zero()
-    growing: dict[str, list[str]] = {r: [] for r in POOL_RESOURCES}
-    for commitment in live.values():
-        for r in POOL_RESOURCES:
-            old_total[r] += commitment.subscription[r] + commitment.payg[r]
-            if commitment.tenant not in desired and commitment.tenant not in pruned:
-                outside[r] += commitment.subscription[r] + commitment.payg[r]
-    for tenant, (subscription, payg) in desired.items():
-        current = live.get(tenant)
-        for r in POOL_RESOURCES:
-            held = Decimal(current.payg[r]) if current is not None else Decimal(0)
-            mine = Decimal(subscription.get(r, 0)) + (
-                Decimal(payg.get(r, 0)) if payg is not None else held
-            )
-            new_total[r] += mine
-            before = (current.subscription[r] + current.payg[r]) if current is not None else 0
-            if mine > before:
-                growing[r].append(f"{tenant} (+{fmt(mine - Decimal(before), r)})")
+    totals = catalog_purchase(live, desired, pruned)  # rule catalog-purchase
     errors = []
     for r in POOL_RESOURCES:
-        total = new_total[r] + outside[r]
+        total = totals.after[r]
         have = Decimal(pool.get(r, 0))
-        if total <= have or total <= old_total[r]:
+        if total <= have or total <= totals.before[r]:
             continue
-        shown = ", ".join(growing[r][:10]) + (" ..." if len(growing[r]) > 10 else "")
+        growing = totals.growing[r]
+        shown = ", ".join(growing[:10]) + (" ..." if len(growing) > 10 else "")
         errors.append(
             FieldError(
                 f"tenants.{r}",
                 f"the catalog sells {fmt(total, r)} as subscriptions and pay-as-you-go "
-                f"({fmt(new_total[r], r)} to the catalog's tenants + {fmt(outside[r], r)} kept "
+                f"({fmt(totals.catalog[r], r)} to the catalog's tenants + {fmt(totals.outside[r], r)} kept "
                 f"by tenants outside it) but the pool has {fmt(have, r)}; "
                 f"{fmt(total - have, r)} too many; growing: {shown} "
                 "(rule catalog-oversell-guard)",

@@ -13,11 +13,13 @@ Rules held here:
 * Rule payg-growth (``payg_growth_gpus``): how many more GPUs a resize grants,
   which is the demand a grow puts on the pool.
 * Rule payg-oversell (``payg_oversell_errors``): a growing grant passes the
-  oversell guard against every subscription and every other PAYG grant.
+  oversell guard against every subscription and every other PAYG grant, in its
+  IDC part (its cloud GPUs are the burst quota's, rule payg-cloud-part).
 * Rule payg-input (``payg_input_errors``): the checks ``payg_capacity`` makes
   before its first request.
 
-``resize_table`` is what ``payg_capacity`` reports and writes for a plan.
+``resize_table`` is what ``payg_capacity`` reports and writes for a plan; a
+growth's split between the IDC and the cloud is ``capacity.cloud``'s.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from ..common.objects import differs
 from ..common.quantity import GPU, Resources, fmt, parse_resources, render
 from ..jobs.demand import job_demand
 from ..spot.reclaim import reclaim_option_errors
+from .cloud import cloud_annotation, cloud_part_after
 from .oversell import oversell_errors
 from .pool import POOL_RESOURCES, TenantCommitment, committed_total, selector_errors
 
@@ -128,7 +131,9 @@ def plan_payg(
     """The PAYG queues a run resizes: one tenant's (to ``requested``, or shrunk
     to what it uses) or, with no tenant, every tenant's shrunk to what it uses.
 
-    Each entry: tenant, queue, live (granted), in_use, target, growth (GPUs).
+    Each entry: tenant, queue, live (granted), in_use, target, growth (GPUs),
+    cloud_live and cloud (the grant's cloud GPUs before and after, rule
+    payg-cloud-part; a growth is the IDC's until ``PaygResize.split``).
     Refuses an unknown tenant and a target below what is in use, all before
     any change. ``commitments`` is ``pool.commitments_from_queues``' result.
     """
@@ -150,12 +155,13 @@ def plan_payg(
     for name in [tenant] if tenant is not None else with_payg:
         c = commitments[name]
         in_use = payg_in_use(c.payg_allocated, job_list, c.payg_queue)
-        live = {r: c.payg[r] for r in c.payg_limited}
+        live = {r: c.payg_granted[r] for r in c.payg_limited}
         try:
             target = payg_target(name, live, requested, in_use)
         except PlatformValidationError as exc:
             errors.extend(exc.errors)
             continue
+        cloud_live = int(c.payg_cloud)
         rows.append(
             {
                 "tenant": name,
@@ -164,6 +170,10 @@ def plan_payg(
                 "in_use": in_use,
                 "target": target,
                 "growth": payg_growth_gpus(live, target),
+                "cloud_live": cloud_live,
+                "cloud": cloud_part_after(
+                    int(live.get(GPU, 0)), cloud_live, int(target.get(GPU, 0)), 0
+                ),
             }
         )
     if errors:
@@ -171,14 +181,18 @@ def plan_payg(
     return rows
 
 
-def payg_queue_manifest(queue: str, target: Mapping[str, Decimal]) -> dict[str, Any]:
-    """A partial Queue for server-side apply: only the fields a resize owns."""
-    return {
+def payg_queue_manifest(
+    queue: str, target: Mapping[str, Decimal], cloud: int = 0
+) -> dict[str, Any]:
+    """A partial Queue for server-side apply: only the fields a resize owns (the
+    grant's cloud GPUs among them, rule payg-cloud-part)."""
+    manifest = {
         "apiVersion": QUEUE_API,
         "kind": "Queue",
         "metadata": {"name": queue},
         "spec": payg_queue_spec(target),
     }
+    return cloud_annotation(manifest, cloud)
 
 
 @dataclass
@@ -196,6 +210,28 @@ class PaygResize:
     def growth(self) -> int:
         """The GPUs the changed queues grant beyond what they grant now."""
         return sum(row["growth"] for row, _unused in self.changes)
+
+    @property
+    def idc_growth(self) -> int:
+        """The part of ``growth`` that comes out of the IDC (rule payg-idc-first)."""
+        return sum(row["growth"] - row.get("from_cloud", 0) for row, _unused in self.changes)
+
+    def split(self, queue: str, from_idc: int, from_cloud: int) -> None:
+        """Rule payg-idc-first's answer for the growing ``queue``: its row, its report
+        and its manifest say how many GPUs come from the IDC and how many from the
+        cloud, and the grant's cloud GPUs grow by the cloud part (rule payg-cloud-part)."""
+        for row, manifest in self.changes:
+            if row["queue"] != queue:
+                continue
+            row.update(from_idc=from_idc, from_cloud=from_cloud)
+            row["cloud"] = row.get("cloud_live", 0) + from_cloud
+            cloud_annotation(manifest, row["cloud"])
+        for entry in self.table:
+            if entry["queue"] == queue:
+                entry.update(from_idc=from_idc, from_cloud=from_cloud)
+                entry["cloud_gpus"] = next(
+                    row["cloud"] for row, _unused in self.changes if row["queue"] == queue
+                )
 
     @property
     def growing(self) -> list[dict[str, Any]]:
@@ -231,13 +267,20 @@ def resize_table(
                 "in_use": dict(render(row["in_use"])),
                 "new": dict(render(row["target"])),
                 "growth": row["growth"],
+                # Rule payg-idc-first: where the growth comes from; rule payg-cloud-part:
+                # the cloud GPUs of the new grant.
+                "from_idc": row["growth"] - row.get("from_cloud", 0),
+                "from_cloud": row.get("from_cloud", 0),
+                "cloud_gpus": row.get("cloud", 0),
                 "changed": changed,
                 # Rule payg-grace: an unused grant kept until then (capacity.grace).
                 **({"kept_until": row["kept_until"]} if "kept_until" in row else {}),
             }
         )
         if changed:
-            resize.changes.append((dict(row), payg_queue_manifest(row["queue"], row["target"])))
+            resize.changes.append(
+                (dict(row), payg_queue_manifest(row["queue"], row["target"], row.get("cloud", 0)))
+            )
             resize.before[row["queue"]] = live
             resize.after[row["queue"]] = desired
     return resize
@@ -248,12 +291,18 @@ def payg_oversell_errors(
     pool: Mapping[str, Decimal],
     commitments: Mapping[str, TenantCommitment],
 ) -> list[FieldError]:
-    """Rule payg-oversell: each growing grant, in the resources it grows, must fit
-    in the pool beside every subscription (its own tenant's included) and every
-    other tenant's PAYG grant (rule oversell-guard)."""
+    """Rule payg-oversell: each growing grant, in the resources its IDC part grows
+    (the grant less its cloud GPUs, rule payg-cloud-part), must fit in the pool beside
+    every subscription (its own tenant's included) and every other tenant's PAYG
+    grant (rule oversell-guard)."""
     errors: list[FieldError] = []
     for row in growing:
-        grown = {r: v for r, v in row["target"].items() if v > row["live"].get(r, 0)}
+        target = {**row["target"]}
+        live = {**row["live"]}
+        if GPU in target:
+            target[GPU] = Decimal(target[GPU]) - row.get("cloud", 0)
+            live[GPU] = Decimal(live.get(GPU, 0)) - row.get("cloud_live", 0)
+        grown = {r: v for r, v in target.items() if v > live.get(r, 0)}
         errors += oversell_errors(
             "capability",
             pool,
@@ -264,12 +313,20 @@ def payg_oversell_errors(
     return errors
 
 
-def no_reclaim_error(growth: int, shortfall: int, unsold: int, spot: int) -> FieldError:
+def no_reclaim_error(
+    growth: int,
+    shortfall: int,
+    unsold: int,
+    spot: int,
+    field: str = f"capability.{GPU}",
+    sale: str = "growing by",
+) -> FieldError:
     """A growth that needs spot GPUs reclaimed while ``reclaim`` is off (rule
-    unsold-reclaim-need: ``unsold`` GPUs nobody has bought, ``spot`` held by spot jobs)."""
+    unsold-reclaim-need: ``unsold`` GPUs nobody has bought, ``spot`` held by spot jobs).
+    ``field`` and ``sale`` name what sells (a PAYG queue's growth by default)."""
     return FieldError(
-        f"capability.{GPU}",
-        f"growing by {growth} GPUs needs {shortfall} spot GPUs reclaimed: {unsold} GPUs are "
+        field,
+        f"{sale} {growth} GPUs needs {shortfall} spot GPUs reclaimed: {unsold} GPUs are "
         f"unsold and spot jobs hold {spot}; set reclaim: true to reclaim spot jobs first",
     )
 

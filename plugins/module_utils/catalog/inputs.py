@@ -11,6 +11,7 @@ from typing import Any
 
 from ..capacity.pool import selector_errors
 from ..common.errors import FieldError, PlatformValidationError, raise_if
+from ..spot.reclaim import reclaim_option_errors
 from .plan import prune_empty_errors
 from .spec import Catalog, parse_catalog
 
@@ -22,6 +23,7 @@ MAX_WORKERS = 64
 def option_errors(params: Mapping[str, Any]) -> list[FieldError]:
     """Rule catalog-options: the run-wide options."""
     errors = list(selector_errors(params.get("node_selector"), "node_selector"))
+    errors += reclaim_option_errors(params)  # rule reclaim-input: the sale's reclaim
     workers = params.get("workers", 8)
     if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
         errors.append(

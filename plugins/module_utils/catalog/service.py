@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ..capacity.oversell import catalog_oversell_errors
-from ..capacity.pool import commitments_from_queues, pool_from_nodes
-from ..common.errors import PartialWrite, Refused, raise_if
+from ..capacity.purchase import CatalogSale
+from ..common.errors import PartialWrite, PlatformValidationError, Refused, raise_if
 from ..common.names import (
     JOB_API,
     LABEL_MANAGED_BY,
@@ -57,6 +57,8 @@ from .plan import (
     summary_row,
     tenant_status,
 )
+from .sale import sale_line, spot_after
+from .sale_io import fleet_purchases, reclaim_for_sale, recompute_after_sale, sale_of
 from .source_io import catalog_from
 from .spec import Catalog
 
@@ -176,15 +178,9 @@ def oversell_check(
     """Rule catalog-oversell-guard over every purchase of the catalog together."""
     if not params.get("oversell_check", True):
         return
-    selector = params.get("node_selector") or {}
-    pool, _members = pool_from_nodes(fleet.nodes, selector)
-    managed = [
-        q
-        for q in fleet.queues.values()
-        if ((q.get("metadata") or {}).get("labels") or {}).get(LABEL_MANAGED_BY) == MANAGED_BY
-    ]
+    pool, live = fleet_purchases(params, fleet)
     desired = {t.name: (t.subscription, t.payg) for t in catalog.tenants}
-    raise_if(catalog_oversell_errors(pool, commitments_from_queues(managed), desired, pruned))
+    raise_if(catalog_oversell_errors(pool, live, desired, pruned))
 
 
 def plan_all(
@@ -276,6 +272,9 @@ def run_present(
         )
     todo = [w for w in (*works, *prunes) if not w.refused]
     progress.total = len(todo)
+    # Rule catalog-sale: the run is one purchase; its reclaim comes before any write.
+    sale = sale_of(params, fleet, works, prunes)
+    reclaimed = reclaim_for_sale(params, cluster, check_mode, sale)
     run_changes = Changes()  # the shared parent-queues list
     parents: set[str] = set()
     owned: set[str] = set()
@@ -312,7 +311,46 @@ def run_present(
             tenants.sync_parent_queues(
                 cluster, parent_list, parents, owned, run_changes, check_mode
             )
-    return report(works, prunes, todo, results, run_changes, failed)
+    sold = sold_report(params, cluster, check_mode, sale, reclaimed, failed)
+    return report(works, prunes, todo, results, run_changes, failed, sold)
+
+
+def sold_report(
+    params: Mapping[str, Any],
+    cluster: kube.Cluster,
+    check_mode: bool,
+    sale: CatalogSale,
+    reclaimed: Mapping[str, Any] | None,
+    failed: Mapping[str, BaseException],
+) -> dict[str, Any]:
+    """After the writes: the sale's spot recompute (also after a tenant failed: what was
+    written is sold, and a second run would find no purchase changing), then what the
+    run sold, reclaimed and left to spot (rule catalog-sale-summary)."""
+    warnings: list[str] = []
+    try:
+        recomputed = recompute_after_sale(params, cluster, check_mode, sale)
+    except (kube.ApiException, kube.TransportError, PartialWrite, PlatformValidationError) as exc:
+        if not failed:
+            raise
+        recomputed = None
+        warnings.append(f"the spot capacity was not recomputed: {exc}")
+    spot = spot_after(sale, recomputed)
+    diff: dict[str, dict[str, Any]] = {"before": {}, "after": {}}
+    for part, label in (
+        ((reclaimed or {}).get("diff"), "spot reclaim"),
+        ((recomputed or {}).get("diff"), "spot capacity"),
+    ):
+        for side in ("before", "after"):
+            for key, value in ((part or {}).get(side) or {}).items():
+                diff[side][f"{label} {key}"] = value
+    return {
+        "sale": {**sale.as_dict(), "summary": sale_line(sale, reclaimed, spot, check_mode)},
+        "reclaim": dict((reclaimed or {}).get("reclaim") or {}),
+        "spot": spot,
+        "changed": bool((reclaimed or {}).get("changed")) or bool(spot["updated"]),
+        "diff": diff,
+        "warnings": warnings,
+    }
 
 
 def report(
@@ -322,9 +360,12 @@ def report(
     results: Sequence[Any],
     run_changes: Changes,
     failed: Mapping[str, BaseException],
+    sold: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The per-tenant table, the objects written and the diff; a failed tenant makes the
-    run fail, naming what every tenant wrote (each write is idempotent: run again)."""
+    """The per-tenant table, the objects written and the diff, with the sale (``sold``:
+    ``sold_report``); a failed tenant makes the run fail, naming what every tenant wrote
+    (each write is idempotent: run again)."""
+    sold = sold or {}
     by_name = {w.name: r for w, r in zip(todo, results, strict=True)}
     rows, objects, done = [], list(run_changes.objects), list(run_changes.done)
     before, after = dict(run_changes.before), dict(run_changes.after)
@@ -341,19 +382,25 @@ def report(
             done += changes.done
             before.update(changes.before)
             after.update(changes.after)
+    before.update((sold.get("diff") or {}).get("before") or {})
+    after.update((sold.get("diff") or {}).get("after") or {})
     result: dict[str, Any] = {
-        "changed": bool(objects),
+        "changed": bool(objects) or bool(sold.get("changed")),
         "summary": rows,
         "counts": counts([r for r in rows if r["status"] != "failed"]),
         "objects": objects,
         "diff": {"before": before, "after": after},
+        **{k: sold[k] for k in ("sale", "reclaim", "spot") if k in sold},
     }
+    warnings = list(sold.get("warnings") or [])
     refused = [r["name"] for r in rows if r["status"] == "refused"]
     if refused:
-        result["warnings"] = [
+        warnings.append(
             f"{len(refused)} tenant(s) refused and left as they are (on_refusal: skip): "
             + ", ".join(refused[:20])
-        ]
+        )
+    if warnings:
+        result["warnings"] = warnings
     if failed:
         first = next(iter(failed.values()))
         raise PartialWrite(
@@ -362,6 +409,7 @@ def report(
             first,
             summary=rows,
             counts=result["counts"],
+            **{k: sold[k] for k in ("sale", "reclaim", "spot") if k in sold},
         )
     return result
 

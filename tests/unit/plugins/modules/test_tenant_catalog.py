@@ -70,8 +70,14 @@ def test_a_fleet_is_read_with_one_list_per_kind_whatever_its_size():
                 "PodGroup",
                 "Node",
                 "ServiceCIDR",
+                # Rule catalog-sale, once per run: the reclaim's plan (Nodes, unfinished
+                # Pods, Queues, spot Jobs, running Volcano pods) and the spot recompute's.
+                *SALE_LISTS,
             ]
         )
+
+
+SALE_LISTS = ["Node", "Pod", "Queue", "Job", "Pod", "Node", "Queue"]
 
 
 def test_an_unchanged_run_only_reads():
@@ -96,7 +102,13 @@ def test_one_changed_tenant_writes_only_its_objects():
         "t1": "changed",
         "t2": "unchanged",
     }
-    assert {w[2] for w in cluster.writes} == {"tenant-t1-subscription"}
+    assert {o["name"] for o in result["objects"]} == {"tenant-t1-subscription"}
+    # The sale's recompute: one GPU more sold is one less idle for every spot queue.
+    assert {w[2] for w in cluster.writes} == {"tenant-t1-subscription", *SPOT_QUEUES}
+    assert sorted(result["spot"]["updated"]) == sorted(SPOT_QUEUES)
+
+
+SPOT_QUEUES = ("tenant-t0-spot", "tenant-t1-spot", "tenant-t2-spot")
 
 
 def test_a_catalog_beyond_the_pool_writes_nothing():
@@ -126,7 +138,7 @@ def test_a_refused_tenant_stops_the_run_before_any_write_unless_skipped():
     statuses = {r["name"]: r["status"] for r in result["summary"]}
     assert statuses == {"t0": "refused", "t1": "unchanged", "t2": "changed"}
     assert "t0" in result["warnings"][0]
-    assert {w[2] for w in cluster.writes} == {"tenant-t2-subscription"}
+    assert {w[2] for w in cluster.writes} == {"tenant-t2-subscription", *SPOT_QUEUES}
 
 
 def test_prune_only_when_asked_and_never_with_running_work_unless_forced():
