@@ -7,7 +7,8 @@ Rules held here:
 * Rule pool (``pool_from_nodes``): the allocatable ``nvidia.com/gpu``, ``cpu``
   and ``memory`` of the Ready, schedulable nodes that match a node selector.
 * Rule committed (``commitments_from_queues``): per tenant, the subscription
-  queue's deserved and the pay-as-you-go queue's granted capacity.
+  queue's deserved and the pay-as-you-go queue's granted capacity, less the GPUs
+  of that grant that are cloud GPUs (rule payg-cloud-part, ``capacity.cloud``).
 * Rule idle-for-spot (``idle_for_spot``): pool - subscriptions - PAYG, never
   below 0.
 * Rule allocated (``allocated_from_pods``): what the pods on pool nodes hold now.
@@ -25,6 +26,7 @@ from typing import Any
 
 from ..common.errors import FieldError, raise_if
 from ..common.names import (
+    ANNOTATION_PAYG_CLOUD_GPUS,
     LABEL_NODE_LOCATION,
     LABEL_QUEUE_TYPE,
     LABEL_TENANT,
@@ -34,7 +36,7 @@ from ..common.names import (
     QUEUE_TYPE_SUBSCRIPTION,
     label_map_errors,
 )
-from ..common.quantity import Resources, parse
+from ..common.quantity import GPU, Resources, parse
 from ..jobs.demand import DEMAND_RESOURCES, pod_demand
 
 POOL_RESOURCES = DEMAND_RESOURCES
@@ -151,11 +153,14 @@ def pool_node_resources(
 
 @dataclass
 class TenantCommitment:
-    """What one tenant holds out of the pool, read from its queues."""
+    """What one tenant holds out of the pool, read from its queues. ``payg`` is the
+    IDC part of the pay-as-you-go grant; ``payg_cloud`` the GPUs of the grant that are
+    cloud GPUs (rule payg-cloud-part), which no IDC pool counts."""
 
     tenant: str
     subscription: Resources = field(default_factory=_zero)
     payg: Resources = field(default_factory=_zero)
+    payg_cloud: Decimal = Decimal(0)
     payg_allocated: Resources = field(default_factory=_zero)
     # The pool resources the PAYG queue's capability limits (others unlimited).
     payg_limited: tuple[str, ...] = ()
@@ -163,6 +168,11 @@ class TenantCommitment:
     payg_queue: str | None = None
     spot_queue: str | None = None
     spot_capability: Resources = field(default_factory=dict)
+
+    @property
+    def payg_granted(self) -> Resources:
+        """The whole pay-as-you-go grant: the IDC part and the cloud GPUs."""
+        return {r: v + (self.payg_cloud if r == GPU else 0) for r, v in self.payg.items()}
 
 
 def _pool_part(resources: Mapping[str, Any] | None, field_path: str) -> Resources:
@@ -180,7 +190,9 @@ def commitments_from_queues(queues: Iterable[Mapping[str, Any]]) -> dict[str, Te
       queues under it are not counted again;
     * payg: the PAYG queue's granted capacity, the larger of ``deserved`` and
       ``capability`` per resource (the platform keeps them equal; while a
-      resize is half done the larger one is what may be in use);
+      resize is half done the larger one is what may be in use), less its cloud
+      GPUs (annotation ``platform.io/payg-cloud-gpus``, at most the grant's GPUs),
+      which are ``payg_cloud``;
     * the spot queue's name and current capability (for the spot modules).
     """
     tenants: dict[str, TenantCommitment] = {}
@@ -205,7 +217,9 @@ def commitments_from_queues(queues: Iterable[Mapping[str, Any]]) -> dict[str, Te
             entry.payg_queue = name
             deserved = _pool_part(spec.get("deserved"), f"queues[{name}].spec.deserved")
             capability = _pool_part(spec.get("capability"), f"queues[{name}].spec.capability")
-            entry.payg = {r: max(deserved[r], capability[r]) for r in POOL_RESOURCES}
+            granted = {r: max(deserved[r], capability[r]) for r in POOL_RESOURCES}
+            entry.payg_cloud = min(granted[GPU], _cloud_gpus(meta, name))
+            entry.payg = {**granted, GPU: granted[GPU] - entry.payg_cloud}
             entry.payg_limited = tuple(
                 r for r in POOL_RESOURCES if r in (spec.get("capability") or {})
             )
@@ -222,6 +236,20 @@ def commitments_from_queues(queues: Iterable[Mapping[str, Any]]) -> dict[str, Te
                 if r in capability
             }
     return tenants
+
+
+def _cloud_gpus(meta: Mapping[str, Any], name: str) -> Decimal:
+    """Rule payg-cloud-part, read: the cloud GPUs a PAYG queue's annotation records (0
+    without one); a value that is not a whole number of GPUs, 0 or more, is refused
+    with its path, as a malformed quantity is."""
+    raw = (meta.get("annotations") or {}).get(ANNOTATION_PAYG_CLOUD_GPUS)
+    if raw is None:
+        return Decimal(0)
+    where = f"queues[{name}].metadata.annotations.{ANNOTATION_PAYG_CLOUD_GPUS}"
+    value = _quantity(raw, where)
+    if value < 0 or value != value.to_integral_value():
+        raise_if([FieldError(where, f"{raw!r} must be a whole number of GPUs, 0 or more")])
+    return value
 
 
 def committed_total(

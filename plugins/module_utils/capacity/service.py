@@ -5,7 +5,10 @@
 One list of managed Queues and one of Volcano Jobs; Nodes and Pods only when
 a queue grows. A growth meets the oversell guard first, then, when spot holds
 more than stays unsold after it (rule unsold-reclaim-need), the spot reclaim (``spot.service.reclaim``: the same
-Lease, Events and history as ``spot_reclaim``). Then a server-side apply of
+Lease, Events and history as ``spot_reclaim``). A growth beyond the IDC's
+unsold GPUs, with node groups and a burst quota, takes the rest from the cloud
+(rule payg-idc-first, ``capacity.cloud``: one more list, of the burst queues,
+only then). Then a server-side apply of
 just the capability and deserved of each queue whose value changes, under the
 capacity field manager. The decisions are the pure rules of ``capacity.payg``,
 ``capacity.pool`` and ``capacity.oversell``.
@@ -19,7 +22,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..common.errors import PartialWrite, PlatformValidationError, Refused
-from ..common.names import CAPACITY_FIELD_MANAGER, JOB_API
+from ..common.names import (
+    CAPACITY_FIELD_MANAGER,
+    JOB_API,
+    LABEL_QUEUE_TYPE,
+    MANAGED_SELECTOR,
+    QUEUE_API,
+    QUEUE_TYPE_BURST,
+)
 from ..common.quantity import GPU
 from ..kube.cluster import ApiException, Cluster, TransportError
 from ..spot.reclaim import NEED_FROM_UNSOLD, ReclaimError, reclaim_request, victim_names
@@ -34,12 +44,21 @@ from ..spot.service import (
     wait_until_free,
 )
 from ..spot.victims import unsold_reclaim_need
+from .cloud import (
+    burst_headroom,
+    cloud_room,
+    cloud_short_error,
+    idc_available,
+    leaf_allocated,
+    payg_split,
+)
 from .grace import grace_end, grants_by_queue, hold_recent_grants, stamp
 from .payg import (
     PaygResize,
     growth_reason,
     no_reclaim_error,
     parse_target,
+    payg_in_use,
     payg_oversell_errors,
     plan_payg,
     resize_table,
@@ -94,21 +113,28 @@ def make_room(
     queues: list[dict[str, Any]],
     jobs: list[dict[str, Any]],
 ) -> dict[str, Any] | None:
-    """Before a queue grows: the oversell guard, then the reclaim of as many spot
-    GPUs as the growth finds short of free ones. Returns the reclaim's result,
-    or None when nothing grows or enough is free."""
+    """Before a queue grows: the split between the IDC and the cloud, the oversell
+    guard, then the reclaim of as many spot GPUs as the IDC part finds short of free
+    ones. Returns the reclaim's result, or None when nothing grows or enough is free."""
     growing = resize.growing
     if not growing:
         return None
     state = read_pool(cluster, params["node_selector"] or {})
-    _refuse_if(payg_oversell_errors(growing, state.pool, commitments), resize)
-    growth = resize.growth
     # A growth is a sale: it comes out of unsold GPUs, not out of what other
     # tenants bought and do not use yet (rule unsold-reclaim-need).
     sold = int(committed_total(commitments.values())[GPU])
     # Every reclaimable spot GPU: Volcano Jobs' and other workloads' pods (rule
     # spot-candidate-pod), as the reclaim itself counts them.
     spot = sum(c.gpus for c in read_spot_candidates(cluster, queues, jobs))
+    available = idc_available(
+        state.pool_gpus, sold, spot, state.allocated_gpus, bool(params["reclaim"])
+    )
+    if params["tenant"] is not None and resize.growth > available:
+        _split_into_cloud(params, cluster, resize, commitments, queues, jobs, available)
+    _refuse_if(payg_oversell_errors(resize.growing, state.pool, commitments), resize)
+    growth = resize.idc_growth
+    if resize.growth and not growth:
+        return None  # all of it from the cloud: no IDC GPU to free
     shortfall = unsold_reclaim_need(state.pool_gpus, sold, spot, state.allocated_gpus, growth)
     if not shortfall:
         return None
@@ -131,6 +157,41 @@ def make_room(
         raise PartialWrite(
             exc.what, exc.done, exc.cause, queues=resize.table, reclaim=exc.report, updated=[]
         ) from exc
+
+
+def _split_into_cloud(
+    params: dict[str, Any],
+    cluster: Cluster,
+    resize: PaygResize,
+    commitments: dict[str, TenantCommitment],
+    queues: list[dict[str, Any]],
+    jobs: list[dict[str, Any]],
+    available: int,
+) -> None:
+    """Rule payg-idc-first for the one tenant's growth that the IDC cannot give in
+    full: read the burst queues (one list) and take the rest from the cloud, up to
+    rule payg-burst-headroom. Without cloud headroom the growth stays the IDC's."""
+    tenant, growth = params["tenant"], resize.growth
+    row = next(r for r, _unused in resize.changes if r["tenant"] == tenant)
+    payg_queue = next(q for q in queues if q["metadata"]["name"] == row["queue"])
+    burst = cluster.list(
+        QUEUE_API,
+        "Queue",
+        label_selector=f"{MANAGED_SELECTOR},{LABEL_QUEUE_TYPE}={QUEUE_TYPE_BURST}",
+    )
+    in_use = {
+        q["metadata"]["name"]: payg_in_use(leaf_allocated(q), jobs, q["metadata"]["name"])
+        for q in burst
+    }
+    room = cloud_room(tenant, payg_queue, burst, in_use, commitments)
+    headroom = burst_headroom(room)
+    from_idc, from_cloud = payg_split(growth, available, headroom)
+    if room is not None and from_cloud > headroom:
+        _refuse_if(
+            [cloud_short_error(tenant, growth, from_idc, from_cloud, room, params["reclaim"])],
+            resize,
+        )
+    resize.split(row["queue"], from_idc, from_cloud)
 
 
 def _refuse_if(errors: list, resize: PaygResize) -> None:
@@ -174,7 +235,7 @@ def _wait_for_growth(
     updated: list[str],
     done: list[str],
 ) -> None:
-    growth, timeout = resize.growth, params["wait_timeout"]
+    growth, timeout = resize.idc_growth, params["wait_timeout"]
     reached, free_after = wait_until_free(cluster, params["node_selector"] or {}, growth, timeout)
     reclaimed["waited"] = True
     reclaimed["free_after"] = free_after

@@ -43,6 +43,9 @@ LABEL_JOB_CLASS = PREFIX + "job-class"
 ANNOTATION_SPOT_PRICE = PREFIX + "spot-price"
 # When a pay-as-you-go grant last grew (rule payg-grace).
 ANNOTATION_PAYG_GRANTED_AT = PREFIX + "payg-granted-at"
+# How many GPUs of a pay-as-you-go grant are cloud GPUs, out of the tenant's burst quota
+# (rule payg-cloud-part, capacity/cloud.py); the rest of the grant is IDC GPUs.
+ANNOTATION_PAYG_CLOUD_GPUS = PREFIX + "payg-cloud-gpus"
 # The queue Volcano schedules a plain pod (a Deployment's, an InferenceService's) in.
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 # On a spot Queue: how many of its jobs the platform has reclaimed, ever (a counter

@@ -207,3 +207,21 @@ class RefusingCluster(SpotCluster):
     ):
         self._answer("delete", kind, name)
         return super().delete(api_version, kind, name, namespace, propagation, preconditions)
+
+
+def hybrid_queues(leaves=("alpha", "beta"), leaf_gpus: int = 8) -> list:
+    """Node groups as node_groups writes them: ``cloud-burst`` capping the cloud at 16 GPUs
+    (group ``cloud-hz``) and a burst leaf of ``leaf_gpus`` per tenant of ``leaves``; plus
+    the affinity the tenant's PAYG queue gets (IDC first, then the cloud), to merge in."""
+    from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.burst import burst_leaf
+    from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.nodegroups import (
+        NodeGroup,
+    )
+    from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.queues import (
+        burst_queue,
+        elastic_affinity,
+    )
+
+    groups = [NodeGroup("idc-main", "idc"), NodeGroup("cloud-hz", "cloud", "aliyun", "cn-hz")]
+    made = [burst_queue(groups, 16), *(burst_leaf(t, leaf_gpus, "cloud-burst") for t in leaves)]
+    return [*made, {"spec": {"affinity": elastic_affinity(groups)}}]

@@ -17,6 +17,7 @@ from ansible_collections.gpucloud.platform.tests.unit.plugins.spot_fixtures impo
     RefusingCluster,
     SpotCluster,
     api_error,
+    hybrid_queues,
     spot_cluster,
     spot_objects,
 )
@@ -184,3 +185,80 @@ def test_an_explicit_capability_is_never_held_back_by_the_grace():
     smaller = service.run(params(tenant="alpha", capability={GPU: 4}), cluster, check_mode=False)
     assert smaller["updated"] == ["tenant-alpha-payg"]
     assert capability(cluster, "tenant-alpha-payg")[GPU] == 4
+
+
+def hybrid_objects(alpha_subscription=28, leaf=True):
+    """spot_objects with node groups: alpha's PAYG queue prefers the IDC, then the cloud
+    group; cloud-burst caps the cloud at 16 GPUs; alpha's burst quota is 8."""
+    objects = spot_objects(alpha_subscription=alpha_subscription)
+    *burst, payg_affinity = hybrid_queues(leaves=("alpha",) if leaf else ())
+    payg = next(o for o in objects if o["metadata"]["name"] == "tenant-alpha-payg")
+    payg["spec"].update(payg_affinity["spec"])
+    return [*objects, *burst]
+
+
+def cloud_record(cluster, name="tenant-alpha-payg"):
+    queue = cluster.store[cluster.key("Queue", None, name)]
+    return (queue["metadata"].get("annotations") or {}).get("platform.io/payg-cloud-gpus")
+
+
+def test_a_growth_past_the_idc_takes_the_rest_from_the_burst_quota():
+    """Rule payg-idc-first: 24 GPUs are unsold (spot holds them, reclaimed as before);
+    the 6 more come from alpha's burst quota of 8 and are recorded on its queue."""
+    cluster = SpotCluster(hybrid_objects())
+    cluster.lists.clear()
+    result = service.run(params(tenant="alpha", capability={GPU: 30}), cluster, check_mode=False)
+    assert cluster.lists[:6] == ["Queue", "Job", "Node", "Pod", "Pod", "Queue"]
+    (row,) = [r for r in result["queues"] if r["queue"] == "tenant-alpha-payg"]
+    assert (row["growth"], row["from_idc"], row["from_cloud"], row["cloud_gpus"]) == (30, 24, 6, 6)
+    assert result["reclaim"]["freed"] == 24
+    assert capability(cluster, "tenant-alpha-payg") == {GPU: 30}
+    assert cloud_record(cluster) == "6"
+    # What the IDC sold is the IDC part only: nothing is left unsold, none oversold.
+    from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
+        commitments_from_queues,
+        committed_total,
+    )
+
+    queues = cluster.objects("Queue")
+    assert committed_total(commitments_from_queues(queues).values())[GPU] == 64
+
+    # A shrink gives the cloud GPUs back first.
+    service.run(params(tenant="alpha", capability={GPU: 27}), cluster, check_mode=False)
+    assert cloud_record(cluster) == "3"
+    service.run(params(tenant="alpha", capability={GPU: 20}), cluster, check_mode=False)
+    assert cloud_record(cluster) is None
+    assert capability(cluster, "tenant-alpha-payg") == {GPU: 20}
+
+
+def test_a_cloud_part_above_the_burst_headroom_is_refused_before_any_write():
+    cluster = SpotCluster(hybrid_objects())
+    with pytest.raises(Refused) as info:
+        service.run(params(tenant="alpha", capability={GPU: 33}), cluster, check_mode=False)
+    (error,) = info.value.extra["errors"]
+    assert "takes 24 from the IDC (unsold) and 9 from the cloud, but the cloud has room for 8" in (
+        error
+    )
+    assert "grow by at most 32 (rule payg-idc-first)" in error
+    assert cluster.writes == []
+
+
+def test_without_a_burst_quota_the_idc_cap_holds_as_before():
+    cluster = SpotCluster(hybrid_objects(leaf=False))
+    with pytest.raises(Refused) as info:
+        service.run(params(tenant="alpha", capability={GPU: 30}), cluster, check_mode=False)
+    assert "rule oversell-guard" in info.value.extra["errors"][0]
+    assert cluster.writes == []
+
+
+def test_without_reclaim_the_spot_held_idc_is_left_and_the_cloud_takes_the_growth():
+    """With 40 subscribed nothing is unsold that spot does not hold: reclaim off, the
+    growth is the cloud's whole and no spot job goes."""
+    cluster = SpotCluster(hybrid_objects(alpha_subscription=40))
+    result = service.run(
+        params(tenant="alpha", capability={GPU: 8}, reclaim=False), cluster, check_mode=False
+    )
+    (row,) = [r for r in result["queues"] if r["queue"] == "tenant-alpha-payg"]
+    assert (row["from_idc"], row["from_cloud"]) == (0, 8)
+    assert result["reclaim"] is None and cloud_record(cluster) == "8"
+    assert not [w for w in cluster.writes if w[1] == "Job"]
