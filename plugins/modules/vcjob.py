@@ -18,6 +18,12 @@ description:
   - "Before the first request every parameter is checked; a refused parameter is named with the value and the rule.
     Then the tenant's Queues are read (one list, label C(platform.io/tenant)): O(queue) must be one of them, a leaf
     (no queue names it as C(spec.parent)) and of a type the class allows (label C(platform.io/queue-type))."
+  - "Before a new job is created it is checked against what exists and what it could ever get (rule job-never-runs,
+    the same rule the large-job throttle and M(gpucloud.platform.queue_arbiter) use). A job that mounts a
+    PersistentVolumeClaim its namespace does not have, asks for more GPUs than the nodes its queue's node groups
+    and its placement allow, or more than the capability of its queue or an ancestor, is refused, naming the reason
+    and the option. A job that can run but not now (its spot queue offers fewer GPUs, its queue is at its capability,
+    or too few GPUs are free) is created with a warning saying what it waits for (rule job-waits-for)."
   - "A Volcano Job cannot be changed once created: when a job of that name exists and differs, the module fails and
     names the differing fields; when it is the same, nothing changes."
   - "Large-job throttle: while the namespace's ConfigMap C(platform-throttle) lists O(queue), jobs below C(large-job)
@@ -348,6 +354,14 @@ throttle_not_engaged:
       throttle-can-help; see M(gpucloud.platform.large_job_throttle)).
   returned: when the throttle was not engaged for that reason
   type: str
+throttle_released:
+  description:
+    - The queues whose large-job throttle was released because the deleted job had engaged it; the throttle is released
+      with the job, not at the next scheduled reconcile.
+  returned: when O(state=absent) deleted a job
+  type: list
+  elements: str
+  sample: [tenant-alpha-algo]
 diff:
   description: The job before and after.
   returned: when diff mode is on

@@ -42,6 +42,9 @@ Rules held here:
   preempts only for a Pending job without one, so it never evicts what Volcano still
   would. Team reclaim, which Volcano cannot do in a full subscription, is for every
   waiting job.
+* Rule volcano-can-preempt (``volcano_preempt_text``): a verdict names Volcano as the
+  actor only when gangpreempt can free the GPUs (lower-priority jobs in the job's queue
+  hold enough); otherwise it says that no one frees them.
 * Rule arbiter-plan (``plan_for``): a job that can never run (rule job-never-runs:
   a missing PVC, more GPUs than its nodes or than a capability above it) is refused; need 0: nothing to do; a team queue below its
   deserved with a borrowing sibling takes back first (team reclaim; only when its own
@@ -401,6 +404,30 @@ def _names(victims: Iterable[RunningJob]) -> str:
     return ", ".join(f"{v.namespace}/{v.name} ({v.priority_class}, {v.gpus})" for v in victims)
 
 
+def volcano_preempt_text(job: WaitingJob, running: Sequence[RunningJob], need: int) -> str:
+    """Rule volcano-can-preempt: who acts for an admitted job, said only when it can.
+    Volcano's gangpreempt takes jobs of lower priority in the job's queue (the candidates
+    of rule preempt-victims); when they hold ``need`` GPUs it preempts for the job,
+    otherwise no one frees them: Volcano cannot, and the arbiter leaves admitted jobs to
+    Volcano (rule volcano-preempts)."""
+    held = sum(c.gpus for c in preempt_candidates(job, running))
+    if class_preempts(job.priority_class) and held >= need:
+        return (
+            f"Volcano's gangpreempt preempts in queue {job.queue} for it ({held} GPUs of lower "
+            "priority there); the arbiter only takes back from sibling teams"
+        )
+    why = (
+        f"{job.priority_class} never preempts"
+        if not class_preempts(job.priority_class)
+        else f"the jobs below {_class_name(job)} in queue {job.queue} hold {held} GPUs, "
+        f"{need} are needed"
+    )
+    return (
+        f"Volcano's gangpreempt cannot free them ({why}) and the arbiter leaves an admitted "
+        "job to Volcano: it waits until running jobs end"
+    )
+
+
 def volcano_preempts(job: WaitingJob) -> bool:
     """Rule volcano-preempts (see the module docstring)."""
     return job.podgroup_phase != "Pending" or job.sla_wait is not None
@@ -471,10 +498,7 @@ def plan_for(
             if job.podgroup_phase != "Pending"
             else f"sla admits it after its waiting time of {job.sla_wait:g} s"
         )
-        left = (
-            f"{admitted}, so Volcano's gangpreempt preempts in queue {job.queue} for it; the "
-            "arbiter only takes back from sibling teams"
-        )
+        left = f"{admitted}; {volcano_preempt_text(job, running, need)}"
         if problems:
             return Decision(
                 REFUSE,

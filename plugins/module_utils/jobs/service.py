@@ -98,6 +98,7 @@ from .throttle import (
     preemptible_gpus,
     read_entries,
     reconcile_report,
+    throttled_queues,
     unknown_namespace_errors,
     unmanaged_warning,
 )
@@ -689,7 +690,26 @@ def absent(p: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, A
                 f"deleting job {namespace}/{name} failed: {api_error_message(exc)}"
             ) from exc
     result.update(changed=deleted, phase="Absent")
+    if deleted and not check_mode:
+        result["throttle_released"] = release_throttle(cluster, p, live)
     return result
+
+
+def release_throttle(cluster: Cluster, p: Mapping[str, Any], live: Mapping[str, Any]) -> list[str]:
+    """A deleted large job releases the throttle it engaged at once, not at the next
+    scheduled reconcile: when the namespace's throttle has an entry for the Job's uid, the
+    namespace is reconciled (the Job is gone, so its entry is dropped). Returns the queues
+    released."""
+    meta = live.get("metadata") or {}
+    namespace, uid = str(meta.get("namespace")), meta.get("uid")
+    cm = cluster.get("v1", "ConfigMap", CONFIGMAP, namespace)
+    if cm is None or not _is_managed(cm) or uid not in {e.uid for e in read_entries(cm)}:
+        return []
+    change, _cm, _away = reconcile_namespace(
+        cluster, namespace, p["tenant"], now_utc(), p["throttle_timeout"]
+    )
+    after = set(throttled_queues(change.after))
+    return sorted(set(throttled_queues(change.before)) - after)
 
 
 def run(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:

@@ -211,8 +211,13 @@ def event_manifest(
     reason: str,
     now: datetime,
     order: int = 1,
+    basis: str = "free",
 ) -> dict[str, Any]:
     """The ``SpotReclaimed`` Event recorded on a deleted spot job.
+
+    ``basis`` says what the shortfall was counted against, in the platform's words:
+    ``free`` (not allocated: a reclaim for demand) or ``unsold`` (not sold: a sale's
+    reclaim, rule unsold-reclaim-need).
 
     ``order`` is the job's place in the kill order (1 first). It is recorded
     in the annotation ``platform.io/reclaim-order`` and added (in nanoseconds)
@@ -247,7 +252,7 @@ def event_manifest(
         "message": (
             f"spot {'job' if job.kind == 'Job' else 'pod'} {job.namespace}/{job.name} (price {job.price}, "
             f"{job.gpus} GPUs, {job.pods} pods) was deleted to free GPUs for {reason}: demand {demand} GPUs, "
-            f"{shortfall} short of free GPUs"
+            f"{shortfall} short of {basis} GPUs"
         ),
         "source": {"component": MANAGED_BY},
         "firstTimestamp": seconds_time(now),
@@ -323,11 +328,16 @@ def reclaim_report(demand: int, state: PoolState, shortfall: int) -> dict[str, A
     }
 
 
-def too_little_spot(demand: int, state: PoolState, shortfall: int, why: object) -> str:
-    return (
-        f"demand {demand} GPUs: {state.free_gpus} of the pool's {state.pool_gpus} GPUs are free, "
-        f"{shortfall} must be reclaimed, but {why}"
-    )
+def too_little_spot(
+    demand: int, state: PoolState, shortfall: int, why: object, unsold: int | None = None
+) -> str:
+    """Why a reclaim cannot cover its shortfall; ``unsold`` given: the shortfall was counted
+    against the unsold GPUs (a sale), and the words say so."""
+    if unsold is not None:
+        have = f"{unsold} of the pool's {state.pool_gpus} GPUs are unsold"
+    else:
+        have = f"{state.free_gpus} of the pool's {state.pool_gpus} GPUs are free"
+    return f"demand {demand} GPUs: {have}, {shortfall} must be reclaimed, but {why}"
 
 
 def victim_names(victims: list[Mapping[str, Any]]) -> list[str]:

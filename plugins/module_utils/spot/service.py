@@ -179,6 +179,13 @@ def release_lease(cluster: Cluster, lease: Mapping[str, Any]) -> bool:
 # --- deleting and recording --------------------------------------------------------
 
 
+def _unsold(result: Mapping[str, Any]) -> int | None:
+    """The unsold GPUs a sale's reclaim counted against (None: counted against free)."""
+    if result.get("need_from") != NEED_FROM_UNSOLD:
+        return None
+    return max(0, int(result["pool"]) - int(result["sold"]))
+
+
 def plan(cluster: Cluster, request: ReclaimRequest) -> tuple[dict[str, Any], list[SpotJob]]:
     """Read the cluster once and choose the victims (no writes)."""
     state = read_pool(cluster, request.node_selector)
@@ -204,7 +211,7 @@ def plan(cluster: Cluster, request: ReclaimRequest) -> tuple[dict[str, Any], lis
         victims = choose_victims(candidates, shortfall, allow_partial=request.allow_partial)
     except PlatformValidationError as exc:
         raise ReclaimError(
-            too_little_spot(request.demand, state, shortfall, exc), **result
+            too_little_spot(request.demand, state, shortfall, exc, _unsold(result)), **result
         ) from None
     result["victims"] = [v.as_dict() for v in victims]
     result["freed"] = sum(v.gpus for v in victims)
@@ -259,8 +266,9 @@ def _record_event(
     order: int,
 ) -> None:
     """The job is gone either way: a refused Event is only warned about."""
+    basis = "unsold" if result.get("need_from") == NEED_FROM_UNSOLD else "free"
     manifest = event_manifest(
-        victim, victim.uid, result["demand"], result["shortfall"], reason, now, order
+        victim, victim.uid, result["demand"], result["shortfall"], reason, now, order, basis
     )
     try:
         cluster.create(manifest)

@@ -331,8 +331,24 @@ def test_preemption_for_an_inqueue_job_is_left_to_volcano(run_module):
     out = run_module(queue_arbiter, cluster, tenant="a", job="big")
     assert out["decision"] == "none" and cluster.writes == []
     assert out["reason"].endswith(
-        "it is admitted, so Volcano's gangpreempt preempts in queue tenant-a-algo for it; the "
-        "arbiter only takes back from sibling teams; nothing is evicted"
+        "it is admitted; Volcano's gangpreempt preempts in queue tenant-a-algo for it (30 GPUs "
+        "of lower priority there); the arbiter only takes back from sibling teams; nothing is "
+        "evicted"
+    )
+
+
+def test_an_admitted_job_volcano_cannot_help_is_not_left_to_it_in_words(run_module):
+    """Rule volcano-can-preempt: Volcano is named as the actor only when it can act."""
+    cluster = arbiter_cluster()
+    cluster.store[("PodGroup", NS, "big-uid-big")]["status"]["phase"] = "Inqueue"
+    cluster.store[("Job", NS, "big")]["spec"]["priorityClassName"] = "normal-job"
+    out = run_module(queue_arbiter, cluster, tenant="a", job="big")
+    assert out["decision"] == "none" and cluster.writes == []
+    assert "preempts in queue" not in out["reason"]
+    assert out["reason"].endswith(
+        "it is admitted; Volcano's gangpreempt cannot free them (the jobs below normal-job in "
+        "queue tenant-a-algo hold 6 GPUs, 22 are needed) and the arbiter leaves an admitted job "
+        "to Volcano: it waits until running jobs end; nothing is evicted"
     )
 
 

@@ -202,3 +202,20 @@ def test_wait_until_free_polls_until_pods_are_gone():
         cluster, {}, 64, timeout=3, clock=lambda: next(ticks), pause=lambda _unused: None
     )
     assert reached is False and free == 16
+
+
+def test_the_reclaim_event_names_what_the_shortfall_was_counted_against():
+    """"free" means not allocated, "unsold" means not sold: the Event says which."""
+    from datetime import UTC, datetime
+
+    from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import (
+        event_manifest,
+    )
+    from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import SpotJob
+
+    job = SpotJob("tenant-a", "cheap", "0.1", 2, 1, 0.0, "tenant-a-spot", "u", "Job")
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    free = event_manifest(job, "u", 20, 14, "a purchase", now)
+    unsold = event_manifest(job, "u", 20, 14, "a purchase", now, basis="unsold")
+    assert free["message"].endswith("demand 20 GPUs, 14 short of free GPUs")
+    assert unsold["message"].endswith("demand 20 GPUs, 14 short of unsold GPUs")
