@@ -15,6 +15,14 @@ description:
   - "Growing is checked against the pool first (oversell guard: all subscriptions plus all pay-as-you-go grants must
     fit in the pool). When fewer GPUs are free (pool - allocated) than the growth, spot jobs are reclaimed first, by the
     same rules and the same code as M(gpucloud.platform.spot_reclaim) (Lease, Events, history)."
+  - "IDC first, then cloud (rule payg-idc-first): with node groups (M(gpucloud.platform.node_groups): a C(cloud-burst)
+    queue, the pay-as-you-go queue's affinity naming a cloud group) and a burst quota for the tenant
+    (M(gpucloud.platform.burst_quota)), a growth takes the IDC's unsold GPUs first (with O(reclaim=false) only those
+    no spot job holds) and the rest from the cloud, up to the burst quota less what the tenant's burst queue uses and
+    the cloud GPUs its grant holds already, and never more than the cloud has left after every burst queue's use and
+    every tenant's pay-as-you-go cloud GPUs (rule payg-burst-headroom). More is refused with the numbers."
+  - "The grant's cloud GPUs are recorded on the queue as annotation C(platform.io/payg-cloud-gpus) (rule
+    payg-cloud-part): no IDC pool counts them (oversell guard, spot capacity), and a shrink gives them back first."
   - With O(fit_to_use=true) the queue (or, without O(tenant), every tenant's pay-as-you-go queue) shrinks to what it uses;
     it never grows. Safe to run every minute.
   - One list call for Queues and one for Volcano Jobs; Nodes and Pods are read only when a queue grows. Writes only the
@@ -51,7 +59,9 @@ options:
     type: int
     default: 30
   reclaim:
-    description: When a growth finds too few free GPUs, reclaim spot jobs first. When false such a growth fails.
+    description:
+      - When a growth finds too few free GPUs, reclaim spot jobs first. When false such a growth fails, unless the
+        tenant's burst quota takes what the IDC cannot give without a reclaim (rule payg-idc-first).
     type: bool
     default: true
   demand_reason:
@@ -68,6 +78,7 @@ notes:
 seealso:
   - module: gpucloud.platform.spot_reclaim
   - module: gpucloud.platform.spot_capacity
+  - module: gpucloud.platform.burst_quota
 """
 
 EXAMPLES = r"""
@@ -91,12 +102,15 @@ queues:
   description:
     - One row per pay-as-you-go queue the run looked at, with the granted capacity before and after.
     - C(kept_until) (when present) is when a fit-to-use run may shrink the grant unused (rule payg-grace).
+    - "C(from_idc) and C(from_cloud): how many GPUs of C(growth) come from the IDC and how many from the cloud
+      (rule payg-idc-first); C(cloud_gpus): the cloud GPUs of the new grant (rule payg-cloud-part)."
   returned: always
   type: list
   elements: dict
   sample:
     - {tenant: alpha, queue: tenant-alpha-payg, old: {nvidia.com/gpu: 8}, in_use: {nvidia.com/gpu: 4},
-       new: {nvidia.com/gpu: 16}, growth: 8, changed: true, kept_until: "2026-01-01T12:30:00Z"}
+       new: {nvidia.com/gpu: 16}, growth: 8, from_idc: 6, from_cloud: 2, cloud_gpus: 2, changed: true,
+       kept_until: "2026-01-01T12:30:00Z"}
 updated:
   description: Queues whose capability was changed (in check mode, would be).
   returned: always
