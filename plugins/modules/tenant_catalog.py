@@ -234,6 +234,9 @@ diff:
     - One diff per changed object, sorted by C(before_header), which is C(Kind/namespace/name); each holds the before
       and after of each changed object, only the fields the module owns. Ansible shows each under its own header (rule
       diff-per-object).
+    - Each spot job the sale's reclaim deletes (in check mode, would delete) under C(spot reclaim <namespace>/<name>),
+      and each spot queue's reclaim count, as M(gpucloud.platform.spot_reclaim) shows them. The spot queues the
+      recompute changes are in RV(spot.updated).
   returned: when diff mode is on
   type: list
   elements: dict

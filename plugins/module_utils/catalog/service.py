@@ -335,14 +335,14 @@ def sold_report(
         recomputed = None
         warnings.append(f"the spot capacity was not recomputed: {exc}")
     spot = spot_after(sale, recomputed)
-    diff: dict[str, dict[str, Any]] = {"before": {}, "after": {}}
-    for part, label in (
-        ((reclaimed or {}).get("diff"), "spot reclaim"),
-        ((recomputed or {}).get("diff"), "spot capacity"),
-    ):
-        for side in ("before", "after"):
-            for key, value in ((part or {}).get(side) or {}).items():
-                diff[side][f"{label} {key}"] = value
+    # The reclaim's jobs and counts, as spot_reclaim shows them (check mode the same).
+    # The recompute's queues are in spot.updated, not in the diff: check mode, which
+    # does not recompute, shows the same diff as the run.
+    reclaim_diff = (reclaimed or {}).get("diff") or {}
+    diff = {
+        side: {f"spot reclaim {k}": v for k, v in (reclaim_diff.get(side) or {}).items()}
+        for side in ("before", "after")
+    }
     return {
         "sale": {**sale.as_dict(), "summary": sale_line(sale, reclaimed, spot, check_mode)},
         "reclaim": dict((reclaimed or {}).get("reclaim") or {}),
