@@ -736,3 +736,125 @@ def test_throttle_lifts_after_timeout_for_a_job_preemption_does_not_place(
         ),
     )
     assert small.get("failed") is not True and small["phase"] == "Running", small.get("msg")
+
+
+def _cap(dyn, queue: str, gpus: int) -> None:
+    dyn.resources.get(api_version=QUEUES[0], kind=QUEUES[1]).patch(
+        name=queue,
+        body={"spec": {"capability": {GPU: gpus, "cpu": "1000", "memory": "4Ti"}}},
+        content_type="application/merge-patch+json",
+    )
+
+
+def _job_exists(dyn, ns: str, name: str) -> bool:
+    jobs = dyn.resources.get(api_version=VCJOBS[0], kind=VCJOBS[1])
+    return any(j.metadata.name == name for j in jobs.get(namespace=ns).items)
+
+
+def test_a_job_that_can_never_run_is_refused_and_one_that_must_wait_is_told(
+    tenant, dyn, run_module
+):
+    """Rule job-never-runs before the write: a missing PVC, a gang above its queue's
+    capability; rule job-waits-for: a spot job while spot offers nothing is accepted with
+    what it waits for."""
+    ns = f"tenant-{tenant}"
+    no_pvc = run_module("vcjob", large_args(tenant, "no-data", 4, dataset_pvc="no-such-data"))
+    assert no_pvc.get("failed") and no_pvc["changed"] is False
+    assert no_pvc["errors"] == [
+        f"dataset_pvc: {ns}/no-data mounts PersistentVolumeClaim no-such-data, which does not "
+        "exist in its namespace: it can never run until it is created"
+    ]
+    _cap(dyn, f"{ns}-payg", 16)
+    too_big = run_module("vcjob", {**large_args(tenant, "too-big", 4), "queue": f"{ns}-payg"})
+    assert too_big.get("failed") and too_big["errors"] == [
+        f"replicas: {ns}/too-big asks for 32 GPUs and queue {ns}-payg has a capability of 16: it "
+        "can never run there; ask for at most 16 GPUs"
+    ]
+    assert not _job_exists(dyn, ns, "no-data") and not _job_exists(dyn, ns, "too-big")
+    _cap(dyn, f"{ns}-spot", 0)
+    cheap = run_module(
+        "vcjob",
+        {
+            **small_args(tenant, "cheap"),
+            "queue": f"{ns}-spot",
+            "job_class": "spot",
+            "spot_price": "0.1",
+        },
+    )
+    assert cheap.get("failed") is not True and cheap["changed"] is True, cheap.get("msg")
+    assert any(
+        w.startswith(f"job {ns}/cheap is accepted and waits: spot queue {ns}-spot offers 0 GPUs")
+        for w in cheap.get("warnings", [])
+    ), cheap.get("warnings")
+
+
+def test_the_throttle_and_the_arbiter_give_vcjobs_verdict_for_a_large_job_without_its_pvc(
+    tenant, dyn, run_module
+):
+    """A large job written past vcjob (kubectl) that mounts a PVC its namespace lacks, in a
+    full queue: the throttle does not hold the team for it and the arbiter evicts nothing,
+    both for the reason vcjob gives (rule job-never-runs)."""
+    ns = f"tenant-{tenant}"
+    _cap(dyn, f"{ns}-algo", 32)
+    # Critical fillers: nothing may preempt them, whatever the scheduler tries for the job.
+    dyn.resources.get(api_version="v1", kind="Namespace").patch(
+        name=ns,
+        body={"metadata": {"labels": {"platform.io/allow-critical": "true"}}},
+        content_type="application/merge-patch+json",
+    )
+    _filler(run_module, tenant, "busy-a", "critical")
+    _filler(run_module, tenant, "busy-b", "critical")
+    refused = run_module("vcjob", large_args(tenant, "no-data", 4, dataset_pvc="no-such-data"))
+    reason = refused["errors"][0].removeprefix("dataset_pvc: ")
+    args = large_args(tenant, "no-data", 4, dataset_pvc="no-such-data")
+    for option in ("throttle_grace", "throttle_timeout", "wait_sleep"):
+        args.pop(option)
+    manifest = build_job({**args, "queue_type": "team"})
+    dyn.resources.get(api_version=VCJOBS[0], kind=VCJOBS[1]).create(body=manifest, namespace=ns)
+    podgroups = dyn.resources.get(api_version="scheduling.volcano.sh/v1beta1", kind="PodGroup")
+    wait_until(lambda: podgroups.get(namespace=ns).items, 30, 0.5, "the large job's PodGroup")
+    throttle = run_module("large_job_throttle", {"namespaces": [ns]})
+    assert throttle["throttles"] == {} and _throttle_cm(dyn, ns) is None
+    (away,) = throttle["not_engaged"]
+    assert away["job"] == f"{ns}/no-data" and away["reason"] == reason
+    # The arbiter acts for a job once sla has admitted it (the large class waits 5 s).
+    verdicts = []
+
+    def decided() -> bool:
+        out = run_module("queue_arbiter", {"tenant": tenant, "job": "no-data", "settle_seconds": 0})
+        verdicts.append(out)
+        return out.get("failed") is not True and out["decision"] != "none"
+
+    wait_until(decided, 60, 2, "the arbiter's verdict on the admitted job")
+    arbiter = verdicts[-1]
+    assert arbiter["decision"] == "refuse" and arbiter["victims"] == [], arbiter["reason"]
+    assert arbiter["reason"] == f"{reason}; nothing is evicted"
+
+
+def test_deleting_a_large_job_releases_its_throttle_at_once(
+    platform_scheduler_conf, tenant, dyn, run_module
+):
+    """The throttle a waiting large job engaged goes with the job (vcjob state absent), not
+    at the next scheduled reconcile."""
+    ns = f"tenant-{tenant}"
+    _cap(dyn, f"{ns}-algo", 32)
+    used = run_module("vcjob", {**small_args(tenant, "used"), "gpus_per_pod": 8, "wait": True})
+    assert used.get("failed") is not True and used["phase"] == "Running", used.get("msg")
+    full = run_module(
+        "vcjob",
+        large_args(
+            tenant,
+            "full",
+            4,
+            throttle_timeout=300,
+            job_classes={"large": {"sla_waiting_seconds": None}},
+        ),
+    )
+    assert full["throttle_engaged"] is True, full.get("throttle_not_engaged")
+    assert any("accepted and waits" in w for w in full.get("warnings", [])), full.get("warnings")
+    assert _throttle_cm(dyn, ns) is not None
+    gone = run_module("vcjob", {**large_args(tenant, "full", 4), "state": "absent"})
+    assert gone["changed"] is True and gone["throttle_released"] == [f"{ns}-algo"], gone
+    assert _throttle_cm(dyn, ns) is None
+    small = run_module("vcjob", small_args(tenant, "small"))
+    assert not small.get("failed"), small.get("msg")
