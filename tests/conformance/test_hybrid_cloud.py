@@ -339,6 +339,41 @@ def test_burst_queue_jobs_land_only_on_cloud_nodes(hybrid: Hybrid, grouped: dict
     hybrid.delete_jobs()
 
 
+def test_vcjob_refuses_local_only_in_the_cloud_only_burst_leaf(
+    hybrid: Hybrid, grouped: dict[str, Any]
+):
+    """Rule job-nodes: the burst leaf reaches only cloud nodes and local-only none of them,
+    so such a job can never run and is refused before it is written (rule job-never-runs);
+    cloud-ok in the same leaf is accepted."""
+    args = {
+        "tenant": hybrid.tenant,
+        "name": "stuck",
+        "queue": hybrid.burst,
+        "kind": "single",
+        "image": "i",
+        "command": ["x"],
+        "gpus_per_pod": 8,
+        "cpu": "1",
+        "memory": "1Gi",
+    }
+    out = hybrid.run_module("vcjob", {**args, "placement": "local-only"})
+    assert out.get("failed") and out["changed"] is False, out
+    assert out["errors"] == [
+        f"gpus_per_pod: {hybrid.ns}/stuck asks for 8 GPUs and the nodes it may use (queue "
+        f"{hybrid.burst}'s node groups, placement local-only) hold 0: it can never run"
+    ]
+    jobs = hybrid.kube.custom.list_namespaced_custom_object(
+        "batch.volcano.sh", "v1alpha1", hybrid.ns, "jobs"
+    )["items"]
+    assert "stuck" not in [j["metadata"]["name"] for j in jobs]
+    ok = hybrid.run_module(
+        "vcjob", {**args, "placement": "cloud-ok", "checkpoint_command": CHECKPOINT}
+    )
+    assert ok.get("failed") is not True and ok["changed"] is True, ok.get("msg")
+    hybrid.jobs.append("stuck")
+    hybrid.delete_jobs()
+
+
 def test_local_first_fills_the_idc_then_spills_to_cloud(hybrid: Hybrid, grouped: dict[str, Any]):
     idc_jobs = [
         hybrid.submit(
