@@ -20,7 +20,8 @@ description:
     the next."
   - "The decision (rule arbiter-plan): a job that can never run (rule job-never-runs, the rule
     M(gpucloud.platform.vcjob) and the throttle use: a PVC its namespace lacks, more GPUs than the nodes it may use
-    or than a capability above it) is refused in that rule's words; a team queue below its deserved share with a sibling team above its own takes back from the sibling (rule
+    or than a capability above it) is refused in that rule's words; a team queue below its deserved share with a
+    sibling team above its own takes back from the sibling (rule
     team-reclaim-victims: any priority but critical-job, never below the sibling's deserved share; a debug-job takes
     nothing); for a job that is admitted, or that sla will admit, preemption is Volcano's (rule volcano-preempts)
     and the arbiter does nothing more; otherwise a C(large-job) or C(critical-job) preempts lower-priority jobs of
