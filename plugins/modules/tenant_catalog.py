@@ -236,7 +236,7 @@ diff:
       diff-per-object).
     - Each spot job the sale's reclaim deletes (in check mode, would delete) under C(spot reclaim <namespace>/<name>),
       and each spot queue's reclaim count, as M(gpucloud.platform.spot_reclaim) shows them. The spot queues the
-      recompute changes are in RV(spot.updated).
+      recompute changes are in C(updated) of RV(spot).
   returned: when diff mode is on
   type: list
   elements: dict

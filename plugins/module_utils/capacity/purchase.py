@@ -30,7 +30,7 @@ from .pool import POOL_RESOURCES, TenantCommitment
 
 # A catalog tenant's purchase: its subscription and its PAYG grant (None: the live
 # grant stays).
-Purchase = tuple[Mapping[str, Decimal], Mapping[str, Decimal] | None]
+Purchase = tuple[Mapping[str, Decimal], "Mapping[str, Decimal] | None"]
 
 
 def purchase_growth(

@@ -205,7 +205,7 @@ def test_wait_until_free_polls_until_pods_are_gone():
 
 
 def test_the_reclaim_event_names_what_the_shortfall_was_counted_against():
-    """"free" means not allocated, "unsold" means not sold: the Event says which."""
+    """ "free" means not allocated, "unsold" means not sold: the Event says which."""
     from datetime import UTC, datetime
 
     from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import (
