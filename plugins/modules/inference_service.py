@@ -222,6 +222,13 @@ changed:
   description: Whether anything was written (in check mode, would be).
   returned: always
   type: bool
+summary:
+  description:
+    - What the run did to the service (in check mode, would do), its version, queue and traffic split.
+    - In a few lines a person reads (rule run-summary); a playbook's last task prints them.
+  returned: on success
+  type: list
+  elements: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -238,13 +245,16 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.inference.inputs
     SERVICE_OPTIONS,
     validate_service,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.inference.summary import (
+    service_summary,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
 
 OPTIONS = SERVICE_OPTIONS
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run_service, validate=validate_service)
+    run_module(OPTIONS, service.run_service, validate=validate_service, summary=service_summary)
 
 
 if __name__ == "__main__":

@@ -126,6 +126,13 @@ done:
   returned: when the run fails part-way
   type: list
   elements: str
+summary:
+  description:
+    - The throttles engaged, released and expired (in check mode, that would be) and the throttled queues.
+    - In a few lines a person reads (rule run-summary); a playbook's last task prints them.
+  returned: on success
+  type: list
+  elements: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -133,6 +140,7 @@ requests:
 """
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.summary import throttle_summary
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.throttle import (
     check_reconcile_input,
 )
@@ -145,7 +153,9 @@ OPTIONS = dict(
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run_throttle, validate=check_reconcile_input)
+    run_module(
+        OPTIONS, service.run_throttle, validate=check_reconcile_input, summary=throttle_summary
+    )
 
 
 if __name__ == "__main__":

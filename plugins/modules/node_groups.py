@@ -108,6 +108,13 @@ changed:
   description: Whether anything was written (in check mode, would be).
   returned: always
   type: bool
+summary:
+  description:
+    - Each group with its number of nodes, and how many objects were written (in check mode, would be).
+    - In a few lines a person reads (rule run-summary); a playbook's last task prints them.
+  returned: on success
+  type: list
+  elements: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -124,11 +131,14 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.inputs im
     OPTIONS,
     validate,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.summary import (
+    node_groups_summary,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run, validate=validate)
+    run_module(OPTIONS, service.run, validate=validate, summary=node_groups_summary)
 
 
 if __name__ == "__main__":

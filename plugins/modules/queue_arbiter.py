@@ -228,6 +228,13 @@ done:
   returned: when the run fails part-way
   type: list
   elements: str
+summary:
+  description:
+    - The decision for the waiting job, the victims (in check mode, that would be evicted) and why.
+    - In a few lines a person reads (rule run-summary); a playbook's last task prints them.
+  returned: on success
+  type: list
+  elements: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -237,6 +244,9 @@ requests:
 from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter.inputs import (
     validate_arbiter_input,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter.summary import (
+    arbiter_summary,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
 
@@ -254,7 +264,7 @@ OPTIONS = dict(
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run, validate=validate_arbiter_input)
+    run_module(OPTIONS, service.run, validate=validate_arbiter_input, summary=arbiter_summary)
 
 
 if __name__ == "__main__":

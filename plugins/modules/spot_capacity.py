@@ -140,6 +140,13 @@ done:
   returned: when the run fails part-way
   type: list
   elements: str
+summary:
+  description:
+    - The idle pool and each tenant's spot capacity old -> new (in check mode, what would change).
+    - In a few lines a person reads (rule run-summary); a playbook's last task prints them.
+  returned: on success
+  type: list
+  elements: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -153,6 +160,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool im
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.capacity_plan import REPORTS
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.summary import capacity_summary
 
 OPTIONS = dict(
     POOL_OPTIONS,
@@ -162,7 +170,13 @@ OPTIONS = dict(
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run_recompute, validate=validate_node_selector, diff_by_object=True)
+    run_module(
+        OPTIONS,
+        service.run_recompute,
+        validate=validate_node_selector,
+        diff_by_object=True,
+        summary=capacity_summary,
+    )
 
 
 if __name__ == "__main__":

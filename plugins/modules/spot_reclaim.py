@@ -186,6 +186,13 @@ done:
   returned: when the run fails part-way
   type: list
   elements: str
+summary:
+  description:
+    - The reclaim's reason and each deleted job (in check mode, that would be) with its GPUs and bid.
+    - In a few lines a person reads (rule run-summary); a playbook's last task prints them.
+  returned: on success
+  type: list
+  elements: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -198,6 +205,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim imp
     RECLAIM_OPTIONS,
     validate_reclaim_input,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.summary import (
+    reclaim_summary_lines,
+)
 
 OPTIONS = dict(
     need=dict(type="int", required=True),
@@ -209,7 +219,9 @@ OPTIONS = dict(
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run_reclaim, validate=validate_reclaim_input)
+    run_module(
+        OPTIONS, service.run_reclaim, validate=validate_reclaim_input, summary=reclaim_summary_lines
+    )
 
 
 if __name__ == "__main__":

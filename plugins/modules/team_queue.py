@@ -113,6 +113,13 @@ done:
   returned: when the run fails part-way
   type: list
   elements: str
+summary:
+  description:
+    - The team queue, what was written (in check mode, would be) and its size.
+    - In a few lines a person reads (rule run-summary); a playbook's last task prints them.
+  returned: on success
+  type: list
+  elements: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -123,6 +130,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner impo
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.inputs import (
     parse_team_queue,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.summary import (
+    team_queue_summary,
 )
 
 OPTIONS = {
@@ -138,7 +148,13 @@ OPTIONS = {
 
 def main() -> None:
     # Every input is checked before the module connects.
-    run_module(OPTIONS, service.run_team_queue, validate=parse_team_queue, diff_by_object=True)
+    run_module(
+        OPTIONS,
+        service.run_team_queue,
+        validate=parse_team_queue,
+        diff_by_object=True,
+        summary=team_queue_summary,
+    )
 
 
 if __name__ == "__main__":

@@ -355,6 +355,13 @@ done:
   returned: when the run fails part-way
   type: list
   elements: str
+summary:
+  description:
+    - The tenant, what was written (in check mode, would be) and its queues with their sizes.
+    - In a few lines a person reads (rule run-summary); a playbook's last task prints them.
+  returned: on success
+  type: list
+  elements: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -365,6 +372,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner impo
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.inputs import check_tenant
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.rendered import (
     run_rendered,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.summary import (
+    tenant_summary,
 )
 
 TEAM_OPTIONS = {
@@ -414,6 +424,7 @@ def main() -> None:
         validate=check_tenant,
         offline=run_rendered,
         diff_by_object=True,
+        summary=tenant_summary,
     )
 
 

@@ -126,6 +126,13 @@ done:
   returned: when the run fails part-way
   type: list
   elements: str
+summary:
+  description:
+    - The HyperNodes created, updated and deleted (in check mode, that would be) and the nodes in no leaf.
+    - In a few lines a person reads (rule run-summary); a playbook's last task prints them.
+  returned: on success
+  type: list
+  elements: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -139,6 +146,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discove
     TREE_OPTIONS,
     check_source_options,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.summary import sync_summary
 
 OPTIONS = dict(
     source=dict(type="str", choices=list(SOURCES), default="labels"),
@@ -154,6 +162,7 @@ def main() -> None:
         validate=check_source_options,
         required_if=[("source", "inventory", ["switches"])],
         diff_by_object=True,
+        summary=sync_summary,
     )
 
 

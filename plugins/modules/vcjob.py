@@ -373,6 +373,13 @@ done:
   returned: when the run fails part-way
   type: list
   elements: str
+summary:
+  description:
+    - The job, what the run did with it (in check mode, would do), its phase and its queue.
+    - In a few lines a person reads (rule run-summary); a playbook's last task prints them.
+  returned: on success
+  type: list
+  elements: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -383,6 +390,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import serv
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.submit import (
     check_submission,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.summary import job_summary
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
 
 OPTIONS = dict(
@@ -441,7 +449,11 @@ OPTIONS = dict(
 
 def main() -> None:
     run_module(
-        OPTIONS, service.run, validate=check_submission, mutually_exclusive=[("kind", "manifest")]
+        OPTIONS,
+        service.run,
+        validate=check_submission,
+        mutually_exclusive=[("kind", "manifest")],
+        summary=job_summary,
     )
 
 

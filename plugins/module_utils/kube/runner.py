@@ -63,6 +63,7 @@ def run_module(
     validate: Callable[[dict[str, Any]], Any] | None = None,
     offline: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
     diff_by_object: bool = False,
+    summary: Callable[[dict[str, Any], dict[str, Any], bool], list[str]] | None = None,
     **module_kwargs: Any,
 ) -> None:
     """Run one module: ``options`` is its argument spec without the connection
@@ -70,7 +71,9 @@ def run_module(
     ``offline``, when it returns a result (``state: rendered``), answers without
     connecting: no kubeconfig is needed and no request is made. ``diff_by_object``:
     the service's diff is keyed by object, and is returned as one diff per object
-    (rule diff-per-object, ``common.diffs``)."""
+    (rule diff-per-object, ``common.diffs``). ``summary(params, result, check_mode)``:
+    what the run did (in check mode, would do) in a few lines a person reads, returned as
+    ``summary`` for the playbook's last task to print (rule run-summary)."""
     module = platform_module(
         argument_spec=argument_spec(**options), supports_check_mode=True, **module_kwargs
     )
@@ -106,5 +109,7 @@ def run_module(
         result.pop("diff", None)
     elif diff_by_object and "diff" in result:
         result["diff"] = per_object(result["diff"])
+    if summary is not None:
+        result["summary"] = summary(params, result, module.check_mode)
     result["requests"] = cluster.requests
     module.exit_json(**result)

@@ -1,0 +1,87 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Rule run-summary for ``vcjob`` and ``large_job_throttle``: the job's phase and the
+queue it runs in; the queues the throttle holds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..common.summary import did, names
+
+
+def job_summary(
+    params: Mapping[str, Any], result: Mapping[str, Any], check_mode: bool
+) -> list[str]:
+    """The job, what the run did with it, its phase and where it runs."""
+    job = f"tenant-{params['tenant']}/{params['name']}"
+    phase = result.get("phase") or "Absent"
+    if params.get("state") == "absent":
+        if not result.get("changed"):
+            return [f"job {job}: there is none; nothing deleted"]
+        lines = [f"job {job}: {did(check_mode, 'deleted', 'would be deleted')}"]
+        if result.get("throttle_released"):
+            lines.append(
+                f"large-job throttle {did(check_mode, 'released', 'would be released')} on "
+                f"{names(result['throttle_released'])}"
+            )
+        return lines
+    queue = result.get("queue") or {}
+    where = f"queue {queue.get('name', params.get('queue'))}"
+    if queue.get("type"):
+        where += f" ({queue['type']})"
+    size = ""
+    if params.get("kind"):
+        pods = params.get("replicas") or 1
+        size = (
+            f"{params['kind']}, class {params.get('job_class') or 'normal'}, {pods} pod{'s' if pods != 1 else ''}"
+            f" x {params.get('gpus_per_pod') or 0} GPUs, "
+        )
+    if not result.get("changed"):
+        verb = "unchanged"
+    else:
+        verb = did(check_mode, "submitted", "would be submitted")
+    if check_mode and phase == "Held":
+        state = "; would be held by the large-job throttle"
+    elif check_mode and result.get("changed"):
+        state = ""
+    else:
+        state = f"; phase {phase}"
+    lines = [f"job {job}: {verb} ({size}{where}){state}"]
+    if result.get("held_seconds"):
+        lines.append(
+            f"held {result['held_seconds']} s by the large-job throttle before it was submitted"
+        )
+    if result.get("throttle_engaged"):
+        lines.append(f"large-job throttle engaged on {queue.get('name')} until the job runs")
+    if result.get("throttle_not_engaged"):
+        lines.append(f"large-job throttle not engaged: {result['throttle_not_engaged']}")
+    return lines
+
+
+def throttle_summary(
+    params: Mapping[str, Any], result: Mapping[str, Any], check_mode: bool
+) -> list[str]:
+    """What the throttle reconcile engaged and released, and the queues throttled after it."""
+    lines = []
+    for key, done, would in (
+        ("engaged", "engaged for", "would engage for"),
+        ("released", "released for", "would release for"),
+        ("expired", "expired (past the timeout) for", "would expire (past the timeout) for"),
+    ):
+        if result.get(key):
+            lines.append(f"large-job throttle {did(check_mode, done, would)} {names(result[key])}")
+    for row in result.get("not_engaged") or []:
+        lines.append(
+            f"not throttled for {row.get('job')} ({row.get('queue')}): {row.get('reason')}"
+        )
+    throttles = result.get("throttles") or {}
+    queues = [
+        f"{q} until {t.get('until')}"
+        for _, t in sorted(throttles.items())
+        for q in t.get("queues") or []
+    ]
+    state = did(check_mode, "throttled queues", "throttled queues after the run would be")
+    lines.append(f"{state}: {names(queues)}")
+    return lines

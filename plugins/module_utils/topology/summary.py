@@ -1,0 +1,33 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Rule run-summary for ``topology``: the HyperNodes created, updated and deleted, and
+the nodes no leaf HyperNode holds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..common.summary import did, names
+
+
+def sync_summary(
+    params: Mapping[str, Any], result: Mapping[str, Any], check_mode: bool
+) -> list[str]:
+    """One line for the tree's changes, one for the nodes left out of it."""
+    parts = []
+    for key, done, would in (
+        ("created", "created", "would create"),
+        ("updated", "updated", "would update"),
+        ("deleted", "deleted", "would delete"),
+    ):
+        if result.get(key):
+            parts.append(f"{did(check_mode, done, would)} {names(result[key])}")
+    unchanged = len(result.get("unchanged") or [])
+    if parts:
+        lines = [f"HyperNodes: {'; '.join(parts)} ({unchanged} unchanged)"]
+    else:
+        lines = [f"HyperNodes: the {unchanged} in the tree match the topology; nothing to change"]
+    if result.get("unplaced_nodes"):
+        lines.append(f"nodes in no leaf HyperNode: {names(result['unplaced_nodes'])}")
+    return lines
