@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ansible.module_utils.common.warnings import warn
+
 from ..capacity.oversell import catalog_oversell_errors
 from ..capacity.purchase import CatalogSale
 from ..common.errors import PartialWrite, PlatformValidationError, Refused, raise_if
@@ -326,14 +328,14 @@ def sold_report(
     """After the writes: the sale's spot recompute (also after a tenant failed: what was
     written is sold, and a second run would find no purchase changing), then what the
     run sold, reclaimed and left to spot (rule catalog-sale-summary)."""
-    warnings: list[str] = []
+    notes: list[str] = []
     try:
         recomputed = recompute_after_sale(params, cluster, check_mode, sale)
     except (kube.ApiException, kube.TransportError, PartialWrite, PlatformValidationError) as exc:
         if not failed:
             raise
         recomputed = None
-        warnings.append(f"the spot capacity was not recomputed: {exc}")
+        notes.append(f"the spot capacity was not recomputed: {exc}")
     spot = spot_after(sale, recomputed)
     # The reclaim's jobs and counts, as spot_reclaim shows them (check mode the same).
     # The recompute's queues are in spot.updated, not in the diff: check mode, which
@@ -349,7 +351,7 @@ def sold_report(
         "spot": spot,
         "changed": bool((reclaimed or {}).get("changed")) or bool(spot["updated"]),
         "diff": diff,
-        "warnings": warnings,
+        "notes": notes,
     }
 
 
@@ -392,15 +394,17 @@ def report(
         "diff": {"before": before, "after": after},
         **{k: sold[k] for k in ("sale", "reclaim", "spot") if k in sold},
     }
-    warnings = list(sold.get("warnings") or [])
+    # Warned through Ansible's collector (module.warn), never a result key: ansible-core
+    # 2.19 deprecates ``warnings`` passed to exit_json.
+    notes = list(sold.get("notes") or [])
     refused = [r["name"] for r in rows if r["status"] == "refused"]
     if refused:
-        warnings.append(
+        notes.append(
             f"{len(refused)} tenant(s) refused and left as they are (on_refusal: skip): "
             + ", ".join(refused[:20])
         )
-    if warnings:
-        result["warnings"] = warnings
+    for note in notes:
+        warn(note)
     if failed:
         first = next(iter(failed.values()))
         raise PartialWrite(

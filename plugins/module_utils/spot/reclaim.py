@@ -324,7 +324,6 @@ def reclaim_report(demand: int, state: PoolState, shortfall: int) -> dict[str, A
         "shortfall": shortfall,
         "freed": 0,
         "victims": [],
-        "warnings": [],
     }
 
 
