@@ -38,7 +38,11 @@ EXAMPLES = r"""
     name: llm
   register: llm
 
-- name: Show the split
+- name: Show the versions, their ready/desired replicas and the split
+  ansible.builtin.debug:
+    msg: "{{ llm.summary }}"
+
+- name: The split as data
   ansible.builtin.debug:
     msg: "{{ llm.services[0].traffic }}"
 """
@@ -62,6 +66,19 @@ graphs:
   returned: always
   type: list
   elements: dict
+summary:
+  description:
+    - The services in a few lines a person reads (rule run-summary) - a headline, then one row per version of each
+      service (the current one, then its canaries) with its ready/desired replicas, the minimum the service keeps
+      and its share of the traffic, then one line per A/B InferenceGraph.
+  returned: always
+  type: list
+  elements: str
+  sample:
+    - 1 inference service(s), 1 ready; REPLICAS as ready/desired
+    - "SERVICE           READY  VERSION  ROLE     REPLICAS  MIN  TRAFFIC"
+    - "tenant-alpha/llm  yes    v2       current       2/2    1      90%"
+    - "                         v3       canary        1/1    1      10%"
 changed:
   description: Always false; the module only reads.
   returned: always
@@ -73,6 +90,9 @@ requests:
 """
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.inference import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.inference.info_summary import (
+    info_summary,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.inference.inputs import INFO_OPTIONS
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
 
@@ -80,7 +100,7 @@ OPTIONS = INFO_OPTIONS
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run_info)
+    run_module(OPTIONS, service.run_info, summary=info_summary)
 
 
 if __name__ == "__main__":

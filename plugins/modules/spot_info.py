@@ -62,6 +62,10 @@ EXAMPLES = r"""
     tenant: alpha
   register: market
 
+- name: Show it - the safe bid, the spot queue, the jobs by reclaim rank, the last reclaim
+  ansible.builtin.debug:
+    msg: "{{ market.summary }}"
+
 - name: Show alpha's spot jobs, first to go first
   ansible.builtin.debug:
     msg: "{{ market.tenants[0].jobs | map(attribute='rank') | zip(market.tenants[0].jobs | map(attribute='name')) }}"
@@ -182,6 +186,25 @@ tenants:
           tenant's jobs and C(tenant_freed) their GPUs."
       type: list
       elements: dict
+summary:
+  description:
+    - The spot market in a few lines a person reads (rule run-summary) - the safe bid, each tenant's spot queue
+      (GPUs, CPU cores, memory in Gi as allocated/capability, its running spot jobs, the jobs reclaimed so far), the
+      running spot jobs first reclaimed first, and each tenant's last reclaim.
+    - Quantities for people (rule quantity-for-people) - C(426667m) CPU is C(426.7) cores, C(3495253Mi) is
+      C(3413.3Gi), GPUs are whole numbers.
+  returned: always
+  type: list
+  elements: str
+  sample:
+    - "spot market: 1 running spot job(s) hold 4 GPUs; safe bid against a reclaim of 1 GPU(s): 0.100001 per GPU-hour
+      (it would take 1 job(s), up to price 0.1)"
+    - "spot queues (GPUS, CORES, MEMORY as allocated/capability):"
+    - "TENANT  SPOT QUEUE         GPUS  CORES    MEMORY        JOBS  RECLAIMED"
+    - "alpha   tenant-alpha-spot  4/27  2/426.7  8Gi/3413.3Gi     1          3"
+    - "running spot jobs, first reclaimed first:"
+    - "RANK  JOB                  PRICE  GPUS  PODS  AT RISK"
+    - "   1  tenant-alpha/spot-a  0.1       4     1  yes"
 changed:
   description: Always false; the module only reads.
   returned: always
@@ -194,6 +217,9 @@ requests:
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.info_summary import (
+    info_summary,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.market import (
     MARKET_OPTIONS,
     parse_market,
@@ -203,7 +229,7 @@ OPTIONS = MARKET_OPTIONS
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run_market, validate=parse_market)
+    run_module(OPTIONS, service.run_market, validate=parse_market, summary=info_summary)
 
 
 if __name__ == "__main__":

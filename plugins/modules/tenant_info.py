@@ -31,6 +31,10 @@ EXAMPLES = r"""
   gpucloud.platform.tenant_info:
   register: tenants
 
+- name: Show them as a table
+  ansible.builtin.debug:
+    msg: "{{ tenants.summary }}"
+
 - name: One tenant's GPUs in use
   gpucloud.platform.tenant_info:
     name: alpha
@@ -72,6 +76,21 @@ tenants:
           capability: {nvidia.com/gpu: 40, cpu: "160", memory: 640Gi}
           allocated: {nvidia.com/gpu: 8, cpu: "32", memory: 128Gi, pods: 2}
           active_jobs: 0
+summary:
+  description:
+    - The tenants as a small table a person reads (rule run-summary) - a headline, then one row per queue with its
+      state, GPUs, CPU cores and memory in Gi as allocated/deserved/capability (C(-) not set) and its active jobs.
+    - Quantities for people (rule quantity-for-people) - C(204800m) CPU is C(204.8) cores, C(1677722Mi) is
+      C(1638.4Gi), GPUs are whole numbers.
+  returned: always
+  type: list
+  elements: str
+  sample:
+    - "1 tenant(s), 3 queue(s), 2 active Volcano Job(s); GPUS, CORES, MEMORY as allocated/deserved/capability (- not set)"
+    - "TENANT  QUEUE         STATE  GPUS     CORES       MEMORY               JOBS"
+    - "alpha   subscription  Open   8/16/16  32/256/256  128Gi/2048Gi/2048Gi     2"
+    - "        payg          Open   0/0/0    0/0/0       0/0/0                   0"
+    - "        spot          Open   0/0/5    0/0/160     0/0/1493.3Gi            0"
 changed:
   description: Always false; the module only reads.
   returned: always
@@ -84,13 +103,16 @@ requests:
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.info_summary import (
+    info_summary,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.inputs import parse_info
 
 OPTIONS = {"name": {"type": "str"}}
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run_info, validate=parse_info)
+    run_module(OPTIONS, service.run_info, validate=parse_info, summary=info_summary)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,11 @@ EXAMPLES = r"""
   gpucloud.platform.topology_info:
   register: topo
 
-- name: Print it
+- name: Print it - the HyperNodes with their tiers and members, the nodes left out, the rules broken
+  ansible.builtin.debug:
+    msg: "{{ topo.summary }}"
+
+- name: Print the tree as drawn text
   ansible.builtin.debug:
     msg: "{{ topo.text }}"
 
@@ -89,6 +93,20 @@ unplaced_nodes:
   returned: always
   type: list
   elements: str
+summary:
+  description:
+    - The tree in a few lines a person reads (rule run-summary) - a headline (HyperNodes, tiers, nodes placed and
+      left out, rules broken), one row per HyperNode indented under its parent with its tier and what it holds, then
+      the nodes in no leaf and each rule the tree breaks.
+  returned: always
+  type: list
+  elements: str
+  sample:
+    - "topology in the cluster: 3 HyperNode(s) in 2 tier(s), 4 node(s) placed, 0 in no leaf, no rule broken"
+    - "HYPERNODE  TIER  HOLDS"
+    - "spine-0       2  2 HyperNode(s): tor-0, tor-1"
+    - "  tor-0       1  2 node(s): gpu-0, gpu-1"
+    - "  tor-1       1  2 node(s): gpu-2, gpu-3"
 requests:
   description: How many API requests the run made.
   returned: always
@@ -100,6 +118,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.topology import 
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (
     TREE_OPTIONS,
     check_node_selector,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.info_summary import (
+    info_summary,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.view import (
     VIEW_SOURCES,
@@ -118,6 +139,7 @@ def main() -> None:
         service.run_info,
         validate=check_node_selector,
         required_if=[("source", "inventory", ["switches"])],
+        summary=info_summary,
     )
 
 

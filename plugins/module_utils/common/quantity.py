@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -253,3 +253,45 @@ def exceeding(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> list[str]:
 def equal(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> bool:
     keys = set(a) | set(b)
     return all(a.get(k, Decimal(0)) == b.get(k, Decimal(0)) for k in keys)
+
+
+# --- quantities for people (summaries) ---------------------------------------------
+
+# How a summary shows a resource: (suffix written after the number, size of one unit,
+# the unit's name for a heading). CPU in cores, memory and storage in Gi; anything else
+# (GPUs, pods, RDMA) counted as it is.
+_GI = Decimal(1 << 30)
+PEOPLE_UNITS: dict[str, tuple[str, Decimal, str]] = {
+    CPU: ("", Decimal(1), "cores"),
+    MEMORY: ("Gi", _GI, "Gi"),
+    "ephemeral-storage": ("Gi", _GI, "Gi"),
+}
+_TENTH = Decimal("0.1")
+
+
+def for_people(value: object, resource: str) -> str:
+    """A quantity as a person reads it (rule quantity-for-people): ``204800m`` CPU is
+    ``204.8`` (cores), ``1677722Mi`` memory is ``1638.4Gi``, GPUs are whole numbers
+    (``8``). At most one decimal place, rounded half up; a value that is not 0 but
+    rounds to 0 is ``<0.1``; 0 is ``0`` whatever the unit. A value the client cannot
+    read is shown as given."""
+    try:
+        number = value if isinstance(value, Decimal) else parse_quantity(value)
+    except (ValueError, TypeError):
+        return str(value)
+    suffix, size = PEOPLE_UNITS.get(resource, ("", Decimal(1), ""))[:2]
+    shown = number / size
+    if shown == 0:
+        return "0"
+    rounded = shown.quantize(_TENTH, rounding=ROUND_HALF_UP)
+    if rounded == 0:
+        return f"<0.1{suffix}"
+    return f"{rounded:f}".removesuffix(".0") + suffix
+
+
+def people_unit(resource: str) -> str:
+    """The unit ``for_people`` shows ``resource`` in, for a heading: ``cores``, ``Gi``,
+    ``GPUs`` for ``nvidia.com/gpu``, else the resource's own name."""
+    if resource == GPU:
+        return "GPUs"
+    return PEOPLE_UNITS[resource][2] if resource in PEOPLE_UNITS else resource

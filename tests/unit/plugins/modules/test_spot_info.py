@@ -157,3 +157,21 @@ def test_unknown_tenant_is_refused_after_the_queue_list_only(run_module):
 def test_service_refuses_bad_input_itself():
     with pytest.raises(PlatformValidationError, match="reclaim_gpus"):
         service.run_market({"reclaim_gpus": 0}, market_cluster())
+
+
+def test_the_module_returns_the_market_a_person_reads(run_module):
+    out = run_module(spot_info, market_cluster(), reclaim_gpus=25)
+    assert out["summary"][0].endswith(
+        "cannot be met from spot, so no bid is safe or unsafe by price"
+    )
+    assert out["summary"][1] == "spot queues (GPUS, CORES, MEMORY as allocated/capability):"
+    assert out["summary"][2].split() == [
+        "TENANT",
+        "SPOT",
+        "QUEUE",
+        "GPUS",
+        "CORES",
+        "MEMORY",
+        "JOBS",
+        "RECLAIMED",
+    ]

@@ -100,3 +100,12 @@ def test_module_bad_name_fails_before_connecting(run_module):
     assert result["failed"] is True
     assert result["errors"][0].startswith("name: ")
     assert result["requests"] == 0
+
+
+def test_the_module_returns_the_table_a_person_reads(run_module):
+    out = run_module(tenant_info, two_tenants())
+    assert out["summary"][0].startswith("2 tenant(s), 8 queue(s), 2 active Volcano Job(s)")
+    rows = [line.split() for line in out["summary"][2:]]
+    ml = next(r for r in rows if "ml" in r)  # tenant a's team queue, a listed first
+    assert "4/20/-" in ml  # GPUs as whole numbers: allocated/deserved/capability
+    assert any("16/16" in " ".join(r) and "64Gi/64Gi" in " ".join(r) for r in rows)
