@@ -6,6 +6,7 @@ cluster, and imports no Kubernetes client (``state: rendered`` goes through it).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -23,19 +24,34 @@ from .inputs import parse_options
 from .spec import Catalog
 
 
+def resolved(path: str, cwd: str | None = None) -> Path:
+    """Rule catalog-path: ``path`` as an absolute path, ``~`` expanded, a relative path
+    taken from ``cwd`` (default: the process's working directory). Nothing is read; the
+    path need not exist. ``playbooks/tenant_catalog.yml`` resolves its variables this way
+    against the directory it was started from (the project checkout in AWX) before the
+    module sees them."""
+    expanded = os.path.expanduser(path)
+    return Path(os.path.normpath(os.path.join(cwd or os.getcwd(), expanded)))
+
+
 def load_catalog_file(path: str) -> Any:
-    """The ``src`` file: a YAML list of tenants, or a mapping with ``tenants``."""
+    """The ``src`` file: a YAML list of tenants, or a mapping with ``tenants``. An error
+    names the absolute path that was read (rule catalog-path)."""
     if yaml_load is None:
         raise PlatformValidationError(
             [FieldError("src", "reading a catalog file needs the Python package PyYAML")]
         )
+    where = resolved(path)
     try:
-        data = yaml_load(Path(path).read_text(encoding="utf-8"))
+        data = yaml_load(where.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise PlatformValidationError([FieldError("src", f"cannot read {path}: {exc}")]) from None
+        why = exc.strerror or str(exc)
+        raise PlatformValidationError(
+            [FieldError("src", f"cannot read the catalog file {where}: {why}")]
+        ) from None
     except YAMLError as exc:
         raise PlatformValidationError(
-            [FieldError("src", f"{path} is not YAML: {exc}".splitlines()[0])]
+            [FieldError("src", f"{where} is not YAML: {exc}".splitlines()[0])]
         ) from None
     if isinstance(data, Mapping) and "tenants" in data:
         return data["tenants"]

@@ -6,9 +6,11 @@ on the real API server in tests/integration/test_tenant_catalog.py."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.catalog import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.catalog import service, source_io
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PartialWrite,
     PlatformValidationError,
@@ -233,7 +235,26 @@ def test_a_catalog_file_is_read_and_checked(tmp_path):
     )
     with pytest.raises(PlatformValidationError) as exc:
         service.run_catalog(params(None, src=str(tmp_path / "missing.yml")), pool(nodes=1))
-    assert exc.value.messages[0].startswith("src: cannot read")
+    assert exc.value.messages[0] == (
+        f"src: cannot read the catalog file {tmp_path / 'missing.yml'}: No such file or directory"
+    )
+
+
+def test_a_relative_catalog_path_is_taken_from_the_caller_and_named_absolute(tmp_path, monkeypatch):
+    """Rule catalog-path: a relative src is read from the working directory and a missing
+    one is named by its absolute path."""
+    (tmp_path / "inventories").mkdir()
+    (tmp_path / "inventories" / "tenants.yml").write_text("tenants:\n  - {name: t0}\n")
+    monkeypatch.chdir(tmp_path)
+    assert source_io.load_catalog_file("inventories/tenants.yml") == [{"name": "t0"}]
+    with pytest.raises(PlatformValidationError) as exc:
+        source_io.load_catalog_file("inventories/../other.yml")
+    assert exc.value.messages[0].startswith(
+        f"src: cannot read the catalog file {tmp_path}/other.yml: "
+    )
+    assert source_io.resolved("a/b.yml", "/srv/project") == Path("/srv/project/a/b.yml")
+    assert source_io.resolved("/etc/t.yml", "/srv/project") == Path("/etc/t.yml")
+    assert source_io.resolved("~/t.yml", "/srv") == Path.home() / "t.yml"
 
 
 # -- prune guards: an empty catalog, too many tenants, tenants with data -------------------
