@@ -21,22 +21,59 @@ _SERVER_FIELDS = (
     "creationTimestamp",
     "generation",
     "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
 )
 
 
+# Annotations the API server, kubectl or a controller writes on an object, never the
+# collection: a diff leaves them out (exact keys, then prefixes).
+_SERVER_ANNOTATIONS = frozenset(
+    {
+        "kubectl.kubernetes.io/last-applied-configuration",
+        "endpoints.kubernetes.io/last-change-trigger-time",
+        "volumes.kubernetes.io/controller-managed-attach-detach",
+    }
+)
+_SERVER_ANNOTATION_PREFIXES = (
+    "deployment.kubernetes.io/",
+    "deprecated.daemonset.template.generation",
+    "node.alpha.kubernetes.io/",
+    "control-plane.alpha.kubernetes.io/",
+    "pv.kubernetes.io/",
+    "volume.kubernetes.io/",
+    "volume.beta.kubernetes.io/",
+    "kwok.x-k8s.io/",
+)
+
+
+def server_annotation(key: str) -> bool:
+    """An annotation the server or a controller owns (``deployment.kubernetes.io/revision``)."""
+    return key in _SERVER_ANNOTATIONS or key.startswith(_SERVER_ANNOTATION_PREFIXES)
+
+
 def strip_server_fields(obj: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A copy of ``obj`` without status and server-owned metadata, for diffs."""
+    """A copy of ``obj`` without status, server-owned metadata (``managedFields``,
+    ``resourceVersion``, ``uid``, ``creationTimestamp``, ``generation``, ``selfLink``,
+    a deletion's timestamps) and the annotations the server or a controller writes,
+    for diffs. An empty ``metadata`` left behind is dropped too."""
     if obj is None:
         return None
     out = copy.deepcopy(dict(obj))
     out.pop("status", None)
-    meta = out.get("metadata") or {}
+    meta = out.get("metadata")
+    if not isinstance(meta, dict):
+        return out
     for key in _SERVER_FIELDS:
         meta.pop(key, None)
-    annotations = meta.get("annotations") or {}
-    annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
-    if not annotations:
-        meta.pop("annotations", None)
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict):
+        for key in [k for k in annotations if server_annotation(k)]:
+            del annotations[key]
+        if not annotations:
+            meta.pop("annotations", None)
+    if not meta:
+        out.pop("metadata")
     return out
 
 

@@ -7,7 +7,8 @@ Every module is ``run_module(OPTIONS, service.run, ...)``. The runner validates
 the input before it connects (``validate``), builds the ``Cluster`` from
 kubernetes.core's connection options, maps the collection's typed errors to
 ``fail_json`` with the same keys everywhere, drops ``diff`` unless diff mode is
-on, and adds ``requests``: the API requests the run made.
+on (and shapes it when it is: ``common.diffs.shaped``), and adds ``requests``: the API
+requests the run made.
 
 The Kubernetes client (``kube.cluster``) is imported only once the module
 connects: a refused input or an offline answer never pays its half second.
@@ -18,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..common.diffs import per_object
+from ..common.diffs import shaped
 from ..common.errors import PartialWrite, PlatformValidationError, Refused
 from .module import argument_spec, platform_module, require_client
 
@@ -107,8 +108,9 @@ def run_module(
         module.fail_json(requests=cluster.requests, **failure(exc))
     if not module._diff:
         result.pop("diff", None)
-    elif diff_by_object and "diff" in result:
-        result["diff"] = per_object(result["diff"])
+    elif "diff" in result:
+        # rules diff-per-object and diff-shows-change: no field the server owns
+        result["diff"] = shaped(result["diff"], by_object=diff_by_object)
     if summary is not None:
         result["summary"] = summary(params, result, module.check_mode)
     result["requests"] = cluster.requests
