@@ -25,6 +25,9 @@ from ansible_collections.gpucloud.platform.tests.integration.localcluster_helper
     run_playbook,
     state_dir,
 )
+from ansible_collections.gpucloud.platform.tests.integration.test_playbook_summaries import (
+    check_summary,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -397,3 +400,4 @@ def test_a_playbook_in_check_mode_writes_nothing(playbook, world, dyn, ansible_e
     assert rc == 0, failed  # a check-mode run also tells the truth about what would happen
     if playbook == "usage_report.yml":
         assert not Path(PLAYBOOKS[playbook]["usage_report_dir"]).exists()
+    check_summary(playbook, tasks)  # rule run-summary: what it would do, in words

@@ -88,14 +88,14 @@ def sale_line(
         shown = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
         took = f"{'would reclaim' if check_mode else 'reclaimed'} {freed} spot GPUs ({shown})"
     elif sale.reclaims:
-        took = "no spot job reclaimed (spot held no more than stays unsold)"
+        took = f"no spot job {would}{'be ' if check_mode else ''}reclaimed (spot held no more than stays unsold)"
     else:
         took = "nothing to reclaim"
     if spot.get("recomputed"):
         changed = len(spot.get("updated") or [])
         after = (
             f"spot capacity after: {spot['gpus']} GPUs over {spot.get('spot_queues', 0)} "
-            f"spot queues ({changed} changed)"
+            f"spot queues ({changed} {'would change' if check_mode else 'changed'})"
         )
     else:
         after = f"spot capacity after: {would}be at most {spot['gpus']} GPUs (the unsold ones)"

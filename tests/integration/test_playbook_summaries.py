@@ -1,0 +1,151 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Rule run-summary and rule playbook-words through the playbooks, on the local cluster.
+
+Every playbook ends by saying what it did in a few lines (its last task, a debug of a
+list of lines); in check mode only what it would do. ``SUMMARIES`` holds what each
+playbook's last message must say; ``test_check_mode.py`` runs every playbook in check
+mode once and checks it with ``check_summary`` (no second run here). This file runs
+only what that one does not: awx_configure.yml's preview, and a refusal through a
+playbook, which names the playbook's variable, not the module's option.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    ROOT,
+    run_playbook,
+)
+
+pytestmark = pytest.mark.integration
+
+T = r"c[kn][0-9a-f]{5}"  # the check-mode test's tenants (ckXXXXX, cnXXXXX)
+
+# playbook -> patterns its last message must match, each on some line, in check mode with
+# test_check_mode.py's input.
+SUMMARIES: dict[str, list[str]] = {
+    "site.yml": [
+        r"^spot: \d+ spot queues, \d+ idle GPUs — \d+ would be updated$",
+        r"^topology: .*would delete [1-9]",
+    ],
+    "tenant_create.yml": [
+        rf"^tenant {T}: would create \d+ objects \(namespace tenant-{T}\)$",
+        r"^subscription 2 GPUs \(cpu 8, memory 16Gi\)",
+        rf"^queues tenant-{T}-subscription \(would create\)",
+        r"^spot capacity: \d+ idle GPUs of \d+ shared by \d+ spot queues",
+    ],
+    "tenant_update.yml": [
+        rf"^tenant {T}: would update \d+ objects? \(namespace tenant-{T}\)$",
+        r"^subscription 3 GPUs \(cpu 12, memory 24Gi\)",
+        r"^spot capacity: ",
+    ],
+    "tenant_delete.yml": [
+        rf"^tenant {T}: would update 1 object, would delete \d+ objects$",
+        r"^1 active jobs and \d+ active pods would be deleted with it$",
+        r"^spot capacity: ",
+    ],
+    "tenant_catalog.yml": [
+        rf"^tenant {T}: would create \d+ objects$",
+        rf"^tenant {T}: would update \d+ objects$",
+        r"^tenants: 1 would create, 1 would update, \d+ unchanged",
+        r"^sale: \d+ -> \d+ of \d+ GPUs sold \(\+\d+\); ",
+    ],
+    "team_queue.yml": [
+        rf"^team extra2 of tenant {T} \(tenant-{T}-extra2\): would create .*; deserves 0 GPUs$"
+    ],
+    "job_submit.yml": [
+        rf"^job tenant-{T}/ck-pb: would be submitted \(single, class normal, 1 pod x 1 GPUs, queue tenant-{T}-algo \(team\)\)$"
+    ],
+    "payg_scale.yml": [rf"tenant-{T}-payg would grow by 1 GPUs: 1 from the IDC, 0 from the cloud"],
+    "payg_reconcile.yml": [r"would shrink to what it uses"],
+    "spot_recompute.yml": [
+        r"^spot reclaim for spot jobs held GPUs that tenants bought: ",
+        r"^spot capacity: ",
+    ],
+    "throttle_reconcile.yml": [r"^throttled queues after the run would be: "],
+    "arbiter_reconcile.yml": [r"^queue arbiter: "],
+    "hypernode_sync.yml": [r"^HyperNodes: .*would delete [^;]*ck-stale-"],
+    "node_groups.yml": [r"^node group ck-idc: \d+ nodes$", r"^would write \d+ objects"],
+    "inference_deploy.yml": [
+        rf"^model service tenant-{T}/ck-model: would be deployed; would run version"
+    ],
+    "inference_canary.yml": [rf"^model service tenant-{T}/ck-model: canary would be set"],
+    "inference_canary_step.yml": [
+        rf"^model service tenant-{T}/ck-model2: traffic would be stepped"
+    ],
+    "inference_promote.yml": [rf"^model service tenant-{T}/ck-model2: canary would be promoted"],
+    "inference_rollback.yml": [rf"^model service tenant-{T}/ck-model2: would be rolled back"],
+    "usage_report.yml": [
+        r"^files: would write /tmp/gpucloud-check-usage-\w+/usage-[\w-]+\.json, \.csv$"
+    ],
+    # Not run in check mode (it needs an AWX): its preview, below.
+    "awx_configure.yml": [],
+}
+
+# A past tense that says something was applied: never in check mode, but after "would".
+APPLIED = re.compile(
+    r"\b(created|updated|deleted|evicted|wrote|written|changed|applied|submitted|reclaimed|shrank|grew)\b"
+)
+
+
+def last_message(tasks: dict[str, dict]) -> list[str]:
+    """The last task's message, as lines."""
+    name, result = list(tasks.items())[-1]
+    msg = result.get("msg")
+    if isinstance(msg, str):  # a message of one paragraph (payg_scale.yml, payg_reconcile.yml)
+        msg = [" ".join(msg.split())]
+    assert isinstance(msg, list) and msg and all(isinstance(line, str) for line in msg), (name, msg)
+    return msg
+
+
+def check_summary(playbook: str, tasks: dict[str, dict], check: bool = True) -> None:
+    """The playbook's last message says what SUMMARIES expects, in check mode only what would be done."""
+    lines = last_message(tasks)
+    for pattern in SUMMARIES[playbook]:
+        assert any(re.search(pattern, line) for line in lines), (
+            playbook,
+            pattern,
+            "\n".join(lines),
+        )
+    if check:
+        for line in lines:
+            said = re.sub(r"\bwould (be |stay |be held )?\w+", "", line)
+            assert not APPLIED.search(said), (playbook, line)
+
+
+def test_every_playbook_has_its_summary():
+    assert set(SUMMARIES) == {p.name for p in (Path(ROOT) / "playbooks").glob("*.yml")}
+
+
+def test_awx_preview_lists_every_object(ansible_env):
+    rc, tasks = run_playbook(ansible_env, "awx_configure.yml", {"awx_preview": True})
+    assert rc == 0, tasks
+    # The preview's last words; the play then ends (meta end_play prints nothing).
+    assert list(tasks)[-1] == "Preview - stop before AWX", list(tasks)
+    lines = last_message({k: v for k, v in tasks.items() if k.startswith("Preview - every object")})
+    assert "organization: Default" in lines and "project: gpucloud-platform" in lines, lines
+    assert any(line.startswith("schedule: Spot - recompute capacity") for line in lines), lines
+
+
+def test_a_refusal_names_the_playbook_variable(ansible_env):
+    """vcjob refuses a pytorch_ddp job without its command (before it connects): through
+    job_submit.yml the message names job_command and the playbook, not the option."""
+    extra = {
+        "tenant_name": "demo-alpha",
+        "job_name": "words-1",
+        "job_queue": "tenant-demo-alpha-subscription",
+        "job_kind": "pytorch_ddp",
+        "job_image": "busybox",
+    }
+    rc, tasks = run_playbook(ansible_env, "job_submit.yml", extra, check=True)
+    assert rc != 0
+    said = tasks["Say the refusal in the playbook's words"]
+    assert said.get("failed"), tasks
+    assert said["msg"].startswith("job_command: is required for kind pytorch_ddp"), said["msg"]
+    assert said["msg"].endswith("(job_command is a variable of job_submit.yml)"), said["msg"]
+    assert "command:" not in said["msg"].replace("job_command:", ""), said["msg"]
