@@ -61,6 +61,10 @@ options:
     description:
       - A YAML file on the managed host holding the catalog - a list of entries as in O(tenants), or a mapping with
         the key C(tenants).
+      - "A relative path is taken from the module's working directory (rule catalog-path): with a local connection
+        Ansible runs a module in the playbook's directory, so C(playbooks/tenant_catalog.yml) makes its
+        C(tenant_catalog_file) absolute first, from the directory it was started in (the project checkout in AWX)."
+      - A file that cannot be read is refused naming its absolute path.
     type: path
   defaults:
     description:
