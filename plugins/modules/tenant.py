@@ -86,6 +86,8 @@ options:
   subscription_guarantee:
     description:
       - Guarantee of the subscription queue; the sum of the teams' guarantee may not exceed it.
+      - When left out, a new tenant gets none and an existing one keeps its subscription queue's guarantee (rule
+        guarantee-kept), so a run that only changes sizes never drops a guarantee its teams name; C({}) removes it.
     type: dict
   payg:
     description:

@@ -60,9 +60,10 @@ def test_skipped_examples_are_few_and_say_why():
 
 @pytest.fixture(scope="session")
 def docs_env(kubeconfig: str) -> dict[str, str]:
-    """The environment a reader has after README's "Using it": the venv first on PATH,
-    the local cluster's kubeconfig for kubectl and the modules, the repository's
-    ansible.cfg."""
+    """The environment a reader has after README's "Using it" (each example runs in a
+    shell of its own, so what that block exports is given here): the venv first on PATH
+    (``source .venv/bin/activate``), the local cluster's kubeconfig for the modules and
+    kubectl, the repository's ansible.cfg."""
     env = dict(os.environ)
     venv_bin = str(Path(sys.executable).parent)
     env.update(
@@ -104,7 +105,8 @@ def _command(example: Example, scratch: Path) -> list[str]:
         playbook.write_text(yaml.safe_dump(play, sort_keys=False), encoding="utf-8")
     else:
         playbook.write_text(example.text, encoding="utf-8")
-    return ["ansible-playbook", "-i", "localhost,", str(playbook)]
+    # The inventory is ansible.cfg's (inventories/local), as for a reader of the page.
+    return ["ansible-playbook", str(playbook)]
 
 
 def run_example(example: Example, env: dict[str, str], scratch: Path) -> str | None:

@@ -74,6 +74,7 @@ from .report import summarize
 from .spec import (
     TenantPlan,
     TenantSpec,
+    kept_guarantee,
     leaf_queue_types,
     plan_team_change,
     plan_tenant,
@@ -344,6 +345,7 @@ def ensure_present(
 ) -> dict[str, Any]:
     spec = parse_present(params)  # raises before any request
     live = read_tenant(cluster, spec.name)
+    spec = kept_guarantee(spec, params.get("subscription_guarantee"), live.queues)
     busy = busy_queues(live.podgroups, live.queues)
     plan = plan_tenant(
         spec,

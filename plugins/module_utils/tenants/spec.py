@@ -29,7 +29,7 @@ are the tenant apply's on every queue, pay-as-you-go and spot included.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -125,6 +125,24 @@ def _resources(
     except PlatformValidationError as exc:
         errors.extend(exc.errors)
         return {}
+
+
+def kept_guarantee(
+    spec: TenantSpec, given: object, live_queues: Mapping[str, Mapping[str, Any]]
+) -> TenantSpec:
+    """Rule guarantee-kept: a ``subscription_guarantee`` left out keeps the live
+    subscription queue's guarantee, as a left-out ``payg`` keeps the live grant and
+    left-out ``teams`` keep the team queues. A purchase flow that only changes sizes or
+    networks (``tenant_update.yml``) then never drops a guarantee its teams still name;
+    an empty mapping given says "no guarantee"."""
+    if given is not None:
+        return spec
+    live = live_queues.get(queue_name(spec.name, QUEUE_TYPE_SUBSCRIPTION)) or {}
+    guarantee = ((live.get("spec") or {}).get("guarantee") or {}).get("resource") or {}
+    if not guarantee:
+        return spec
+    kept = quantity.parse_resources(guarantee, "live subscription queue guarantee")
+    return replace(spec, subscription_guarantee=kept)
 
 
 def _join(path: str, key: str) -> str:
