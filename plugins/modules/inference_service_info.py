@@ -78,7 +78,7 @@ summary:
     - 1 inference service(s), 1 ready; REPLICAS as ready/desired
     - "SERVICE           READY  VERSION  ROLE     REPLICAS  MIN  TRAFFIC"
     - "tenant-alpha/llm  yes    v2       current       2/2    1      90%"
-    - "                         v3       canary        1/1    1      10%"
+    - "tenant-alpha/llm  yes    v3       canary        1/1    1      10%"
 changed:
   description: Always false; the module only reads.
   returned: always

@@ -204,7 +204,7 @@ summary:
     - "alpha   tenant-alpha-spot  4/27  2/426.7  8Gi/3413.3Gi     1          3"
     - "running spot jobs, first reclaimed first:"
     - "RANK  JOB                  PRICE  GPUS  PODS  AT RISK"
-    - "   1  tenant-alpha/spot-a  0.1       4     1  yes"
+    - "1     tenant-alpha/spot-a  0.1       4     1  yes"
 changed:
   description: Always false; the module only reads.
   returned: always

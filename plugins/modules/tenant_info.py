@@ -89,8 +89,8 @@ summary:
     - "1 tenant(s), 3 queue(s), 2 active Volcano Job(s); GPUS, CORES, MEMORY as allocated/deserved/capability (- not set)"
     - "TENANT  QUEUE         STATE  GPUS     CORES       MEMORY               JOBS"
     - "alpha   subscription  Open   8/16/16  32/256/256  128Gi/2048Gi/2048Gi     2"
-    - "        payg          Open   0/0/0    0/0/0       0/0/0                   0"
-    - "        spot          Open   0/0/5    0/0/160     0/0/1493.3Gi            0"
+    - "alpha   payg          Open   0/0/0    0/0/0       0/0/0                   0"
+    - "alpha   spot          Open   0/0/5    0/0/160     0/0/1493.3Gi            0"
 changed:
   description: Always false; the module only reads.
   returned: always

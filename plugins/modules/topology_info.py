@@ -96,17 +96,17 @@ unplaced_nodes:
 summary:
   description:
     - The tree in a few lines a person reads (rule run-summary) - a headline (HyperNodes, tiers, nodes placed and
-      left out, rules broken), one row per HyperNode indented under its parent with its tier and what it holds, then
-      the nodes in no leaf and each rule the tree breaks.
+      left out, rules broken), one row per HyperNode after its parent with its tier, its parent and what it holds,
+      then the nodes in no leaf and each rule the tree breaks.
   returned: always
   type: list
   elements: str
   sample:
     - "topology in the cluster: 3 HyperNode(s) in 2 tier(s), 4 node(s) placed, 0 in no leaf, no rule broken"
-    - "HYPERNODE  TIER  HOLDS"
-    - "spine-0       2  2 HyperNode(s): tor-0, tor-1"
-    - "  tor-0       1  2 node(s): gpu-0, gpu-1"
-    - "  tor-1       1  2 node(s): gpu-2, gpu-3"
+    - "HYPERNODE  TIER  PARENT   HOLDS"
+    - "spine-0    2     -        2 HyperNode(s) (tor-0, tor-1)"
+    - "tor-0      1     spine-0  2 node(s) (gpu-0, gpu-1)"
+    - "tor-1      1     spine-0  2 node(s) (gpu-2, gpu-3)"
 requests:
   description: How many API requests the run made.
   returned: always

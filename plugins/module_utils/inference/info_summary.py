@@ -40,12 +40,15 @@ def version_rows(service: Mapping[str, Any]) -> list[list[str]]:
             versions.append((service.get("previous_version"), "previous"))
         traffic = {v: traffic.get(role) for v, role in versions}
     rows = []
+    # Every row names its service: a row beginning with spaces would be quoted in
+    # Ansible's YAML output, out of line with the others.
+    where = f"{service.get('namespace')}/{service.get('name')}"
     for version, role in versions:
         counts = replicas.get(version)
         rows.append(
             [
-                "",
-                "",
+                where,
+                yes_no(service.get("ready")),
                 str(version or "-"),
                 f"{role} (below minimum)" if version in below else role,
                 f"{counts['ready']}/{counts['desired']}" if counts else "-",
@@ -53,10 +56,6 @@ def version_rows(service: Mapping[str, Any]) -> list[list[str]]:
                 percent(traffic, version),
             ]
         )
-    rows[0][:2] = [
-        f"{service.get('namespace')}/{service.get('name')}",
-        yes_no(service.get("ready")),
-    ]
     return rows
 
 

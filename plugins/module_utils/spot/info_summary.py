@@ -105,7 +105,8 @@ def market_summary(result: Mapping[str, Any]) -> list[str]:
     )
     if jobs:
         lines.append("running spot jobs, first reclaimed first:")
-        lines += aligned([list(JOB_HEADING), *(job_row(j) for j in jobs)], right={0, 3, 4})
+        # RANK left-aligned: a row beginning with spaces would be quoted in Ansible's output
+        lines += aligned([list(JOB_HEADING), *(job_row(j) for j in jobs)], right={3, 4})
     lines += [line for t in tenants if (line := last_reclaim(t))]
     return lines
 

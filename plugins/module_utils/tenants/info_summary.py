@@ -34,14 +34,15 @@ def queue_label(queue: Mapping[str, Any]) -> str:
 
 
 def tenant_rows(tenant: Mapping[str, Any]) -> list[list[str]]:
-    """One row per queue, the tenant named on the first."""
+    """One row per queue, each naming its tenant (a row that began with spaces would be
+    quoted by Ansible's YAML output, out of line with the others)."""
     name = tenant["name"] if tenant.get("namespace") else f"{tenant['name']} (no namespace)"
     queues = tenant.get("queues") or []
     if not queues:
         return [[name, "(no queues)", "", "", "", "", str(tenant.get("active_jobs", 0))]]
     return [
         [
-            name if i == 0 else "",
+            name,
             queue_label(q),
             str(q.get("state") or UNSET),
             amounts(q, GPU),
@@ -49,7 +50,7 @@ def tenant_rows(tenant: Mapping[str, Any]) -> list[list[str]]:
             amounts(q, MEMORY),
             str(q.get("active_jobs", 0)),
         ]
-        for i, q in enumerate(queues)
+        for q in queues
     ]
 
 

@@ -12,17 +12,18 @@ from typing import Any
 
 from ..common.table import aligned, shortened
 
-HEADING = ("HYPERNODE", "TIER", "HOLDS")
-INDENT = "  "
+HEADING = ("HYPERNODE", "TIER", "PARENT", "HOLDS")
 
 
 def holds(hypernode: Mapping[str, Any]) -> str:
-    """``2 HyperNodes: tor-0, tor-1`` or ``8 nodes: gpu-0, ... and 4 more``."""
+    """``2 HyperNode(s) (tor-0, tor-1)`` or ``8 node(s) (gpu-0, ... and 4 more)``. No
+    ``: `` and no leading space in a row: Ansible's YAML output would quote it, out of
+    line with the others."""
     if hypernode.get("leaf"):
         nodes = list(hypernode.get("nodes") or [])
-        return f"{len(nodes)} node(s): {shortened(nodes)}" if nodes else "no node"
+        return f"{len(nodes)} node(s) ({shortened(nodes)})" if nodes else "no node"
     children = list(hypernode.get("children") or [])
-    return f"{len(children)} HyperNode(s): {shortened(children)}" if children else "nothing"
+    return f"{len(children)} HyperNode(s) ({shortened(children)})" if children else "nothing"
 
 
 def tree_summary(
@@ -31,8 +32,8 @@ def tree_summary(
     errors: Sequence[str] = (),
     source: str = "cluster",
 ) -> list[str]:
-    """A headline (HyperNodes, tiers, nodes placed), the tree in depth-first order, then
-    the nodes left out and each rule the tree breaks."""
+    """A headline (HyperNodes, tiers, nodes placed), the tree in depth-first order (each
+    HyperNode after its parent), then the nodes left out and each rule the tree breaks."""
     tiers = sorted({h.get("tier") for h in hypernodes if h.get("tier") is not None})
     placed = sum(len(h.get("nodes") or []) for h in hypernodes if h.get("leaf"))
     where = "in the cluster" if source == "cluster" else f"from the {source}"
@@ -44,13 +45,14 @@ def tree_summary(
     if hypernodes:
         rows = [
             [
-                INDENT * int(h.get("depth") or 0) + str(h.get("name")),
+                str(h.get("name")),
                 str(h.get("tier", "-")),
+                str(h.get("parent") or "-"),
                 holds(h),
             ]
             for h in hypernodes
         ]
-        lines += aligned([list(HEADING), *rows], right={1})
+        lines += aligned([list(HEADING), *rows])
     if unplaced:
         lines.append(f"nodes in no leaf HyperNode: {shortened(list(unplaced), most=10)}")
     lines += [f"broken: {e}" for e in errors]

@@ -498,5 +498,5 @@ def test_hypernode_sync_plan_step_writes_nothing(run_module):
 def test_topology_info_returns_the_tree_a_person_reads(run_module):
     out = run_module(info_module, FakeCluster(default_nodes()), source="labels")
     assert out["summary"][0].startswith("topology from the labels: ")
-    assert out["summary"][1].split() == ["HYPERNODE", "TIER", "HOLDS"]
+    assert out["summary"][1].split() == ["HYPERNODE", "TIER", "PARENT", "HOLDS"]
     assert len(out["summary"]) >= 2 + len(out["hypernodes"])

@@ -38,6 +38,12 @@ def queue(kind, deserved=None, capability=None, allocated=None, team=None, jobs=
     }
 
 
+def no_row_is_quoted(lines):
+    """Ansible's YAML output quotes a line that begins with a space or holds ``: ``; a
+    quoted row would stand out of line with the others."""
+    return all(not line.startswith(" ") and ": " not in line for line in lines[1:])
+
+
 def test_tenant_info_shows_each_queue_in_cores_gi_and_whole_gpus():
     tenants = [
         {
@@ -62,9 +68,10 @@ def test_tenant_info_shows_each_queue_in_cores_gi_and_whole_gpus():
         "GPUS, CORES, MEMORY as allocated/deserved/capability (- not set)",
         "TENANT               QUEUE         STATE  GPUS     CORES         MEMORY                 JOBS",
         "alpha                subscription  Open   8/16/16  32/204.8/256  128Gi/1638.4Gi/2048Gi     2",
-        "                     team algo     Open   0/8/-    0/-/-         0/-/-                     0",
+        "alpha                team algo     Open   0/8/-    0/-/-         0/-/-                     0",
         "beta (no namespace)  (no queues)                                                           0",
     ]
+    assert no_row_is_quoted(tenants_summary(tenants))
     assert tenants_summary([])[0].endswith(": no tenant")
 
 
@@ -137,11 +144,16 @@ def test_spot_info_shows_the_safe_bid_the_queues_and_the_jobs_by_rank():
         "beta    (no spot queue)                                    0",
         "running spot jobs, first reclaimed first:",
         "RANK  JOB                 PRICE  GPUS  PODS  AT RISK",
-        "   1  tenant-alpha/cheap  0.1       4     1  yes",
-        "   2  tenant-alpha/dear   0.5       2     1  no",
+        "1     tenant-alpha/cheap  0.1       4     1  yes",
+        "2     tenant-alpha/dear   0.5       2     1  no",
         "alpha: 2 reclaim(s) took its spot jobs; the last, at 2026-01-02T00:00:00Z, took 1 of its "
         "job(s) for alpha bought 8 GPUs",
     ]
+
+
+def test_no_row_of_the_spot_tables_is_quoted():
+    lines = market_summary(spot_market())
+    assert no_row_is_quoted(lines[1:5]) and no_row_is_quoted(lines[5:9])
 
 
 def test_spot_info_says_when_no_bid_is_safe_or_unsafe():
@@ -194,11 +206,12 @@ def test_inference_service_info_shows_ready_and_desired_replicas_per_version():
         "2 inference service(s), 1 ready; REPLICAS as ready/desired",
         "SERVICE           READY  VERSION  ROLE                    REPLICAS  MIN  TRAFFIC",
         "tenant-alpha/llm  no     v2       current                      2/2    1      90%",
-        "                         v3       canary (below minimum)       0/1    1      10%",
+        "tenant-alpha/llm  no     v3       canary (below minimum)       0/1    1      10%",
         "tenant-beta/kn    yes    v5       latest                         -    -      20%",
-        "                         v4       previous                       -    -      80%",
+        "tenant-beta/kn    yes    v4       previous                       -    -      80%",
         "A/B graph platform-serving/ab: ready yes, Splitter over llm-a 50%, llm-b 50%",
     ]
+    assert no_row_is_quoted(services_summary(services))
     assert services_summary([]) == [
         "0 inference service(s), 0 ready; REPLICAS as ready/desired: no service"
     ]
@@ -225,13 +238,14 @@ def test_topology_info_shows_the_tree_the_nodes_left_out_and_the_broken_rules():
     assert tree_summary(tree, ["gpu-9"], ["tor-1 holds no node"]) == [
         "topology in the cluster: 3 HyperNode(s) in 2 tier(s), 6 node(s) placed, 1 in no leaf, "
         "1 rule(s) broken",
-        "HYPERNODE  TIER  HOLDS",
-        "spine-0       2  2 HyperNode(s): tor-0, tor-1",
-        "  tor-0       1  6 node(s): gpu-0, gpu-1, gpu-2, gpu-3 and 2 more",
-        "  tor-1       1  no node",
+        "HYPERNODE  TIER  PARENT   HOLDS",
+        "spine-0    2     -        2 HyperNode(s) (tor-0, tor-1)",
+        "tor-0      1     spine-0  6 node(s) (gpu-0, gpu-1, gpu-2, gpu-3 and 2 more)",
+        "tor-1      1     spine-0  no node",
         "nodes in no leaf HyperNode: gpu-9",
         "broken: tor-1 holds no node",
     ]
+    assert no_row_is_quoted(tree_summary(tree))
     result = {"hypernodes": tree[:1], "unplaced_nodes": [], "errors": []}
     assert topology_summary({"source": "labels"}, result, True)[0].startswith(
         "topology from the labels: 1 HyperNode(s) in 1 tier(s), 0 node(s) placed"
