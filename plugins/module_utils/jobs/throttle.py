@@ -24,7 +24,9 @@ Volcano Job owns) is no large job: it neither engages nor holds a queue.
 Rule throttle-can-help (``cannot_help``): a waiting large job holds its queue only
 when it can ever run at all (rule job-never-runs, ``jobs/feasibility``, the rule ``vcjob``
 and the queue arbiter use: a missing PVC, more GPUs than its nodes or a capability above
-it; its words are the reason) and preemption can give it its GPUs: its PodGroup is admitted, or Pending for less
+it; its words are the reason), GPUs are what it waits for (rule job-waits-for: an
+admitted job whose queues have room and whose GPUs are free waits for something else,
+its volumes or its placement) and preemption can give it its GPUs: its PodGroup is admitted, or Pending for less
 than ``ENQUEUE_SETTLE_SECONDS`` past its sla waiting time (``jobs/sla``: sla admits it
 then, even in a full queue; Volcano's preempt and gangpreempt skip Pending jobs;
 a new PodGroup is Pending until the next enqueue, and the throttle must be in place
@@ -72,7 +74,7 @@ from ..common.quantity import render
 from ..common.times import as_utc, read_rfc3339, write_rfc3339
 from ..topology.tree import NodeInfo, Tree, nodes_under
 from .demand import job_demand, pod_demand, replicas_of
-from .feasibility import Gang, Supply, claims_of, local_only, never_runs
+from .feasibility import Gang, Supply, claims_of, local_only, never_runs, waits_for
 from .sla import waiting_seconds
 
 CONFIGMAP = "platform-throttle"
@@ -261,6 +263,14 @@ def cannot_help(job: LargeJob, room: Room | None, now: datetime) -> str | None:
     never = never_runs(job.gang, supply) if supply is not None else None
     if never is not None:
         return never
+    if supply is not None and room is not None and job.admitted:
+        waits = waits_for(job.gang, replace(supply, free_gpus=room.free_gpus))
+        if waits is None:
+            return (
+                f"its queues have room and {room.free_gpus} GPUs are free for its {job.gpus}: "
+                "it waits for something other than GPUs (its volumes or its placement), which "
+                "holding its team's submissions does not give it"
+            )
     pending = pending_seconds(job, now)
     if pending is not None and pending >= settle_seconds(job):
         deadline = (

@@ -22,6 +22,7 @@ from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.jobs.
     big_job,
     cluster,
     large_pg,
+    queue,
     throttle_cm,
     throttled,
 )
@@ -245,7 +246,12 @@ def test_absent_needs_a_name(run_module):
 
 
 def test_reconcile_engages_releases_and_is_idempotent(run_module):
-    fake = cluster(extra=[large_pg(), big_job(replicas=2)])
+    # 24 of the subscription's 32 GPUs in use: the 16-GPU large job waits for GPUs.
+    full = {
+        **queue("tenant-alpha-subscription", "subscription", capability={"nvidia.com/gpu": 32}),
+        "status": {"allocated": {"nvidia.com/gpu": 24}},
+    }
+    fake = cluster(extra=[large_pg(), big_job(replicas=2), full])
     first = run_module(throttle_module, fake)
     assert first["changed"] and first["engaged"] == ["tenant-alpha/big"]
     assert first["throttles"]["tenant-alpha"]["queues"] == ["tenant-alpha-algo"]

@@ -250,3 +250,25 @@ def test_the_reconcile_turns_away_a_job_the_queue_cannot_make_room_for():
         f"it asks for 32 GPUs; 8 are free and the running jobs below large-job in {QUEUE} "
         "hold 0, so preemption cannot free enough"
     )
+
+
+def test_a_job_whose_gpus_are_free_is_not_held_for():
+    """Rule job-waits-for inside throttle-can-help: an admitted large job whose queues have
+    room and whose GPUs are free waits for something other than GPUs (an unbound volume,
+    its placement); holding its team's submissions gives it nothing."""
+    from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.feasibility import (
+        Limit,
+        Supply,
+    )
+
+    big = job(gpus=32)
+    roomy = Supply(chain=(Limit(big.queue, 64, 8),), node_gpus=64)
+    full = Supply(chain=(Limit(big.queue, 32, 8),), node_gpus=64)
+    free = Room(pool_gpus=64, free_gpus=40, supplies={big.uid: roomy})
+    assert cannot_help(big, free, T0) == (
+        "its queues have room and 40 GPUs are free for its 32: it waits for something other "
+        "than GPUs (its volumes or its placement), which holding its team's submissions does "
+        "not give it"
+    )
+    # Its queue at its capability: GPUs are what it waits for, and preemption frees them.
+    assert cannot_help(big, replace(free, supplies={big.uid: full}), T0) is None
