@@ -8,12 +8,18 @@ every object of the kinds the collection writes is read; no object may appear,
 vanish or change what it says (its spec, data, rules, labels). A new module or
 playbook is covered by adding it to ``MODULES`` or ``PLAYBOOKS``: a test checks
 that both lists name everything in ``plugins/modules`` and ``playbooks``.
+
+Every run is also in diff mode (rule diff-shows-change): no diff shows a field the
+server owns, a task that changes nothing shows nothing, and site.yml on a cluster it
+brought up shows no diff at all, then exactly the one admission policy changed by hand.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -22,7 +28,6 @@ import pytest
 
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     ROOT,
-    run_playbook,
     state_dir,
 )
 from ansible_collections.gpucloud.platform.tests.integration.test_playbook_summaries import (
@@ -182,6 +187,39 @@ MODULES: dict[str, list[dict[str, Any]]] = {
             ],
         }
     ],
+    # kubernetes.core.k8s's writes (the roles' objects): an apply, a patch, a deletion.
+    "k8s_objects": [
+        {
+            "apply": True,
+            "server_side_apply": {"field_manager": "gpucloud-platform-test"},
+            "definition": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "ck-objects", "namespace": NS},
+                    "data": {"a": "1"},
+                },
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": NS, "labels": {"ck-objects": "x"}},
+                },
+            ],
+        },
+        {
+            "state": "patched",
+            "merge_type": ["merge"],
+            "definition": {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": "gpu-node-0", "labels": {"ck-objects": "x"}},
+            },
+        },
+        {
+            "state": "absent",
+            "definition": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+        },
+    ],
     "hypernode": [
         {
             "name": f"ck-new-{uuid.uuid4().hex[:5]}",
@@ -302,6 +340,102 @@ def snapshot(dyn) -> dict[str, str]:
     return out
 
 
+# What the API server owns in an object's metadata: no diff shows it (rule diff-shows-change).
+SERVER_FIELDS = {"managedFields", "resourceVersion", "uid", "creationTimestamp", "generation"}
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def noise(value: Any, path: str = "diff") -> list[str]:
+    """Where a diff shows a field the server owns: an object's server metadata, kubectl's
+    last applied configuration or its status."""
+    out: list[str] = []
+    if isinstance(value, dict):
+        meta = value.get("metadata")
+        if isinstance(meta, dict):
+            out += [f"{path}.metadata.{k}" for k in sorted(SERVER_FIELDS & set(meta))]
+            if LAST_APPLIED in (meta.get("annotations") or {}):
+                out.append(f"{path}.metadata.annotations.{LAST_APPLIED}")
+            if "status" in value:
+                out.append(f"{path}.status")
+        for key, sub in value.items():
+            out += noise(sub, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, sub in enumerate(value):
+            out += noise(sub, f"{path}[{index}]")
+    return out
+
+
+def shown(diff: Any) -> list[dict[str, Any]]:
+    """The entries of a result's diff that show a change (Ansible prints no other)."""
+    entries = diff if isinstance(diff, list) else [diff] if diff else []
+    return [
+        e
+        for e in entries
+        if e.get("prepared") or ("before" in e and e.get("before") != e.get("after"))
+    ]
+
+
+def run_check_diff(
+    ansible_env: dict[str, str],
+    playbook: str,
+    extra_vars: dict[str, Any],
+    inventory: str,
+    *args: str,
+) -> tuple[int, dict[str, Any]]:
+    """``playbooks/<playbook>`` with ``--check --diff`` (``--check`` left out when ``args``
+    has ``--real``): its exit code and the json callback's whole output, every host."""
+    real = "--real" in args
+    cmd = [
+        str(Path(sys.executable).parent / "ansible-playbook"),
+        "-i",
+        inventory,
+        "-e",
+        f"ansible_python_interpreter={sys.executable}",
+        "-e",
+        json.dumps(extra_vars),
+        str(ROOT / "playbooks" / playbook),
+        *([] if real else ["--check", "--diff"]),
+        *(a for a in args if a != "--real"),
+    ]
+    proc = subprocess.run(
+        cmd, cwd=ROOT, env=ansible_env, capture_output=True, text=True, timeout=600, check=False
+    )
+    try:
+        return proc.returncode, json.loads(proc.stdout)
+    except ValueError:
+        pytest.fail(f"{playbook} gave no JSON result:\n{proc.stdout}\n{proc.stderr}")
+
+
+def localhost_tasks(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The localhost plays' task results by task name, as ``run_playbook`` gives them."""
+    plays = [p for p in data["plays"] if any("localhost" in t["hosts"] for t in p["tasks"])]
+    return {
+        t["task"]["name"]: t["hosts"].get("localhost", {})
+        for play in plays or data["plays"][:1]
+        for t in play["tasks"]
+    }
+
+
+def each_result(data: dict[str, Any]):
+    """(task name, host, result) of every task of every play, a loop's items one by one."""
+    for play in data["plays"]:
+        for task in play["tasks"]:
+            for host, result in task["hosts"].items():
+                for one in result.get("results") or [result]:
+                    yield task["task"]["name"], host, one
+
+
+def diff_problems(data: dict[str, Any]) -> list[str]:
+    """Rule diff-shows-change over a playbook run: no server field in any diff, and a
+    result that changes nothing shows nothing."""
+    out = []
+    for task, host, result in each_result(data):
+        out += [f"{task} [{host}]: {where}" for where in noise(result.get("diff"))]
+        if not result.get("changed") and shown(result.get("diff")):
+            out.append(f"{task} [{host}]: unchanged, but shows {shown(result['diff'])}")
+    return out
+
+
 def changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
     return sorted(
         [f"appeared {k}" for k in after.keys() - before.keys()]
@@ -370,6 +504,18 @@ def test_a_module_in_check_mode_writes_nothing(module, index, world, dyn, run_mo
     after = snapshot(dyn)
     assert changes(before, after) == [], result
     assert "cannot reach" not in str(result.get("msg", "")), result
+    assert noise(result.get("diff")) == [], result
+    if not result.get("changed"):
+        assert shown(result.get("diff")) == [], result
+    if module == "k8s_objects":
+        # one entry per object; one line where one value changes
+        assert not result.get("failed") and result["changed"], result
+        expected = [
+            [f"ConfigMap/{NS}/ck-objects", f"Namespace/{NS}: label ck-objects: absent → x\n"],
+            ["Node/gpu-node-0: label ck-objects: absent → x\n"],
+            [f"Namespace/{NS}"],
+        ][index]
+        assert [e.get("prepared") or e["before_header"] for e in result["diff"]] == expected, result
     if module == "topology_render":
         assert result["files"] and not Path(MODULES[module][index]["dest"]).exists(), result
     if module == "node_groups":
@@ -391,13 +537,74 @@ def test_a_playbook_in_check_mode_writes_nothing(playbook, world, dyn, ansible_e
         request.getfixturevalue("platform_scheduler_conf")
     before = snapshot(dyn)
     inventory = "inventories/local" if playbook == "site.yml" else "localhost,"
-    rc, tasks = run_playbook(
-        ansible_env, playbook, PLAYBOOKS[playbook], check=True, inventory=inventory
-    )
+    rc, data = run_check_diff(ansible_env, playbook, PLAYBOOKS[playbook], inventory)
     after = snapshot(dyn)
-    failed = {n: r.get("msg") for n, r in tasks.items() if r.get("failed")}
+    tasks = localhost_tasks(data)
+    failed = {f"{n} [{h}]": r.get("msg") for n, h, r in each_result(data) if r.get("failed")}
     assert changes(before, after) == [], failed
     assert rc == 0, failed  # a check-mode run also tells the truth about what would happen
+    assert diff_problems(data) == []
     if playbook == "usage_report.yml":
         assert not Path(PLAYBOOKS[playbook]["usage_report_dir"]).exists()
     check_summary(playbook, tasks)  # rule run-summary: what it would do, in words
+
+
+def test_site_check_diff_shows_nothing_on_its_cluster_then_a_policy_changed_by_hand(
+    ansible_env, api_client
+):
+    """site.yml's scheduling policy (PriorityClasses, the admission policies and their
+    parameter; the scheduler configuration is the local cluster's own) applied, then
+    ``--check --diff``: no task changes, no diff. One admission policy changed by hand:
+    the check shows that change, in one line, and nothing else; it is put back after."""
+    from kubernetes import dynamic
+
+    from ansible_collections.gpucloud.platform.plugins.module_utils.policy.admission import (
+        POLICY_PLATFORM_STATE,
+    )
+
+    site = ("site.yml", {"scheduling_policy_scheduler_conf": False}, "inventories/local")
+    tags = ("--tags", "scheduling_policy")
+    rc, data = run_check_diff(ansible_env, *site, *tags, "--real")
+    assert rc == 0, [(t, r.get("msg")) for t, _h, r in each_result(data) if r.get("failed")]
+
+    rc, data = run_check_diff(ansible_env, *site, *tags)
+    assert rc == 0
+    assert [(t, h) for t, h, r in each_result(data) if r.get("changed")] == []
+    assert [
+        (t, shown(r.get("diff"))) for t, _h, r in each_result(data) if shown(r.get("diff"))
+    ] == []
+    assert diff_problems(data) == []
+
+    policies = dynamic.DynamicClient(api_client).resources.get(
+        api_version="admissionregistration.k8s.io/v1", kind="ValidatingAdmissionPolicy"
+    )
+    original = policies.get(name=POLICY_PLATFORM_STATE).spec.failurePolicy
+    by_hand = "Ignore" if original == "Fail" else "Fail"
+
+    def failure_policy(value: str) -> None:
+        policies.patch(
+            name=POLICY_PLATFORM_STATE,
+            body={"spec": {"failurePolicy": value}},
+            content_type="application/merge-patch+json",
+        )
+
+    failure_policy(by_hand)
+    try:
+        rc, data = run_check_diff(ansible_env, *site, *tags)
+    finally:
+        failure_policy(original)
+    assert rc == 0
+    # the json callback names a role's task "<role> : <task>"
+    changed = {
+        t.split(" : ")[-1]: r.get("diff") for t, _h, r in each_result(data) if r.get("changed")
+    }
+    assert changed == {
+        "Apply the admission policies and their bindings": [
+            {
+                "prepared": f"ValidatingAdmissionPolicy/{POLICY_PLATFORM_STATE}: "
+                f"spec.failurePolicy: {by_hand} → {original}\n"
+            }
+        ]
+    }
+    assert diff_problems(data) == []
+    assert policies.get(name=POLICY_PLATFORM_STATE).spec.failurePolicy == original
