@@ -665,9 +665,13 @@ def test_throttle_lifts_after_timeout_for_a_job_preemption_does_not_place(
     platform_scheduler_conf, tenant, dyn, run_module
 ):
     """A large job the rule cannot see is hopeless (its pods select a node label no node
-    has) is admitted and engages; preemption frees nothing it can use, and its throttle
-    expires after the timeout."""
+    has) in a team queue of 32 GPUs with 8 in use, so that GPUs are what it waits for (rule
+    job-waits-for), is admitted and engages; preemption frees nothing it can use, and its
+    throttle expires after the timeout."""
     ns = f"tenant-{tenant}"
+    _cap(dyn, f"{ns}-algo", 32)
+    used = run_module("vcjob", {**small_args(tenant, "used"), "gpus_per_pod": 8, "wait": True})
+    assert used.get("failed") is not True and used["phase"] == "Running", used.get("msg")
     container = {
         "name": "main",
         "image": "i",

@@ -263,14 +263,6 @@ def cannot_help(job: LargeJob, room: Room | None, now: datetime) -> str | None:
     never = never_runs(job.gang, supply) if supply is not None else None
     if never is not None:
         return never
-    if supply is not None and room is not None and job.admitted:
-        waits = waits_for(job.gang, replace(supply, free_gpus=room.free_gpus))
-        if waits is None:
-            return (
-                f"its queues have room and {room.free_gpus} GPUs are free for its {job.gpus}: "
-                "it waits for something other than GPUs (its volumes or its placement), which "
-                "holding its team's submissions does not give it"
-            )
     pending = pending_seconds(job, now)
     if pending is not None and pending >= settle_seconds(job):
         deadline = (
@@ -306,6 +298,15 @@ def cannot_help(job: LargeJob, room: Room | None, now: datetime) -> str | None:
             return (
                 f"its hard network topology (tier {job.hard_tier} or below) places at most "
                 f"{most} GPUs in one HyperNode, and it asks for {job.gpus}"
+            )
+    # Last, so that a more precise reason above is the one given.
+    if supply is not None and job.admitted:
+        waits = waits_for(job.gang, replace(supply, free_gpus=room.free_gpus))
+        if waits is None:
+            return (
+                f"its queues have room and {room.free_gpus} GPUs are free for its {job.gpus}: "
+                "it waits for something other than GPUs (its volumes or its placement), which "
+                "holding its team's submissions does not give it"
             )
     return None
 
