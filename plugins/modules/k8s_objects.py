@@ -74,7 +74,7 @@ options:
     type: int
     default: 5
   continue_on_error:
-    description: Go on with the next object when one fails; its error is in its entry of RV(result.results).
+    description: Go on with the next object when one fails; its error is in its entry of C(results) in RV(result).
     type: bool
     default: false
 notes:
@@ -108,7 +108,7 @@ EXAMPLES = r"""
 RETURN = r"""
 result:
   description:
-    - One object: the object as the API server returned it (in check mode, as it would be).
+    - "One object: the object as the API server returned it (in check mode, as it would be)."
     - Several objects, C(results), one entry per object in the order of O(definition), each with C(changed),
       C(method) and C(result) as M(kubernetes.core.k8s) returns them.
   returned: always

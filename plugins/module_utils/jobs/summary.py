@@ -79,7 +79,7 @@ def throttle_summary(
     throttles = result.get("throttles") or {}
     queues = [
         f"{q} until {t.get('until')}"
-        for _, t in sorted(throttles.items())
+        for _namespace, t in sorted(throttles.items())
         for q in t.get("queues") or []
     ]
     state = did(check_mode, "throttled queues", "throttled queues after the run would be")

@@ -130,7 +130,9 @@ def cluster(phase="Pending", extra=(), nodes=NODES):
             # 8 of its 32 GPUs in use: a large job of 32 waits for GPUs (rule
             # job-waits-for), which is when the throttle holds the queue for it.
             {
-                **queue("tenant-alpha-subscription", "subscription", capability={"nvidia.com/gpu": 32}),
+                **queue(
+                    "tenant-alpha-subscription", "subscription", capability={"nvidia.com/gpu": 32}
+                ),
                 "status": {"allocated": {"nvidia.com/gpu": 8}},
             },
             queue("tenant-alpha-algo", "team", parent="tenant-alpha-subscription"),
