@@ -207,6 +207,27 @@ def entry_of(
     return entry if changes(entry) else None
 
 
+def unreachable(exc: BaseException) -> bool:
+    """The API server could not be reached: a connection error anywhere in the chain
+    (urllib3's, or Python's own), as the collection's other modules judge it."""
+    import urllib3.exceptions
+
+    seen = 0
+    current: BaseException | None = exc
+    while current is not None and seen < 10:
+        if isinstance(current, ConnectionError | urllib3.exceptions.HTTPError):
+            return True
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return False
+
+
+def fail_unreachable(module: Any, exc: BaseException) -> None:
+    """One line naming the server, as every module of the collection says it."""
+    why = " ".join(str(exc).split())
+    module.fail_json(msg=f"cannot reach the Kubernetes API server: {why}", changed=False)
+
+
 def main() -> None:
     module = platform_module(
         argument_spec=argument_spec(**OPTIONS),
@@ -233,12 +254,16 @@ def main() -> None:
         svc = K8sService(get_api_client(module), module)
         definitions = create_definitions(module.params)
     except CoreException as exc:
+        if unreachable(exc):
+            fail_unreachable(module, exc)
         module.fail_from_exception(exc)
     results, entries = [], []
     for index, definition in enumerate(definitions):
         try:
             result = perform_action(svc, definition, module.params)
         except Exception as exc:  # as kubernetes.core.k8s: the error names the object
+            if unreachable(exc):
+                fail_unreachable(module, exc)
             error = dict(getattr(exc, "result", None) or {})
             reason = getattr(exc.__cause__, "reason", None)
             if reason is not None:

@@ -102,7 +102,7 @@ CASES = [
     (
         "vcjob",
         job_args(name="huge", replicas=1000000, gpus_per_pod=8, kind="pytorch_ddp"),
-        "GPUs but the GPU pool (allocatable GPUs of the Ready, schedulable nodes) has",
+        "GPUs and the nodes it may use (queue",
     ),
     (
         "vcjob",
