@@ -151,10 +151,14 @@ def test_check_mode_reports_without_writing(tenants, run_module, api_client):
         "objects"
     ]
     # one diff per object, under its Kind/namespace/name (rule diff-per-object)
-    diffs = {d["before_header"]: d for d in result["diff"]}
+    # (rule diff-shows-change: one line when one value of an object changes)
+    diffs = {d.get("before_header") or d["prepared"].split(":")[0]: d for d in result["diff"]}
     key = f"Queue/tenant-{A}-subscription"
-    assert str(diffs[key]["before"]["spec"]["deserved"][GPU]) == "32"
-    assert str(diffs[key]["after"]["spec"]["deserved"][GPU]) == "40"
+    if "prepared" in diffs[key]:
+        assert "32 → 40" in diffs[key]["prepared"], diffs[key]
+    else:
+        assert str(diffs[key]["before"]["spec"]["deserved"][GPU]) == "32"
+        assert str(diffs[key]["after"]["spec"]["deserved"][GPU]) == "40"
     live = queues_of(api_client, A)[f"tenant-{A}-subscription"]
     assert str(live["spec"]["deserved"][GPU]) == "32"
 
