@@ -669,9 +669,7 @@ def test_throttle_lifts_after_timeout_for_a_job_preemption_does_not_place(
     job-waits-for), is admitted and engages; preemption frees nothing it can use, and its
     throttle expires after the timeout."""
     ns = f"tenant-{tenant}"
-    _cap(dyn, f"{ns}-algo", 32)
-    used = run_module("vcjob", {**small_args(tenant, "used"), "gpus_per_pod": 8, "wait": True})
-    assert used.get("failed") is not True and used["phase"] == "Running", used.get("msg")
+    _team_queue_of_32_with_8_used(dyn, run_module, tenant)
     container = {
         "name": "main",
         "image": "i",
@@ -753,6 +751,29 @@ def _cap(dyn, queue: str, gpus: int) -> None:
 def _job_exists(dyn, ns: str, name: str) -> bool:
     jobs = dyn.resources.get(api_version=VCJOBS[0], kind=VCJOBS[1])
     return any(j.metadata.name == name for j in jobs.get(namespace=ns).items)
+
+
+def _team_queue_of_32_with_8_used(dyn, run_module, tenant: str) -> None:
+    """The tenant's team queue capped at 32 GPUs, 8 of them held by a Running job: a large
+    job of 32 waits for GPUs there (rule job-waits-for)."""
+    _cap(dyn, f"tenant-{tenant}-algo", 32)
+    used = run_module("vcjob", {**small_args(tenant, "used"), "gpus_per_pod": 8, "wait": True})
+    assert used.get("failed") is not True and used["phase"] == "Running", used.get("msg")
+
+
+def _large_without_sla(run_module, tenant: str, name: str) -> dict:
+    """A 32-GPU large job without an sla waiting time (the class table's null): sla never
+    admits it past its full queue, and the throttle it engages holds for 300 s."""
+    return run_module(
+        "vcjob",
+        large_args(
+            tenant,
+            name,
+            4,
+            throttle_timeout=300,
+            job_classes={"large": {"sla_waiting_seconds": None}},
+        ),
+    )
 
 
 def test_a_job_that_can_never_run_is_refused_and_one_that_must_wait_is_told(
@@ -841,19 +862,8 @@ def test_deleting_a_large_job_releases_its_throttle_at_once(
     """The throttle a waiting large job engaged goes with the job (vcjob state absent), not
     at the next scheduled reconcile."""
     ns = f"tenant-{tenant}"
-    _cap(dyn, f"{ns}-algo", 32)
-    used = run_module("vcjob", {**small_args(tenant, "used"), "gpus_per_pod": 8, "wait": True})
-    assert used.get("failed") is not True and used["phase"] == "Running", used.get("msg")
-    full = run_module(
-        "vcjob",
-        large_args(
-            tenant,
-            "full",
-            4,
-            throttle_timeout=300,
-            job_classes={"large": {"sla_waiting_seconds": None}},
-        ),
-    )
+    _team_queue_of_32_with_8_used(dyn, run_module, tenant)
+    full = _large_without_sla(run_module, tenant, "full")
     assert full["throttle_engaged"] is True, full.get("throttle_not_engaged")
     assert any("accepted and waits" in w for w in full.get("warnings", [])), full.get("warnings")
     assert _throttle_cm(dyn, ns) is not None
