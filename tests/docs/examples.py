@@ -57,18 +57,27 @@ class Example:
 
 
 def markers_of(comment: str) -> dict[str, list[str]]:
-    """``skip reason; expect a; expect b`` -> {"skip": ["reason"], "expect": ["a", "b"]}."""
+    """``skip reason; expect a; expect b`` -> {"skip": ["reason"], "expect": ["a", "b"]}.
+
+    A part that does not start with a marker continues the one before it, so a reason
+    may hold a ``;`` (``skip needs X; Y follows`` is one reason); the first part must
+    be a marker."""
     out: dict[str, list[str]] = {}
+    last: list[str] | None = None
     for part in comment.split(";"):
         part = part.strip()
         if not part:
             continue
         kind, _sep, rest = part.partition(" ")
-        if kind not in MARKER_KINDS:
+        if kind in MARKER_KINDS:
+            last = out.setdefault(kind, [])
+            last.append(rest.strip())
+        elif last is None:
             raise ValueError(
                 f"unknown docs-test marker {kind!r} (one of {', '.join(MARKER_KINDS)})"
             )
-        out.setdefault(kind, []).append(rest.strip())
+        else:
+            last[-1] = f"{last[-1]}; {part}"
     return out
 
 

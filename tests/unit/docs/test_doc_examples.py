@@ -72,6 +72,11 @@ def test_a_marker_applies_to_the_next_block_only_and_unknown_ones_are_refused():
     assert markers_of("skip a; expect b; expect c") == {"skip": ["a"], "expect": ["b", "c"]}
     with pytest.raises(ValueError, match="unknown docs-test marker 'run'"):
         markers_of("run now")
+    # A reason may hold a ";": what follows it continues the marker before.
+    assert markers_of("skip needs a site; the local commands follow; expect x") == {
+        "skip": ["needs a site; the local commands follow"],
+        "expect": ["x"],
+    }
 
 
 @pytest.fixture
