@@ -466,11 +466,14 @@ def test_hypernode_sync_plan_step_writes_nothing(run_module):
     root = pathlib.Path(__file__).resolve().parents[4]
     (play,) = yaml.safe_load((root / "playbooks" / "hypernode_sync.yml").read_text())
     # rule playbook-variables first (playbooks/tasks/check_variables.yml), then the tasks
-    # shared with site.yml, then the run's summary
-    check, step, said = play["tasks"]
+    # shared with site.yml (a refusal said in the playbook's words, rule playbook-words),
+    # then the run's summary
+    check, sync, said = play["tasks"]
     assert "ansible.builtin.debug" in said
     assert check["ansible.builtin.import_tasks"] == "tasks/check_variables.yml"
+    (step,) = sync["block"]
     assert step["ansible.builtin.import_tasks"] == "tasks/hypernode_sync.yml"
+    assert sync["rescue"][0]["ansible.builtin.import_tasks"] == "tasks/refusal.yml"
     tasks = yaml.safe_load((root / "playbooks" / "tasks" / "hypernode_sync.yml").read_text())
     plan_task = tasks[0]
     assert plan_task["check_mode"] is True and "gpucloud.platform.topology" in plan_task
