@@ -87,6 +87,16 @@ def test_every_playbook_refuses_misspelt_variables_before_anything_else(name):
     known = {*check["check_variables_known"], *check["check_variables_spec"]}
     # every default is checked, and what the playbook registers or sets is known
     assert set(play.get("vars") or {}) <= known
-    made = {t["register"] for t in rest if "register" in t}
-    made |= {k for t in rest for k in t.get("ansible.builtin.set_fact") or {}}
+    tasks = list(every_task(rest))
+    made = {t["register"] for t in tasks if "register" in t}
+    made |= {k for t in tasks for k in t.get("ansible.builtin.set_fact") or {}}
     assert made <= known
+
+
+def every_task(tasks):
+    """The tasks, and those of their blocks (a module run in a block whose rescue says a
+    refusal in the playbook's words registers its result there)."""
+    for task in tasks:
+        yield task
+        for part in ("block", "rescue", "always"):
+            yield from every_task(task.get(part) or [])
