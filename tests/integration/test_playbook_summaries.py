@@ -149,3 +149,87 @@ def test_a_refusal_names_the_playbook_variable(ansible_env):
     assert said["msg"].startswith("job_command: is required for kind pytorch_ddp"), said["msg"]
     assert said["msg"].endswith("(job_command is a variable of job_submit.yml)"), said["msg"]
     assert "command:" not in said["msg"].replace("job_command:", ""), said["msg"]
+
+
+def refusal_said(tasks: dict[str, dict], module_task: str) -> str:
+    """The rescue's message; the module's own task keeps the module's words."""
+    said = tasks["Say the refusal in the playbook's words"]
+    assert said.get("failed"), tasks
+    assert tasks[module_task].get("failed"), tasks[module_task]
+    return said["msg"]
+
+
+# inference_deploy.yml's input for demo-alpha, which each case changes in one variable.
+MODEL = {
+    "tenant": "demo-alpha",
+    "inference_name": "words-model",
+    "inference_queue": "tenant-demo-alpha-algo",
+    "inference_version": "v1",
+    "inference_format": "sklearn",
+    "inference_storage_uri": "s3://models/words/v1",
+    "inference_gpus": 0,
+}
+
+
+@pytest.mark.parametrize(
+    ("given", "option", "said"),
+    [
+        # before the cluster is read
+        ({"inference_gpus": -1}, "model.gpus: ", "inference_gpus: -1 must be a whole number >= 0"),
+        # rule leaf-queue-of-tenant, from the tenant's queue list
+        (
+            {"inference_queue": "tenant-demo-beta-payg"},
+            "queue: ",
+            "inference_queue: 'tenant-demo-beta-payg' is another tenant's queue name",
+        ),
+        # rule inference-gpus-within-capability, from the queue's capability on the way to root
+        (
+            {"inference_gpus": 100000},
+            "model.gpus: ",
+            "inference_gpus: the service needs 100000 GPUs at its minimum (1 x 100000 for v1), "
+            "above the capability of queue tenant-demo-alpha-algo",
+        ),
+    ],
+    ids=["gpus-below-0", "queue-of-another-tenant", "gpus-above-capability"],
+)
+def test_an_inference_refusal_names_the_playbook_variable(ansible_env, given, option, said):
+    """inference_service refuses before any write: through inference_deploy.yml the message
+    names the playbook's variable (inference_gpus for the field model.gpus) and the playbook."""
+    rc, tasks = run_playbook(ansible_env, "inference_deploy.yml", {**MODEL, **given}, check=True)
+    assert rc != 0
+    msg = refusal_said(tasks, "Deploy, and wait until Ready")
+    variable = said.split(":")[0]
+    assert msg.startswith(said), msg
+    assert msg.endswith(f"({variable} is a variable of inference_deploy.yml)"), msg
+    assert tasks["Deploy, and wait until Ready"]["msg"].startswith(option)
+    assert "Say what the run did" not in tasks
+
+
+@pytest.mark.parametrize(
+    ("selector", "module_task", "said"),
+    [
+        # rule node-selector, before the first request (spot_reclaim, the first task)
+        (
+            {"platform.io/pool": "main,platform.io/gpu=a100"},
+            "Delete the spot jobs that hold sold GPUs, cheapest first",
+            "spot_node_selector.platform.io/pool: 'main,platform.io/gpu=a100' is not a label value",
+        ),
+        # rule spot-pool-not-empty (spot_capacity, the second task)
+        (
+            {"platform.io/pool": "words-no-such-pool"},
+            "Set every spot queue's capability to its tenant's share of the idle pool",
+            "spot_node_selector: {'platform.io/pool': 'words-no-such-pool'} matches 0 node(s)",
+        ),
+    ],
+    ids=["selector-value", "selector-empty-pool"],
+)
+def test_a_spot_refusal_names_the_playbook_variable(ansible_env, selector, module_task, said):
+    """Both modules of spot_recompute.yml take node_selector; the caller set spot_node_selector."""
+    rc, tasks = run_playbook(
+        ansible_env, "spot_recompute.yml", {"spot_node_selector": selector}, check=True
+    )
+    assert rc != 0
+    msg = refusal_said(tasks, module_task)
+    assert msg.startswith(said), msg
+    assert msg.endswith("(spot_node_selector is a variable of spot_recompute.yml)"), msg
+    assert tasks[module_task]["msg"].startswith("node_selector")
