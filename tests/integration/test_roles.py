@@ -905,7 +905,7 @@ def test_gpu_node_labels_and_taints_the_node(tmp_path, kubeconfig, api_client, n
     )
 
 
-# --- policy switches (the whole bring-up is tests/integration/test_molecule.py) -----
+# --- policy switches (the whole bring-up is the docs test: docs/bring-up.md) -----
 
 
 def test_scheduling_policy_refuses_to_remove_the_last_parameterised_binding(
