@@ -45,7 +45,7 @@ import topology
 
 pytestmark = [pytest.mark.conformance, pytest.mark.slow]
 
-NEGATIVE_WAIT = float(os.environ.get("CONFORMANCE_NEGATIVE_WAIT_SECONDS", "10"))
+NEGATIVE_WAIT = float(os.environ.get("CONFORMANCE_NEGATIVE_WAIT_SECONDS", "6"))
 QUEUES = ("scheduling.volcano.sh/v1beta1", "Queue")
 CLOUD_NODES = ("vk-aliyun-hz-0", "vk-aliyun-hz-1")
 GROUPS = [

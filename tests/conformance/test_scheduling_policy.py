@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.conformance, pytest.mark.slow]
 
 # How long a scenario watches for something that must not happen. vc-scheduler runs every
 # second on the local cluster; preemption and reclaim, when they happen, act within 2 cycles.
-NEGATIVE_WAIT = float(os.environ.get("CONFORMANCE_NEGATIVE_WAIT_SECONDS", "10"))
+NEGATIVE_WAIT = float(os.environ.get("CONFORMANCE_NEGATIVE_WAIT_SECONDS", "6"))
 
 DESIGN_CONF = (
     Path(__file__).resolve().parents[1]
