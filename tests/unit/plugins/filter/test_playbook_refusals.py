@@ -203,14 +203,17 @@ def test_a_module_given_the_callers_variables_under_other_names_runs_in_a_refusa
     play = play_of(name)
     spec = spec_of(play)
     inside = {
-        id(task) for block, _ in guarded(play) for task in flat(block["block"]) if module_of(task)
+        id(task)
+        for block, _unused in guarded(play)
+        for task in flat(block["block"])
+        if module_of(task)
     }
     bare = [
         (task["name"], callers(task, spec))
         for task in flat(play["tasks"])
         if module_of(task) and id(task) not in inside and callers(task, spec)
     ]
-    assert {(name, task) for task, _ in bare} == {u for u in UNGUARDED if u[0] == name}, bare
+    assert {(name, task) for task, _unused in bare} == {u for u in UNGUARDED if u[0] == name}, bare
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -221,7 +224,7 @@ def test_each_refusal_mapping_says_the_playbooks_variables_for_its_modules_optio
         assert refusal["refusal_playbook"] == name
         runs = [t for t in flat(block["block"]) if module_of(t)]
         given = [(path, var) for t in runs for path, var in callers(t, spec)]
-        paths = [path for t in runs for path, _ in arg_paths(t[module_of(t)])]
+        paths = [path for t in runs for path, _unused in arg_paths(t[module_of(t)])]
         # a refusal naming every field the modules are given, as the module says it
         msg = "; ".join(f"{path}: refused" for path in paths)
         said = mapping(play, refusal, msg)
@@ -237,7 +240,7 @@ def test_each_refusal_mapping_says_the_playbooks_variables_for_its_modules_optio
         ]
         assert stale == [], (block["name"], "options no module of the block takes", stale)
         unsaid = [(p, v) for p, v in given if not any(covers(k, p) for k in said)]
-        assert {p for p, _ in unsaid} == UNMAPPED.get(name, set()), (block["name"], unsaid)
+        assert {p for p, _unused in unsaid} == UNMAPPED.get(name, set()), (block["name"], unsaid)
 
 
 def refusal_of(name: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
