@@ -44,45 +44,12 @@ NOT_RUNS = {"tasks/check_variables.yml", REFUSAL}
 # (playbook, task): module tasks given a caller's variable under another name that no
 # rescue says in the playbook's words yet. Each entry must still be one (see below).
 UNGUARDED = {
-    # node_selector: the tenant or payg_capacity module took the same selector before (an
-    # empty pool, though, is refused by spot_capacity alone)
-    ("payg_scale.yml", "Recompute spot capacity"),
-    ("tenant_create.yml", "Recompute spot capacity"),
-    ("tenant_delete.yml", "Recompute spot capacity"),
-    ("tenant_update.yml", "Recompute spot capacity"),
     # after vcjob took the same tenant and job; a held Lease is not a failure here
     ("job_submit.yml", "Make room for the job inside its subscription"),
 }
 # playbook -> the fields its modules are given a caller's variable in that its rescue does
 # not map yet (a refusal naming one says the module's option). Each must still be one.
-UNMAPPED = {
-    "job_submit.yml": {"hold_when_throttled", "wait"},
-    "tenant_catalog.yml": {
-        "demand_reason",
-        "on_refusal",
-        "pod_cidr",
-        "progress_file",
-        "service_cidr",
-        "state",
-        "wait",
-        "wait_timeout",
-        "workers",
-    },
-    "tenant_create.yml": {
-        "demand_reason",
-        "egress_to_metadata",
-        "egress_to_nodes",
-        "wait",
-        "wait_timeout",
-    },
-    "tenant_update.yml": {
-        "demand_reason",
-        "egress_to_metadata",
-        "egress_to_nodes",
-        "wait",
-        "wait_timeout",
-    },
-}
+UNMAPPED: dict[str, set[str]] = {}
 
 
 @functools.cache
