@@ -568,3 +568,8 @@ def test_a_file_that_is_not_a_trace_is_refused_with_its_line(tmp_path, text, wor
     with pytest.raises(PlatformValidationError) as caught:
         trace_load.load(path)
     assert words in str(caught.value) and str(caught.value).endswith("(rule trace-yaml)")
+
+
+def test_the_page_shows_the_example_file_as_it_is():
+    page = (ROOT / "docs" / "trace-replay.md").read_text(encoding="utf-8")
+    assert f"```yaml\n{EXAMPLE.read_text(encoding='utf-8')}```\n" in page
