@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / ".venv" / "collections"))
 
-from ansible_collections.gpucloud.platform.benchmarks.trace.load import load
-from ansible_collections.gpucloud.platform.benchmarks.trace.summary import line
+from ansible_collections.gpucloud.platform.benchmarks.traces.load import load
+from ansible_collections.gpucloud.platform.benchmarks.traces.summary import line
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )

@@ -5,7 +5,7 @@
 
 Interactive debug and small jobs by day, large training by night, spot at any hour,
 purchases by day; job sizes from 1 to 64 GPUs with a heavy tail (the distributions are
-in benchmarks/trace/generate.py and docs/trace-replay.md). The same parameters give the
+in benchmarks/traces/generate.py and docs/trace-replay.md). The same parameters give the
 same file. Every trace written passes the trace rules (trace_check.py); the summary
 printed after it gives the jobs by billing type and class, the GPU-hours asked and the
 busiest hour.
@@ -23,10 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / ".venv" / "collections"))
 
-from ansible_collections.gpucloud.platform.benchmarks.trace.generate import DAY, Params, generate
-from ansible_collections.gpucloud.platform.benchmarks.trace.load import dump, playbook_variables
-from ansible_collections.gpucloud.platform.benchmarks.trace.summary import paragraph
-from ansible_collections.gpucloud.platform.benchmarks.trace.validate import trace_errors
+from ansible_collections.gpucloud.platform.benchmarks.traces.generate import DAY, Params, generate
+from ansible_collections.gpucloud.platform.benchmarks.traces.load import dump, playbook_variables
+from ansible_collections.gpucloud.platform.benchmarks.traces.summary import paragraph
+from ansible_collections.gpucloud.platform.benchmarks.traces.validate import trace_errors
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )

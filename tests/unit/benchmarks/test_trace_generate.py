@@ -1,6 +1,6 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The trace generator (benchmarks/trace/generate.py): every day it makes passes the trace
+"""The trace generator (benchmarks/traces/generate.py): every day it makes passes the trace
 rules, the same parameters make the same day, other seeds another; the day is tidal, its
 sizes heavy-tailed, and it asks what ``load`` says."""
 
@@ -14,19 +14,19 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.benchmarks.trace import load as trace_load
-from ansible_collections.gpucloud.platform.benchmarks.trace.generate import (
+from ansible_collections.gpucloud.platform.benchmarks.traces import load as trace_load
+from ansible_collections.gpucloud.platform.benchmarks.traces.generate import (
     Params,
     bounded_pareto,
     generate,
     job_size,
 )
-from ansible_collections.gpucloud.platform.benchmarks.trace.summary import (
+from ansible_collections.gpucloud.platform.benchmarks.traces.summary import (
     asked_by_hour,
     gpu_hours,
     paragraph,
 )
-from ansible_collections.gpucloud.platform.benchmarks.trace.validate import trace_errors
+from ansible_collections.gpucloud.platform.benchmarks.traces.validate import trace_errors
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )

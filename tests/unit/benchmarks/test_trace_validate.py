@@ -1,6 +1,6 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The trace rules (benchmarks/trace/validate.py): the example trace passes; each rule
+"""The trace rules (benchmarks/traces/validate.py): the example trace passes; each rule
 refuses its case, naming the field, the value and the rule; every error comes at once."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpucloud.platform.benchmarks.trace import load as trace_load
-from ansible_collections.gpucloud.platform.benchmarks.trace.model import Trace
-from ansible_collections.gpucloud.platform.benchmarks.trace.validate import RULES, trace_errors
+from ansible_collections.gpucloud.platform.benchmarks.traces import load as trace_load
+from ansible_collections.gpucloud.platform.benchmarks.traces.model import Trace
+from ansible_collections.gpucloud.platform.benchmarks.traces.validate import RULES, trace_errors
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
