@@ -159,11 +159,29 @@ def refusal_said(tasks: dict[str, dict], module_task: str) -> str:
     return said["msg"]
 
 
-# inference_deploy.yml's input for demo-alpha, which each case changes in one variable.
+@pytest.fixture(scope="module")
+def model_tenants(run_module):
+    """Two tenants of the file's own (the suite's cluster has no demo tenants before the docs
+    test): words-a with a team queue of 2 GPUs, and words-b, whose queue words-a may not use."""
+    made = []
+    for name, gpus, teams in (
+        ("words-a", 2, [{"name": "algo", "deserved": {"nvidia.com/gpu": 2}}]),
+        ("words-b", 1, []),
+    ):
+        subscription = {"nvidia.com/gpu": gpus, "cpu": "4", "memory": "16Gi"}
+        out = run_module("tenant", {"name": name, "subscription": subscription, "teams": teams})
+        assert not out.get("failed"), out.get("msg")
+        made.append(name)
+    yield
+    for name in made:
+        run_module("tenant", {"name": name, "state": "absent", "force": True})
+
+
+# inference_deploy.yml's input for words-a, which each case changes in one variable.
 MODEL = {
-    "tenant": "demo-alpha",
+    "tenant": "words-a",
     "inference_name": "words-model",
-    "inference_queue": "tenant-demo-alpha-algo",
+    "inference_queue": "tenant-words-a-algo",
     "inference_version": "v1",
     "inference_format": "sklearn",
     "inference_storage_uri": "s3://models/words/v1",
@@ -178,21 +196,23 @@ MODEL = {
         ({"inference_gpus": -1}, "model.gpus: ", "inference_gpus: -1 must be a whole number >= 0"),
         # rule leaf-queue-of-tenant, from the tenant's queue list
         (
-            {"inference_queue": "tenant-demo-beta-payg"},
+            {"inference_queue": "tenant-words-b-payg"},
             "queue: ",
-            "inference_queue: 'tenant-demo-beta-payg' is another tenant's queue name",
+            "inference_queue: 'tenant-words-b-payg' is another tenant's queue name",
         ),
         # rule inference-gpus-within-capability, from the queue's capability on the way to root
         (
             {"inference_gpus": 100000},
             "model.gpus: ",
             "inference_gpus: the service needs 100000 GPUs at its minimum (1 x 100000 for v1), "
-            "above the capability of queue tenant-demo-alpha-algo",
+            "above the capability of queue tenant-words-a-algo",
         ),
     ],
     ids=["gpus-below-0", "queue-of-another-tenant", "gpus-above-capability"],
 )
-def test_an_inference_refusal_names_the_playbook_variable(ansible_env, given, option, said):
+def test_an_inference_refusal_names_the_playbook_variable(
+    ansible_env, model_tenants, given, option, said
+):
     """inference_service refuses before any write: through inference_deploy.yml the message
     names the playbook's variable (inference_gpus for the field model.gpus) and the playbook."""
     rc, tasks = run_playbook(ansible_env, "inference_deploy.yml", {**MODEL, **given}, check=True)
