@@ -8,7 +8,9 @@ Measured here (docs/scheduling-policy.md, "A full subscription"):
 
 * a job without an sla waiting time (debug, or a class whose waiting time is switched
   off) stays Pending in the full queue: capacity's enqueue check refuses it, and
-  Volcano's preempt and reclaim act only for admitted jobs;
+  Volcano's preempt and reclaim act only for admitted jobs (shown for a large job in
+  tests/integration/test_jobs.py, ``_large_without_sla``, and for a team's job in
+  test_scheduling_policy.py's full subscription);
 * with ``sla`` alone in the first tier (rule sla-before-capacity) and the job annotated
   ``volcano.sh/sla-waiting-time`` (the class table gives large, normal and critical
   jobs one), sla's permit admits it once the time has passed, and
@@ -73,19 +75,6 @@ SCENARIO_ONE = (
     ("task-d", "debug-job", 4),
     ("task-e", "debug-job", 2),
 )
-
-
-def test_a_job_without_a_waiting_time_stays_pending_in_a_full_team_queue(kube):
-    with scenario(kube, "f1", nodes=5) as s:
-        ns, team = full_team_queue(s, _tenant("fsa"), 40)
-        for name, pc, gpus in SCENARIO_ONE:
-            s.job(name, ns, team, pc, 1, gpus)
-        with PodDeletions(kube, [ns]) as deletions:
-            submit(s, "large", ns, team, "large-job", 4, 8)
-            time.sleep(NEGATIVE_WAIT)
-            phase = kube.pod_group_phase(ns, "large")
-        assert phase == "Pending", phase
-        assert deletions.order == []
 
 
 def test_sla_admits_the_large_job_and_gangpreempt_evicts_the_design_set(kube):
