@@ -16,14 +16,15 @@ Measured here (docs/scheduling-policy.md, "A full subscription"):
   jobs one), sla's permit admits it once the time has passed, and
 
   - scenario one: gangpreempt evicts task-d, task-e, task-c, task-b (the design's set
-    and order) and the large job runs;
+    and order) and the large job runs (tests/integration/test_queue_arbiter.py, scenario
+    one, with the tenant module's queues);
   - when the jobs below large-job cannot cover the need (the rest are critical, or
     some are preemptable but too few), the job is admitted and nothing is evicted;
   - scenario two: gangreclaim finds team a's borrowed jobs but cannot place team b's
     job, because the parent subscription counts the victims' GPUs as used until they
     are gone; with sla's pipelined vote off (rule sla-enqueue-only) it discards, so
     nothing is evicted. The platform's queue arbiter does this one
-    (tests/integration/test_queue_arbiter.py).
+    (tests/integration/test_queue_arbiter.py, scenario two, shows both).
 """
 
 from __future__ import annotations
@@ -34,8 +35,6 @@ import pytest
 
 from ansible_collections.gpucloud.platform.tests.conformance.conformance_kube import (
     PodDeletions,
-    evictions,
-    wait_for,
 )
 from ansible_collections.gpucloud.platform.tests.conformance.test_scheduling_policy import (
     NEGATIVE_WAIT,
@@ -66,40 +65,6 @@ def submit(s, name, ns, queue, priority_class, replicas, gpus, annotations=None)
             **annotations,
         }
     s.kube.submit(manifest)
-
-
-SCENARIO_ONE = (
-    ("task-a", "normal-job", 8),
-    ("task-b", "normal-job", 8),
-    ("task-c", "normal-job", 8),
-    ("task-d", "debug-job", 4),
-    ("task-e", "debug-job", 2),
-)
-
-
-def test_sla_admits_the_large_job_and_gangpreempt_evicts_the_design_set(kube):
-    with scenario(kube, "f1", nodes=5) as s:
-        ns, team = full_team_queue(s, _tenant("fsa"), 40)
-        for name, pc, gpus in SCENARIO_ONE:
-            s.job(name, ns, team, pc, 1, gpus)
-        with PodDeletions(kube, [ns]) as deletions:
-            submit(s, "large", ns, team, "large-job", 4, 8, WAITING)
-            kube.wait_running(ns, "large", 4, timeout=120)
-        evicted = {key.split("/")[1] for key in deletions.order}
-        assert evicted == {"task-b", "task-c", "task-d", "task-e"}, deletions.order
-        assert kube.running(ns, "task-a", 1)
-        made = wait_for(
-            "vc-scheduler's four Evict Events",
-            lambda: len(evictions(kube.core, ns)) >= 4,
-            timeout=60,
-            interval=1,
-        ) and evictions(kube.core, ns)
-        assert made == [
-            ("task-d", "gangpreempt"),
-            ("task-e", "gangpreempt"),
-            ("task-c", "gangpreempt"),
-            ("task-b", "gangpreempt"),
-        ], made
 
 
 def test_nothing_is_evicted_when_the_jobs_below_cannot_cover_the_need(kube):
@@ -145,43 +110,6 @@ def test_nothing_is_evicted_when_the_preemptable_jobs_fall_short(kube):
         assert deletions.order == []
         for name in ("crit-a", "crit-b", "norm-a", "dbg-a"):
             assert kube.running(ns, name, 1), name
-
-
-def test_gangreclaim_cannot_place_a_team_job_inside_a_full_subscription(kube):
-    """Scenario two with sla admission: team b (deserved 10, using 5) asks for 5; team a
-    (deserved 20) uses 25. gangreclaim picks team a's debug jobs but cannot pipeline
-    team b's pods, because the parent subscription (capability 30) still counts the
-    victims' GPUs; the statement is discarded and nothing is evicted. (With sla's
-    pipelined vote on, the evictions were committed anyway, the same hazard that would
-    evict for a job that can never run; rule sla-enqueue-only keeps it off.)"""
-    with scenario(kube, "f2", nodes=4) as s:
-        tenant = _tenant("fsb")
-        ns = s.tenant(tenant)
-        parent = s.queue(f"tenant-{tenant}-subscription", deserved=30, capability=30)
-        qa = s.queue(f"tenant-{tenant}-a", deserved=20, capability=30, parent=parent)
-        qb = s.queue(f"tenant-{tenant}-b", deserved=10, capability=30, parent=parent)
-        for name, pc, n in (
-            ("a1", "normal-job", 8),
-            ("a2", "normal-job", 8),
-            ("a3", "normal-job", 4),
-            ("a4", "debug-job", 3),
-            ("a5", "debug-job", 2),
-        ):
-            s.job(name, ns, qa, pc, n, 1)
-        s.job("b1", ns, qb, "normal-job", 5, 1)
-        with PodDeletions(kube, [ns]) as deletions:
-            submit(s, "b2", ns, qb, "normal-job", 5, 1, WAITING)
-            wait_for(
-                "sla to admit b2",
-                lambda: kube.pod_group_phase(ns, "b2") == "Inqueue",
-                timeout=60,
-                interval=1,
-            )
-            time.sleep(NEGATIVE_WAIT)
-            phase = kube.pod_group_phase(ns, "b2")
-        assert phase == "Inqueue", phase
-        assert deletions.order == []
-        assert evictions(kube.core, ns) == []
 
 
 def _borrowed_from_another_tenant(kube, teams_reclaimable: bool, wait: float):
