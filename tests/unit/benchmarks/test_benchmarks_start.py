@@ -5,14 +5,10 @@ checkout, with no PYTHONPATH (pytest's own path settings do not reach the subpro
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+from ansible_collections.gpucloud.platform.tests.unit.benchmarks.scripts import ROOT, run_script
+
 BENCHMARKS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("_"))
 
 
@@ -22,15 +18,6 @@ def test_there_are_benchmarks():
 
 @pytest.mark.parametrize("script", BENCHMARKS, ids=lambda p: p.stem)
 def test_benchmark_imports_and_prints_its_usage(script):
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run(
-        [sys.executable, str(script), "--help"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = run_script(script.stem, "--help")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("usage: "), proc.stdout

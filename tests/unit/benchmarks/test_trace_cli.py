@@ -5,26 +5,10 @@ them: the venv's Python, from the checkout, no PYTHONPATH; their output and exit
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
+from ansible_collections.gpucloud.platform.tests.unit.benchmarks.scripts import ROOT
+from ansible_collections.gpucloud.platform.tests.unit.benchmarks.scripts import run_script as run
 
-ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = "docs/examples/trace-small.yaml"
-
-
-def run(script: str, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run(
-        [sys.executable, f"benchmarks/{script}.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_a_generated_day_and_the_example_check_clean(tmp_path):
