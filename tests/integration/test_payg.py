@@ -63,3 +63,23 @@ def test_an_unused_grant_is_kept_through_its_grace_then_shrunk(
     assert rc == 0, {n: r.get("msg") for n, r in tasks.items() if r.get("failed")}
     assert granted(api_client)["spec"]["capability"][GPU] == 0
     assert QUEUE in tasks["Say what changed"]["msg"].split(" shrank")[0]
+
+
+def test_a_grant_bought_with_the_tenant_is_kept_through_its_grace(
+    tenant, run_module, ansible_env, api_client
+):
+    """Rule payg-grant-stamped: a grant bought through ``tenant`` (``tenant_payg_gpus`` of
+    tenant_update.yml) is a grant like payg_capacity's, so the next reconcile keeps it."""
+    bought = run_module(
+        "tenant",
+        {"name": TENANT, "subscription": {GPU: 1, "cpu": 4, "memory": "8Gi"}, "payg": {GPU: 3}},
+    )
+    assert not bought.get("failed"), bought.get("msg")
+    queue = granted(api_client)
+    assert queue["spec"]["capability"][GPU] == 3
+    assert "platform.io/payg-granted-at" in queue["metadata"]["annotations"]
+
+    rc, tasks = run_playbook(ansible_env, "payg_reconcile.yml", {}, inventory="inventories/local")
+    assert rc == 0, {n: r.get("msg") for n, r in tasks.items() if r.get("failed")}
+    assert granted(api_client)["spec"]["capability"][GPU] == 3
+    assert f"{QUEUE} until" in tasks["Say what changed"]["msg"]

@@ -10,6 +10,10 @@ reconcile before the job arrives, it undoes itself.
   ``platform.io/payg-granted-at``); a fit-to-use shrink leaves a grant alone
   until ``grace`` seconds after that time, and says until when. An explicit
   capability is never held back: the caller asked for exactly that size.
+* Rule payg-grant-stamped (``grant_grows``): every write that grows a
+  pay-as-you-go queue's GPUs is such a grant and carries the stamp, whoever
+  writes it: ``payg_capacity``, and a purchase through ``tenant``
+  (``tenant_payg_gpus``), which a reconcile would otherwise shrink unused at once.
 
 Pure: ``now`` and the queues come from the caller.
 """
@@ -22,6 +26,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..common.names import ANNOTATION_PAYG_GRANTED_AT
+from ..common.quantity import GPU
 from ..common.times import api_seconds, write_rfc3339
 
 DEFAULT_GRACE_MINUTES = 30
@@ -65,6 +70,20 @@ def hold_recent_grants(
 def grace_end(granted: float, grace: float) -> str:
     """When a grant made at ``granted`` may be shrunk unused."""
     return _time(granted + grace)
+
+
+def grant_grows(manifest: Mapping[str, Any], live: Mapping[str, Any] | None) -> bool:
+    """Rule payg-grant-stamped: whether writing ``manifest`` (a pay-as-you-go queue's)
+    gives it more GPUs than ``live`` holds (None: a new queue, so any GPUs at all)."""
+    new = _gpus(manifest)
+    old = _gpus(live) if live is not None else Decimal(0)
+    return new is not None and new > (old or Decimal(0))
+
+
+def _gpus(queue: Mapping[str, Any]) -> Decimal | None:
+    capability = ((queue.get("spec") or {}).get("capability")) or {}
+    raw = capability.get(GPU)
+    return None if raw is None else Decimal(str(raw))
 
 
 def stamp(manifest: dict[str, Any], now: float) -> dict[str, Any]:

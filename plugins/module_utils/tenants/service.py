@@ -19,6 +19,7 @@ from typing import Any
 
 from ansible.module_utils.common.warnings import warn
 
+from ..capacity.grace import grant_grows, stamp
 from ..capacity.oversell import tenant_oversell_errors
 from ..capacity.pool import commitments_from_queues, label_selector, pool_from_nodes
 from ..capacity.purchase import purchase_demand, purchase_growth
@@ -32,6 +33,7 @@ from ..common.names import (
     PLATFORM_NAMESPACE,
     PODGROUP_API,
     QUEUE_API,
+    QUEUE_TYPE_PAYG,
     QUEUE_TYPE_TEAM,
     SERVICE_CIDR_API,
     namespace_name,
@@ -224,7 +226,12 @@ def purchase_added(
     return render(purchase_demand(current, subscription, payg))
 
 
-def write_queue_step(cluster: kube.Cluster, step: QueueStep, timeout: float) -> None:
+def write_queue_step(
+    cluster: kube.Cluster,
+    step: QueueStep,
+    timeout: float,
+    live: Mapping[str, Any] | None = None,
+) -> None:
     if step.action == DELETE:
         kube.retry_while_denied(
             lambda: cluster.delete(QUEUE_API, "Queue", step.name), timeout=timeout
@@ -235,6 +242,8 @@ def write_queue_step(cluster: kube.Cluster, step: QueueStep, timeout: float) -> 
     queue: Queue = step.queue
     if step.action == CAPACITY:
         manifest = step.manifest()
+        if queue.queue_type == QUEUE_TYPE_PAYG and grant_grows(manifest, live):
+            stamp(manifest, time.time())  # rule payg-grant-stamped
         kube.retry_while_denied(
             lambda: cluster.apply(manifest, field_manager=CAPACITY_FIELD_MANAGER), timeout=timeout
         )
@@ -260,7 +269,7 @@ def run_queue_steps(
             if step.action != DELETE and dry_run_possible(step, steps, live_queues):
                 write_queue_step(cluster, step, timeout=0)
             continue
-        write_queue_step(cluster, step, timeout=QUEUE_WRITE_TIMEOUT)
+        write_queue_step(cluster, step, timeout=QUEUE_WRITE_TIMEOUT, live=live)
         changes.wrote(step_manifest(step), action)
 
 
