@@ -318,13 +318,16 @@ def ensure_pki(state: Path) -> None:
 
 
 def kwok_stages(state: Path) -> Path:
-    """kwok's own stages, minus pod-complete: pods stay Running until deleted."""
+    """kwok's own stages, minus pod-complete: pods stay Running until deleted, except a pod
+    that carries kwok's delay annotation, which completes after it (stages/, the trace
+    replay's jobs)."""
     module = module_dir("sigs.k8s.io/kwok", pins.KWOK)
     parts = [
         module / "kustomize/stage/node/fast/node-initialize.yaml",
         module / "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
         module / "kustomize/stage/pod/fast/pod-ready.yaml",
         module / "kustomize/stage/pod/fast/pod-delete.yaml",
+        HERE / "stages/pod-complete-after-delay.yaml",
     ]
     out = state / "kwok-stages.yaml"
     out.write_text("\n---\n".join(part.read_text().strip() for part in parts) + "\n")

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Replays a trace on the local cluster under the platform and its baselines, and says how busy and how fair the day was.
+
+Each configuration replays the same trace, one after the other, on the same cluster:
+``platform`` (the platform's scheduler configuration, its submission path and its four
+reconcilers on their schedules), ``static`` (each tenant exactly its subscription: no
+spot, no borrowing) and ``volcano`` (the same queues under Volcano's chart default
+configuration, no reconciler). Time runs ``--factor`` times faster than the trace. It
+prints progress as it goes, then a table of figures per configuration and whether the
+targets hold (docs/trace-replay.md). ``--validate-only`` checks the file and exits, with
+no cluster.
+
+    .venv/bin/python benchmarks/trace_replay.py --trace /tmp/day.yaml --factor 96 --picture docs/trace-day.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / ".venv" / "collections"))
+
+from ansible_collections.gpucloud.platform.benchmarks.replay import metrics
+from ansible_collections.gpucloud.platform.benchmarks.replay.records import (
+    CONFIGURATIONS,
+    PLATFORM,
+    STATIC,
+)
+from ansible_collections.gpucloud.platform.benchmarks.traces.load import load
+from ansible_collections.gpucloud.platform.benchmarks.traces.summary import line
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
+    PlatformValidationError,
+)
+
+DAY = 86400
+
+
+def arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trace", required=True, metavar="FILE", help="the trace (YAML)")
+    parser.add_argument("--validate-only", action="store_true", help="check the file, no cluster")
+    parser.add_argument(
+        "--configurations",
+        default=",".join(CONFIGURATIONS),
+        help="which to replay, in order (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--factor", type=float, default=96, help="traced seconds per second (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--day-seconds",
+        type=float,
+        default=DAY,
+        help="the traced length to replay, as the trace was generated (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--sample-seconds", type=float, default=1.0, help="wall-clock seconds between looks"
+    )
+    parser.add_argument("--seed", type=int, help="the generator's seed, printed with the results")
+    parser.add_argument("--json", metavar="FILE", help="write every run's records and figures here")
+    parser.add_argument("--picture", metavar="PNG", help="draw allocation over time here")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown too")
+    parser.add_argument(
+        "--kubeconfig", default=os.environ.get("KUBECONFIG"), help="default: $KUBECONFIG"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
+    try:
+        trace = load(args.trace)
+    except PlatformValidationError as exc:
+        print(f"{args.trace}: invalid, {len(exc.errors)} error(s):")
+        for error in exc.errors:
+            print(f"  {error}")
+        return 1
+    print(line(args.trace, trace))
+    if args.validate_only:
+        return 0
+    configurations = [c.strip() for c in args.configurations.split(",") if c.strip()]
+    unknown = sorted(set(configurations) - set(CONFIGURATIONS))
+    if unknown:
+        print(
+            f"--configurations: {', '.join(unknown)} unknown; choose from {', '.join(CONFIGURATIONS)}"
+        )
+        return 2
+    if not args.kubeconfig:
+        print("--kubeconfig: not given and KUBECONFIG is not set")
+        return 2
+    from ansible_collections.gpucloud.platform.benchmarks.replay.replayer import Settings, replay
+
+    runs, figures, refused = [], {}, {}
+    busy = metrics.busy_windows(trace, args.day_seconds / 24)
+    for configuration in configurations:
+        settings = Settings(
+            trace_path=args.trace,
+            configuration=configuration,
+            factor=args.factor,
+            kubeconfig=args.kubeconfig,
+            day_s=args.day_seconds,
+            sample_s=args.sample_seconds,
+            seed=args.seed,
+        )
+        run, failures = replay(trace, settings)
+        runs.append(run)
+        figures[configuration] = metrics.measure(run, busy)
+        refused[configuration] = failures
+    report(args, trace, runs, figures, refused, busy)
+    return 0
+
+
+def report(args, trace, runs, figures, refused, busy) -> None:
+    seed = f", seed {args.seed}" if args.seed is not None else ""
+    print(
+        f"\n{args.trace}: {len(trace.jobs)} jobs, {trace.cluster.gpus()} GPUs, {args.factor:g}x{seed}"
+    )
+    windows = ", ".join(f"{a / 3600:g}-{b / 3600:g} h" for a, b in busy)
+    print(f"busy window: {windows}")
+    print(metrics.table(figures))
+    if args.markdown:
+        print()
+        print(metrics.markdown_table(figures))
+    for configuration, failures in refused.items():
+        if failures:
+            print(f"\n{configuration}: {len(failures)} refused or failed on the way; the first 5:")
+            for failure in failures[:5]:
+                print(f"  {failure}")
+    if PLATFORM in figures:
+        print()
+        for text in metrics.verdict(figures[PLATFORM], figures.get(STATIC)):
+            print(text)
+    if args.picture:
+        from ansible_collections.gpucloud.platform.benchmarks.replay.picture import draw
+
+        print(f"\npicture: {draw(runs, busy, args.picture)}")
+    if args.json:
+        out = {
+            "runs": [asdict(run) for run in runs],
+            "figures": {c: metrics.as_dict(f) for c, f in figures.items()},
+            "refused": refused,
+        }
+        Path(args.json).write_text(json.dumps(out, indent=1, default=str))
+        print(f"records: {args.json}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
