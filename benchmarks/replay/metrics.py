@@ -322,6 +322,8 @@ class Figures:
     evictions: dict[str, int] = field(default_factory=dict)  # cause -> count
     double_evictions: tuple[tuple[str, float], ...] = ()  # (job name, traced second)
     bills: dict[str, float] = field(default_factory=dict)  # tenant -> GPU-hours billed
+    refused: int = 0  # jobs refused at submission
+    backlog_max: int = 0  # the most Volcano Jobs awaiting the job controller at one look
 
 
 def measure(run: Run, busy: Iterable[Window]) -> Figures:
@@ -348,6 +350,8 @@ def measure(run: Run, busy: Iterable[Window]) -> Figures:
         evictions=evictions_by_cause(run.jobs),
         double_evictions=double_evictions(run),
         bills=dict(run.bills),
+        refused=run.refused,
+        backlog_max=max((sample.backlog for sample in run.samples), default=0),
     )
 
 
@@ -380,6 +384,8 @@ def as_dict(figures: Figures) -> dict[str, Any]:
         "evictions": dict(figures.evictions),
         "double_evictions": [{"job": job, "at": at} for job, at in figures.double_evictions],
         "bills": dict(figures.bills),
+        "refused": figures.refused,
+        "backlog_max": figures.backlog_max,
     }
 
 
@@ -422,6 +428,8 @@ def rows(figures_by_configuration: Mapping[str, Figures]) -> list[tuple[str, lis
     tenants = in_order((t for f in all_figures for t in f.bills), str)
     return [
         row("jobs", lambda f: str(f.jobs)),
+        row("refused at submission", lambda f: str(f.refused)),
+        row("most jobs awaiting Volcano's controller", lambda f: str(f.backlog_max)),
         row("allocation, busy-window mean", lambda f: percent(f.busy_allocation)),
         *(
             row(

@@ -66,6 +66,17 @@ def held_by_queue(pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     return out
 
 
+def backlog(jobs: Iterable[Mapping[str, Any]]) -> int:
+    """The replay's Volcano Jobs with no phase yet: Volcano's job controller has not
+    reached them."""
+    return sum(
+        1
+        for job in jobs
+        if index_of(str((job.get("metadata") or {}).get("name", ""))) is not None
+        and not _phase(job)
+    )
+
+
 @dataclass
 class Tracked:
     """What the looks have said so far about one submitted job."""

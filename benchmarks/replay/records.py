@@ -66,6 +66,9 @@ class Sample:
     allocated: int  # GPUs requested by Running pods on nodes
     capacity: int  # the GPUs of the cluster's nodes then
     by_billing: dict[str, int] = field(default_factory=dict)  # subscription/payg/spot -> GPUs
+    # The replay's Volcano Jobs that Volcano's job controller has not given a status yet:
+    # a backlog that grows says the machine cannot keep up with the compression factor.
+    backlog: int = 0
 
 
 @dataclass(frozen=True)
@@ -94,3 +97,4 @@ class Run:
     marks: tuple[Mark, ...] = ()
     bills: dict[str, float] = field(default_factory=dict)  # tenant -> GPU-hours billed
     seed: int | None = None  # the generator's seed, when the trace says it
+    refused: int = 0  # jobs the platform refused at submission (never in ``jobs``)

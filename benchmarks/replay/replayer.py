@@ -49,6 +49,7 @@ from ansible_collections.gpucloud.platform.benchmarks.replay.records import (
     Sample,
 )
 from ansible_collections.gpucloud.platform.benchmarks.traces.model import (
+    QUEUE_TYPE_PAYG,
     QUEUE_TYPE_SPOT,
     Event,
     Job,
@@ -75,6 +76,7 @@ PAYG_GRACE_MIN = 30
 ARBITER_SETTLE_S = 10
 RECONCILERS = ("spot_recompute", "arbiter_reconcile", "throttle_reconcile", "payg_reconcile")
 SUBMITTERS = 8
+PROGRESS_S = 30
 
 
 def log(text: str) -> None:
@@ -149,12 +151,11 @@ class Replay:
         self.reconciles: list[tuple[str, float, float]] = []  # name, start, end (wall)
         self.failures: list[str] = []
         self.crashed: list[str] = []
+        self.refused = 0
         self.held: dict[str, int] = {}
         self.lock = threading.Lock()
         self.stop = threading.Event()
-        # Pay-as-you-go: what each tenant's queue was last sized to, and what its
-        # unfinished jobs ask; one purchase at a time per tenant.
-        self.payg_capability = {t.name: t.payg_gpus for t in trace.tenants}
+        # Pay-as-you-go: one purchase at a time per tenant.
         self.payg_locks: dict[str, threading.Lock] = {}
         # The events run before the jobs of their second: a job waits for them.
         self.events_done = threading.Condition()
@@ -321,6 +322,7 @@ class Replay:
             else:
                 self.cluster.create(desired)
         except Exception as exc:
+            self.refused += 1
             self.failures.append(f"{name} ({job.tenant}, {job.gpus} GPUs) at {at:.0f} s: {exc}")
             return
         with self.lock:
@@ -335,6 +337,13 @@ class Replay:
                 if t.record.tenant == tenant and t.record.billing == "payg" and not t.done()
             )
 
+    def payg_live(self, tenant: str) -> int:
+        """The GPUs the tenant's pay-as-you-go queue holds now: the scheduled reconcile
+        shrinks an unused grant after its grace, so no copy of it is kept here."""
+        queue = self.cluster.get(QUEUE_API, "Queue", queue_name(tenant, QUEUE_TYPE_PAYG))
+        capability = ((queue or {}).get("spec") or {}).get("capability") or {}
+        return int(capability.get(GPU, 0) or 0)
+
     def buy_payg(self, job: Job) -> None:
         """A pay-as-you-go tenant buys before it submits, as payg_scale.yml does: its queue
         grows to what its unfinished jobs and this one ask, when that is more than it has
@@ -343,7 +352,7 @@ class Replay:
         lock = self.payg_locks.setdefault(job.tenant, threading.Lock())
         with lock:
             want = self.payg_asked(job.tenant) + job.gpus
-            if want <= self.payg_capability.get(job.tenant, 0):
+            if want <= self.payg_live(job.tenant):
                 return
             from ansible_collections.gpucloud.platform.plugins.module_utils.capacity import service
             from ansible_collections.gpucloud.platform.plugins.modules.payg_capacity import OPTIONS
@@ -355,7 +364,6 @@ class Replay:
                 demand_reason=f"pay-as-you-go job of {job.gpus} GPUs (trace replay)",
             )
             service.run(params, self.cluster, False)
-            self.payg_capability[job.tenant] = want
 
     def submit_through_vcjob(self, job: Job, desired: dict[str, Any]) -> None:
         from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import service
@@ -382,13 +390,18 @@ class Replay:
             )
             jobs = self.cluster.list(JOB_API, "Job")
             held = observe.held_by_queue(pods)
+            backlog = observe.backlog(jobs)
             with self.lock:
                 self.held = held
                 observe.look(self.tracked, jobs, at)
                 billing = self.by_billing(held)
             self.samples.append(
                 Sample(
-                    at=at, allocated=sum(held.values()), capacity=self.capacity, by_billing=billing
+                    at=at,
+                    allocated=sum(held.values()),
+                    capacity=self.capacity,
+                    by_billing=billing,
+                    backlog=backlog,
                 )
             )
             self.stop.wait(self.s.sample_s)
@@ -462,20 +475,22 @@ class Replay:
 
     def submitter(self, pool: ThreadPoolExecutor) -> None:
         order = sorted(range(len(self.trace.jobs)), key=lambda i: self.trace.jobs[i].at)
-        skipped = 0
-        for done, index in enumerate(order, 1):
+        for index in order:
             job = self.trace.jobs[index]
             if self.s.configuration == STATIC and job.billing == "spot":
-                skipped += 1  # the static partition sells no spot
-                continue
+                continue  # the static partition sells no spot
             if not self.sleep_until(job.at):
                 return
             pool.submit(self.submit, index, job)
-            if done % 100 == 0:
-                self.progress(done)
 
-    def progress(self, submitted: int) -> None:
+    def reporter(self) -> None:
+        """A line of progress every PROGRESS_S wall-clock seconds."""
+        while not self.stop.wait(PROGRESS_S):
+            self.progress()
+
+    def progress(self) -> None:
         with self.lock:
+            submitted = len(self.tracked)
             running = sum(1 for t in self.tracked.values() if t.running_since is not None)
             finished = sum(1 for t in self.tracked.values() if t.record.finished is not None)
         last = self.samples[-1] if self.samples else None
@@ -539,20 +554,16 @@ class Replay:
 
     def replay(self, day: float) -> None:
         self.t0, self.wall0 = time.monotonic(), time.time()
-        threads = [self.guarded(self.sampler), self.guarded(self.events)]
+        threads = [self.guarded(t) for t in (self.sampler, self.events, self.reporter)]
         if self.s.configuration == PLATFORM:
             threads += [self.guarded(self.reconciler, name) for name in RECONCILERS]
         for thread in threads:
             thread.start()
         with ThreadPoolExecutor(SUBMITTERS) as pool:
             self.submitter(pool)
-            last = 0.0
-            while self.now() < day and not self.stop.is_set():
-                self.stop.wait(min(5.0, max(0.1, (day - self.now()) / self.s.factor)))
-                if time.monotonic() - last > 30:
-                    self.progress(len(self.tracked))
-                    last = time.monotonic()
+            self.sleep_until(day)
             self.stop.set()
+        self.progress()
         for thread in threads:
             thread.join(timeout=120)
         if self.crashed:
@@ -615,6 +626,7 @@ class Replay:
             samples=tuple(self.samples),
             marks=tuple(self.marks),
             seed=self.s.seed,
+            refused=self.refused,
         )
 
 
