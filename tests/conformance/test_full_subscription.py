@@ -67,28 +67,6 @@ def submit(s, name, ns, queue, priority_class, replicas, gpus, annotations=None)
     s.kube.submit(manifest)
 
 
-def test_nothing_is_evicted_when_the_jobs_below_cannot_cover_the_need(kube):
-    with scenario(kube, "f3", nodes=5) as s:
-        ns, team = full_team_queue(s, _tenant("fsc"), 40, **{"platform.io/allow-critical": "true"})
-        for name, pc in (
-            ("crit-a", "critical-job"),
-            ("crit-b", "critical-job"),
-            ("crit-c", "critical-job"),
-            ("norm-a", "normal-job"),
-        ):
-            notes = {"volcano.sh/preemptable": "false"} if pc == "critical-job" else None
-            s.job(name, ns, team, pc, 1, 8, annotations=notes)
-        with PodDeletions(kube, [ns]) as deletions:
-            # 8 GPUs free and 8 below large-job: 32 cannot be had.
-            submit(s, "large", ns, team, "large-job", 4, 8, WAITING)
-            time.sleep(NEGATIVE_WAIT + 5)
-            phase = kube.pod_group_phase(ns, "large")
-        assert phase == "Inqueue", phase  # admitted by sla, placed nowhere
-        assert deletions.order == []
-        for name in ("crit-a", "crit-b", "crit-c", "norm-a"):
-            assert kube.running(ns, name, 1), name
-
-
 def test_nothing_is_evicted_when_the_preemptable_jobs_fall_short(kube):
     """Some preemptable jobs, not enough: 8 GPUs free, a debug job of 8 and a normal job
     of 8 below large-job, 16 critical; the large job asks for 32. Nothing is evicted."""

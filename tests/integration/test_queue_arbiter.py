@@ -44,7 +44,7 @@ pytestmark = pytest.mark.integration
 
 GPU = "nvidia.com/gpu"
 # vc-scheduler runs every second here; what must not happen is watched for this long.
-WATCH_SECONDS = 20
+WATCH_SECONDS = 10
 CLASS_OF = {
     "normal-job": "normal",
     "debug-job": "debug",

@@ -41,7 +41,7 @@ QUEUES = ("scheduling.volcano.sh", "v1beta1", "queues")
 JOBS = ("batch.volcano.sh", "v1alpha1")
 PODS, GPUS_PER_POD = 4, 8
 TRIALS = 10
-PENDING_SECONDS = 15  # 15 scheduling periods of 1 s
+PENDING_SECONDS = 8  # 8 scheduling periods of 1 s
 
 
 # -- HyperNodes ------------------------------------------------------------------
