@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY_S = 1800
-FACTOR = 10
+FACTOR = 15
 
 
 @pytest.fixture(scope="module")

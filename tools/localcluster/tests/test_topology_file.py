@@ -23,6 +23,19 @@ def test_shipped_topologies_parse():
     assert labels[topology.LABEL_TOR] == "tor-0" and labels[topology.LABEL_SPINE] == "spine-0"
 
 
+def test_the_trace_day_keeps_the_default_nodes_in_their_places():
+    """Going back to default.yaml after a replay removes only the added nodes."""
+    default = {
+        n.name: (n.tor, n.spine) for n in topology.load(HERE / "topologies" / "default.yaml")
+    }
+    day = {n.name: (n.tor, n.spine) for n in topology.load(HERE / "topologies" / "trace-day.yaml")}
+    assert (
+        len(day) == 16
+        and sum(n.gpus for n in topology.load(HERE / "topologies" / "trace-day.yaml")) == 128
+    )
+    assert {name: day[name] for name in default} == default
+
+
 def _spines(*tors):
     return {"spines": [{"name": "s0", "tors": [{"name": t, "nodes": nodes} for t, nodes in tors]}]}
 
