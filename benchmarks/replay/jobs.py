@@ -39,7 +39,8 @@ def job_name(index: int) -> str:
 
 def index_of(name: str) -> int | None:
     """The trace index of a replay job's name, or None for any other job."""
-    if not name.startswith(PREFIX) or not name[len(PREFIX) :].isdigit():
+    digits = name[len(PREFIX) :]
+    if not name.startswith(PREFIX) or not (digits.isascii() and digits.isdigit()):
         return None
     return int(name[len(PREFIX) :])
 

@@ -116,14 +116,9 @@ def test_index_of_refuses_other_names(name):
     assert index_of(name) is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="index_of checks str.isdigit, which a superscript digit passes, and int() "
-    "then raises instead of index_of returning None",
-)
-def test_index_of_refuses_a_superscript_digit():
+def test_index_of_refuses_digits_outside_ascii():
     assert index_of("replay-\u00b2") is None
+    assert index_of("replay-\u0663") is None
 
 
 @settings(max_examples=200, deadline=None)
