@@ -83,23 +83,6 @@ def log(text: str) -> None:
     print(f"replay: {text}", file=sys.stderr, flush=True)
 
 
-def kube_client(kubeconfig: str) -> Any:
-    """kubernetes.core's client, as a module gets it."""
-    from types import SimpleNamespace
-
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import (
-        get_api_client,
-    )
-
-    module = SimpleNamespace(
-        params={"kubeconfig": kubeconfig},
-        check_mode=False,
-        server_side_dry_run=False,
-        requires=lambda *args, **kwargs: None,
-    )
-    return get_api_client(module=module)
-
-
 def rfc3339(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -143,7 +126,7 @@ class Replay:
     def __init__(self, trace: Trace, settings: Settings):
         self.trace = trace
         self.s = settings
-        self.cluster = Cluster(kube_client(settings.kubeconfig))
+        self.cluster = Cluster.from_kubeconfig(settings.kubeconfig)
         self.history = trace.history()
         self.tracked: dict[str, observe.Tracked] = {}
         self.samples: list[Sample] = []

@@ -5,8 +5,6 @@ through the collection's own client layer, so the unit tests' fake cannot drift.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import Cluster
@@ -19,24 +17,11 @@ from ansible_collections.gpucloud.platform.tests.cluster_contract import (
 pytestmark = pytest.mark.integration
 
 
-def client(kubeconfig: str, dry_run: bool = False):
-    """kubernetes.core's K8SClient, as a module gets it (check mode = dry run)."""
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-
-    module = SimpleNamespace(
-        params={"kubeconfig": kubeconfig},
-        check_mode=dry_run,
-        server_side_dry_run=dry_run,
-        requires=lambda *args, **kwargs: None,
-    )
-    return get_api_client(module=module)
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_api_server_keeps_the_contract(case, kubeconfig, namespace):
-    CASES[case](Cluster(client(kubeconfig)), namespace)
+    CASES[case](Cluster.from_kubeconfig(kubeconfig), namespace)
 
 
 def test_api_server_dry_run_stores_nothing(kubeconfig, namespace):
-    Cluster(client(kubeconfig)).create(configmap(namespace, "kept", {}))
-    dry_run_case(Cluster(client(kubeconfig, dry_run=True)), namespace, "kept")
+    Cluster.from_kubeconfig(kubeconfig).create(configmap(namespace, "kept", {}))
+    dry_run_case(Cluster.from_kubeconfig(kubeconfig, dry_run=True), namespace, "kept")

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 from typing import Any, TypeVar
 
 from ..common.errors import PartialWrite
@@ -106,6 +107,18 @@ class Cluster:
         except CoreException as exc:
             module.fail_json(msg=str(exc))
             raise  # unreachable; fail_json exits
+
+    @classmethod
+    def from_kubeconfig(cls, kubeconfig: str, dry_run: bool = False) -> Cluster:
+        """Outside a module run (tests, benchmarks): kubernetes.core's client as a module
+        with only ``kubeconfig`` gets it (``dry_run``: as in check mode)."""
+        module = SimpleNamespace(
+            params={"kubeconfig": kubeconfig},
+            check_mode=dry_run,
+            server_side_dry_run=dry_run,
+            requires=lambda *args, **kwargs: None,
+        )
+        return cls(get_api_client(module=module))
 
     @property
     def dry_run(self) -> bool:
