@@ -27,7 +27,7 @@ def title(run: Run) -> str:
 
 def hours(points: Sequence[tuple[float, float]]) -> tuple[list[float], list[float]]:
     """(traced hours, allocation %) of (traced second, ratio) points."""
-    return [at / HOUR_S for at, _ in points], [100 * ratio for _, ratio in points]
+    return [at / HOUR_S for at, _ratio in points], [100 * ratio for _at, ratio in points]
 
 
 def held_until_end(run: Run) -> list[tuple[float, float]]:

@@ -412,13 +412,13 @@ def test_look_records_are_consistent_for_any_phases(steps):
         if phase == "Completed" or (phase is None and seen_before):
             break
         seen_before = seen_before or phase is not None
-    first_run = next((at for at, p, _ in counted if p in ("Running", "Completed")), None)
+    first_run = next((at for at, p, _unused1 in counted if p in ("Running", "Completed")), None)
     assert t.record.started == first_run
-    completed = [at for at, p, _ in counted if p == "Completed"]
+    completed = [at for at, p, _unused1 in counted if p == "Completed"]
     assert t.record.finished == (completed[0] if completed else None)
     vanished = bool(counted) and counted[-1][1] is None and seen_before
     assert t.record.deleted == vanished
-    times = [at for at, _, _ in counted]
+    times = [at for at, _unused1, _unused2 in counted]
     for ev in t.evictions:
         assert ev.cause == CAUSE_VOLCANO
         assert ev.at in times
@@ -426,7 +426,7 @@ def test_look_records_are_consistent_for_any_phases(steps):
         assert first_run is not None and ev.at > first_run
     assert [ev.at for ev in t.evictions] == sorted({ev.at for ev in t.evictions})
     # a job seen Running, then sent back or gone at the next look, was evicted then
-    for (_, before, _), (at, after, _) in pairwise(counted):
+    for (_unused1, before, _unused2), (at, after, _unused3) in pairwise(counted):
         if before == "Running" and after in ("Restarting", "Pending", None):
             assert at in [ev.at for ev in t.evictions]
     # the work lost never exceeds the time since the job first ran
@@ -566,14 +566,14 @@ def test_attribute_uses_each_event_at_most_once(ats, causes, window_s):
     named = [ev for ev in out if ev.cause != CAUSE_VOLCANO]
     assert len(named) <= len(causes)
     for cause in (CAUSE_ARBITER, CAUSE_SPOT):
-        assert sum(ev.cause == cause for ev in named) <= sum(c == cause for _, c in causes)
+        assert sum(ev.cause == cause for ev in named) <= sum(c == cause for _unused1, c in causes)
     # an eviction with no Event at all in its window (attribute allows 1e-9 for float
     # error) keeps Volcano's cause
     for ev in out:
-        if not any(ev.at - window_s <= t <= ev.at + 1e-9 for t, _ in causes):
+        if not any(ev.at - window_s <= t <= ev.at + 1e-9 for t, _unused1 in causes):
             assert ev.cause == CAUSE_VOLCANO
     # each earlier eviction uses at most one Event: more Events in a window than evictions
     # before it leave one for it
     for i, ev in enumerate(out):
-        if sum(ev.at - window_s <= t <= ev.at + 1e-9 for t, _ in causes) > i:
+        if sum(ev.at - window_s <= t <= ev.at + 1e-9 for t, _unused1 in causes) > i:
             assert ev.cause != CAUSE_VOLCANO
