@@ -70,6 +70,18 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--kubeconfig", default=os.environ.get("KUBECONFIG"), help="default: $KUBECONFIG"
     )
+    parser.add_argument(
+        "--reconcilers",
+        choices=("in-process", "playbooks"),
+        default="in-process",
+        help="run the platform's reconcilers as their playbooks' module tasks in this process "
+        "(default: no Ansible start-up per run) or as the playbooks themselves",
+    )
+    parser.add_argument(
+        "--prometheus-url",
+        help="where usage_report reads the day (default: the local cluster's prometheus-url "
+        "beside the kubeconfig, else the local inventory's)",
+    )
     return parser.parse_args(argv)
 
 
@@ -95,9 +107,15 @@ def main(argv: list[str] | None = None) -> int:
     if not args.kubeconfig:
         print("--kubeconfig: not given and KUBECONFIG is not set")
         return 2
-    from ansible_collections.gpucloud.platform.benchmarks.replay.replayer import Settings, replay
+    from ansible_collections.gpucloud.platform.benchmarks.replay.replayer import (
+        Settings,
+        prometheus_beside,
+        replay,
+    )
 
-    runs, figures, refused = [], {}, {}
+    prometheus = args.prometheus_url or prometheus_beside(args.kubeconfig)
+
+    runs, figures, failed = [], {}, {}
     busy = metrics.busy_windows(trace, args.day_seconds / 24)
     for configuration in configurations:
         settings = Settings(
@@ -108,19 +126,28 @@ def main(argv: list[str] | None = None) -> int:
             day_s=args.day_seconds,
             sample_s=args.sample_seconds,
             seed=args.seed,
+            prometheus_url=prometheus,
+            reconcilers=args.reconcilers,
         )
-        run, failures = replay(trace, settings)
+        try:
+            run, failures = replay(trace, settings)
+        except RuntimeError as exc:
+            # A cluster that is not the trace's or not the platform's is refused before
+            # anything is bought; a replay that broke down has put the cluster back.
+            print(f"{configuration}: {exc}")
+            return 1
         runs.append(run)
         figures[configuration] = metrics.measure(run, busy)
-        refused[configuration] = failures
-    report(args, trace, runs, figures, refused, busy)
+        failed[configuration] = failures
+    report(args, trace, runs, figures, failed, busy)
     return 0
 
 
-def report(args, trace, runs, figures, refused, busy) -> None:
+def report(args, trace, runs, figures, failed, busy) -> None:
     seed = f", seed {args.seed}" if args.seed is not None else ""
     print(
-        f"\n{args.trace}: {len(trace.jobs)} jobs, {trace.cluster.gpus()} GPUs, {args.factor:g}x{seed}"
+        f"\n{args.trace}: {len(trace.jobs)} jobs, {trace.cluster.gpus()} GPUs, {args.factor:g}x{seed}, "
+        f"reconcilers {args.reconcilers}"
     )
     windows = ", ".join(f"{a / 3600:g}-{b / 3600:g} h" for a, b in busy)
     print(f"busy window: {windows}")
@@ -128,9 +155,14 @@ def report(args, trace, runs, figures, refused, busy) -> None:
     if args.markdown:
         print()
         print(metrics.markdown_table(figures))
-    for configuration, failures in refused.items():
+    for run in runs:
+        if run.refusals:
+            print(f"\n{run.configuration}: {run.refused} jobs refused at submission; the first 5:")
+            for refusal in run.refusals[:5]:
+                print(f"  {refusal}")
+    for configuration, failures in failed.items():
         if failures:
-            print(f"\n{configuration}: {len(failures)} refused or failed on the way; the first 5:")
+            print(f"\n{configuration}: {len(failures)} playbook runs failed; the first 5:")
             for failure in failures[:5]:
                 print(f"  {failure}")
     if PLATFORM in figures:
@@ -145,7 +177,8 @@ def report(args, trace, runs, figures, refused, busy) -> None:
         out = {
             "runs": [asdict(run) for run in runs],
             "figures": {c: metrics.as_dict(f) for c, f in figures.items()},
-            "refused": refused,
+            "refused": {run.configuration: list(run.refusals) for run in runs},
+            "failed": failed,
         }
         Path(args.json).write_text(json.dumps(out, indent=1, default=str))
         print(f"records: {args.json}")

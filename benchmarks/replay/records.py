@@ -98,3 +98,4 @@ class Run:
     bills: dict[str, float] = field(default_factory=dict)  # tenant -> GPU-hours billed
     seed: int | None = None  # the generator's seed, when the trace says it
     refused: int = 0  # jobs the platform refused at submission (never in ``jobs``)
+    refusals: tuple[str, ...] = ()  # why, one line per refused job

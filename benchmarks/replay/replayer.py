@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ansible_collections.gpucloud.platform.benchmarks.replay import observe
+from ansible_collections.gpucloud.platform.benchmarks.replay import observe, reconcilers
 from ansible_collections.gpucloud.platform.benchmarks.replay.jobs import job_name, manifest
 from ansible_collections.gpucloud.platform.benchmarks.replay.records import (
     PLATFORM,
@@ -49,7 +49,6 @@ from ansible_collections.gpucloud.platform.benchmarks.replay.records import (
     Sample,
 )
 from ansible_collections.gpucloud.platform.benchmarks.traces.model import (
-    QUEUE_TYPE_PAYG,
     QUEUE_TYPE_SPOT,
     Event,
     Job,
@@ -74,7 +73,8 @@ THROTTLE_GRACE_S = 15
 THROTTLE_TIMEOUT_S = 300
 PAYG_GRACE_MIN = 30
 ARBITER_SETTLE_S = 10
-RECONCILERS = ("spot_recompute", "arbiter_reconcile", "throttle_reconcile", "payg_reconcile")
+RECONCILERS = reconcilers.NAMES
+PLAYBOOKS_MODE = "playbooks"  # --reconcilers: the playbooks themselves, not in-process
 SUBMITTERS = 8
 PROGRESS_S = 30
 
@@ -101,6 +101,17 @@ class Settings:
     day_s: float = 86400.0  # the traced length replayed
     sample_s: float = 1.0
     seed: int | None = None
+    # Where usage_report reads the day's samples: the local cluster's own Prometheus,
+    # which it names in ``prometheus-url`` beside its kubeconfig (a cluster started
+    # with offset ports listens elsewhere than the local inventory says).
+    prometheus_url: str | None = None
+    reconcilers: str = "in-process"  # or PLAYBOOKS_MODE
+
+
+def prometheus_beside(kubeconfig: str) -> str | None:
+    """The Prometheus address the local cluster wrote beside its kubeconfig, if any."""
+    where = Path(kubeconfig).parent / "prometheus-url"
+    return where.read_text().strip() if where.is_file() else None
 
 
 def tenant_vars(name: str, state: TenantState) -> dict[str, Any]:
@@ -132,9 +143,9 @@ class Replay:
         self.samples: list[Sample] = []
         self.marks: list[Mark] = []
         self.reconciles: list[tuple[str, float, float]] = []  # name, start, end (wall)
-        self.failures: list[str] = []
+        self.failures: list[str] = []  # playbooks that failed (reconciles, events, bill)
+        self.refusals: list[str] = []  # jobs refused at submission, with the reason
         self.crashed: list[str] = []
-        self.refused = 0
         self.held: dict[str, int] = {}
         self.lock = threading.Lock()
         self.stop = threading.Event()
@@ -305,8 +316,8 @@ class Replay:
             else:
                 self.cluster.create(desired)
         except Exception as exc:
-            self.refused += 1
-            self.failures.append(f"{name} ({job.tenant}, {job.gpus} GPUs) at {at:.0f} s: {exc}")
+            with self.lock:
+                self.refusals.append(f"{name} ({job.tenant}, {job.gpus} GPUs) at {at:.0f} s: {exc}")
             return
         with self.lock:
             self.tracked[name] = observe.Tracked(record=record)
@@ -320,22 +331,33 @@ class Replay:
                 if t.record.tenant == tenant and t.record.billing == "payg" and not t.done()
             )
 
-    def payg_live(self, tenant: str) -> int:
-        """The GPUs the tenant's pay-as-you-go queue holds now: the scheduled reconcile
-        shrinks an unused grant after its grace, so no copy of it is kept here."""
-        queue = self.cluster.get(QUEUE_API, "Queue", queue_name(tenant, QUEUE_TYPE_PAYG))
-        capability = ((queue or {}).get("spec") or {}).get("capability") or {}
-        return int(capability.get(GPU, 0) or 0)
+    def payg_room(self, tenant: str) -> tuple[int, int]:
+        """The tenant's pay-as-you-go grant now and the most it can grow to: its grant plus
+        the GPUs no tenant has bought (one LIST of Queues). The scheduled reconcile
+        shrinks an unused grant after its grace, so no copy of the grant is kept here."""
+        from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
+            commitments_from_queues,
+            committed_total,
+        )
+
+        commitments = commitments_from_queues(self.cluster.list(QUEUE_API, "Queue"))
+        sold = int(committed_total(commitments.values())[GPU])
+        mine = commitments.get(tenant)
+        live = int(mine.payg_granted[GPU]) if mine is not None else 0
+        return live, live + max(0, self.capacity - sold)
 
     def buy_payg(self, job: Job) -> None:
         """A pay-as-you-go tenant buys before it submits, as payg_scale.yml does: its queue
-        grows to what its unfinished jobs and this one ask, when that is more than it has
-        (payg_capacity's own code: unsold GPUs first, spot reclaimed when short). The
+        grows to what its unfinished jobs and this one ask, when that is more than it has,
+        and never past what is unsold (the oversell guard would refuse the purchase; the
+        job then waits in the queue for the tenant's own jobs to end). payg_capacity's own
+        code makes the purchase: unsold GPUs first, spot reclaimed when short. The
         scheduled payg_reconcile shrinks it back after its grace."""
         lock = self.payg_locks.setdefault(job.tenant, threading.Lock())
         with lock:
-            want = self.payg_asked(job.tenant) + job.gpus
-            if want <= self.payg_live(job.tenant):
+            live, most = self.payg_room(job.tenant)
+            want = min(self.payg_asked(job.tenant) + job.gpus, most)
+            if want <= live:
                 return
             from ansible_collections.gpucloud.platform.plugins.module_utils.capacity import service
             from ansible_collections.gpucloud.platform.plugins.modules.payg_capacity import OPTIONS
@@ -403,17 +425,29 @@ class Replay:
         return out
 
     def reconciler(self, name: str) -> None:
+        """One reconciler on its schedule, compressed: its playbook's module tasks in this
+        process (``reconcilers``), or the playbook itself under ``--reconcilers
+        playbooks``. A run that fails is recorded and the schedule goes on, as in AWX."""
         period = RECONCILE_PERIOD_S / self.s.factor
-        extra: dict[str, Any] = {}
-        if name == "throttle_reconcile":
-            extra["throttle_timeout"] = max(1, round(THROTTLE_TIMEOUT_S / self.s.factor))
-        if name == "payg_reconcile":
-            extra["payg_grace_minutes"] = max(1, round(PAYG_GRACE_MIN / self.s.factor))
-        if name == "arbiter_reconcile":
-            extra["arbiter_settle_seconds"] = max(1, round(ARBITER_SETTLE_S / self.s.factor))
+        timeout_s = max(1, round(THROTTLE_TIMEOUT_S / self.s.factor))
+        grace_min = max(1, round(PAYG_GRACE_MIN / self.s.factor))
+        settle_s = max(1, round(ARBITER_SETTLE_S / self.s.factor))
+        extra = {
+            "spot_recompute": {},
+            "throttle_reconcile": {"throttle_timeout": timeout_s},
+            "payg_reconcile": {"payg_grace_minutes": grace_min},
+            "arbiter_reconcile": {"arbiter_settle_seconds": settle_s},
+        }[name]
+        in_process = reconcilers.steps(name, timeout_s, grace_min, settle_s)
         while not self.stop.is_set():
             start = time.monotonic()
-            self.playbook(f"{name}.yml", extra)
+            if self.s.reconcilers == PLAYBOOKS_MODE:
+                self.playbook(f"{name}.yml", extra)
+            else:
+                try:
+                    reconcilers.run(in_process, self.cluster)
+                except Exception as exc:
+                    self.failures.append(f"{name}: {type(exc).__name__}: {exc}"[:600])
             end = time.monotonic()
             self.reconciles.append((name, start, end))
             self.stop.wait(max(0.0, period - (end - start)))
@@ -501,9 +535,46 @@ class Replay:
             )
         return total
 
+    def check_platform(self) -> None:
+        """The platform is in place before anything is bought, or the replay would measure
+        something else: its PriorityClasses, which every replayed job names (without them
+        Volcano's job controller cannot create one pod), and, for ``platform`` and
+        ``static``, its scheduler configuration (rule platform-policy: the tenants' team
+        queues need hierarchical capacity)."""
+        from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
+            priority_class_manifests,
+        )
+        from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
+            parse_conf,
+            platform_policy_errors,
+        )
+
+        bring_up = "bring the platform up on this cluster first (ansible-playbook site.yml)"
+        classes = self.cluster.list("scheduling.k8s.io/v1", "PriorityClass")
+        live = {pc["metadata"]["name"] for pc in classes}
+        wanted = [m["metadata"]["name"] for m in priority_class_manifests()]
+        missing = [name for name in wanted if name not in live]
+        if missing:
+            raise RuntimeError(
+                f"the platform's PriorityClasses {', '.join(missing)} are missing: {bring_up}"
+            )
+        ns, name = SCHEDULER_CONFIGMAP
+        configmap = self.cluster.get("v1", "ConfigMap", name, ns)
+        if configmap is None:
+            raise RuntimeError(f"Volcano's scheduler configuration {ns}/{name} is missing")
+        if self.s.configuration == VOLCANO:
+            return  # it swaps in the chart's default
+        conf, errors = parse_conf((configmap.get("data") or {}).get(SCHEDULER_CONF_KEY))
+        errors = errors or platform_policy_errors(conf)
+        if errors:
+            raise RuntimeError(
+                f"Volcano's scheduler configuration is not the platform's ({errors[0]}): {bring_up}"
+            )
+
     def run(self) -> Run:
         day = self.day_s
         self.capacity = self.read_capacity()
+        self.check_platform()
         log(
             f"{self.s.configuration}: {self.s.trace_path}, {len(self.trace.jobs)} jobs, "
             f"{self.capacity} GPUs, {day / self.s.factor / 60:.1f} min at {self.s.factor:g}x"
@@ -560,16 +631,15 @@ class Replay:
         start = int(self.wall0)
         end = int(time.time()) + 1
         with tempfile.TemporaryDirectory() as where:
-            ok, _text = self.playbook(
-                "usage_report.yml",
-                {
-                    "usage_start": rfc3339(start),
-                    "usage_end": rfc3339(end),
-                    "usage_report_dir": where,
-                    "usage_tenants": self.tenant_names(),
-                },
-                inventory="inventories/local",
-            )
+            extra = {
+                "usage_start": rfc3339(start),
+                "usage_end": rfc3339(end),
+                "usage_report_dir": where,
+                "usage_tenants": self.tenant_names(),
+            }
+            if self.s.prometheus_url:
+                extra["metering_prometheus_url"] = self.s.prometheus_url
+            ok, _text = self.playbook("usage_report.yml", extra, inventory="inventories/local")
             ledgers = list(Path(where).glob("usage-*.json"))
             if not ok or not ledgers:
                 return {}
@@ -609,12 +679,14 @@ class Replay:
             samples=tuple(self.samples),
             marks=tuple(self.marks),
             seed=self.s.seed,
-            refused=self.refused,
+            refused=len(self.refusals),
+            refusals=tuple(self.refusals),
         )
 
 
 def replay(trace: Trace, settings: Settings) -> tuple[Run, list[str]]:
-    """Replay ``trace`` under one configuration; the run and what was refused on the way."""
+    """Replay ``trace`` under one configuration; the run (with the jobs refused at
+    submission) and the playbook runs that failed on the way."""
     r = Replay(trace, settings)
     run = r.run()
     return run, r.failures
