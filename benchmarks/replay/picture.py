@@ -39,10 +39,33 @@ def held_until_end(run: Run) -> list[tuple[float, float]]:
     return series
 
 
+REFUSED = " (refused)"  # how the replayer labels an event whose playbook refused it
+
+
 def marks_of(runs: Iterable[Run]) -> list[Mark]:
-    """Every run's marks once, in time order: the configurations replay the same events,
-    and one recorded at another second by another run is drawn where it happened."""
-    return sorted(dict.fromkeys(m for r in runs for m in r.marks), key=lambda m: (m.at, m.label))
+    """Every event once, in time order: the configurations replay the same events, and
+    one recorded at another second by another run is drawn where it happened. An event
+    refused by some configurations only says which ("create t03 (refused under
+    volcano)"); refused by all, it says "(refused)"."""
+    runs = list(runs)
+    refused_in: dict[tuple[float, str], list[str]] = {}
+    for run in runs:
+        for mark in run.marks:
+            event = mark.label.removesuffix(REFUSED)
+            where = refused_in.setdefault((mark.at, event), [])
+            if mark.label.endswith(REFUSED):
+                where.append(run.configuration)
+    marks = []
+    for (at, event), refused in refused_in.items():
+        ran_in = [r.configuration for r in runs if any(m.at == at for m in r.marks)]
+        if not refused:
+            label = event
+        elif len(refused) == len(ran_in):
+            label = event + REFUSED
+        else:
+            label = f"{event} (refused under {', '.join(refused)})"
+        marks.append(Mark(at=at, label=label))
+    return sorted(marks, key=lambda m: (m.at, m.label))
 
 
 def legend_label(run: Run, busy: Sequence[Window]) -> str:

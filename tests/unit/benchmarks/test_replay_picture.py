@@ -98,3 +98,14 @@ def test_the_last_sample_holds_until_the_end_of_the_day():
     assert held_until_end(r)[-2:] == [(82_800, 0.5), (DAY, 0.5)]
     assert len(held_until_end(r)) == 25
     assert held_until_end(Run("static", "t.yaml", 1, 0, 0, 5, 600, jobs=(), samples=())) == []
+
+
+def test_an_event_refused_by_some_configurations_says_which():
+    refused = (Mark(at=36_000, label="create gamma (refused)"), MARKS[1])
+    runs = [run("platform", [0.5]), run("static", [0.5]), run("volcano", [0.5], refused)]
+    assert marks_of(runs) == [
+        Mark(at=36_000, label="create gamma (refused under volcano)"),
+        MARKS[1],
+    ]
+    everywhere = [run("platform", [0.5], refused), run("volcano", [0.5], refused)]
+    assert marks_of(everywhere)[0] == Mark(at=36_000, label="create gamma (refused)")
