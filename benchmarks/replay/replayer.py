@@ -139,6 +139,7 @@ class Replay:
         self.s = settings
         self.cluster = Cluster.from_kubeconfig(settings.kubeconfig)
         self.history = trace.history()
+        self.billing_of_queue = {job.queue: job.billing for job in trace.jobs}
         self.tracked: dict[str, observe.Tracked] = {}
         self.samples: list[Sample] = []
         self.marks: list[Mark] = []
@@ -412,15 +413,11 @@ class Replay:
             self.stop.wait(self.s.sample_s)
 
     def by_billing(self, held: Mapping[str, int]) -> dict[str, int]:
+        """GPUs held by billing type: each queue's is the billing of the trace's jobs that
+        run in it (a queue holds one billing type's jobs)."""
         out: dict[str, int] = {}
         for queue, gpus in held.items():
-            kind = (
-                "spot"
-                if queue.endswith("-spot")
-                else "payg"
-                if queue.endswith("-payg")
-                else "subscription"
-            )
+            kind = self.billing_of_queue.get(queue, "subscription")
             out[kind] = out.get(kind, 0) + gpus
         return out
 
