@@ -83,3 +83,23 @@ def test_a_grant_bought_with_the_tenant_is_kept_through_its_grace(
     assert rc == 0, {n: r.get("msg") for n, r in tasks.items() if r.get("failed")}
     assert granted(api_client)["spec"]["capability"][GPU] == 3
     assert f"{QUEUE} until" in tasks["Say what changed"]["msg"]
+
+    # A later purchase that changes the grant without growing its GPUs keeps the stamp
+    # (the same field manager's apply without it would remove it, and the next reconcile
+    # would shrink the grant before its grace ends).
+    stamp = queue["metadata"]["annotations"]["platform.io/payg-granted-at"]
+    again = run_module(
+        "tenant",
+        {
+            "name": TENANT,
+            "subscription": {GPU: 1, "cpu": 4, "memory": "8Gi"},
+            "payg": {GPU: 3, "cpu": 2},
+        },
+    )
+    assert not again.get("failed"), again.get("msg")
+    after = granted(api_client)
+    assert after["spec"]["capability"]["cpu"] == "2"
+    assert after["metadata"]["annotations"]["platform.io/payg-granted-at"] == stamp
+    rc, tasks = run_playbook(ansible_env, "payg_reconcile.yml", {}, inventory="inventories/local")
+    assert rc == 0, {n: r.get("msg") for n, r in tasks.items() if r.get("failed")}
+    assert granted(api_client)["spec"]["capability"][GPU] == 3

@@ -14,6 +14,9 @@ reconcile before the job arrives, it undoes itself.
   pay-as-you-go queue's GPUs is such a grant and carries the stamp, whoever
   writes it: ``payg_capacity``, and a purchase through ``tenant``
   (``tenant_payg_gpus``), which a reconcile would otherwise shrink unused at once.
+  A write that does not grow the grant keeps the stamp it has (``stamp_for_write``):
+  the stamp belongs to the capacity field manager, and a server-side apply of that
+  manager without it would remove it, ending the grant's grace early.
 
 Pure: ``now`` and the queues come from the caller.
 """
@@ -90,4 +93,22 @@ def stamp(manifest: dict[str, Any], now: float) -> dict[str, Any]:
     """The growing grant's manifest with the time it is made."""
     meta = manifest.setdefault("metadata", {})
     meta.setdefault("annotations", {})[ANNOTATION_PAYG_GRANTED_AT] = _time(now)
+    return manifest
+
+
+def stamp_for_write(
+    manifest: dict[str, Any], live: Mapping[str, Any] | None, now: float
+) -> dict[str, Any]:
+    """Rule payg-grant-stamped for a write of a pay-as-you-go queue's ``manifest`` over
+    ``live``: stamped now when it grows the grant, else carrying the live stamp, if any
+    (the grant's grace runs from when it was made, not from the last write)."""
+    if grant_grows(manifest, live):
+        return stamp(manifest, now)
+    raw = (((live or {}).get("metadata") or {}).get("annotations") or {}).get(
+        ANNOTATION_PAYG_GRANTED_AT
+    )
+    if isinstance(raw, str):
+        manifest.setdefault("metadata", {}).setdefault("annotations", {})[
+            ANNOTATION_PAYG_GRANTED_AT
+        ] = raw
     return manifest
