@@ -23,6 +23,9 @@ import pytest
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     CLUSTER,
     ROOT,
+    WATCHERS,
+    cluster_tool,
+    volcano_webhook_serves,
     wait_until,
 )
 
@@ -210,3 +213,36 @@ def platform_scheduler_conf(api_client) -> Iterator[Any]:
         kube.load_scheduler_conf(before)
     else:
         kube.delete("v1", "ConfigMap", "volcano-scheduler-configmap", "volcano-system")
+
+
+@pytest.fixture
+def api_server(kubeconfig, api_client):
+    """``stop()`` kills the local API server at once (SIGKILL, no graceful drain);
+    after the test ``cluster.py up`` starts it again and waits until it is healthy."""
+
+    class Fault:
+        stopped = False
+
+        def stop(self) -> None:
+            cluster_tool("stop", "kube-apiserver", "--timeout", "0")
+            self.stopped = True
+
+        def restore(self) -> None:
+            """Start the API server again, and the components that watch it with it: their
+            informers re-list only after a back-off of up to a minute, and until then
+            Volcano's webhook denies writes to queues it does not know ("not found") and
+            vc-scheduler does not see new PodGroups. The tests after this one get a
+            cluster as fresh as at the start."""
+            from kubernetes import client
+
+            for component in WATCHERS:
+                cluster_tool("stop", component)
+            cluster_tool("up")
+            self.stopped = False
+            custom = client.CustomObjectsApi(api_client)
+            wait_until(lambda: volcano_webhook_serves(custom), 60, 0.5, "Volcano's webhooks")
+
+    fault = Fault()
+    yield fault
+    if fault.stopped:
+        fault.restore()

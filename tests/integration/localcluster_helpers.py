@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "tools" / "localcluster" / "cluster.py"
+VOLCANO_QUEUES = ("scheduling.volcano.sh", "v1beta1", "queues")
 
 
 def state_dir(name: str | None = None) -> Path:
@@ -233,3 +237,48 @@ def identity(user: str, tenant: str) -> Any:
     )
     path = proc.stdout.strip().splitlines()[-1]
     return dynamic.DynamicClient(config.new_client_from_config(config_file=path))
+
+
+# The local cluster's components that watch the API server: restarted with it after a
+# fault, since their informers re-list only after a back-off of up to a minute.
+WATCHERS = (
+    "kube-controller-manager",
+    "kube-scheduler",
+    "vc-webhook-manager",
+    "vc-controller-manager",
+    "vc-scheduler",
+)
+
+
+def cluster_tool(*args: str) -> None:
+    subprocess.run([sys.executable, str(CLUSTER), *args], check=True, timeout=900)
+
+
+def managed_queue(name: str, tenant: str, queue_type: str) -> dict:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "platform.io/tenant": tenant,
+                "platform.io/queue-type": queue_type,
+                "platform.io/managed-by": "gpucloud-platform",
+            },
+        },
+        "spec": {"parent": "root", "reclaimable": False, "capability": {"nvidia.com/gpu": 0}},
+    }
+
+
+def volcano_webhook_serves(custom) -> bool:
+    """A dry-run Queue create passes Volcano's webhooks (they answer again)."""
+    from kubernetes.client.rest import ApiException
+
+    probe = managed_queue(f"probe-{uuid.uuid4().hex[:6]}", "probe", "spot")
+    try:
+        custom.create_cluster_custom_object(*VOLCANO_QUEUES, probe, dry_run="All")
+    except ApiException as exc:
+        if "failed calling webhook" in str(exc.body):
+            return False
+        raise
+    return True

@@ -16,8 +16,6 @@ Skipped against another cluster (``GPUCLOUD_KUBECONFIG``): it stops the API serv
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import uuid
 
 import pytest
@@ -27,7 +25,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster imp
     retry_while_denied,
 )
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
-    CLUSTER,
+    managed_queue,
     wait_until,
 )
 from ansible_collections.gpucloud.platform.tests.integration.test_check_mode import MODULES
@@ -42,81 +40,7 @@ pytestmark = [
 GPU = "nvidia.com/gpu"
 VOLCANO = ("scheduling.volcano.sh", "v1beta1", "queues")
 RESUME = "every write is idempotent, so running again finishes the change"
-WATCHERS = (
-    "kube-controller-manager",
-    "kube-scheduler",
-    "vc-webhook-manager",
-    "vc-controller-manager",
-    "vc-scheduler",
-)
 UNREACHABLE = "cannot reach the Kubernetes API server"
-
-
-def cluster_tool(*args: str) -> None:
-    subprocess.run([sys.executable, str(CLUSTER), *args], check=True, timeout=900)
-
-
-def volcano_webhook_serves(custom) -> bool:
-    """A dry-run Queue create passes Volcano's webhooks (they answer again)."""
-    from kubernetes.client.rest import ApiException
-
-    probe = managed_queue(f"probe-{uuid.uuid4().hex[:6]}", "probe", "spot")
-    try:
-        custom.create_cluster_custom_object(*VOLCANO, probe, dry_run="All")
-    except ApiException as exc:
-        if "failed calling webhook" in str(exc.body):
-            return False
-        raise
-    return True
-
-
-@pytest.fixture
-def api_server(kubeconfig, api_client):
-    """``stop()`` kills the local API server at once (SIGKILL, no graceful drain);
-    after the test ``cluster.py up`` starts it again and waits until it is healthy."""
-
-    class Fault:
-        stopped = False
-
-        def stop(self) -> None:
-            cluster_tool("stop", "kube-apiserver", "--timeout", "0")
-            self.stopped = True
-
-        def restore(self) -> None:
-            """Start the API server again, and the components that watch it with it: their
-            informers re-list only after a back-off of up to a minute, and until then
-            Volcano's webhook denies writes to queues it does not know ("not found") and
-            vc-scheduler does not see new PodGroups. The tests after this one get a
-            cluster as fresh as at the start."""
-            from kubernetes import client
-
-            for component in WATCHERS:
-                cluster_tool("stop", component)
-            cluster_tool("up")
-            self.stopped = False
-            custom = client.CustomObjectsApi(api_client)
-            wait_until(lambda: volcano_webhook_serves(custom), 60, 0.5, "Volcano's webhooks")
-
-    fault = Fault()
-    yield fault
-    if fault.stopped:
-        fault.restore()
-
-
-def managed_queue(name: str, tenant: str, queue_type: str) -> dict:
-    return {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "Queue",
-        "metadata": {
-            "name": name,
-            "labels": {
-                "platform.io/tenant": tenant,
-                "platform.io/queue-type": queue_type,
-                "platform.io/managed-by": "gpucloud-platform",
-            },
-        },
-        "spec": {"parent": "root", "reclaimable": False, "capability": {GPU: 0}},
-    }
 
 
 # Modules that run on a managed host and never talk to the cluster.
