@@ -30,6 +30,9 @@ JOB_FAILED_PHASES = ("Failed", "Aborted", "Terminated")
 JOB_STARTED_PHASES = ("Running", "Completing", "Completed")  # a Job that got its pods
 JOB_HOLDING_PHASES = ("Running",)  # a Job whose pods hold their GPUs
 PODGROUP_WAITING_PHASES = ("Pending", "Inqueue")  # not yet allocated by the scheduler
+PODGROUP_RUNNING_PHASE = "Running"  # the scheduler allocated it (minMember of its pods)
+# The condition vc-scheduler sets on a PodGroup a session could not allocate.
+PODGROUP_UNSCHEDULABLE = "Unschedulable"
 POD_ACTIVE_PHASES = ("Pending", "Running")
 POD_TERMINAL_PHASES = ("Succeeded", "Failed")
 
