@@ -112,8 +112,17 @@ class Cluster:
     def from_kubeconfig(cls, kubeconfig: str, dry_run: bool = False) -> Cluster:
         """Outside a module run (tests, benchmarks): kubernetes.core's client as a module
         with only ``kubeconfig`` gets it (``dry_run``: as in check mode)."""
+        return cls.from_options({"kubeconfig": kubeconfig}, dry_run)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any], dry_run: bool = False) -> Cluster:
+        """Outside a module run (the event source): kubernetes.core's client as a module
+        with these connection options gets it (``kubeconfig``, ``context``, ``host``,
+        ``api_key``, ...); an option not given is read from its ``K8S_AUTH_*`` variable,
+        and with none of them the kubeconfig of ``KUBECONFIG`` is used. CoreException when
+        no client can be made of them."""
         module = SimpleNamespace(
-            params={"kubeconfig": kubeconfig},
+            params=dict(options),
             check_mode=dry_run,
             server_side_dry_run=dry_run,
             requires=lambda *args, **kwargs: None,
