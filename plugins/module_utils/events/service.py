@@ -18,8 +18,8 @@ For each watched kind (Volcano's Queue and PodGroup, Node, and the ConfigMaps la
    (a 410 then is step 3).
 
 At start the kinds are listed one after the other, queues first, so the first PodGroups
-are judged with their queues known; a kind whose first LIST fails lists again on its
-thread. Every ``resync_seconds`` the standing conditions of the whole snapshot are
+are judged with their queues known; once a LIST fails, the kinds not listed yet are
+listed by their own threads, with the backoff. Every ``resync_seconds`` the standing conditions of the whole snapshot are
 emitted again (rule event-standing). ``run`` returns once its ``stop`` event is set:
 the open watches are cut (their sockets shut down, which wakes a blocked read) and the
 threads joined.
@@ -362,7 +362,8 @@ class ClusterEvents:
             try:
                 self.list_kind(kind)
             except Exception as exc:  # pylint: disable=broad-exception-caught
-                self._failed(kind, exc)  # its thread lists it again
+                self._failed(kind, exc)
+                break  # the API server is likely away: each thread lists its kind itself
         threads = [
             threading.Thread(
                 target=self.follow, args=(kind, stop), name=f"cluster-events-{kind}", daemon=True

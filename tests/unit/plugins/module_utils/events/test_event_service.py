@@ -397,10 +397,8 @@ class Blocking:
         self.cut.set()
 
 
-def test_run_lists_in_order_resyncs_the_standing_conditions_and_stops_cleanly():
-    emitted: list[dict[str, Any]] = []
-    blocked = podgroup("j", unschedulable=True)
-    transport = Blocking(
+def fleet(node_lists):
+    return Blocking(
         {
             KIND_QUEUE: [
                 (
@@ -411,43 +409,65 @@ def test_run_lists_in_order_resyncs_the_standing_conditions_and_stops_cleanly():
                     "1",
                 )
             ],
-            KIND_NODE: [ProtocolError("down"), ([node("n1")], "2")],
+            KIND_NODE: node_lists,
             KIND_CONFIGMAP: [([], "3")],
-            KIND_PODGROUP: [([blocked], "4")],
+            KIND_PODGROUP: [([podgroup("j", unschedulable=True)], "4")],
         }
     )
+
+
+def run_until(transport, done, resync_seconds=0.05):
+    """``run`` on a thread until ``done(emitted)`` and every kind watches; then stopped."""
+    emitted: list[dict[str, Any]] = []
     events = svc.ClusterEvents(
-        transport, emitted.append, KINDS, resync_seconds=0.05, clock=lambda: CLOCK
+        transport, emitted.append, KINDS, resync_seconds=resync_seconds, clock=lambda: CLOCK
     )
     stop = threading.Event()
     runner = threading.Thread(target=events.run, args=(stop,))
-    started = time.monotonic()
     runner.start()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (
-        sum(e["reason"].startswith("PodGroup tenant-a/j still") for e in emitted) < 2
-        or transport.watching < 3
-    ):
+    while time.monotonic() < deadline and not (done(emitted) and transport.watching == len(KINDS)):
         time.sleep(0.01)
+    stopped = time.monotonic()
     stop.set()
     runner.join(10)
     assert not runner.is_alive()
-    assert time.monotonic() - started < 8
-    # Queues first, so the PodGroup listed last is judged with them; the Node's failed
-    # first LIST is made again on its thread.
-    assert transport.listed[:4] == [KIND_QUEUE, KIND_NODE, KIND_CONFIGMAP, KIND_PODGROUP]
-    assert transport.listed[4:] == [KIND_NODE]
-    first = [(e["platform_event"], e["name"]) for e in emitted[:2]]
-    assert first == [("subscription_changed", "tenant-a-subscription"), ("paying_job_blocked", "j")]
-    assert {
-        (e["platform_event"], e["reason"].split()[2])
-        for e in emitted[2:]
-        if e["kind"] == "PodGroup"
-    } == {("paying_job_blocked", "still")}
+    assert time.monotonic() - stopped < 5  # the idle watches were cut, not waited out
     assert transport.interrupted == 1
-    assert all(
-        not t.is_alive() for t in threading.enumerate() if t.name.startswith("cluster-events-")
+    assert not [t for t in threading.enumerate() if t.name.startswith("cluster-events-")]
+    return emitted
+
+
+def still_blocked(emitted):
+    return sum(e["reason"].startswith("PodGroup tenant-a/j still") for e in emitted)
+
+
+def test_run_lists_in_order_resyncs_the_standing_conditions_and_stops_cleanly():
+    transport = fleet([([node("n1")], "2")])
+    emitted = run_until(transport, lambda got: still_blocked(got) >= 2)
+    # Queues first, so the PodGroup listed last is judged with them.
+    assert transport.listed == list(KINDS)
+    assert [(e["platform_event"], e["name"]) for e in emitted[:3]] == [
+        ("subscription_changed", "tenant-a-subscription"),
+        ("pool_changed", "n1"),
+        ("paying_job_blocked", "j"),
+    ]
+    assert "still" not in emitted[2]["reason"]
+    # Then only the resyncs: the paying job still blocked.
+    assert {e["reason"] for e in emitted[3:]} == {
+        "PodGroup tenant-a/j still waits unschedulable (Pending) in subscription queue "
+        "tenant-a-subscription while spot queues hold 4 GPUs"
+    }
+
+
+def test_once_a_first_list_fails_the_threads_list_the_rest():
+    transport = fleet([ProtocolError("down"), ([node("n1")], "2")])
+    emitted = run_until(
+        transport, lambda got: {e["name"] for e in got} >= {"n1", "j", "tenant-a-subscription"}
     )
+    assert transport.listed[:2] == [KIND_QUEUE, KIND_NODE]
+    assert sorted(transport.listed[2:]) == sorted([KIND_NODE, KIND_CONFIGMAP, KIND_PODGROUP])
+    assert ("pool_changed", "n1") in [(e["platform_event"], e["name"]) for e in emitted]
 
 
 # KubeTransport: the requests it makes and how it reads the answers.
