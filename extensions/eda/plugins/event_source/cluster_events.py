@@ -90,7 +90,9 @@ options:
     type: float
     default: 30
   kinds:
-    description: The kinds watched.
+    description:
+      - The kinds watched. C(paying_job_blocked) needs Queue and PodGroup, the large-job
+        events PodGroup, C(pool_changed) Node, C(subscription_changed) Queue and ConfigMap.
     type: list
     elements: str
     choices: [Queue, Node, ConfigMap, PodGroup]
