@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, Optional
 
 from ..common.names import (
     PODGROUP_RUNNING_PHASE,
@@ -105,8 +105,10 @@ PLATFORM_EVENTS = (
 EVENT_KEYS = ("platform_event", "kind", "name", "namespace", "tenant", "reason", "at")
 
 Event = dict[str, Any]
-Change = tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]
-Rule = Callable[[Mapping[str, Any] | None, Mapping[str, Any] | None, Snapshot, str], list[Event]]
+# Runtime aliases: sanity's pylint refuses ``X | None`` outside annotations.
+MaybeObject = Optional[Mapping[str, Any]]  # noqa: UP045
+Change = tuple[MaybeObject, MaybeObject]
+Rule = Callable[[MaybeObject, MaybeObject, Snapshot, str], list[Event]]
 
 
 def platform_event(

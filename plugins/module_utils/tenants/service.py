@@ -19,7 +19,7 @@ from typing import Any
 
 from ansible.module_utils.common.warnings import warn
 
-from ..capacity.grace import stamp_for_write
+from ..capacity.grace import grant_grows, stamp_for_write
 from ..capacity.oversell import tenant_oversell_errors
 from ..capacity.pool import commitments_from_queues, label_selector, pool_from_nodes
 from ..capacity.purchase import purchase_demand, purchase_growth
@@ -243,7 +243,9 @@ def write_queue_step(
     if step.action == CAPACITY:
         manifest = step.manifest()
         if queue.queue_type == QUEUE_TYPE_PAYG:
-            stamp_for_write(manifest, live, time.time())  # rule payg-grant-stamped
+            # Rule payg-grant-stamped; the clock is read only for a growing grant.
+            now = time.time() if grant_grows(manifest, live) else 0.0
+            stamp_for_write(manifest, live, now)
         kube.retry_while_denied(
             lambda: cluster.apply(manifest, field_manager=CAPACITY_FIELD_MANAGER), timeout=timeout
         )
