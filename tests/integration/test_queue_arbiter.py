@@ -382,7 +382,7 @@ def test_scenario_two_without_a_valid_set_nothing_is_evicted_and_the_reason_is_s
             },
         )
         out = tasks["Make room for the job inside its subscription"]
-        assert out["decision"] == "refuse" and out["victims"] == [], out
+        assert out["decision"] == "refuse" and out["victims"] == [], out.get("reason")
         assert out["job"] == f"{ns}/b2" and out["changed"] is False
         assert (
             "without going below their deserved, its sibling teams can give back 3 GPUs"

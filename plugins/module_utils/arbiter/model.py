@@ -76,7 +76,8 @@ class QueueState:
     """One Volcano queue, GPUs only. ``deserved_gpus``/``capability_gpus`` None: not set
     (a missing deserved counts 0; a missing capability is bounded by the parent, rule
     effective-capability). ``allocated_gpus`` is ``status.allocated``: for a parent queue
-    Volcano reports the sum over its children."""
+    Volcano reports the sum over its children, at least that sum (rule
+    parent-allocation, ``with_children_allocation``)."""
 
     name: str
     parent: str
@@ -177,6 +178,33 @@ def queue_states(queues: Iterable[Mapping[str, Any]]) -> dict[str, QueueState]:
             queue_type=str(labels.get(LABEL_QUEUE_TYPE) or ""),
             tenant=str(labels.get(LABEL_TENANT) or ""),
         )
+    return with_children_allocation(out)
+
+
+def with_children_allocation(states: Mapping[str, QueueState]) -> dict[str, QueueState]:
+    """Rule parent-allocation: a parent queue's allocation is at least the sum of its
+    children's. vc-scheduler writes each Queue's status on its own, so a parent's can lag
+    its children's by a cycle; read alone it would make a full subscription look as if it
+    had room, and the arbiter would call a blocked job one that fits."""
+    children: dict[str, list[str]] = {}
+    for state in states.values():
+        children.setdefault(state.parent, []).append(state.name)
+    out: dict[str, QueueState] = {}
+
+    def settle(name: str, seen: frozenset[str]) -> int:
+        if name in out:
+            return out[name].allocated_gpus
+        state = states[name]
+        below = sum(
+            settle(child, seen | {name})
+            for child in children.get(name, ())
+            if child in states and child not in seen and child != name
+        )
+        out[name] = replace(state, allocated_gpus=max(state.allocated_gpus, below))
+        return out[name].allocated_gpus
+
+    for name in states:
+        settle(name, frozenset())
     return out
 
 

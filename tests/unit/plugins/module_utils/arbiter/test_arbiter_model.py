@@ -145,6 +145,31 @@ def test_queue_states_read_gpus_labels_and_parent():
     assert payg.deserved == 0
 
 
+def test_a_parent_whose_status_lags_counts_at_least_its_childrens_allocation():
+    """vc-scheduler writes each Queue's status on its own: a parent still reading 5 while
+    its teams report 25 and 5 is a full subscription of 30, not one with 25 GPUs of room."""
+    tree = tenant_tree()
+    tree[0]["status"]["allocated"]["nvidia.com/gpu"] = "5"
+    states = model.queue_states(tree)
+    assert states["tenant-alpha-subscription"].allocated_gpus == 30
+    assert states["tenant-alpha-a"].allocated_gpus == 25  # a leaf keeps its own
+
+
+def test_a_parent_reporting_more_than_its_children_keeps_its_own():
+    tree = tenant_tree()
+    tree[0]["status"]["allocated"]["nvidia.com/gpu"] = "31"
+    assert model.queue_states(tree)["tenant-alpha-subscription"].allocated_gpus == 31
+
+
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=5), st.integers(0, 80))
+def test_parent_allocation_is_never_below_the_sum_of_its_children(children, own):
+    tree = [queue("p", "subscription", "root", 0, 100, own)]
+    tree += [queue(f"c{i}", "team", "p", 0, None, n) for i, n in enumerate(children)]
+    states = model.queue_states(tree)
+    assert states["p"].allocated_gpus == max(own, sum(children))
+    assert [states[f"c{i}"].allocated_gpus for i in range(len(children))] == children
+
+
 def test_a_capability_without_gpus_is_unset_for_gpus():
     q = queue("q", "team", "root")
     q["spec"]["capability"] = {"cpu": "8"}
