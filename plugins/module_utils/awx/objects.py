@@ -17,7 +17,10 @@ Rules held here:
   ``collections/requirements.yml`` from it); the inventory and its source (an
   inventory file of the project); a job template per survey and per schedule, each
   with the execution environment, the credential and a timeout (a scheduled reconcile
-  never runs twice at once); a schedule per scheduled reconcile.
+  never runs twice at once); a schedule per scheduled reconcile (at its
+  ``events_every_minutes`` when an activation runs it too: rule awx-safety-net); then
+  the Event-Driven Ansible controller's objects, when activations are asked for (rule
+  awx-activations, ``awx/activations.py``).
 * Rule awx-settings (``awx_settings_errors``): every name a non-empty string, the
   project's URL given, each schedule's interval 1 to 1440 minutes, each timeout 0 or
   more seconds (0: none), each survey and schedule naming a playbook of the project, a
@@ -34,6 +37,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..common.errors import FieldError
+from .activations import EDA_KINDS, activation_errors, eda_objects, schedule_minutes
 
 KUBECONFIG_CREDENTIAL_TYPE = "Kubernetes kubeconfig (gpucloud)"
 # AWX renders these templates when it injects the credential, not Ansible: they reach
@@ -78,6 +82,7 @@ KINDS = (
     "inventory_source",
     "job_template",
     "schedule",
+    *EDA_KINDS,
 )
 
 
@@ -147,7 +152,11 @@ def awx_settings_errors(
                     f"{start!r} is not an iCalendar UTC date-time such as 20260101T003000Z",
                 )
             )
-    return [FieldError(e.field, f"{e.message} (rule awx-settings)") for e in errors]
+    errors = [FieldError(e.field, f"{e.message} (rule awx-settings)") for e in errors]
+    return errors + [
+        FieldError(e.field, f"{e.message} (rule awx-activation-settings)")
+        for e in activation_errors(settings, settings.get("rulebooks") or ())
+    ]
 
 
 def _template(
@@ -265,11 +274,11 @@ def awx_objects(settings: Mapping[str, Any], surveys: Mapping[str, Any]) -> list
                 organization=org,
                 unified_job_template=sched["name"],
                 rrule=f"DTSTART:{sched.get('start') or settings['schedule_start']} "
-                f"RRULE:FREQ=MINUTELY;INTERVAL={int(sched['every_minutes'])}",
+                f"RRULE:FREQ=MINUTELY;INTERVAL={schedule_minutes(settings, sched)}",
                 enabled=bool(settings.get("schedules_enabled", True)),
             )
         )
-    return out
+    return out + eda_objects(settings)
 
 
 def preview(objects: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -277,7 +286,7 @@ def preview(objects: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ``<secret: N characters>`` (empty: ``<not set>``)."""
     out = []
     for obj in objects:
-        if obj["kind"] == "credential" and "inputs" in obj["params"]:
+        if obj["kind"] in ("credential", "eda_credential") and "inputs" in obj["params"]:
             inputs = {
                 k: f"<secret: {len(v)} characters>" if v else "<not set>"
                 for k, v in obj["params"].get("inputs", {}).items()

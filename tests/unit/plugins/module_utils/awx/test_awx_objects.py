@@ -117,7 +117,41 @@ def test_the_preview_masks_credential_inputs():
     assert "inputs" not in next(o for o in unset if o["kind"] == "credential")["params"]
 
 
+# The options of the ansible.eda modules awx_configure.yml applies the EDA controller's
+# objects with (ansible.eda 2.8's documentation; the collection is installed where the
+# playbook runs against a controller, not here).
+EDA_AUTH_OPTIONS = {
+    "controller_host",
+    "controller_username",
+    "controller_password",
+    "request_timeout",
+    "validate_certs",
+}
+EDA_MODULE_OPTIONS = {
+    "eda_credential": {
+        "name", "new_name", "inputs", "credential_type_name", "organization_name",
+        "description", "state",
+    },
+    "eda_decision_environment": {
+        "name", "new_name", "description", "image_url", "credential", "state",
+        "organization_name",
+    },
+    "eda_project": {
+        "name", "new_name", "description", "url", "proxy", "credential", "organization_name",
+        "scm_branch", "state", "sync",
+    },
+    "rulebook_activation": {
+        "name", "new_name", "description", "project_name", "rulebook_name", "extra_vars",
+        "restart", "restart_policy", "enabled", "decision_environment_name", "awx_token_name",
+        "organization_name", "eda_credentials", "k8s_service_name", "swap_single_source",
+        "event_streams", "log_level", "state",
+    },
+}  # fmt: skip
+
+
 def module_options(kind: str) -> set[str]:
+    if kind in EDA_MODULE_OPTIONS:
+        return EDA_MODULE_OPTIONS[kind] | EDA_AUTH_OPTIONS
     out = subprocess.run(
         [BIN / "ansible-doc", "-t", "module", "--json", f"awx.awx.{kind}"],
         capture_output=True,
@@ -148,6 +182,11 @@ def previewed(tmp_path_factory) -> list[dict]:
 def test_the_preview_renders_every_object_without_an_awx(previewed):
     kinds = [o["kind"] for o in previewed]
     assert kinds.count("job_template") == len(SURVEYS) + 7 and kinds.count("schedule") == 7
+    # The EDA controller's objects, and the evented reconciles scheduled as a safety net.
+    assert kinds[-4:] == ["eda_credential", "eda_decision_environment", "eda_project",
+                          "rulebook_activation"]  # fmt: skip
+    (spot,) = (o for o in previewed if o["kind"] == "schedule" and "Spot" in o["name"])
+    assert spot["params"]["rrule"].endswith("INTERVAL=5")
     (catalog,) = (
         o
         for o in previewed
