@@ -3,9 +3,10 @@
 """gpucloud.platform.cluster_events: an Event-Driven Ansible source of the GPU platform's
 events (what each means: ``DOCUMENTATION``; the rules: ``plugins/module_utils/events``).
 
-Run it alone to print the events of the cluster of ``KUBECONFIG`` (or ``K8S_AUTH_*``)::
+Run it alone to print the events of the cluster of ``KUBECONFIG`` (or ``K8S_AUTH_*``), one
+JSON object a line, until interrupted or for ``--seconds``::
 
-    KUBECONFIG=~/.kube/config python extensions/eda/plugins/event_source/cluster_events.py
+    KUBECONFIG=~/.kube/config python extensions/eda/plugins/event_source/cluster_events.py --seconds 5
 """
 
 from __future__ import annotations
@@ -229,12 +230,33 @@ async def main(queue: asyncio.Queue[Any], args: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    # Run alone: print each event (KUBECONFIG or K8S_AUTH_* say which cluster).
+    # Run alone: print each event as one line of JSON (KUBECONFIG or K8S_AUTH_* say which
+    # cluster), until interrupted or for --seconds.
+    import argparse
+    import json
 
-    class MockQueue(asyncio.Queue[Any]):
+    parser = argparse.ArgumentParser(description="Print the GPU platform's cluster events.")
+    parser.add_argument("--seconds", type=float, default=0, help="stop after this long (0: never)")
+    parser.add_argument("--resync-seconds", type=float, default=30)
+
+    class PrintingQueue(asyncio.Queue[Any]):
         """A queue that prints what is put on it."""
 
         async def put(self, event: Any) -> None:
-            print(event)
+            print(json.dumps(event, sort_keys=True), flush=True)
 
-    asyncio.run(main(MockQueue(), {"resync_seconds": 30}))
+    async def watch(seconds: float, resync: float) -> None:
+        source = main(PrintingQueue(), {"resync_seconds": resync})
+        if seconds <= 0:
+            await source
+            return
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(source, seconds)
+
+    options = parser.parse_args()
+    try:
+        asyncio.run(watch(options.seconds, options.resync_seconds))
+    except KeyboardInterrupt:
+        pass
+    except BrokenPipeError:  # the reader went away (| head): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

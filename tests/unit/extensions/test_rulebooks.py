@@ -1,0 +1,82 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The rulebooks of extensions/eda/rulebooks: valid for ansible-rulebook 1.3.2 (its own
+schema), naming only events the source emits and playbooks the collection has, debounced,
+and the EDA controller's rulebook the same rules as the local one, each launching the
+AWX job template that awx_configure.yml declares for the same playbook."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import ansible_rulebook
+import jsonschema
+import pytest
+import yaml
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.events.rules import (
+    PLATFORM_EVENTS as EVENTS,
+)
+
+ROOT = Path(__file__).resolve().parents[3]
+RULEBOOKS = ROOT / "extensions" / "eda" / "rulebooks"
+LOCAL = RULEBOOKS / "platform_reconcile.yml"
+CONTROLLER = RULEBOOKS / "platform_reconcile_controller.yml"
+SCHEMA = Path(ansible_rulebook.__file__).parent / "schema" / "ruleset_schema.json"
+
+
+def load(path: Path) -> list[dict]:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def awx_schedules() -> list[dict]:
+    play = yaml.safe_load((ROOT / "playbooks" / "awx_configure.yml").read_text())[0]
+    return play["vars"]["awx_schedules"]
+
+
+@pytest.mark.parametrize("path", sorted(RULEBOOKS.glob("*.yml")), ids=lambda p: p.name)
+def test_every_rulebook_is_valid_for_ansible_rulebook(path):
+    jsonschema.validate(load(path), json.loads(SCHEMA.read_text()))
+
+
+@pytest.mark.parametrize("path", sorted(RULEBOOKS.glob("*.yml")), ids=lambda p: p.name)
+def test_every_rule_names_an_event_the_source_emits_and_is_debounced(path):
+    (ruleset,) = load(path)
+    assert ruleset["sources"][0].keys() >= {"gpucloud.platform.cluster_events"}
+    for rule in ruleset["rules"]:
+        named = set(
+            part.split('"')[1] for part in rule["condition"].split("event.platform_event ==")[1:]
+        )
+        assert named and named <= set(EVENTS), (rule["name"], named - set(EVENTS))
+        # A burst is a handful of runs: every rule fires at most once per window.
+        assert set(rule["throttle"]) & {"once_within", "once_after"}, rule["name"]
+        (action,) = rule["action"].values()
+        assert action["lock"], rule["name"]  # never two runs of one reconcile at once
+
+
+def test_each_local_rule_runs_a_playbook_of_the_collection():
+    (ruleset,) = load(LOCAL)
+    for rule in ruleset["rules"]:
+        action = rule["action"]["run_playbook"]
+        assert (ROOT / action["name"]).is_file(), action["name"]
+        assert action["lock"] == Path(action["name"]).stem
+
+
+def test_the_controller_rulebook_is_the_local_one_launching_the_awx_job_templates():
+    (local,) = load(LOCAL)
+    (controller,) = load(CONTROLLER)
+    assert local["sources"] == controller["sources"]
+    assert len(local["rules"]) == len(controller["rules"])
+    templates = {s["name"]: s for s in awx_schedules()}
+    for mine, theirs in zip(local["rules"], controller["rules"], strict=True):
+        assert {k: v for k, v in mine.items() if k != "action"} == {
+            k: v for k, v in theirs.items() if k != "action"
+        }
+        playbook = Path(mine["action"]["run_playbook"]["name"]).stem
+        launch = theirs["action"]["run_job_template"]
+        assert templates[launch["name"]]["playbook"] == playbook, launch["name"]
+        assert launch["organization"] == "{{ awx_organization }}"
+        assert launch["lock"] == playbook
+        # The schedule stays as the safety net, less often than the events.
+        assert templates[launch["name"]]["events_every_minutes"] > 1
