@@ -5,7 +5,8 @@
 Rule event-source-args (``source_args``): kubernetes.core's connection options (each
 unset one read from its ``K8S_AUTH_*`` variable, and with none of them the kubeconfig of
 ``KUBECONFIG``, as every module of the collection connects), ``resync_seconds`` (a
-number above 0, default 30) and ``kinds`` (some of Queue, PodGroup, Node, ConfigMap,
+number above 0, default 30), ``coalesce_seconds`` (rule event-coalesce's window, 0 or
+more, default 5; 0 passes every event) and ``kinds`` (some of Queue, PodGroup, Node, ConfigMap,
 default all). Any other argument is refused by name, so a misspelt option is not
 silently ignored; ``eda_*`` arguments are ansible-rulebook's own and are left alone.
 """
@@ -36,7 +37,8 @@ CONNECTION_OPTIONS = (
     "proxy",
 )
 DEFAULT_RESYNC_SECONDS = 30.0
-SOURCE_OPTIONS = (*CONNECTION_OPTIONS, "resync_seconds", "kinds")
+DEFAULT_COALESCE_SECONDS = 5.0
+SOURCE_OPTIONS = (*CONNECTION_OPTIONS, "resync_seconds", "coalesce_seconds", "kinds")
 _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 
@@ -44,11 +46,12 @@ _FALSE = ("false", "no", "off", "0")
 @dataclass(frozen=True)
 class SourceArgs:
     """What the source runs with: the connection options given (None left out), the
-    resync period and the kinds it watches."""
+    resync period, the kinds it watches and the coalescing window."""
 
     connection: dict[str, Any] = field(default_factory=dict)
     resync_seconds: float = DEFAULT_RESYNC_SECONDS
     kinds: tuple[str, ...] = KINDS
+    coalesce_seconds: float = DEFAULT_COALESCE_SECONDS
 
 
 def _boolean(value: object) -> bool | None:
@@ -71,7 +74,10 @@ def _connection_errors(name: str, value: object) -> list[FieldError]:
     return []
 
 
-def _resync(value: object) -> tuple[float, list[FieldError]]:
+def _seconds(
+    name: str, value: object, default: float, zero: bool
+) -> tuple[float, list[FieldError]]:
+    """A number of seconds above 0 (``zero``: 0 or more), else ``default`` and the error."""
     number: float | None = None
     if isinstance(value, int | float) and not isinstance(value, bool):
         number = float(value)
@@ -80,10 +86,9 @@ def _resync(value: object) -> tuple[float, list[FieldError]]:
             number = float(value)
         except ValueError:
             number = None
-    if number is None or not math.isfinite(number) or number <= 0:
-        return DEFAULT_RESYNC_SECONDS, [
-            FieldError("resync_seconds", f"{value!r} must be a number of seconds above 0")
-        ]
+    if number is None or not math.isfinite(number) or number < 0 or (number == 0 and not zero):
+        bound = "0 or more" if zero else "above 0"
+        return default, [FieldError(name, f"{value!r} must be a number of seconds {bound}")]
     return number, []
 
 
@@ -123,10 +128,15 @@ def source_args(args: Mapping[str, Any] | None) -> SourceArgs:
             value = args[name]
             connection[name] = _boolean(value) if name == "validate_certs" else value
     resync, resync_errors = (
-        _resync(args["resync_seconds"])
+        _seconds("resync_seconds", args["resync_seconds"], DEFAULT_RESYNC_SECONDS, zero=False)
         if args.get("resync_seconds") is not None
         else (DEFAULT_RESYNC_SECONDS, [])
     )
+    coalesce, coalesce_errors = (
+        _seconds("coalesce_seconds", args["coalesce_seconds"], DEFAULT_COALESCE_SECONDS, zero=True)
+        if args.get("coalesce_seconds") is not None
+        else (DEFAULT_COALESCE_SECONDS, [])
+    )
     kinds, kind_errors = _kinds(args["kinds"]) if args.get("kinds") is not None else (KINDS, [])
-    raise_if(errors + resync_errors + kind_errors)
-    return SourceArgs(connection, resync, kinds)
+    raise_if(errors + resync_errors + coalesce_errors + kind_errors)
+    return SourceArgs(connection, resync, kinds, coalesce)

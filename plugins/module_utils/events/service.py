@@ -20,7 +20,9 @@ For each watched kind (Volcano's Queue and PodGroup, Node, and the ConfigMaps la
 At start the kinds are listed one after the other, queues first, so the first PodGroups
 are judged with their queues known; once a LIST fails, the kinds not listed yet are
 listed by their own threads, with the backoff. Every ``resync_seconds`` the standing conditions of the whole snapshot are
-emitted again (rule event-standing). ``run`` returns once its ``stop`` event is set:
+emitted again (rule event-standing). Every event passes through rule event-coalesce
+(``events/coalesce.py``) on its way out: a burst of one event is its first and its
+newest; the trailing edges are emitted by the main loop as their windows close. ``run`` returns once its ``stop`` event is set:
 the open watches are cut (their sockets shut down, which wakes a blocked read) and the
 threads joined.
 """
@@ -41,6 +43,7 @@ from typing import Any, Protocol
 from ..common.names import MANAGED_SELECTOR, PODGROUP_API, QUEUE_API
 from ..common.times import write_rfc3339
 from ..kube.cluster import Cluster, decode
+from .coalesce import Coalescer
 from .inputs import SourceArgs
 from .model import (
     KIND_CONFIGMAP,
@@ -243,6 +246,8 @@ class ClusterEvents:
         resync_seconds: float = 30.0,
         watch_timeout: int = WATCH_TIMEOUT_SECONDS,
         clock: Callable[[], datetime] | None = None,
+        coalesce_seconds: float = 0.0,
+        monotonic: Callable[[], float] = time.monotonic,
     ):
         self.transport = transport
         self.emit = emit
@@ -256,13 +261,29 @@ class ClusterEvents:
         self._clock = clock or (lambda: datetime.now(UTC))
         self._lock = threading.Lock()
         self._last_failure: dict[str, str] = {}
+        # Rule event-coalesce: a burst of one event passes as its first and its newest.
+        self.coalescer = Coalescer(coalesce_seconds)
+        self._monotonic = monotonic
 
     def _at(self) -> str:
         return write_rfc3339(self._clock())
 
     def _send(self, events: Iterable[Event]) -> None:
         for event in events:
-            self.emit(event)
+            for passed in self.coalescer.offer(event, self._monotonic()):
+                self.emit(passed)
+
+    def flush(self) -> None:
+        """Emit the trailing edges of the coalescing windows that have closed."""
+        with self._lock:
+            for passed in self.coalescer.due(self._monotonic()):
+                self.emit(passed)
+
+    def _next_wake(self, resync_at: float) -> float:
+        """Seconds until the next resync or the next coalescing window closes."""
+        due = self.coalescer.next_due()
+        wake = resync_at if due is None else min(resync_at, due)
+        return max(0.0, wake - self._monotonic())
 
     def list_kind(self, kind: str) -> None:
         """LIST a kind, emit what changed from the snapshot and the standing conditions,
@@ -373,8 +394,12 @@ class ClusterEvents:
         for thread in threads:
             thread.start()
         try:
-            while not stop.wait(self.resync_seconds):
-                self.resync()
+            resync_at = self._monotonic() + self.resync_seconds
+            while not stop.wait(self._next_wake(resync_at)):
+                self.flush()
+                if self._monotonic() >= resync_at:
+                    self.resync()
+                    resync_at = self._monotonic() + self.resync_seconds
         finally:
             stop.set()
             self.transport.interrupt()
@@ -387,4 +412,10 @@ def run_source(args: SourceArgs, emit: Callable[[Event], Any], stop: threading.E
     """The event source: kubernetes.core's client of the args' connection options, the
     kinds watched, until ``stop`` is set. CoreException when no client can be made."""
     cluster = Cluster.from_options(args.connection)
-    ClusterEvents(KubeTransport(cluster), emit, args.kinds, args.resync_seconds).run(stop)
+    ClusterEvents(
+        KubeTransport(cluster),
+        emit,
+        args.kinds,
+        args.resync_seconds,
+        coalesce_seconds=args.coalesce_seconds,
+    ).run(stop)

@@ -45,6 +45,7 @@ description:
   - Every event has C(platform_event), C(kind), C(name), C(namespace) (empty when
     cluster-scoped), C(tenant) (empty when none), C(reason) (a sentence) and C(at) (RFC
     3339, UTC).
+  - A burst of one event name is emitted as its first and its newest (O(coalesce_seconds)).
   - The first LIST is a change of every object (each GPU node and paying queue is
     C(added)). After 410 Gone a kind is listed again and what changed meanwhile is
     emitted; while the API server is away the source waits (0.5 s doubling to 5 s) and
@@ -90,6 +91,15 @@ options:
     description: How often the standing conditions are emitted again, in seconds (above 0).
     type: float
     default: 30
+  coalesce_seconds:
+    description:
+      - The coalescing window, in seconds (0 or more; 0 emits every event). Per event name, the first event after a
+        quiet period is emitted at once; later ones within the window are held, the newest kept, and emitted when the
+        window closes, with C(coalesced) (how many it stands for); a burst that goes on is one event per window.
+      - ansible-rulebook's C(throttle) gives a matching event to the first throttled rule only, so a rulebook cannot
+        debounce one event for two reconciles, nor keep both the first and the last of a burst; the source does.
+    type: float
+    default: 5
   kinds:
     description:
       - The kinds watched. C(paying_job_blocked) needs Queue and PodGroup, the large-job

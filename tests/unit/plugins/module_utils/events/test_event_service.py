@@ -416,11 +416,16 @@ def fleet(node_lists):
     )
 
 
-def run_until(transport, done, resync_seconds=0.05):
+def run_until(transport, done, resync_seconds=0.05, coalesce_seconds=0.0):
     """``run`` on a thread until ``done(emitted)`` and every kind watches; then stopped."""
     emitted: list[dict[str, Any]] = []
     events = svc.ClusterEvents(
-        transport, emitted.append, KINDS, resync_seconds=resync_seconds, clock=lambda: CLOCK
+        transport,
+        emitted.append,
+        KINDS,
+        resync_seconds=resync_seconds,
+        clock=lambda: CLOCK,
+        coalesce_seconds=coalesce_seconds,
     )
     stop = threading.Event()
     runner = threading.Thread(target=events.run, args=(stop,))
@@ -458,6 +463,24 @@ def test_run_lists_in_order_resyncs_the_standing_conditions_and_stops_cleanly():
         "PodGroup tenant-a/j still waits unschedulable (Pending) in subscription queue "
         "tenant-a-subscription while spot queues hold 4 GPUs"
     }
+
+
+def test_run_coalesces_a_burst_and_emits_its_newest_when_the_window_closes():
+    """Resyncs every 0.02 s re-emit the blocked job 50 times a second; coalesced by a
+    0.3 s window, the run passes the first at once, then one trailing edge per window
+    (rule event-coalesce), each saying how many it stands for."""
+    transport = fleet([([node("n1")], "2")])
+    started = time.monotonic()
+    emitted = run_until(
+        transport,
+        lambda got: sum(e.get("coalesced", 0) > 0 for e in got) >= 3,
+        resync_seconds=0.02,
+        coalesce_seconds=0.3,
+    )
+    took = time.monotonic() - started
+    blocked = [e for e in emitted if e["platform_event"] == "paying_job_blocked"]
+    assert "coalesced" not in blocked[0] and all(e["coalesced"] > 1 for e in blocked[1:])
+    assert len(blocked) <= 2 + took / 0.3
 
 
 def test_once_a_first_list_fails_the_threads_list_the_rest():
