@@ -7,7 +7,7 @@ rule evaluation every 5 s).
 One mixed period, every GPU pod's Running interval recorded by a watch on the API:
 
 * tenant T1 (the job tests' namespace and leaf queues): a 20 s job in its team queue
-  (subscription), a 45 s job in its pay-as-you-go queue, a 3-minute spot job, a cheaper
+  (subscription), a 45 s job in its pay-as-you-go queue, a 2-minute spot job, a cheaper
   spot job that a real ``spot_reclaim`` deletes part-way, and a job on a cloud node;
 * tenant T2, made by the ``tenant`` module after the period began and resized within it,
   running a plain Volcano Job with no platform label or annotation, submitted by a tenant
@@ -70,7 +70,7 @@ CLOUD_NODE = "vk-metering-0"
 T1_JOBS = {
     "short": ("algo", "normal", 1, None, 20),
     "medium": ("payg", "normal", 2, None, 45),
-    "long": ("spot", "spot", 1, "0.3", 180),
+    "long": ("spot", "spot", 1, "0.3", 120),
     "cheap": ("spot", "spot", 1, "0.1", None),
     "cloud": ("payg", "normal", 12, None, 30),
 }
@@ -391,7 +391,7 @@ def check_ledger(run_module, truth, start, end, one, two, created, resized) -> N
     close(rows[t1, "cloud"]["gpu_hours"], truth.gpu_seconds(ns1, "cloud"), 12, "cloud job")
     lines = {line["job"]: line for line in rows[t1, "spot"]["jobs"]}
     assert set(lines) == {"long", "cheap"} and lines["cheap"]["bid"] == "0.1", lines
-    close(lines["long"]["gpu_hours"], truth.gpu_seconds(ns1, "long"), 1, "3-minute spot job")
+    close(lines["long"]["gpu_hours"], truth.gpu_seconds(ns1, "long"), 1, "2-minute spot job")
     close(lines["cheap"]["gpu_hours"], truth.gpu_seconds(ns1, "cheap"), 1, "reclaimed spot job")
     close(rows[t2, "subscription"]["gpu_hours"], truth.gpu_seconds(ns2, "hand"), 1, "plain job")
     assert (
