@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -74,10 +75,14 @@ def add_node(core, name: str) -> None:
     core.patch_node_status(name, {"status": {"capacity": capacity, "allocatable": capacity}})
 
 
-def trials(core, custom, count: int, settle: float) -> list[float]:
-    """``count`` node additions and removals; the reaction to each."""
+def trials(core, custom, count: int, settle: float, jitter: float = 0.0) -> list[float]:
+    """``count`` node additions and removals; the reaction to each. Before each change
+    the run waits ``settle`` seconds plus a seeded draw from [0, ``jitter``), so changes
+    against a schedule fall anywhere in its period, not just after one of its runs."""
+    draw = random.Random(7)
     out: list[float] = []
     for i in range(count):
+        time.sleep(draw.uniform(0, jitter))
         name = f"bench-node-{uuid.uuid4().hex[:5]}"
         before = spot_capabilities(custom)
         started = time.monotonic()
@@ -85,7 +90,7 @@ def trials(core, custom, count: int, settle: float) -> list[float]:
         try:
             out.append(wait_change(custom, before, started))
         finally:
-            time.sleep(settle)
+            time.sleep(settle + draw.uniform(0, jitter))
             after = spot_capabilities(custom)
             started = time.monotonic()
             core.delete_node(name)
@@ -171,7 +176,9 @@ def main() -> None:
     )
     loop.start()
     try:
-        scheduled = trials(core, custom, options.trials, options.settle)
+        scheduled = trials(
+            core, custom, options.trials, options.settle, jitter=options.schedule_seconds
+        )
     finally:
         stop.set()
         loop.join(TIMEOUT)

@@ -1,7 +1,7 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A short trace replayed on the local cluster under the platform (docs/trace-replay.md):
-about 50 jobs in a 30-minute day, ten times faster, with the platform's submission path
+about 35 jobs in a 20-minute day, fifteen times faster, with the platform's submission path
 and its four reconcilers on their schedules. No subscription job within its share waits
 past the bound, no job is evicted twice for one shortage, the jobs run and complete
 through kwok's delay stage, and what the replay could not submit is said. No time is
@@ -26,8 +26,9 @@ from ansible_collections.gpucloud.platform.benchmarks.traces.load import dump
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-DAY_S = 1800
+DAY_S = 1200
 FACTOR = 15
+JOBS = 35
 
 
 def replay_command(trace: Path, out: Path, kubeconfig: str) -> list[str]:
@@ -68,7 +69,7 @@ def platform_policy(api_client, priority_classes):
 @pytest.fixture(scope="module")
 def short_trace(tmp_path_factory) -> Path:
     trace = tmp_path_factory.mktemp("replay") / "short.yaml"
-    trace.write_text(dump(generate(Params(seed=3, jobs=50, gpus=64, day_seconds=DAY_S))))
+    trace.write_text(dump(generate(Params(seed=3, jobs=JOBS, gpus=64, day_seconds=DAY_S))))
     return trace
 
 
@@ -100,7 +101,7 @@ def test_the_jobs_run_and_kwok_completes_them_after_their_duration(replayed):
     (run,) = records["runs"]
     jobs = run["jobs"]
     # Every job of the trace was submitted or refused with its reason; none was lost.
-    assert len(jobs) + len(records["refused"]["platform"]) == 50
+    assert len(jobs) + len(records["refused"]["platform"]) == JOBS
     assert run["refused"] == len(records["refused"]["platform"])
     finished = [j for j in jobs if j["finished"] is not None]
     assert len(finished) >= len(jobs) // 2, f"{len(finished)} of {len(jobs)} finished"

@@ -83,5 +83,5 @@ def test_every_event_is_followed_by_a_pass_and_a_storm_is_one_pass_per_window(st
     for name, (n, at) in last_seen.items():
         mine = [(t, e) for t, e in passed if e["platform_event"] == name]
         assert mine[-1][1]["n"] == n and mine[-1][0] <= at + window
-        first = min(t for t, _ in mine)
+        first = min(t for t, _event in mine)
         assert len(mine) <= 2 + (at - first) / window
