@@ -67,6 +67,8 @@ def wait_change(custom, before: dict[str, str], started: float) -> float:
 
 
 def add_node(core, name: str) -> None:
+    """A kwok GPU node like the cluster's first one, under another name (the integration
+    test of the event source adds its node with this too)."""
     template = core.list_node(label_selector="type=kwok").items[0]
     labels = dict(template.metadata.labels or {}, **{"kubernetes.io/hostname": name})
     annotations = {k: v for k, v in (template.metadata.annotations or {}).items() if "kwok" in k}

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.gpucloud.platform.benchmarks.event_reaction import add_node
 from ansible_collections.gpucloud.platform.tests.integration import test_jobs as job_tests
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     ROOT,
@@ -200,16 +201,6 @@ def blocked_job_runs(custom, core, rulebook, own_ns, spot_ns, own_queue, spot_qu
     print(f"own-2 ran {took:.1f} s after it was submitted")
 
 
-def add_gpu_node(core, name: str) -> None:
-    """A kwok GPU node like the cluster's first one, under another name."""
-    template = core.list_node(label_selector="type=kwok").items[0]
-    labels = dict(template.metadata.labels or {}, **{"kubernetes.io/hostname": name})
-    annotations = {k: v for k, v in (template.metadata.annotations or {}).items() if "kwok" in k}
-    core.create_node({"metadata": {"name": name, "labels": labels, "annotations": annotations}})
-    capacity = dict(template.status.capacity)
-    core.patch_node_status(name, {"status": {"capacity": capacity, "allocatable": capacity}})
-
-
 def test_a_node_added_after_an_api_server_restart_raises_the_spot_capabilities(
     api_client, rulebook, two_tenants, api_server
 ):
@@ -230,7 +221,7 @@ def test_a_node_added_after_an_api_server_restart_raises_the_spot_capabilities(
 
     name = f"eda-node-{uuid.uuid4().hex[:5]}"
     try:
-        add_gpu_node(core, name)
+        add_node(core, name)
         wait_until(
             lambda: spot_capability(custom, spot_queue) > before,
             REACTION_S,
