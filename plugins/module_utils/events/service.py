@@ -234,6 +234,10 @@ class KubeTransport:
             _shut(response)
 
 
+# With coalescing on, the main loop looks at the windows at least this often (seconds).
+COALESCE_TICK = 0.25
+
+
 class ClusterEvents:
     """The source: a snapshot of what it has seen, fed by one thread per kind, its events
     handed to ``emit`` (called under the snapshot's lock, in the order they happened)."""
@@ -280,10 +284,14 @@ class ClusterEvents:
                 self.emit(passed)
 
     def _next_wake(self, resync_at: float) -> float:
-        """Seconds until the next resync or the next coalescing window closes."""
-        due = self.coalescer.next_due()
+        """Seconds until the next resync or the next coalescing window closes. A watch
+        thread may open a window while the main loop waits, so with coalescing on the wait
+        is at most ``COALESCE_TICK``: a trailing edge is never late by more than that."""
+        with self._lock:  # the watch threads change the windows under it
+            due = self.coalescer.next_due()
         wake = resync_at if due is None else min(resync_at, due)
-        return max(0.0, wake - self._monotonic())
+        wait = max(0.0, wake - self._monotonic())
+        return min(wait, COALESCE_TICK) if self.coalescer.window > 0 else wait
 
     def list_kind(self, kind: str) -> None:
         """LIST a kind, emit what changed from the snapshot and the standing conditions,

@@ -483,6 +483,31 @@ def test_run_coalesces_a_burst_and_emits_its_newest_when_the_window_closes():
     assert len(blocked) <= 2 + took / 0.3
 
 
+def test_a_window_a_watch_thread_opens_while_the_loop_waits_is_not_left_to_the_resync():
+    """The main loop may be waiting for a resync 30 s away when a watch thread opens a
+    window: it never waits longer than COALESCE_TICK, so the trailing edge is on time."""
+    now = [100.0]
+    emitted: list[dict[str, Any]] = []
+    events = svc.ClusterEvents(
+        fleet([([node("n1")], "2")]),
+        emitted.append,
+        KINDS,
+        resync_seconds=30,
+        clock=lambda: CLOCK,
+        coalesce_seconds=5,
+        monotonic=lambda: now[0],
+    )
+    assert events._next_wake(130.0) == svc.COALESCE_TICK  # no window open yet
+    burst = [{"platform_event": "pool_changed", "name": f"n{i}"} for i in range(3)]
+    events._send(burst)
+    assert [e["name"] for e in emitted] == ["n0"]
+    now[0] = 105.0
+    events.flush()
+    assert emitted[-1] == {"platform_event": "pool_changed", "name": "n2", "coalesced": 2}
+    off = svc.ClusterEvents(fleet([]), emitted.append, KINDS, monotonic=lambda: 100.0)
+    assert off._next_wake(130.0) == 30.0  # coalescing off: only the resync wakes it
+
+
 def test_once_a_first_list_fails_the_threads_list_the_rest():
     transport = fleet([ProtocolError("down"), ([node("n1")], "2")])
     emitted = run_until(
