@@ -20,19 +20,19 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpucloud.platform.benchmarks.event_reaction import add_node
+from ansible_collections.gpucloud.platform.benchmarks.reaction.pool import add_node
+from ansible_collections.gpucloud.platform.benchmarks.reaction.rulebook import (
+    SPOT_PLAY,
+    Rulebook,
+)
 from ansible_collections.gpucloud.platform.tests.integration import test_jobs as job_tests
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
-    ROOT,
     wait_until,
 )
 from ansible_collections.gpucloud.platform.tests.integration.test_spot import (
@@ -49,42 +49,12 @@ dyn, platform_objects, tenant = job_tests.dyn, job_tests.platform_objects, job_t
 
 pytestmark = pytest.mark.integration
 
-RULEBOOK = ROOT / "extensions" / "eda" / "rulebooks" / "platform_reconcile.yml"
-SPOT_PLAY = "PLAY [Recompute spot capacity]"
-THROTTLE_PLAY = "PLAY [Reconcile the large-job throttle]"
-# The rulebook's windows are 5 s; a reaction is one window, a playbook run (a few
-# seconds on two cores) and a scheduling period or two.
+# The source's coalescing window is 5 s; a reaction is at most one window, a playbook
+# run (a few seconds on two cores) and a scheduling period or two.
 REACTION_S = 60
-
-
-class Rulebook:
-    """The running ``ansible-rulebook``: its output so far, and how many times each play
-    started."""
-
-    def __init__(self, log: Path, proc: subprocess.Popen):
-        self.log = log
-        self.proc = proc
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def runs(self, play: str) -> int:
-        return self.output().count(play)
-
-    def settle(self, play: str = SPOT_PLAY, quiet_s: float = 12, timeout: float = 120) -> None:
-        """Wait until no run of ``play`` has started for ``quiet_s`` (a burst's trailing
-        run included), so a test starts from a still cluster."""
-        deadline = time.monotonic() + timeout
-        seen, since = self.runs(play), time.monotonic()
-        while time.monotonic() < deadline:
-            time.sleep(1)
-            assert self.proc.poll() is None, self.output()[-3000:]
-            now = self.runs(play)
-            if now != seen:
-                seen, since = now, time.monotonic()
-            elif time.monotonic() - since >= quiet_s and "PLAY RECAP" in self.output()[-4000:]:
-                return
-        raise AssertionError(f"{play} still running after {timeout} s")
+# A storm's trailing run starts up to a window after its last update, behind the run
+# that holds the playbook's lock: quiet this long means the storm is over.
+STORM_QUIET_S = 12
 
 
 @pytest.fixture(scope="module")
@@ -92,36 +62,11 @@ def rulebook(ansible_env, kubeconfig, priority_classes, tmp_path_factory) -> Ite
     log = tmp_path_factory.mktemp("rulebook") / "ansible-rulebook.log"
     env = dict(ansible_env, KUBECONFIG=kubeconfig, ANSIBLE_STDOUT_CALLBACK="default")
     env.pop("K8S_AUTH_KUBECONFIG", None)  # the source's default: KUBECONFIG
-    bin_dir = Path(sys.executable).parent
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [
-                str(bin_dir / "ansible-rulebook"),
-                "--rulebook",
-                str(RULEBOOK.relative_to(ROOT)),
-                "-i",
-                "inventories/local",
-                "--env-vars",
-                "KUBECONFIG",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    book = Rulebook(log, proc)
+    book = Rulebook.start(env, log)
     try:
-        # The source's first LIST is a change of every node and queue: spot is
-        # recomputed once at start, which says the whole chain works.
-        wait_until(lambda: book.runs(SPOT_PLAY) > 0, 120, 1, "the first spot recompute")
-        book.settle()
         yield book
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        book.stop()
 
 
 @pytest.fixture(scope="module")
@@ -301,8 +246,9 @@ def test_a_storm_of_queue_updates_is_a_handful_of_runs(api_client, rulebook, two
             *VOLCANO, payg, {"spec": {"capability": {GPU: gpus}, "deserved": {GPU: gpus}}}
         )
         time.sleep(max(0.0, started + (i + 1) * 0.05 - time.monotonic()))
-    rulebook.settle()
+    rulebook.settle(quiet_s=STORM_QUIET_S)
     runs = rulebook.runs(SPOT_PLAY) - before
-    # Each 5 s window: one run at its first event and one at its end.
+    # The source passes the storm's first update at once, then its newest once per 5 s
+    # window (rule event-coalesce): a run each.
     assert 1 <= runs <= 6, f"{runs} runs for 100 updates"
     print(json.dumps({"updates": 100, "runs": runs, "seconds": round(time.monotonic() - started)}))
