@@ -7,7 +7,9 @@ Each configuration replays the same trace, one after the other, on the same clus
 ``platform`` (the platform's scheduler configuration, its submission path and its four
 reconcilers on their schedules), ``static`` (each tenant exactly its subscription: no
 spot, no borrowing) and ``volcano`` (the same queues under Volcano's chart default
-configuration, no reconciler). Time runs ``--factor`` times faster than the trace. It
+configuration, no reconciler); on request, ``platform-events`` (the platform with its
+reconcilers started by the cluster's events, the rulebook's way, the schedules kept as
+the safety net). Time runs ``--factor`` times faster than the trace. It
 prints progress as it goes, then a table of figures per configuration and whether the
 targets hold (docs/trace-replay.md). ``--validate-only`` checks the file and exits, with
 no cluster.
@@ -30,7 +32,8 @@ sys.path.insert(0, str(ROOT / ".venv" / "collections"))
 from ansible_collections.gpucloud.platform.benchmarks.replay import metrics
 from ansible_collections.gpucloud.platform.benchmarks.replay.records import (
     CONFIGURATIONS,
-    PLATFORM,
+    DEFAULT_CONFIGURATIONS,
+    PLATFORMS,
     STATIC,
 )
 from ansible_collections.gpucloud.platform.benchmarks.traces.load import load
@@ -48,8 +51,8 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--validate-only", action="store_true", help="check the file, no cluster")
     parser.add_argument(
         "--configurations",
-        default=",".join(CONFIGURATIONS),
-        help="which to replay, in order (default: %(default)s)",
+        default=",".join(DEFAULT_CONFIGURATIONS),
+        help=f"which to replay, in order, of {', '.join(CONFIGURATIONS)} (default: %(default)s)",
     )
     parser.add_argument(
         "--factor", type=float, default=96, help="traced seconds per second (default: %(default)s)"
@@ -165,10 +168,11 @@ def report(args, trace, runs, figures, failed, busy) -> None:
             print(f"\n{configuration}: {len(failures)} playbook runs failed; the first 5:")
             for failure in failures[:5]:
                 print(f"  {failure}")
-    if PLATFORM in figures:
-        print()
-        for text in metrics.verdict(figures[PLATFORM], figures.get(STATIC)):
-            print(text)
+    for platform in PLATFORMS:
+        if platform in figures:
+            print(f"\n{platform}:")
+            for text in metrics.verdict(figures[platform], figures.get(STATIC)):
+                print(text)
     if args.picture:
         from ansible_collections.gpucloud.platform.benchmarks.replay.picture import draw
 

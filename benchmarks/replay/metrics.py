@@ -324,6 +324,8 @@ class Figures:
     bills: dict[str, float] = field(default_factory=dict)  # tenant -> GPU-hours billed
     refused: int = 0  # jobs refused at submission
     backlog_max: int = 0  # the most Volcano Jobs awaiting the job controller at one look
+    reconcile_runs: dict[str, int] = field(default_factory=dict)  # reconciler -> runs
+    events: int = 0  # platform events received (platform-events only)
 
 
 def measure(run: Run, busy: Iterable[Window]) -> Figures:
@@ -352,6 +354,8 @@ def measure(run: Run, busy: Iterable[Window]) -> Figures:
         bills=dict(run.bills),
         refused=run.refused,
         backlog_max=max((sample.backlog for sample in run.samples), default=0),
+        reconcile_runs=dict(run.reconcile_runs),
+        events=sum(run.events.values()),
     )
 
 
@@ -386,6 +390,8 @@ def as_dict(figures: Figures) -> dict[str, Any]:
         "bills": dict(figures.bills),
         "refused": figures.refused,
         "backlog_max": figures.backlog_max,
+        "reconcile_runs": dict(figures.reconcile_runs),
+        "events": figures.events,
     }
 
 
@@ -426,6 +432,7 @@ def rows(figures_by_configuration: Mapping[str, Figures]) -> list[tuple[str, lis
     unstarted = in_order((g for f in all_figures for g in f.never_ran), group_order)
     causes = in_order(c for f in all_figures for c in f.evictions)
     tenants = in_order((t for f in all_figures for t in f.bills), str)
+    reconcilers = in_order(r for f in all_figures for r in f.reconcile_runs)
     return [
         row("jobs", lambda f: str(f.jobs)),
         row("refused at submission", lambda f: str(f.refused)),
@@ -451,6 +458,8 @@ def rows(figures_by_configuration: Mapping[str, Figures]) -> list[tuple[str, lis
         row("lost to evictions, all (GPU-h)", lambda f: gpu_hours(f.lost_gpu_h)),
         *(row(f"evictions, {c}", lambda f, c=c: str(f.evictions.get(c, 0))) for c in causes),
         row("double evictions", lambda f: str(len(f.double_evictions))),
+        row("platform events received", lambda f: str(f.events)),
+        *(row(f"runs, {r}", lambda f, r=r: str(f.reconcile_runs.get(r, 0))) for r in reconcilers),
         *(
             row(
                 f"bill {t} (GPU-h)",

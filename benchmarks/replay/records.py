@@ -11,9 +11,14 @@ from dataclasses import dataclass, field
 
 # The configurations a trace is replayed under (docs/trace-replay.md).
 PLATFORM = "platform"  # the platform's scheduler configuration and its reconcilers
+# The same, the reconcilers started by the cluster's events (the rulebook's rules) and
+# their schedules kept at the safety net's period.
+PLATFORM_EVENTS = "platform-events"
 STATIC = "static"  # each tenant exactly its subscription, fixed: no spot, no borrowing
 VOLCANO = "volcano"  # the same queues, Volcano's chart default configuration, no reconcilers
-CONFIGURATIONS = (PLATFORM, STATIC, VOLCANO)
+CONFIGURATIONS = (PLATFORM, PLATFORM_EVENTS, STATIC, VOLCANO)
+DEFAULT_CONFIGURATIONS = (PLATFORM, STATIC, VOLCANO)
+PLATFORMS = (PLATFORM, PLATFORM_EVENTS)  # the platform's submission path and reconcilers
 
 # Who took a running job's GPUs away.
 CAUSE_VOLCANO = "volcano"  # Volcano's own preempt or reclaim: the job restarts
@@ -99,3 +104,5 @@ class Run:
     seed: int | None = None  # the generator's seed, when the trace says it
     refused: int = 0  # jobs the platform refused at submission (never in ``jobs``)
     refusals: tuple[str, ...] = ()  # why, one line per refused job
+    reconcile_runs: dict[str, int] = field(default_factory=dict)  # reconciler -> runs
+    events: dict[str, int] = field(default_factory=dict)  # platform event -> times received

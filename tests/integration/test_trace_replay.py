@@ -2,7 +2,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A short trace replayed on the local cluster under the platform (docs/trace-replay.md):
 about 35 jobs in a 20-minute day, fifteen times faster, with the platform's submission path
-and its four reconcilers on their schedules. No subscription job within its share waits
+and its reconcilers as production runs them beside the rulebook activation
+(``platform-events``): started by the collection's event source, the schedules kept as the
+safety net. The ``platform`` configuration is the same replay with every reconciler on its
+one-minute schedule, and is left to the benchmark. No subscription job within its share waits
 past the bound, no job is evicted twice for one shortage, the jobs run and complete
 through kwok's delay stage, and what the replay could not submit is said. No time is
 asserted: this is the replay working end to end, not the day's benchmark.
@@ -29,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DAY_S = 1200
 FACTOR = 15
 JOBS = 35
+CONFIGURATION = "platform-events"
 
 
 def replay_command(trace: Path, out: Path, kubeconfig: str) -> list[str]:
@@ -42,7 +46,7 @@ def replay_command(trace: Path, out: Path, kubeconfig: str) -> list[str]:
         "--day-seconds",
         str(DAY_S),
         "--configurations",
-        "platform",
+        CONFIGURATION,
         "--json",
         str(out),
         "--kubeconfig",
@@ -89,11 +93,33 @@ def replayed(short_trace, kubeconfig, platform_policy):
 
 def test_no_guarantee_breach_and_no_double_eviction(replayed):
     records, _stdout, _stderr = replayed
-    figures = records["figures"]["platform"]
+    figures = records["figures"][CONFIGURATION]
     assert figures["guarantee_breaches"] == [], figures["guarantee_breaches"]
     assert figures["double_evictions"] == [], figures["double_evictions"]
-    # The bound is the measured reconcile period twice plus Volcano's period, traced.
+    # The bound is the measured reconcile period twice plus Volcano's period, traced:
+    # payg_reconcile's one-minute schedule, as under the schedules alone.
     assert figures["guarantee_bound_s"] >= 2 * 60
+
+
+def test_the_events_start_the_reconciles_between_the_safety_nets_runs(replayed):
+    records, _stdout, _stderr = replayed
+    figures = records["figures"][CONFIGURATION]
+    (run,) = records["runs"]
+    # The jobs' PodGroups and the purchases' queues made events ...
+    assert figures["events"] > 0, run["events"]
+    assert set(run["events"]) <= {
+        "paying_job_blocked",
+        "pool_changed",
+        "subscription_changed",
+        "large_job_waiting",
+        "large_job_running",
+        "large_job_gone",
+    }
+    # ... and they, not the five-minute safety net (four runs in the 20-minute day),
+    # started spot_recompute: the subscriptions bought at the start alone are events.
+    assert run["reconcile_runs"]["spot_recompute"] > DAY_S / 300 + 1, run["reconcile_runs"]
+    # payg_reconcile has no event and keeps its minute: about one run a minute.
+    assert run["reconcile_runs"]["payg_reconcile"] >= DAY_S / 60 / 2, run["reconcile_runs"]
 
 
 def test_the_jobs_run_and_kwok_completes_them_after_their_duration(replayed):
@@ -101,8 +127,8 @@ def test_the_jobs_run_and_kwok_completes_them_after_their_duration(replayed):
     (run,) = records["runs"]
     jobs = run["jobs"]
     # Every job of the trace was submitted or refused with its reason; none was lost.
-    assert len(jobs) + len(records["refused"]["platform"]) == JOBS
-    assert run["refused"] == len(records["refused"]["platform"])
+    assert len(jobs) + len(records["refused"][CONFIGURATION]) == JOBS
+    assert run["refused"] == len(records["refused"][CONFIGURATION])
     finished = [j for j in jobs if j["finished"] is not None]
     assert len(finished) >= len(jobs) // 2, f"{len(finished)} of {len(jobs)} finished"
     # Completed no sooner than its (traced) duration after it started, give or take a look.
@@ -114,8 +140,9 @@ def test_the_jobs_run_and_kwok_completes_them_after_their_duration(replayed):
 
 def test_it_prints_progress_the_table_and_the_verdict(replayed):
     _records, stdout, stderr = replayed
-    assert "replay: platform:" in stderr and "buying tenant" in stderr
+    assert f"replay: {CONFIGURATION}:" in stderr and "buying tenant" in stderr
     assert "guarantee breaches" in stdout and "double evictions" in stdout
+    assert "platform events received" in stdout and "runs, spot_recompute" in stdout
     assert "holds: guarantee breaches" in stdout and "holds: double evictions" in stdout
 
 
@@ -124,7 +151,7 @@ def test_the_jobs_are_billed_from_the_clusters_prometheus(replayed):
     (run,) = records["runs"]
     # usage_report.yml read the suite cluster's own Prometheus (its prometheus-url),
     # not the local inventory's address.
-    assert not [f for f in records["failed"]["platform"] if "usage_report" in f]
+    assert not [f for f in records["failed"][CONFIGURATION] if "usage_report" in f]
     assert run["bills"] and max(run["bills"].values()) > 0, run["bills"]
 
 

@@ -11,7 +11,7 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -463,7 +463,11 @@ def platform_run() -> Run:
         job("twice", started=0, evictions=evicted(100, 120)),
         job("waiting", job_class="debug", at=300),  # never started: waited 100 s
     )
-    return run(jobs, SAMPLES, day_s=400, bills={"beta": 2.5, "acme": 10.0})
+    return replace(
+        run(jobs, SAMPLES, day_s=400, bills={"beta": 2.5, "acme": 10.0}),
+        reconcile_runs={"spot_recompute": 12, "payg_reconcile": 7},
+        events={"pool_changed": 3, "paying_job_blocked": 2},
+    )
 
 
 def static_run() -> Run:
@@ -488,6 +492,8 @@ def test_measure_gathers_every_figure():
     assert f.evictions == {CAUSE_VOLCANO: 3, CAUSE_ARBITER: 1, CAUSE_SPOT: 1}
     assert f.double_evictions == (("twice", 120),)
     assert f.bills == {"beta": 2.5, "acme": 10.0}
+    assert f.reconcile_runs == {"spot_recompute": 12, "payg_reconcile": 7}
+    assert f.events == 5
 
 
 def test_as_dict_is_json():
@@ -533,6 +539,10 @@ def test_rows_put_one_cell_per_configuration():
         "bill beta (GPU-h)",
     ]
     assert cells["bill beta (GPU-h)"] == ["2.5", "-"]
+    # The reconcilers' runs and the events the platform-events replay received.
+    assert cells["platform events received"] == ["5", "0"]
+    assert cells["runs, spot_recompute"] == ["12", "0"]
+    assert cells["runs, payg_reconcile"] == ["7", "0"]
 
 
 def test_table_aligns_configurations_as_columns():
