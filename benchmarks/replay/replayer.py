@@ -19,8 +19,9 @@ than its own run, and the period the guarantees are judged by is the one measure
   write the same Volcano Jobs straight to the API server and run no reconciler.
 * Under ``platform-events`` the collection's event source (``events/service.run_source``)
   watches the cluster in this process, and each event starts the reconciles the
-  rulebook's rules name for it (``triggers``), as ``platform_reconcile.yml`` does: one run
-  of a reconcile at a time, the events that arrive during a run making one run after it.
+  rulebook's rules name for it (``on_events``, ``triggers``), as
+  ``platform_reconcile.yml`` does: one run of a reconcile at a time, the events that
+  arrive during a run making one run after it.
   The schedules stay at the safety net's period (``awx_configure.yml``'s
   ``events_every_minutes``), compressed like the rest.
 * Every ``sample_s`` wall-clock seconds one LIST of Pods and one of Volcano Jobs say what
@@ -43,12 +44,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ansible_collections.gpucloud.platform.benchmarks.replay import (
-    observe,
-    reconcilers,
-    triggers,
-)
+from ansible_collections.gpucloud.platform.benchmarks.replay import observe, reconcilers
 from ansible_collections.gpucloud.platform.benchmarks.replay.jobs import job_name, manifest
+from ansible_collections.gpucloud.platform.benchmarks.replay.on_events import EventTriggers
 from ansible_collections.gpucloud.platform.benchmarks.replay.records import (
     PLATFORM_EVENTS,
     PLATFORMS,
@@ -69,8 +67,6 @@ from ansible_collections.gpucloud.platform.benchmarks.traces.model import (
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import queue_name
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.quantity import GPU
-from ansible_collections.gpucloud.platform.plugins.module_utils.events.inputs import SourceArgs
-from ansible_collections.gpucloud.platform.plugins.module_utils.events.service import run_source
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import Cluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,11 +82,6 @@ THROTTLE_GRACE_S = 15
 THROTTLE_TIMEOUT_S = 300
 PAYG_GRACE_MIN = 30
 ARBITER_SETTLE_S = 10
-# The event source's settings in production (platform_reconcile.yml), traced seconds,
-# compressed like the rest, never below what a watch on two cores can tell apart.
-SOURCE_RESYNC_S = 30
-SOURCE_COALESCE_S = 5
-SOURCE_MIN_S = 0.05
 RECONCILERS = reconcilers.NAMES
 PLAYBOOKS_MODE = "playbooks"  # --reconcilers: the playbooks themselves, not in-process
 SUBMITTERS = 8
@@ -177,10 +168,12 @@ class Replay:
         self.wall0 = 0.0
         self.capacity = 0
         self.day_s = settings.day_s
-        # platform-events: a reconcile is wanted (an event named it), and what came in.
-        self.wanted = {name: threading.Event() for name in RECONCILERS}
-        self.events_seen: dict[str, int] = {}
-        self.by_event, self.safety_net = triggers.production()
+        # platform-events: the event source and the reconciles its events want run.
+        self.triggers = (
+            EventTriggers.production(RECONCILERS)
+            if settings.configuration == PLATFORM_EVENTS
+            else None
+        )
 
     # --- time -------------------------------------------------------------
     def now(self) -> float:
@@ -459,9 +452,10 @@ class Replay:
         }[name]
         in_process = reconcilers.steps(name, timeout_s, grace_min, settle_s)
         period = self.period_of(name)
-        wanted = self.wanted[name]
+        wanted = self.triggers.wanted[name] if self.triggers else None
         while not self.stop.is_set():
-            wanted.clear()  # what arrives from now on makes another run
+            if wanted is not None:
+                wanted.clear()  # what arrives from now on makes another run
             start = time.monotonic()
             if self.s.reconcilers == PLAYBOOKS_MODE:
                 self.playbook(f"{name}.yml", extra)
@@ -472,41 +466,24 @@ class Replay:
                     self.failures.append(f"{name}: {type(exc).__name__}: {exc}"[:600])
             end = time.monotonic()
             self.reconciles.append((name, start, end))
-            if wanted.wait(max(0.0, period - (end - start))):
+            rest = max(0.0, period - (end - start))
+            if wanted is None:
+                self.stop.wait(rest)
+            elif wanted.wait(rest):
                 continue  # an event: run again now (its playbook's lock, one run at a time)
-            if self.stop.is_set():
-                break
 
     def period_of(self, name: str) -> float:
         """A reconciler's schedule, wall-clock seconds: production's one minute, or under
         ``platform-events`` the safety net's period for a reconcile the events start."""
-        traced = RECONCILE_PERIOD_S
-        if self.s.configuration == PLATFORM_EVENTS and self.events_start(name):
-            traced = self.safety_net.get(name, RECONCILE_PERIOD_S)
+        traced = float(RECONCILE_PERIOD_S)
+        if self.triggers is not None:
+            traced = self.triggers.period_s(name, traced)
         return traced / self.s.factor
 
-    def events_start(self, name: str) -> bool:
-        return any(name in names for names in self.by_event.values())
-
     def event_source(self) -> None:
-        """The collection's event source in this process (``platform-events``): each
-        event marks the reconciles its rules name as wanted."""
-        compress = self.s.factor
-
-        def emit(event: Mapping[str, Any]) -> None:
-            kind = str(event.get("platform_event"))
-            with self.lock:
-                self.events_seen[kind] = self.events_seen.get(kind, 0) + 1
-            for name in self.by_event.get(kind, ()):
-                if name in self.wanted:
-                    self.wanted[name].set()
-
-        args = SourceArgs(
-            connection={"kubeconfig": self.s.kubeconfig},
-            resync_seconds=max(SOURCE_MIN_S, SOURCE_RESYNC_S / compress),
-            coalesce_seconds=max(SOURCE_MIN_S, SOURCE_COALESCE_S / compress),
-        )
-        run_source(args, emit, self.stop)
+        """The collection's event source in this process (``platform-events``)."""
+        assert self.triggers is not None
+        self.triggers.follow(self.s.kubeconfig, self.s.factor, self.stop)
 
     def events(self) -> None:
         for event in self.trace.events:
@@ -675,8 +652,8 @@ class Replay:
             self.submitter(pool)
             self.sleep_until(day)
             self.stop.set()
-            for wanted in self.wanted.values():
-                wanted.set()  # wakes the reconcilers, which see the stop
+            if self.triggers is not None:
+                self.triggers.wake_all()  # the reconcilers see the stop
         self.progress()
         for thread in threads:
             thread.join(timeout=120)
@@ -718,7 +695,7 @@ class Replay:
         the same bound."""
         worst = 0.0
         for name in RECONCILERS:
-            if self.s.configuration == PLATFORM_EVENTS and self.events_start(name):
+            if self.triggers is not None and self.triggers.starts(name):
                 continue
             starts = [s for n, s, _e in self.reconciles if n == name]
             if len(starts) > 1:
@@ -751,7 +728,7 @@ class Replay:
                 for name in RECONCILERS
                 if self.s.configuration in PLATFORMS
             },
-            events=dict(sorted(self.events_seen.items())),
+            events=self.triggers.counts() if self.triggers else {},
         )
 
 

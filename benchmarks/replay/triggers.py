@@ -10,7 +10,7 @@ the reconcilers as production's event-driven set-up does and never a copy of it:
   ``awx_schedules``, ``events_every_minutes`` where the rulebook activation takes the
   work (the safety net), else ``every_minutes``.
 
-Pure: reads the text it is given.
+No cluster I/O: it reads the two files, and the parsers take what was read.
 """
 
 from __future__ import annotations

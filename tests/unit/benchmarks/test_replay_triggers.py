@@ -71,3 +71,24 @@ def test_a_schedule_without_events_every_minutes_keeps_its_own_period():
         }
     ]
     assert triggers.periods_with_events(configure) == {"x": 300.0, "y": 900.0}
+
+
+def test_an_event_wants_the_reconciles_its_rules_name_and_is_counted():
+    from ansible_collections.gpucloud.platform.benchmarks.replay.on_events import EventTriggers
+
+    on = EventTriggers(
+        ("spot", "arbiter", "payg"),
+        {"blocked": ("spot", "arbiter"), "pool": ("spot",), "other": ("elsewhere",)},
+        {"spot": 300.0, "arbiter": 300.0, "payg": 60.0},
+    )
+    on.emit({"platform_event": "pool"})
+    assert [n for n, w in on.wanted.items() if w.is_set()] == ["spot"]
+    on.emit({"platform_event": "blocked"})
+    on.emit({"platform_event": "other"})  # names no reconcile the replay runs
+    assert [n for n, w in on.wanted.items() if w.is_set()] == ["spot", "arbiter"]
+    assert on.counts() == {"blocked": 1, "other": 1, "pool": 1}
+    # The safety net for what the events start; its own schedule for the rest.
+    assert (on.period_s("spot", 60.0), on.period_s("payg", 60.0)) == (300.0, 60.0)
+    assert on.starts("arbiter") and not on.starts("payg")
+    on.wake_all()
+    assert all(w.is_set() for w in on.wanted.values())
