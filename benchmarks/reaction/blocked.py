@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+    JOB_API,
     QUEUE_TYPE_SPOT,
     QUEUE_TYPE_SUBSCRIPTION,
     namespace_name,
@@ -33,7 +34,7 @@ from .changes import Change
 from .pool import GPU, VOLCANO
 
 KIND = "blocked paying job"
-VCJOBS = ("batch.volcano.sh", "v1alpha1", "jobs")
+VCJOBS = (*JOB_API.split("/"), "jobs")
 IMAGE = "bench.invalid/job:1"  # kwok runs no container
 NODE_GPUS = 8
 

@@ -10,17 +10,23 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+    LABEL_QUEUE_TYPE,
+    QUEUE_API,
+    QUEUE_TYPE_SPOT,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.quantity import GPU
+
 from .changes import Change
 
-VOLCANO = ("scheduling.volcano.sh", "v1beta1", "queues")
-GPU = "nvidia.com/gpu"
+VOLCANO = (*QUEUE_API.split("/"), "queues")
 KIND = "node change"
 
 
 def spot_capabilities(custom: Any) -> dict[str, str]:
     """Every spot queue's GPU capability."""
     queues = custom.list_cluster_custom_object(
-        *VOLCANO, label_selector="platform.io/queue-type=spot"
+        *VOLCANO, label_selector=f"{LABEL_QUEUE_TYPE}={QUEUE_TYPE_SPOT}"
     )["items"]
     return {
         q["metadata"]["name"]: str(((q.get("spec") or {}).get("capability") or {}).get(GPU))

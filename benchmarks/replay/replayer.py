@@ -440,7 +440,6 @@ class Replay:
         """One reconciler on its schedule, compressed: its playbook's module tasks in this
         process (``reconcilers``), or the playbook itself under ``--reconcilers
         playbooks``. A run that fails is recorded and the schedule goes on, as in AWX."""
-        period = RECONCILE_PERIOD_S / self.s.factor
         timeout_s = max(1, round(THROTTLE_TIMEOUT_S / self.s.factor))
         grace_min = max(1, round(PAYG_GRACE_MIN / self.s.factor))
         settle_s = max(1, round(ARBITER_SETTLE_S / self.s.factor))
