@@ -11,8 +11,8 @@ list per kind returns:
 * ``queue_states``: Volcano Queues -> ``QueueState`` (GPUs only: ``spec.deserved``,
   ``spec.capability`` and ``status.allocated`` of ``nvidia.com/gpu``; a missing deserved
   or capability is None, ``spec.parent`` defaults to ``root``). The capability that
-  bounds a queue is rule effective-capability (``effective_capability``): its own, else
-  its nearest ancestor's, as ``queues/plan.effective_capability`` reads a tree.
+  bounds a queue is rule effective-capability (``effective_capability``, whose one home
+  is ``queues.capability``): the smallest capability of the queue and its ancestors.
 * ``running_jobs``: Running Volcano Jobs (and their pods) -> ``RunningJob``, GPUs by rule
   job-demand, priority from the platform's PriorityClasses, and whether preempt and
   reclaim may take them (rule arbiter-preemptable, ``job_preemptable``).
@@ -43,6 +43,7 @@ from ..jobs.feasibility import Gang, Limit, claims_of, local_only
 from ..jobs.sla import waiting_seconds
 from ..jobs.throttle import owner_job, podgroup_waits
 from ..policy.admission import PREEMPTABLE_ANNOTATION
+from ..queues.capability import effective_limit
 from ..spot.victims import format_time, parse_time
 
 # The platform's class names, from the class table (their values from names.PRIORITY_CLASSES).
@@ -283,14 +284,9 @@ def limits_of(states: Mapping[str, QueueState], name: str) -> tuple[Limit, ...]:
 
 
 def effective_capability(states: Mapping[str, QueueState], name: str) -> int | None:
-    """Rule effective-capability (as ``queues/plan.effective_capability``): the queue's own
-    GPU capability, else its nearest ancestor's (Volcano bounds a child by its parent);
-    None when no queue up to ``root`` limits GPUs (the root queue is unlimited)."""
-    for queue in ancestry(states, name):
-        cap = states[queue].capability_gpus
-        if cap is not None:
-            return cap
-    return None
+    """Rule effective-capability (``queues.capability``) in GPUs over the queue and its
+    ancestors; None when no queue up to ``root`` limits GPUs (the root queue is unlimited)."""
+    return effective_limit(states[queue].capability_gpus for queue in ancestry(states, name))
 
 
 def _is_false(value: object) -> bool:

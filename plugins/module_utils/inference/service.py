@@ -19,6 +19,7 @@ from ..jobs.classes import DEFAULT_CLASSES
 from ..kube.cluster import ApiException, Cluster, TransportError
 from ..kube.waiting import wait_for
 from ..policy.admission import LABEL_ALLOW_CRITICAL, TENANT_QUEUES_CONFIGMAP
+from ..queues.capability import effective_limit
 from ..queues.kinds import leaf_queue_errors
 from . import live as livemod
 from .inputs import model_of
@@ -76,19 +77,18 @@ def _tenant_queue_type(cluster: Cluster, tenant: str, queue: str) -> str:
 
 
 def _effective_capability(cluster: Cluster, queue: str) -> int | None:
-    """The GPUs the queue can ever hold: the smallest capability on its way to root (a team
-    queue without one of its own borrows up to its subscription's). None: no bound."""
-    bound: int | None = None
+    """The GPUs the queue can ever hold, rule effective-capability (``queues.capability``)
+    over the queue and its ancestors, read one GET per level (a tenant's identity may not
+    list Queues). None: no bound."""
+    chain: list[int | None] = []
     name: str | None = queue
     for _depth in range(8):  # the platform's trees are 3 deep; a loop cannot run away
         if not name or name == ROOT_QUEUE:
             break
         obj = cluster.get(QUEUE_API, "Queue", name)
-        gpus = capability_gpus(obj)
-        if gpus is not None:
-            bound = gpus if bound is None else min(bound, gpus)
+        chain.append(capability_gpus(obj))
         name = ((obj or {}).get("spec") or {}).get("parent")
-    return bound
+    return effective_limit(chain)
 
 
 def _view(spec: ServiceSpec | None, history: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -48,6 +48,7 @@ from ..common.names import (
     ROOT_QUEUE,
 )
 from ..common.quantity import GPU, parse
+from ..queues.capability import effective_limit
 from .demand import job_demand
 
 NEVER = "it can never run"
@@ -221,8 +222,8 @@ def never_runs(gang: Gang, supply: Supply) -> str | None:
 
 
 def effective_capability(chain: Sequence[Limit]) -> int | None:
-    """The nearest capability in the chain (Volcano bounds a child by its parent)."""
-    return next((lim.capability for lim in chain if lim.capability is not None), None)
+    """Rule effective-capability (``queues.capability``) over the chain, in GPUs."""
+    return effective_limit(lim.capability for lim in chain)
 
 
 def waits_for(gang: Gang, supply: Supply) -> str | None:

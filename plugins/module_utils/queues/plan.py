@@ -20,6 +20,7 @@ from typing import Any
 
 from ..common import quantity
 from ..common.names import QUEUE_API, ROOT_QUEUE
+from . import capability as capability_rule
 from .model import Queue, needs_adoption, read_live, same_capacity, same_spec
 
 CREATE, UPDATE, DELETE = "create", "update", "delete"
@@ -88,17 +89,22 @@ def lower_bound(
 
 
 def effective_capability(queue: Queue, by_name: Mapping[str, Queue]) -> quantity.Resources:
-    """Rule effective-capability: per resource, the queue's own capability, else its nearest
-    ancestor's (Volcano bounds a child by its parent); a resource no one limits is absent."""
-    out: dict[str, Decimal] = {}
+    """Rule effective-capability (``queues.capability``) over ``queue`` and its ancestors
+    in ``by_name``; a resource no one limits is absent."""
+    return capability_rule.effective_capability(q.capability for q in ancestry(queue, by_name))
+
+
+def ancestry(queue: Queue, by_name: Mapping[str, Queue]) -> list[Queue]:
+    """``queue``, then each ancestor found in ``by_name``, up to the root queue (a cycle
+    ends the chain)."""
+    chain: list[Queue] = []
     seen: set[str] = set()
     current: Queue | None = queue
     while current is not None and current.name not in seen:
         seen.add(current.name)
-        for key, value in current.capability.items():
-            out.setdefault(key, value)
+        chain.append(current)
         current = by_name.get(current.parent) if current.parent != ROOT_QUEUE else None
-    return out
+    return chain
 
 
 def _bound(parent: str, tree: Mapping[str, Queue]) -> quantity.Resources | None:

@@ -183,7 +183,7 @@ def test_a_bad_quantity_is_refused_with_its_path():
     assert "q.status.allocated.nvidia.com/gpu" in str(err.value)
 
 
-def test_effective_capability_inherits_the_nearest_ancestors():
+def test_effective_capability_is_the_smallest_on_the_way_to_root():
     states = model.queue_states(tenant_tree())
     assert model.effective_capability(states, "tenant-alpha-a") == 30
     assert model.effective_capability(states, "tenant-alpha-b") == 12
