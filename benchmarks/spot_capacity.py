@@ -68,9 +68,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.quantity 
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.capacity_plan import (
     plan_spot_capacity,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.plan import plan_tenant
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
     parse_tenant_spec,
-    plan_tenant,
 )
 
 from _api_counter import (

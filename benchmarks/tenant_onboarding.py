@@ -39,9 +39,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.names imp
     QUEUE_API,
     namespace_name,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.plan import plan_tenant
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
     parse_tenant_spec,
-    plan_tenant,
 )
 
 from _api_counter import (

@@ -8,7 +8,7 @@ purchase would meet, the rule here asks the platform's own function and keeps it
 and words: class-fits-queue and class-size (``jobs/classes``, ``jobs/builders``),
 oversell-guard (``capacity/oversell``); trace-job-fits asks rule job-never-runs
 (``jobs/feasibility``), trace-spot-price rule spot-price (``jobs/builders``),
-trace-teams-within-subscription the queue tree (``tenants/spec``).
+trace-teams-within-subscription the queue tree (``tenants/tenant_queues``).
 
 First the shape of every entry (trace-keys, trace-time, trace-cluster, trace-tenant,
 trace-job, trace-spot-price, trace-event); then, over the entries whose shape is right,
@@ -70,10 +70,10 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.feasibility
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
     suggestion,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import parse_teams
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.tenant_queues import (
     TeamSpec,
     input_tree_errors,
-    parse_teams,
 )
 
 from .model import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (
     tree_from_manifests,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import tree_errors
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.rules import tree_errors
 
 
 def hypernode_tree_errors(hypernodes, nodes=None):

@@ -9,13 +9,19 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.observability.rules import (
-    DEFAULT_VGPU_GPU_MEMORY_MIB,
-    interval_errors,
-    ksm_chart_values,
-    rule_groups,
+from ansible_collections.gpucloud.platform.plugins.module_utils.observability.alert_rules import (
     threshold_errors,
     thresholds_of,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.observability.kube_state_metrics import (
+    ksm_chart_values,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.observability.metering_rules import (
+    DEFAULT_VGPU_GPU_MEMORY_MIB,
+    interval_errors,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.observability.rules import (
+    rule_groups,
 )
 
 

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_rules import (
     scheduler_conf_errors as _scheduler_conf_errors,
 )
 

@@ -33,9 +33,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler
     render_scheduler_conf,
     scheduler_conf_errors,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.plan import plan_tenant
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
     parse_tenant_spec,
-    plan_tenant,
 )
 from ansible_collections.gpucloud.platform.tests.conformance.conformance_kube import Kube, wait_for
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (

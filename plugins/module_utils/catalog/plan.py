@@ -5,7 +5,7 @@
 Rules held here:
 
 * Rule catalog-plan (``plan_tenant_work``): each catalog tenant gets the plan the
-  ``tenant`` module would make for it alone (``tenants.spec.plan_tenant``), with the
+  ``tenant`` module would make for it alone (``tenants.plan.plan_tenant``), with the
   same refusals (capability below allocated, busy team removals, egress into the
   cluster), and writes only the objects and queue steps that differ.
 * Rule catalog-queue-name-owned (``foreign_queue_errors``): a queue a catalog tenant
@@ -40,7 +40,8 @@ from ..queues.plan import QueueStep, queue_steps
 from ..tenants.changes import ObjectChange, tenant_object_changes
 from ..tenants.live import TenantLive, busy_queues
 from ..tenants.network import ClusterNetworks
-from ..tenants.spec import TenantPlan, TenantSpec, plan_tenant
+from ..tenants.plan import TenantPlan, plan_tenant
+from ..tenants.spec import TenantSpec
 
 CREATED = "created"
 CHANGED = "changed"

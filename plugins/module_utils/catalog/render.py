@@ -22,7 +22,8 @@ from ..policy.admission import PARAM_KEY_QUEUES, parent_queues_configmap
 from ..queues.model import Queue
 from ..queues.parent_list import parent_queue_names
 from ..tenants.network import ClusterNetworks
-from ..tenants.spec import TenantSpec, plan_tenant
+from ..tenants.plan import plan_tenant
+from ..tenants.spec import TenantSpec
 
 KIND_ORDER = (
     "Namespace",

@@ -9,7 +9,7 @@ only after its subscription queue is listed), then each tenant's objects and que
 (one tenant's writes in order, tenants side by side), then pruned tenants, then the
 list drops the parents no tenant has any more. Decisions come from the pure core
 (``catalog.spec``, ``catalog.plan``, ``catalog.render``, ``catalog.gather``); a
-tenant's writes are the ``tenant`` module's own (``tenants.service``).
+tenant's writes are the ``tenant`` module's own (``tenants.write_io``).
 """
 
 from __future__ import annotations
@@ -39,10 +39,16 @@ from ..kube import cluster as kube
 from ..kube.cluster import NotFoundError, ResourceNotFoundError
 from ..queues.model import reading_once
 from ..queues.parent_list import parent_queue_names
-from ..tenants import service as tenants
 from ..tenants.changes import Changes
 from ..tenants.live import active_jobs, active_pods
 from ..tenants.network import discovered_networks
+from ..tenants.read_io import TENANT_KINDS, read_parent_queues
+from ..tenants.write_io import (
+    delete_tenant,
+    reported_part_way,
+    sync_parent_queues,
+    write_tenant_objects,
+)
 from .fleet import Fleet, group_fleet
 from .gather import gather_fleet
 from .inputs import parse_options
@@ -66,7 +72,7 @@ from .spec import Catalog
 
 # The kinds read for the fleet, each with one LIST selected by the tenant label: the
 # kinds a tenant owns besides its queues.
-FLEET_KINDS = tenants.TENANT_KINDS
+FLEET_KINDS = TENANT_KINDS
 # A progress line at most this often (seconds), and after the last tenant.
 PROGRESS_INTERVAL = 2.0
 
@@ -124,7 +130,7 @@ def read_fleet(cluster: kube.Cluster, workers: int) -> Fleet:
         lambda: cluster.list(PODGROUP_API, "PodGroup"),
         lambda: cluster.list("v1", "Node"),
         service_cidrs,
-        lambda: tenants.read_parent_queues(cluster),
+        lambda: read_parent_queues(cluster),
     ]
     results = cluster.concurrently(calls, workers)
     for result in results:
@@ -237,9 +243,9 @@ def write_one(
     status = f"would be {done}" if check_mode else done
     try:
         if work.prune:
-            tenants.delete_tenant(cluster, work.live, work.live.jobs, changes, check_mode)
+            delete_tenant(cluster, work.live, work.live.jobs, changes, check_mode)
         elif work.plan is not None:
-            tenants.write_tenant_objects(
+            write_tenant_objects(
                 cluster, work.plan, work.live, changes, check_mode, work.steps, work.object_changes
             )
     except (kube.ApiException, kube.TransportError, OSError) as exc:
@@ -285,8 +291,8 @@ def run_present(
             parents |= parent_queue_names(work.plan.queues)
             owned |= {q.name for q in work.plan.queues} | set(work.plan.queue_deletes)
         owned |= set(work.live.queues)
-    with tenants.reported_part_way("writing the tenant catalog's parent-queues list", run_changes):
-        parent_list = tenants.sync_parent_queues(
+    with reported_part_way("writing the tenant catalog's parent-queues list", run_changes):
+        parent_list = sync_parent_queues(
             cluster, fleet.parent_list, parents, parents, run_changes, check_mode
         )
     busy = [has_writes(w) for w in todo]
@@ -307,12 +313,8 @@ def run_present(
     results: list[Changes | BaseException] = [next(written) if b else Changes() for b in busy]
     failed = {w.name: r for w, r in zip(todo, results, strict=True) if isinstance(r, BaseException)}
     if not failed:
-        with tenants.reported_part_way(
-            "writing the tenant catalog's parent-queues list", run_changes
-        ):
-            tenants.sync_parent_queues(
-                cluster, parent_list, parents, owned, run_changes, check_mode
-            )
+        with reported_part_way("writing the tenant catalog's parent-queues list", run_changes):
+            sync_parent_queues(cluster, parent_list, parents, owned, run_changes, check_mode)
     sold = sold_report(params, cluster, check_mode, sale, reclaimed, failed)
     return report(works, prunes, todo, results, run_changes, failed, sold)
 

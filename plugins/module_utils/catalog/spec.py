@@ -26,7 +26,8 @@ from typing import Any
 
 from ..common.errors import FieldError, PlatformValidationError, raise_if
 from ..tenants.network import parse_cidr
-from ..tenants.spec import TenantSpec, desired_queues, parse_tenant_spec
+from ..tenants.plan import desired_queues
+from ..tenants.spec import TenantSpec, parse_tenant_spec
 
 # What one catalog entry may say: the tenant module's per-tenant options. Cluster-wide
 # options (pod_cidr, service_cidr, node_selector, force) are the catalog's own.

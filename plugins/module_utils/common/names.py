@@ -136,7 +136,7 @@ QUEUE_SUFFIX = {
 BILLING_TYPES = ("subscription", "payg", "spot")
 # Rule billing-type-of-queue: what a GPU-second in a queue of each type bills as. A team
 # queue is part of its tenant's subscription; the burst leaf is cloud quota bought by the
-# hour. The meter (observability/rules.py, which keeps a stdlib-only copy tested equal),
+# hour. The meter (observability/metering_rules.py, which keeps a stdlib-only copy tested equal),
 # the admission policy queue-billing and the job builders all read it.
 BILLING_TYPE_OF_QUEUE_TYPE = {
     QUEUE_TYPE_SUBSCRIPTION: "subscription",

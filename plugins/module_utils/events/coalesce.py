@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .rules import Event
+from .event import Event
 
 
 @dataclass

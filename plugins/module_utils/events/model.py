@@ -4,7 +4,7 @@
 
 The source (``events/service.py``, the plugin ``gpucloud.platform.cluster_events``)
 watches four kinds and keeps, for each object, only what the event rules
-(``events/rules.py``) read (``slim``):
+(``events/rules.py`` and the files it runs) read (``slim``):
 
 * Queue (Volcano): its labels (tenant, queue type, managed), ``spec.parent`` and the
   GPUs of ``spec.deserved``, ``spec.capability`` and ``status.allocated``;
@@ -42,6 +42,7 @@ from ..common.names import (
     tenant_namespace_errors,
 )
 from ..common.quantity import GPU, parse
+from ..jobs.throttle import podgroup_phase
 from ..queues.kinds import QueueFacts, queue_facts
 
 KIND_QUEUE = "Queue"
@@ -191,6 +192,11 @@ def slim(kind: str, obj: Mapping[str, Any]) -> Object:
 
 def queue_name_of(podgroup: Mapping[str, Any] | None) -> str:
     return text(mapping(mapping(podgroup).get("spec")).get("queue"))
+
+
+def phase_of(podgroup: Mapping[str, Any]) -> str:
+    """The PodGroup's phase, Pending until the scheduler gives it one (``jobs/throttle``)."""
+    return podgroup_phase({"status": mapping(podgroup.get("status"))})
 
 
 def queue_parent(queue: Mapping[str, Any]) -> str:

@@ -44,6 +44,7 @@ from ..common.names import MANAGED_SELECTOR, PODGROUP_API, QUEUE_API
 from ..common.times import write_rfc3339
 from ..kube.cluster import Cluster, decode
 from .coalesce import Coalescer
+from .event import Event
 from .inputs import SourceArgs
 from .model import (
     KIND_CONFIGMAP,
@@ -56,7 +57,7 @@ from .model import (
     mapping,
     metadata,
 )
-from .rules import Event, observe, relist, standing
+from .rules import observe, relist, standing
 
 LOG = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ The cloud pool is a Deployment of Virtual Kubelets (one replica, one cloud node)
 The design scales it on ``volcano_queue_pending_jobs_duration_seconds``, which
 Volcano 1.15.1 does not have; the signal here is the collection's recording rule
 ``platform:queue_oldest_pending_job:age_seconds`` (rule oldest-pending-job in
-``observability/rules.py``): per queue, the age of the oldest job whose scheduling
+``observability/alert_rules.py``): per queue, the age of the oldest job whose scheduling
 started and that was never allocated. Two ways to serve it to an HPA, pick one
 (both claim the APIService ``v1beta1.external.metrics.k8s.io``):
 
@@ -45,7 +45,7 @@ from ..common.names import (
     dns_label_errors,
     dns_subdomain_errors,
 )
-from ..observability.rules import QUEUE_DEPTH, QUEUE_OLDEST_PENDING
+from ..observability.alert_rules import QUEUE_DEPTH, QUEUE_OLDEST_PENDING
 
 KEDA_API = "keda.sh/v1alpha1"
 HPA_API = "autoscaling/v2"

@@ -35,7 +35,8 @@ from ..common.objects import differs
 from ..kube.cluster import ApiException, Cluster, ConflictError, TransportError, written_or_raise
 from ..policy import volcano_catalog as vc
 from ..policy.admission import TENANT_QUEUES_CONFIGMAP
-from ..policy.scheduler_conf import node_group_plugin_errors, parse_conf
+from ..policy.scheduler_conf_reader import parse_conf
+from ..policy.scheduler_conf_tier_rules import node_group_plugin_errors
 from .burst import (
     BURST_BILLING,
     allocated_gpus,

@@ -44,7 +44,7 @@ from typing import Any
 from ..common.names import BILLING_TYPES
 
 # The recording rules the reports read are the observability domain's (one name each).
-from ..observability.rules import (
+from ..observability.metering_rules import (
     CLOUD_LOCATION,
     JOB_GPUS,
     TENANT_BILLING_GPUS,

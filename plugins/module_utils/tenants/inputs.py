@@ -12,7 +12,8 @@ from typing import Any
 from ..capacity.pool import selector_errors
 from ..common.errors import FieldError, PlatformValidationError, raise_if
 from ..common.names import tenant_name_errors
-from .spec import TeamSpec, TenantSpec, parse_team, parse_tenant_spec
+from .spec import TenantSpec, parse_team, parse_tenant_spec
+from .tenant_queues import TeamSpec
 
 DEFAULT_WAIT_TIMEOUT = 120
 

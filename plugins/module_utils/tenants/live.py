@@ -1,6 +1,6 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A tenant's live objects as ``tenants.service`` read them, and what they say:
+"""A tenant's live objects as ``tenants.read_io`` reads them, and what they say:
 which jobs and pods are still active, which queues are busy, and in which
 order the queues go when the tenant is deleted. Pure: nothing here reads."""
 

@@ -13,7 +13,7 @@ From inventory: a list of switches, each with a name, a tier and either
 ``nodes`` (or ``node_pattern`` / ``node_labels``) or member ``switches``.
 
 Both raise ``PlatformValidationError`` for input they cannot read; the rules
-of ``topology.tree_errors`` are checked separately on the result.
+of ``topology.rules.tree_errors`` are checked separately on the result.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 
 from ..common.errors import FieldError, raise_if
 from ..common.names import label_key_errors, label_selector_errors
+from .rules import name_errors
 from .tree import (
     DEFAULT_TIER_LABELS,
     MEMBER_HYPERNODE,
@@ -33,7 +34,6 @@ from .tree import (
     NodeInfo,
     Tree,
     hypernode_member,
-    name_errors,
     node_infos,
     node_member,
     nodes_in_no_leaf,
@@ -118,6 +118,133 @@ def check_node_selector(params: Mapping[str, Any]) -> None:
     raise_if(node_selector_errors(params))
 
 
+def skipped_tier_errors(
+    node: NodeInfo, tier_labels: Sequence[str], present: Sequence[bool], missing: int
+) -> list[FieldError]:
+    """Rule no-skipped-tier, for a node that lacks the label of tier ``missing + 1``: an
+    error when it has the label of a tier above it."""
+    label = tier_labels[missing]
+    higher = [tier_labels[j] for j in range(missing + 1, len(tier_labels)) if present[j]]
+    if not higher:
+        return []
+    return [
+        FieldError(
+            f"{node.name}.metadata.labels.{label}",
+            f"node {node.name!r} has {higher[0]!r} but no {label!r} label; tiers cannot be "
+            f"skipped: add {label!r} or remove the labels above it",
+        )
+    ]
+
+
+@dataclass
+class LabelledTree:
+    """What the node labels say, node by node in name order: each HyperNode's tier, the
+    label value and node that first named it, each leaf's nodes, each switch's parent (and
+    the node that said so) and children, the nodes in no leaf, and every error."""
+
+    tier_labels: Sequence[str]
+    name_template: str
+    tiers: dict[str, int] = field(default_factory=dict)
+    # hypernode -> (tier, value, first node)
+    owner: dict[str, tuple[int, str, str]] = field(default_factory=dict)
+    leaf_nodes: dict[str, list[str]] = field(default_factory=dict)
+    # child hypernode -> (parent, node that said so)
+    parent_of: dict[str, tuple[str, str]] = field(default_factory=dict)
+    children: dict[str, set[str]] = field(default_factory=dict)
+    unplaced: list[str] = field(default_factory=list)
+    errors: list[FieldError] = field(default_factory=list)
+
+    def add_node(self, node: NodeInfo) -> None:
+        """The node's labels, lowest tier first, up to the first that is missing or wrong."""
+        tier_labels = self.tier_labels
+        present = [label in node.labels for label in tier_labels]
+        if not present[0]:
+            self.unplaced.append(node.name)
+            if any(present):
+                self.errors.append(
+                    FieldError(
+                        f"{node.name}.metadata.labels.{tier_labels[0]}",
+                        f"node {node.name!r} has {tier_labels[present.index(True)]!r} but no "
+                        f"{tier_labels[0]!r} label; label it with its tier-1 switch or remove the higher-tier labels",
+                    )
+                )
+            return
+        below: str | None = None
+        for i, label in enumerate(tier_labels):
+            if label not in node.labels:
+                self.errors += skipped_tier_errors(node, tier_labels, present, i)
+                return
+            name = self.add_switch(node, i, below)
+            if name is None:
+                return
+            below = name
+
+    def add_switch(self, node: NodeInfo, i: int, below: str | None) -> str | None:
+        """The HyperNode the node's label of tier ``i + 1`` names, with the node (a leaf) or
+        the switch ``below`` it as its member; None, with the error, where it cannot be."""
+        label = self.tier_labels[i]
+        value = node.labels[label]
+        tier = i + 1
+        name = self.name_template.format(value=value, tier=tier)
+        where = f"{node.name}.metadata.labels.{label}"
+        error = self.naming_error(node, label, value, tier, name, where)
+        if error is None:
+            self.tiers[name] = tier
+            if below is None:
+                self.leaf_nodes.setdefault(name, []).append(node.name)
+            else:
+                error = self.link(node, i, below, name, where)
+        if error is not None:
+            self.errors.append(error)
+            return None
+        return name
+
+    def naming_error(
+        self, node: NodeInfo, label: str, value: str, tier: int, name: str, where: str
+    ) -> FieldError | None:
+        """Why the label's HyperNode name cannot be: not a DNS-1123 subdomain, or the name
+        of a HyperNode of another tier."""
+        if name_errors(where, name, "HyperNode"):
+            return FieldError(
+                where,
+                f"node {node.name!r}: label {label}={value!r} gives HyperNode name {name!r}, which is not a "
+                "DNS-1123 subdomain (lower-case letters, digits, '-' and '.'); use such label values or a name_template that yields one",
+            )
+        first = self.owner.setdefault(name, (tier, value, node.name))
+        if first[0] != tier:
+            return FieldError(
+                where,
+                f"node {node.name!r}: label {label}={value!r} (tier {tier}) and the tier-{first[0]} label value "
+                f"{first[1]!r} of node {first[2]!r} both give HyperNode {name!r}; use distinct values per tier "
+                "or a name_template with '{tier}'",
+            )
+        return None
+
+    def link(self, node: NodeInfo, i: int, below: str, name: str, where: str) -> FieldError | None:
+        """Rule one-parent-by-labels: ``below`` becomes a member of ``name`` unless another
+        node already put it under another switch (then the error names this node)."""
+        known = self.parent_of.get(below)
+        if known and known[0] != name:
+            value = node.labels[self.tier_labels[i]]
+            return FieldError(
+                where,
+                f"node {node.name!r} puts {self.tier_labels[i - 1]} {below!r} under {self.tier_labels[i]}={value!r} (HyperNode {name!r}), "
+                f"but node {known[1]!r} puts it under {known[0]!r}; a switch has one parent: relabel one of these nodes",
+            )
+        self.parent_of.setdefault(below, (name, node.name))
+        self.children.setdefault(name, set()).add(below)
+        return None
+
+    def tree(self) -> Tree:
+        """The HyperNodes the labels name, by name: a leaf's nodes, then its child switches."""
+        tree: Tree = {}
+        for name, tier in self.tiers.items():
+            members = tuple(node_member(n) for n in sorted(self.leaf_nodes.get(name, ())))
+            members += tuple(hypernode_member(c) for c in sorted(self.children.get(name, ())))
+            tree[name] = HyperNode(name, tier, members, self.tier_labels[tier - 1])
+        return dict(sorted(tree.items()))
+
+
 def tree_from_node_labels(
     nodes: Iterable[Mapping[str, object] | NodeInfo | str],
     tier_labels: Sequence[str],
@@ -131,91 +258,11 @@ def tree_from_node_labels(
     labels of every tier below it.
     """
     raise_if(tier_label_errors(tier_labels, name_template))
-    infos = sorted(node_infos(nodes), key=lambda n: n.name)
-    errors: list[FieldError] = []
-    tiers: dict[str, int] = {}
-    owner: dict[str, tuple[int, str, str]] = {}  # hypernode -> (tier, value, first node)
-    leaf_nodes: dict[str, list[str]] = {}
-    parent_of: dict[str, tuple[str, str]] = {}  # child hypernode -> (parent, node that said so)
-    children: dict[str, set[str]] = {}
-    unplaced: list[str] = []
-
-    for node in infos:
-        present = [label in node.labels for label in tier_labels]
-        if not present[0]:
-            unplaced.append(node.name)
-            if any(present):
-                errors.append(
-                    FieldError(
-                        f"{node.name}.metadata.labels.{tier_labels[0]}",
-                        f"node {node.name!r} has {tier_labels[present.index(True)]!r} but no "
-                        f"{tier_labels[0]!r} label; label it with its tier-1 switch or remove the higher-tier labels",
-                    )
-                )
-            continue
-        below: str | None = None
-        for i, label in enumerate(tier_labels):
-            if label not in node.labels:
-                higher = [tier_labels[j] for j in range(i + 1, len(tier_labels)) if present[j]]
-                if higher:
-                    errors.append(
-                        FieldError(
-                            f"{node.name}.metadata.labels.{label}",
-                            f"node {node.name!r} has {higher[0]!r} but no {label!r} label; tiers cannot be "
-                            f"skipped: add {label!r} or remove the labels above it",
-                        )
-                    )
-                break
-            value = node.labels[label]
-            tier = i + 1
-            name = name_template.format(value=value, tier=tier)
-            where = f"{node.name}.metadata.labels.{label}"
-            errs = name_errors(where, name, "HyperNode")
-            if errs:
-                errors.append(
-                    FieldError(
-                        where,
-                        f"node {node.name!r}: label {label}={value!r} gives HyperNode name {name!r}, which is not a "
-                        "DNS-1123 subdomain (lower-case letters, digits, '-' and '.'); use such label values or a name_template that yields one",
-                    )
-                )
-                break
-            first = owner.setdefault(name, (tier, value, node.name))
-            if first[0] != tier:
-                errors.append(
-                    FieldError(
-                        where,
-                        f"node {node.name!r}: label {label}={value!r} (tier {tier}) and the tier-{first[0]} label value "
-                        f"{first[1]!r} of node {first[2]!r} both give HyperNode {name!r}; use distinct values per tier "
-                        "or a name_template with '{tier}'",
-                    )
-                )
-                break
-            tiers[name] = tier
-            if below is None:
-                leaf_nodes.setdefault(name, []).append(node.name)
-            else:
-                known = parent_of.get(below)
-                if known and known[0] != name:
-                    errors.append(
-                        FieldError(
-                            where,
-                            f"node {node.name!r} puts {tier_labels[i - 1]} {below!r} under {label}={value!r} (HyperNode {name!r}), "
-                            f"but node {known[1]!r} puts it under {known[0]!r}; a switch has one parent: relabel one of these nodes",
-                        )
-                    )
-                    break
-                parent_of.setdefault(below, (name, node.name))
-                children.setdefault(name, set()).add(below)
-            below = name
-    raise_if(errors)
-
-    tree: Tree = {}
-    for name, tier in tiers.items():
-        members = tuple(node_member(n) for n in sorted(leaf_nodes.get(name, ())))
-        members += tuple(hypernode_member(c) for c in sorted(children.get(name, ())))
-        tree[name] = HyperNode(name, tier, members, tier_labels[tier - 1])
-    return Discovered(dict(sorted(tree.items())), unplaced)
+    labelled = LabelledTree(tier_labels, name_template)
+    for node in sorted(node_infos(nodes), key=lambda n: n.name):
+        labelled.add_node(node)
+    raise_if(labelled.errors)
+    return Discovered(labelled.tree(), labelled.unplaced)
 
 
 INVENTORY_KEYS = ("name", "tier", "tier_name", "nodes", "node_pattern", "node_labels", "switches")

@@ -10,7 +10,8 @@ from typing import Any
 
 from ..common.errors import FieldError, raise_if
 from ..common.names import HYPERNODE_API, LABEL_MANAGED_BY, MANAGED_BY
-from .tree import KIND, HyperNode, Member, Tree, hypernode_errors
+from .rules import hypernode_errors
+from .tree import KIND, HyperNode, Member, Tree
 
 
 def hypernode_manifest(hn: HyperNode, labels: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -28,14 +28,8 @@ from ..common.errors import FieldError, PlatformValidationError, raise_if
 from ..common.names import LABEL_MANAGED_BY, MANAGED_BY
 from ..common.objects import differs, strip_server_fields
 from .manifests import is_managed, tree_from_manifests, tree_manifests
-from .tree import (
-    DISCOVERY_SOURCE_LABEL,
-    NodeInfo,
-    Tree,
-    needs_node_list,
-    node_leaves,
-    tree_errors,
-)
+from .rules import tree_errors
+from .tree import DISCOVERY_SOURCE_LABEL, NodeInfo, Tree, needs_node_list, node_leaves
 
 
 @dataclass

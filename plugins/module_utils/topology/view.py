@@ -16,7 +16,8 @@ from typing import Any
 from .discovery import DEFAULT_NAME_TEMPLATE, tree_from_source
 from .manifests import is_managed, tree_from_manifests
 from .render import dot, mermaid, text_tree, tree_data
-from .tree import NodeInfo, Tree, node_infos, nodes_in_no_leaf, tree_errors
+from .rules import tree_errors
+from .tree import NodeInfo, Tree, node_infos, nodes_in_no_leaf
 
 VIEW_SOURCES = ("cluster", "labels", "inventory")
 # The text renderings and the suffix of the file each is written to.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ansible_collections.gpucloud.platform.benchmarks.replay import triggers
 from ansible_collections.gpucloud.platform.benchmarks.replay.reconcilers import NAMES
-from ansible_collections.gpucloud.platform.plugins.module_utils.events.rules import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.events.event import (
     PLATFORM_EVENTS,
 )
 

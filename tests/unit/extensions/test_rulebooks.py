@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 import yaml
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.events.rules import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.events.event import (
     PLATFORM_EVENTS as EVENTS,
 )
 

@@ -20,7 +20,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.observability import rules
+from ansible_collections.gpucloud.platform.plugins.module_utils.observability import (
+    alert_rules,
+    rules,
+)
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -103,7 +106,7 @@ def test_a_broken_rule_fails_its_test(tmp_path):
     for group in groups:
         for rule in group["rules"]:
             if rule.get("record") == "platform:queue_gpus:allocated":
-                rule["expr"] = rule["expr"].replace(f"/ {rules.VOLCANO_MILLI}", "")
+                rule["expr"] = rule["expr"].replace(f"/ {alert_rules.VOLCANO_MILLI}", "")
     out = run_tests(tmp_path, groups)
     assert out.returncode != 0
     assert "platform:queue_gpus:allocated" in out.stdout + out.stderr

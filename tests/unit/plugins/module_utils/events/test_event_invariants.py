@@ -12,7 +12,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.events import rules
+from ansible_collections.gpucloud.platform.plugins.module_utils.events.event import (
+    EVENT_KEYS,
+    PLATFORM_EVENTS,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.events.model import (
     KIND_CONFIGMAP,
     KIND_NODE,
@@ -173,8 +176,8 @@ def test_the_snapshot_keeps_the_facts_and_spot_gpus_of_its_queues(history):
 def test_every_event_has_the_common_keys_and_an_unchanged_object_emits_nothing(history):
     snapshot = Snapshot()
     for event in play(snapshot, history):
-        assert event["platform_event"] in rules.PLATFORM_EVENTS
-        assert all(isinstance(event[k], str) for k in rules.EVENT_KEYS)
+        assert event["platform_event"] in PLATFORM_EVENTS
+        assert all(isinstance(event[k], str) for k in EVENT_KEYS)
         assert event["at"] == AT
         assert json.loads(json.dumps(event)) == event
     for kind in KINDS:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.events import rules
+from ansible_collections.gpucloud.platform.plugins.module_utils.events.event import EVENT_KEYS
 from ansible_collections.gpucloud.platform.plugins.module_utils.events.model import (
     KIND_CONFIGMAP,
     KIND_NODE,
@@ -53,7 +53,7 @@ def test_every_event_has_the_common_keys_and_is_json():
     events = observe(snapshot, KIND_PODGROUP, None, podgroup("j", unschedulable=True), AT)
     assert len(events) == 1
     event = events[0]
-    assert list(event)[: len(rules.EVENT_KEYS)] == list(rules.EVENT_KEYS)
+    assert list(event)[: len(EVENT_KEYS)] == list(EVENT_KEYS)
     assert json.loads(json.dumps(event)) == event
     assert event == {
         "platform_event": "paying_job_blocked",

@@ -16,7 +16,10 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
     PlatformValidationError,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid import scale
-from ansible_collections.gpucloud.platform.plugins.module_utils.observability import rules
+from ansible_collections.gpucloud.platform.plugins.module_utils.observability import (
+    alert_rules,
+    rules,
+)
 
 ROOT = Path(__file__).resolve().parents[5]
 EXAMPLES = ROOT / "docs" / "examples" / "cloud-scaler"
@@ -91,11 +94,11 @@ def test_the_keda_scaled_object_has_the_designs_numbers():
 
 def test_the_query_reads_the_recording_rule_not_the_designs_metric():
     query = scale.oldest_pending_query("tenant-acme-payg")
-    assert rules.QUEUE_OLDEST_PENDING in query
+    assert alert_rules.QUEUE_OLDEST_PENDING in query
     assert "volcano_queue_pending_jobs_duration_seconds" not in query
     recorded = [r.get("record") for g in rules.rule_groups() for r in g["rules"]]
-    assert rules.QUEUE_OLDEST_PENDING in recorded
-    assert rules.QUEUE_DEPTH in recorded  # prometheus-adapter discovers the metric through it
+    assert alert_rules.QUEUE_OLDEST_PENDING in recorded
+    assert alert_rules.QUEUE_DEPTH in recorded  # prometheus-adapter discovers the metric through it
 
 
 def test_the_promtool_test_asserts_the_scalers_own_query():
@@ -142,7 +145,7 @@ def test_the_adapter_rule_serves_the_metric_the_hpa_asks_for():
     (metric,) = scale.external_hpa(**HPA_DESIGN)["spec"]["metrics"]
     assert rule["name"]["as"] == metric["external"]["metric"]["name"]
     # Discovery: a series that exists for every queue; the name pattern matches it.
-    assert rule["seriesQuery"] == rules.QUEUE_DEPTH
+    assert rule["seriesQuery"] == alert_rules.QUEUE_DEPTH
     assert rule["name"]["matches"] == "^platform:queue_depth:jobs$"
     # The query: the recording rule itself, the HPA's selector, 0 when nothing waits.
     assert rule["metricsQuery"] == (

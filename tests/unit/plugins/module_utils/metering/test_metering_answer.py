@@ -10,9 +10,9 @@ from decimal import Decimal
 import pytest
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.metering import answer
-from ansible_collections.gpucloud.platform.plugins.module_utils.observability import rules
+from ansible_collections.gpucloud.platform.plugins.module_utils.observability import metering_rules
 
-RULE = rules.TENANT_BILLING_GPUS
+RULE = metering_rules.TENANT_BILLING_GPUS
 
 
 def rules_answer(*groups):
@@ -31,7 +31,7 @@ def group(name, interval, *records):
 def test_the_interval_is_the_one_of_the_group_recording_the_rule():
     body = rules_answer(
         group("platform-gpu", 60, "platform:cluster_gpu_allocation:ratio"),
-        group(rules.METERING_GROUP, 15, rules.POD_GPUS_RUNNING, RULE),
+        group(metering_rules.METERING_GROUP, 15, metering_rules.POD_GPUS_RUNNING, RULE),
     )
     assert answer.interval_of(body, RULE) == Decimal(15)
     assert answer.interval_of(body.encode(), "platform:cluster_gpu_allocation:ratio") == 60
@@ -52,7 +52,7 @@ def test_a_prometheus_without_the_platform_rules_cannot_bill():
 
 @pytest.mark.parametrize("interval", [0, -30, None, "soon", "NaN", "Infinity", [30]])
 def test_a_group_without_a_usable_interval_is_refused(interval):
-    body = rules_answer(group(rules.METERING_GROUP, interval, RULE))
+    body = rules_answer(group(metering_rules.METERING_GROUP, interval, RULE))
     with pytest.raises(answer.AnswerError, match="rule group 'platform-metering' has no usable"):
         answer.interval_of(body, RULE)
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.common import names
 from ansible_collections.gpucloud.platform.plugins.module_utils.metering import period, usage
-from ansible_collections.gpucloud.platform.plugins.module_utils.observability import rules
+from ansible_collections.gpucloud.platform.plugins.module_utils.observability import metering_rules
 
 DAY = period.parse_period("2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z", 60)
 T0 = DAY.start.timestamp()
@@ -87,7 +87,10 @@ def test_a_cloud_gpu_second_is_the_cloud_line_whatever_its_queue(billing_type, l
 
 
 def test_the_cloud_line_is_the_node_location_the_rules_write():
-    assert usage.LINE_CLOUD == rules.CLOUD_LOCATION and rules.CLOUD_LOCATION in names.NODE_LOCATIONS
+    assert (
+        usage.LINE_CLOUD == metering_rules.CLOUD_LOCATION
+        and metering_rules.CLOUD_LOCATION in names.NODE_LOCATIONS
+    )
     assert (*names.BILLING_TYPES, "cloud") == usage.LINES
 
 

@@ -16,7 +16,12 @@ from ansible_collections.gpucloud.platform.plugins.filter.prometheus_rule_groups
     prometheus_rule_groups,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.common import names
-from ansible_collections.gpucloud.platform.plugins.module_utils.observability import rules
+from ansible_collections.gpucloud.platform.plugins.module_utils.observability import (
+    alert_rules,
+    kube_state_metrics,
+    metering_rules,
+    rules,
+)
 
 ROOT = Path(__file__).resolve().parents[5]
 ROLE_DEFAULTS = ROOT / "roles" / "monitoring" / "defaults" / "main.yml"
@@ -29,7 +34,7 @@ def record(name):
 
 def test_the_builders_defaults_are_the_roles_defaults():
     defaults = yaml.safe_load(ROLE_DEFAULTS.read_text())
-    for name, value in asdict(rules.Thresholds()).items():
+    for name, value in asdict(alert_rules.Thresholds()).items():
         assert defaults[f"monitoring_alert_{name}"] == value, name
         assert defaults["monitoring_alert_thresholds"][name] == "{{ monitoring_alert_%s }}" % name
 
@@ -43,7 +48,7 @@ def test_every_rule_name_is_unique_and_namespaced():
 
 def test_thresholds_reach_the_alerts():
     groups = rules.rule_groups(
-        rules.thresholds_of({"gpu_temperature_celsius": 83, "queue_starving_minutes": 4})
+        alert_rules.thresholds_of({"gpu_temperature_celsius": 83, "queue_starving_minutes": 4})
     )
     by_name = {r.get("alert") or r["record"]: r for g in groups for r in g["rules"]}
     assert by_name["GpuTemperatureHigh"]["expr"] == "DCGM_FI_DEV_GPU_TEMP > 83"
@@ -59,7 +64,7 @@ def test_gpu_panels_and_rules_read_whole_gpus_from_volcano():
     assert "_scalar_resources" not in dashboards
     exprs = [r["expr"] for g in rules.rule_groups() for r in g["rules"]]
     raw = [e for e in exprs if "_scalar_resources" in e]
-    assert raw and all(e.endswith(f"/ {rules.VOLCANO_MILLI}") for e in raw)
+    assert raw and all(e.endswith(f"/ {alert_rules.VOLCANO_MILLI}") for e in raw)
 
 
 def test_dcgm_labels_are_the_4x_ones():
@@ -95,7 +100,7 @@ def test_dcgm_labels_are_the_4x_ones():
     ],
 )
 def test_bad_thresholds_are_named(values, message):
-    assert message in rules.threshold_errors(values)
+    assert message in alert_rules.threshold_errors(values)
     with pytest.raises(AnsibleFilterError, match="prometheus_rule_groups: "):
         prometheus_rule_groups(values)
 
@@ -121,7 +126,7 @@ def test_the_filter_gives_the_groups():
 def resource(kind):
     (found,) = (
         r
-        for r in rules.ksm_custom_resource_state()["spec"]["resources"]
+        for r in kube_state_metrics.ksm_custom_resource_state()["spec"]["resources"]
         if r["groupVersionKind"]["kind"] == kind
     )
     return found
@@ -135,13 +140,16 @@ def metric(res, name):
 def test_the_reclaim_count_is_read_from_the_annotation_the_spot_reclaim_writes():
     # rules.py is stdlib only (the local cluster loads it by path), so it names the
     # annotation itself; it must be the one rule spot-reclaim-count writes.
-    assert rules.ANNOTATION_SPOT_RECLAIMED == names.ANNOTATION_SPOT_RECLAIMED
+    assert kube_state_metrics.ANNOTATION_SPOT_RECLAIMED == names.ANNOTATION_SPOT_RECLAIMED
     queue = resource("Queue")
     reclaimed = metric(queue, "spot_reclaimed_jobs")
-    assert queue["metricNamePrefix"] + "_" + reclaimed["name"] == rules.SPOT_RECLAIMED_JOBS
+    assert (
+        queue["metricNamePrefix"] + "_" + reclaimed["name"]
+        == kube_state_metrics.SPOT_RECLAIMED_JOBS
+    )
     assert reclaimed["each"]["gauge"]["path"][-1] == names.ANNOTATION_SPOT_RECLAIMED
-    spot = record(rules.SPOT_RECLAIMS_1H)
-    assert rules.SPOT_RECLAIMED_JOBS in spot["expr"]
+    spot = record(alert_rules.SPOT_RECLAIMS_1H)
+    assert kube_state_metrics.SPOT_RECLAIMED_JOBS in spot["expr"]
 
 
 def test_a_queues_tenant_type_and_size_come_from_the_queue():
@@ -160,20 +168,29 @@ def test_a_queues_tenant_type_and_size_come_from_the_queue():
         "queue_type": ["metadata", "labels", names.LABEL_QUEUE_TYPE],
     }
     info = metric(queue, "info")
-    assert queue["metricNamePrefix"] + "_" + info["name"] == rules.QUEUE_INFO
+    assert queue["metricNamePrefix"] + "_" + info["name"] == kube_state_metrics.QUEUE_INFO
     # an Info metric's own label paths are ones every Queue has, or it is left out
     assert info["each"] == {
         "type": "Info",
         "info": {"labelsFromPath": {"name": ["metadata", "name"]}},
     }
     capability = metric(queue, "capability_gpus")
-    assert queue["metricNamePrefix"] + "_" + capability["name"] == rules.QUEUE_CAPABILITY_GPUS
+    assert (
+        queue["metricNamePrefix"] + "_" + capability["name"]
+        == kube_state_metrics.QUEUE_CAPABILITY_GPUS
+    )
     assert capability["each"] == {
         "type": "Gauge",
-        "gauge": {"path": ["spec", "capability", rules.GPU_RESOURCE_VOLCANO], "nilIsZero": True},
+        "gauge": {
+            "path": ["spec", "capability", alert_rules.GPU_RESOURCE_VOLCANO],
+            "nilIsZero": True,
+        },
     }
-    assert rules.QUEUE_CAPABILITY_GPUS in record(rules.TENANT_SUBSCRIPTION)["expr"]
-    assert rules.QUEUE_INFO in record(rules.QUEUE_BILLING)["expr"]
+    assert (
+        kube_state_metrics.QUEUE_CAPABILITY_GPUS
+        in record(metering_rules.TENANT_SUBSCRIPTION)["expr"]
+    )
+    assert kube_state_metrics.QUEUE_INFO in record(metering_rules.QUEUE_BILLING)["expr"]
 
 
 def test_a_jobs_bid_comes_from_the_volcano_job():
@@ -185,21 +202,23 @@ def test_a_jobs_bid_comes_from_the_volcano_job():
         "queue": ["spec", "queue"],
     }
     info = metric(job, "info")
-    assert job["metricNamePrefix"] + "_" + info["name"] == rules.VCJOB_INFO
-    assert rules.ANNOTATION_SPOT_PRICE == names.ANNOTATION_SPOT_PRICE
+    assert job["metricNamePrefix"] + "_" + info["name"] == kube_state_metrics.VCJOB_INFO
+    assert kube_state_metrics.ANNOTATION_SPOT_PRICE == names.ANNOTATION_SPOT_PRICE
     assert info["each"]["info"]["labelsFromPath"] == {
         "spot_price": ["metadata", "annotations", names.ANNOTATION_SPOT_PRICE]
     }
 
 
 def test_the_allow_lists_as_kube_state_metrics_flags():
-    assert rules.ksm_labels_allowlist() == (
+    assert kube_state_metrics.ksm_labels_allowlist() == (
         "pods=[platform.io/tenant,platform.io/billing-type,platform.io/job-class,"
         "volcano.sh/job-name,volcano.sh/queue-name],"
         "namespaces=[platform.io/tenant],nodes=[platform.io/node-location]"
     )
-    assert rules.ksm_labels_allowlist() == ",".join(rules.ksm_labels_allowlist_entries())
-    assert rules.ksm_annotations_allowlist() == (
+    assert kube_state_metrics.ksm_labels_allowlist() == ",".join(
+        kube_state_metrics.ksm_labels_allowlist_entries()
+    )
+    assert kube_state_metrics.ksm_annotations_allowlist() == (
         "pods=[platform.io/spot-price,scheduling.volcano.sh/queue-name]"
     )
 
@@ -214,7 +233,7 @@ def allow_listed(entries):
 
 
 def metering_exprs():
-    (group,) = (g for g in rules.rule_groups() if g["name"] == rules.METERING_GROUP)
+    (group,) = (g for g in rules.rule_groups() if g["name"] == metering_rules.METERING_GROUP)
     return [r["expr"] for r in group["rules"]]
 
 
@@ -230,9 +249,9 @@ def metering_exprs():
 def test_every_label_the_metering_rules_read_is_allow_listed(series, kind, prefix):
     """A label kube-state-metrics does not export would silently bill nothing."""
     entries = (
-        [rules.ksm_annotations_allowlist()]
+        [kube_state_metrics.ksm_annotations_allowlist()]
         if prefix == "annotation_"
-        else rules.ksm_labels_allowlist_entries()
+        else kube_state_metrics.ksm_labels_allowlist_entries()
     )
     exported = allow_listed(entries)[kind]
     # a label belongs to the kube-state-metrics series named last before it
@@ -250,17 +269,17 @@ def test_no_metering_rule_reads_what_a_tenant_writes_on_its_pods():
     exprs = metering_exprs()
     assert not any("label_platform_io_billing_type" in e for e in exprs)
     tenant_label = [e for e in exprs if "label_platform_io_tenant" in e]
-    assert tenant_label == [record(rules.NAMESPACE_TENANT)["expr"]]
+    assert tenant_label == [record(metering_rules.NAMESPACE_TENANT)["expr"]]
     assert "kube_pod_labels" not in tenant_label[0]
 
 
 def test_the_chart_values_allow_list_what_the_rules_read():
-    values = rules.ksm_chart_values()
-    assert values["metricLabelsAllowlist"] == rules.ksm_labels_allowlist_entries()
-    assert values["metricAnnotationsAllowList"] == [rules.ksm_annotations_allowlist()]
+    values = kube_state_metrics.ksm_chart_values()
+    assert values["metricLabelsAllowlist"] == kube_state_metrics.ksm_labels_allowlist_entries()
+    assert values["metricAnnotationsAllowList"] == [kube_state_metrics.ksm_annotations_allowlist()]
     assert values["customResourceState"] == {
         "enabled": True,
-        "config": rules.ksm_custom_resource_state(),
+        "config": kube_state_metrics.ksm_custom_resource_state(),
     }
     grants = {
         (group, res): rule["verbs"]
@@ -277,18 +296,21 @@ def test_every_queue_type_bills_as_a_billing_type():
     """Rule billing-type-of-queue: a team queue is a part of the subscription, burst is
     pay-as-you-go cloud quota."""
     # rules.py keeps a stdlib-only copy of the one map (common/names.py)
-    assert rules.BILLING_TYPE_OF_QUEUE_TYPE == names.BILLING_TYPE_OF_QUEUE_TYPE
-    assert set(rules.BILLING_TYPE_OF_QUEUE_TYPE) == {*names.QUEUE_TYPES, names.QUEUE_TYPE_BURST}
-    assert set(rules.BILLING_TYPE_OF_QUEUE_TYPE.values()) <= set(names.BILLING_TYPES)
-    assert rules.BILLING_TYPE_OF_QUEUE_TYPE["team"] == "subscription"
-    assert rules.BILLING_TYPE_OF_QUEUE_TYPE["burst"] == "payg"
-    assert rules.CLOUD_LOCATION in names.NODE_LOCATIONS
+    assert metering_rules.BILLING_TYPE_OF_QUEUE_TYPE == names.BILLING_TYPE_OF_QUEUE_TYPE
+    assert set(metering_rules.BILLING_TYPE_OF_QUEUE_TYPE) == {
+        *names.QUEUE_TYPES,
+        names.QUEUE_TYPE_BURST,
+    }
+    assert set(metering_rules.BILLING_TYPE_OF_QUEUE_TYPE.values()) <= set(names.BILLING_TYPES)
+    assert metering_rules.BILLING_TYPE_OF_QUEUE_TYPE["team"] == "subscription"
+    assert metering_rules.BILLING_TYPE_OF_QUEUE_TYPE["burst"] == "payg"
+    assert metering_rules.CLOUD_LOCATION in names.NODE_LOCATIONS
 
 
 def test_a_metering_rule_reads_only_the_rules_recorded_before_it():
     """The group is evaluated in order: a rule reading a later one would read the value of
     the evaluation before, a resolution late."""
-    (group,) = (g for g in rules.rule_groups() if g["name"] == rules.METERING_GROUP)
+    (group,) = (g for g in rules.rule_groups() if g["name"] == metering_rules.METERING_GROUP)
     recorded = [r["record"] for r in group["rules"]]
     for index, rule in enumerate(group["rules"]):
         read = set(re.findall(r"platform:\w+:\w+", rule["expr"])) & set(recorded)
@@ -298,13 +320,13 @@ def test_a_metering_rule_reads_only_the_rules_recorded_before_it():
 def test_usage_report_reads_rules_of_the_group_whose_interval_it_reads():
     """Rule metering-resolution: the interval usage_report reads is the group's that records
     TENANT_BILLING_GPUS; the other rules it reads must be evaluated at it too."""
-    (group,) = (g for g in rules.rule_groups() if g["name"] == rules.METERING_GROUP)
+    (group,) = (g for g in rules.rule_groups() if g["name"] == metering_rules.METERING_GROUP)
     recorded = {r["record"] for r in group["rules"]}
     read = {
-        rules.TENANT_BILLING_GPUS,
-        rules.JOB_GPUS,
-        rules.TENANT_SUBSCRIPTION,
-        rules.UNCLAIMED_POD_GPUS,
+        metering_rules.TENANT_BILLING_GPUS,
+        metering_rules.JOB_GPUS,
+        metering_rules.TENANT_SUBSCRIPTION,
+        metering_rules.UNCLAIMED_POD_GPUS,
     }
     assert read <= recorded
 
@@ -312,20 +334,20 @@ def test_usage_report_reads_rules_of_the_group_whose_interval_it_reads():
 def test_the_metering_interval_is_the_metering_groups_alone():
     groups = rules.rule_groups(None, "15s")
     assert list(groups[1]) == ["name", "interval", "rules"]
-    assert groups[1]["name"] == rules.METERING_GROUP and groups[1]["interval"] == "15s"
+    assert groups[1]["name"] == metering_rules.METERING_GROUP and groups[1]["interval"] == "15s"
     assert [g for g in groups if "interval" in g] == [groups[1]]
     assert all("interval" not in g for g in rules.rule_groups())  # Prometheus's global one
-    assert groups[1]["rules"] == rules.metering_rules()
+    assert groups[1]["rules"] == metering_rules.metering_rules()
 
 
 @pytest.mark.parametrize("interval", [None, "30s", "1m", "500ms", "2h", "15s"])
 def test_a_metering_interval_of_one_unit_is_accepted(interval):
-    assert rules.interval_errors(interval) == []
+    assert metering_rules.interval_errors(interval) == []
 
 
 @pytest.mark.parametrize("interval", ["30", "0s", "1m30s", "-1m", "1d", " 30s", "30S", 30, 1.5])
 def test_a_metering_interval_that_is_not_a_duration_is_named(interval):
-    assert rules.interval_errors(interval) == [
+    assert metering_rules.interval_errors(interval) == [
         f"metering_interval: {interval!r} is not a duration such as 30s or 1m"
     ]
     with pytest.raises(AnsibleFilterError, match="prometheus_rule_groups: metering_interval: "):
@@ -341,10 +363,10 @@ def test_the_filter_passes_the_metering_interval():
 def test_the_roles_default_metering_interval_is_one():
     defaults = yaml.safe_load(ROLE_DEFAULTS.read_text())
     assert defaults["monitoring_metering_interval"] == "{{ monitoring_scrape_interval }}"
-    assert rules.interval_errors(defaults["monitoring_scrape_interval"]) == []
+    assert metering_rules.interval_errors(defaults["monitoring_scrape_interval"]) == []
     template = (ROOT / "roles/monitoring/templates/prometheusrule.yml.j2").read_text()
     assert (
         "prometheus_rule_groups(monitoring_metering_interval, monitoring_vgpu_gpu_memory_mib | int)"
         in template
     )
-    assert defaults["monitoring_vgpu_gpu_memory_mib"] == rules.DEFAULT_VGPU_GPU_MEMORY_MIB
+    assert defaults["monitoring_vgpu_gpu_memory_mib"] == metering_rules.DEFAULT_VGPU_GPU_MEMORY_MIB

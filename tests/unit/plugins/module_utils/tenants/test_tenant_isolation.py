@@ -19,15 +19,23 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
     tenant_labels,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import (
+    read_io,
+    service,
+    write_io,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.changes import Changes
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.plan import (
+    plan_tenant,
+    tenant_namespace,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.rbac import queue_reader
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
-    leaf_queue_types,
     parse_tenant_spec,
-    plan_tenant,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.tenant_queues import (
+    leaf_queue_types,
     queue_name_collisions,
-    tenant_namespace,
 )
 from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster
 from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.tenants.tenant_objects import (
@@ -272,11 +280,11 @@ def test_check_queue_names_free_gets_only_what_the_tenant_lacks():
     queues = pa_queues()
     live = {q.name: q.to_manifest() for q in queues if q.name != "tenant-pa-b-x"}
     with pytest.raises(PlatformValidationError) as exc:
-        service.check_queue_names_free(cluster, "pa", queues, live)
+        read_io.check_queue_names_free(cluster, "pa", queues, live)
     assert cluster.gets == [("Queue", "tenant-pa-b-x")]
     assert exc.value.errors[0].field == "teams[0]"
     cluster.gets.clear()
-    service.check_queue_names_free(cluster, "pa", queues[:3], {})  # no collision: returns
+    read_io.check_queue_names_free(cluster, "pa", queues[:3], {})  # no collision: returns
     assert len(cluster.gets) == 3
 
 
@@ -371,7 +379,7 @@ def test_sync_queue_access_in_step_changes_nothing():
     ).queues
     changes = Changes()
     cluster.requests = 0
-    service.sync_queue_access(cluster, "a", queues, changes, check_mode=False)
+    write_io.sync_queue_access(cluster, "a", queues, changes, check_mode=False)
     assert cluster.writes == [] and changes.objects == [] and changes.done == []
     assert cluster.requests == 2  # a GET each
 

@@ -21,9 +21,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.network 
     discovered_networks,
     egress_blocks,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.plan import plan_tenant
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
     parse_tenant_spec,
-    plan_tenant,
 )
 from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.tenants.tenant_objects import (
     GPU,

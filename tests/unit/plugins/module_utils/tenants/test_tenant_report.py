@@ -4,10 +4,10 @@
 
 from __future__ import annotations
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.plan import plan_tenant
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.report import summarize
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
     parse_tenant_spec,
-    plan_tenant,
 )
 from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.tenants.tenant_objects import (
     GPU,

@@ -16,13 +16,17 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.vgpu impo
 from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (
     Queue,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
-    TeamSpec,
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.plan import (
     desired_queues,
+    plan_tenant,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
     parse_tenant_spec,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.tenant_queues import (
+    TeamSpec,
     payg_queue,
     plan_team_change,
-    plan_tenant,
     spot_queue,
     subscription_queue,
     team_queue,

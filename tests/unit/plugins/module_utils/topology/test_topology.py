@@ -12,6 +12,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifes
     hypernode_manifest,
     tree_from_manifests,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.rules import tree_errors
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (
     HyperNode,
     Member,
@@ -22,7 +23,6 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree im
     parents,
     roots,
     switch,
-    tree_errors,
     walk,
 )
 

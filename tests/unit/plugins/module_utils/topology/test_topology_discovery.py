@@ -13,10 +13,10 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discove
     tree_from_node_labels,
     tree_from_source,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.rules import tree_errors
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (
     node_leaves,
     switch,
-    tree_errors,
 )
 
 TOR, SPINE = "topology.volcano.sh/tor", "topology.volcano.sh/spine"
