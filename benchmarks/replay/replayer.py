@@ -576,8 +576,10 @@ class Replay:
         from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
             priority_class_manifests,
         )
-        from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
+        from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_reader import (
             parse_conf,
+        )
+        from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_tier_rules import (
             platform_policy_errors,
         )
 

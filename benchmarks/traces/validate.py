@@ -67,7 +67,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.feasibility
     Supply,
     never_runs,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_reader import (
     suggestion,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import parse_teams

@@ -18,13 +18,17 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.policy.admission
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
     priority_class_manifests,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_builder import (
     DEFAULT_ACTIONS,
     DEFAULT_TIERS,
     render_scheduler_conf,
-    scheduler_conf_errors,
     scheduler_configmap,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_reader import (
     suggestion,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_rules import (
+    scheduler_conf_errors,
 )
 
 ADMISSION_TOGGLES = (

@@ -26,7 +26,7 @@ def kube(api_client):
     from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
         priority_class_manifests,
     )
-    from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
+    from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_builder import (
         render_scheduler_conf,
     )
     from ansible_collections.gpucloud.platform.tests.conformance.conformance_kube import Kube

@@ -198,7 +198,7 @@ def hybrid(api_client, run_module) -> Iterator[Hybrid]:
     from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
         priority_class_manifests,
     )
-    from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
+    from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_builder import (
         render_scheduler_conf,
     )
 

@@ -21,7 +21,7 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy import admission as ap
-from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_builder import (
     render_scheduler_conf,
 )
 from ansible_collections.gpucloud.platform.tests.conformance.conformance_kube import (

@@ -27,10 +27,12 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.vgpu impo
     VGPU_NODE_REGISTER,
     vgpu_resources,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_builder import (
     DEFAULT_TIERS,
     build_scheduler_conf,
     render_scheduler_conf,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_rules import (
     scheduler_conf_errors,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.plan import plan_tenant

@@ -200,7 +200,7 @@ def platform_scheduler_conf(api_client) -> Iterator[Any]:
     writes, with gangpreempt) in volcano-system/volcano-scheduler-configmap for one test;
     waits for vc-scheduler to reload it, and puts back and reloads what was there (or
     deletes the ConfigMap when there was none)."""
-    from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
+    from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_builder import (
         render_scheduler_conf,
     )
     from ansible_collections.gpucloud.platform.tests.conformance.conformance_kube import Kube

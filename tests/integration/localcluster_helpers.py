@@ -99,7 +99,7 @@ def load_scheduler_conf(api_client: Any, text: str) -> None:
     """Write ``text`` to the scheduler ConfigMap and wait until vc-scheduler runs with it."""
     from kubernetes.dynamic import DynamicClient
 
-    from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
+    from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_builder import (
         scheduler_configmap,
     )
 

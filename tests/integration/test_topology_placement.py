@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_builder import (
     render_scheduler_conf,
 )
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (

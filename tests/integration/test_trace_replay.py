@@ -57,7 +57,7 @@ def replay_command(trace: Path, out: Path, kubeconfig: str) -> list[str]:
 @pytest.fixture(scope="module")
 def platform_policy(api_client, priority_classes):
     """The platform's scheduler configuration for the module, put back afterwards."""
-    from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
+    from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_builder import (
         render_scheduler_conf,
     )
     from ansible_collections.gpucloud.platform.tests.conformance.conformance_kube import Kube

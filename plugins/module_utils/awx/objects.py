@@ -179,8 +179,21 @@ def _template(
 def awx_objects(settings: Mapping[str, Any], surveys: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Rule awx-objects (see the module docstring). ``settings`` is checked first with
     ``awx_settings_errors``."""
+    return [
+        *_foundation_objects(settings),
+        *_survey_templates(settings, surveys),
+        *_schedule_templates(settings),
+        *_schedules(settings),
+        *eda_objects(settings),
+    ]
+
+
+def _foundation_objects(settings: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """What every job template needs, in the order AWX needs it: the organization, the
+    kubeconfig credential type and credential, the execution environment, the project,
+    the inventory and its source."""
     org = settings["organization"]
-    out = [
+    return [
         _obj("organization", org, description="The GPU platform's operations"),
         _obj(
             "credential_type",
@@ -234,6 +247,13 @@ def awx_objects(settings: Mapping[str, Any], surveys: Mapping[str, Any]) -> list
             overwrite=True,
         ),
     ]
+
+
+def _survey_templates(
+    settings: Mapping[str, Any], surveys: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """A job template per survey (``surveys``: playbook -> survey), at the job timeout."""
+    out: list[dict[str, Any]] = []
     timeout = settings["job_timeout"]
     for playbook, survey in surveys.items():
         out.append(
@@ -253,6 +273,13 @@ def awx_objects(settings: Mapping[str, Any], surveys: Mapping[str, Any]) -> list
                 },
             )
         )
+    return out
+
+
+def _schedule_templates(settings: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A job template per scheduled reconcile, never two runs at once."""
+    out: list[dict[str, Any]] = []
+    timeout = settings["job_timeout"]
     for sched in settings.get("schedules") or []:
         out.append(
             _template(
@@ -265,6 +292,13 @@ def awx_objects(settings: Mapping[str, Any], surveys: Mapping[str, Any]) -> list
                 **({"extra_vars": dict(sched["extra_vars"])} if sched.get("extra_vars") else {}),
             )
         )
+    return out
+
+
+def _schedules(settings: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A schedule per scheduled reconcile, at ``schedule_minutes`` (rule awx-safety-net)."""
+    org = settings["organization"]
+    out: list[dict[str, Any]] = []
     for sched in settings.get("schedules") or []:
         out.append(
             _obj(
@@ -278,7 +312,7 @@ def awx_objects(settings: Mapping[str, Any], surveys: Mapping[str, Any]) -> list
                 enabled=bool(settings.get("schedules_enabled", True)),
             )
         )
-    return out + eda_objects(settings)
+    return out
 
 
 def preview(objects: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

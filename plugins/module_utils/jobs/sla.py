@@ -7,7 +7,7 @@ In a fully used subscription, capacity's enqueue check refuses a new PodGroup
 admitted PodGroups, so a large job would never preempt and a team below its
 deserved would never take back what a sibling borrowed. The platform's
 scheduler configuration has the ``sla`` plugin alone in a tier before
-capacity's (rule sla-before-capacity, ``policy/scheduler_conf``); a PodGroup
+capacity's (rule sla-before-capacity, ``policy/scheduler_conf_tier_rules``); a PodGroup
 annotated ``volcano.sh/sla-waiting-time`` that has waited that long is
 admitted by sla's permit, whatever capacity says, and preemption and reclaim
 start for it. Allocation still respects every queue's capability, so

@@ -174,12 +174,6 @@ def queue_leaf_policy() -> dict[str, Any]:
 def queue_priority_policy() -> dict[str, Any]:
     """Rule priority-fits-queue: spot queues take only spot-job, spot-job only spot queues,
     critical-job only where the tenant is allowed it, marked non-preemptable."""
-    classes = cel_list(tuple(PRIORITY_CLASSES))
-    non_preemptable = (
-        "object.spec.tasks.all(t, has(t.template.metadata) && has(t.template.metadata.annotations) && "
-        f"'{PREEMPTABLE_ANNOTATION}' in t.template.metadata.annotations && "
-        f"t.template.metadata.annotations['{PREEMPTABLE_ANNOTATION}'] == 'false')"
-    )
     return policy(
         POLICY_QUEUE_PRIORITY,
         {
@@ -198,70 +192,82 @@ def queue_priority_policy() -> dict[str, Any]:
                     ),
                 },
             ],
-            "validations": [
-                {
-                    "expression": f"variables.pc in {classes}",
-                    "messageExpression": (
-                        "'spec.priorityClassName: ' + (variables.pc == '' ? '(none)' : variables.pc) + ' is not a "
-                        "platform PriorityClass; set one of " + ", ".join(PRIORITY_CLASSES) + "'"
-                    ),
-                    "reason": "Invalid",
-                },
-                {
-                    "expression": "!variables.spotQueue || variables.pc == 'spot-job'",
-                    "messageExpression": (
-                        "'spec.priorityClassName: ' + (variables.pc == '' ? '(none)' : variables.pc) + ' cannot run in "
-                        "spot queue ' + variables.queue + '; set priorityClassName: spot-job, or submit to a team or "
-                        "pay-as-you-go queue'"
-                    ),
-                    "reason": "Invalid",
-                },
-                {
-                    "expression": "variables.pc != 'spot-job' || variables.spotQueue",
-                    "messageExpression": (
-                        "'spec.priorityClassName: spot-job runs only in a spot queue, not in ' + variables.queue + "
-                        "'; submit to tenant-<tenant>-spot, or use normal-job, large-job or debug-job here'"
-                    ),
-                    "reason": "Invalid",
-                },
-                {
-                    "expression": "variables.pc != 'critical-job' || variables.criticalAllowed",
-                    "messageExpression": (
-                        "'spec.priorityClassName: critical-job is not enabled for namespace ' + namespaceObject.metadata.name"
-                        f" + '; use large-job or normal-job, or ask the platform to allow critical jobs for this tenant "
-                        f'(namespace label {LABEL_ALLOW_CRITICAL}: "true")\''
-                    ),
-                    "reason": "Forbidden",
-                },
-                {
-                    "expression": (
-                        f"variables.pc != 'critical-job' || request.kind.kind != 'Job' || {non_preemptable}"
-                    ),
-                    "messageExpression": (
-                        "'spec.tasks: a critical-job must mark every task template with annotation "
-                        f'{PREEMPTABLE_ANNOTATION}: "false" so that neither preempt nor reclaim can evict it; add it '
-                        "to each task template metadata'"
-                    ),
-                    "reason": "Invalid",
-                },
-                {
-                    # Rule sla-wait-by-class (jobs/sla): debug and spot jobs are never
-                    # admitted past their queue's capability.
-                    "expression": (
-                        f"!(variables.pc in {cel_list(SLA_FORBIDDEN_PRIORITY_CLASSES)}) || "
-                        "!has(object.metadata.annotations) || "
-                        f"!object.metadata.annotations.exists(k, k in {cel_list(SLA_WAITING_ANNOTATIONS)})"
-                    ),
-                    "messageExpression": (
-                        "'metadata.annotations: a ' + variables.pc + ' never takes GPUs from other jobs, so "
-                        f"it may not carry {' or '.join(SLA_WAITING_ANNOTATIONS)} (which admits a job past the "
-                        "capability of its queue); remove the annotation'"
-                    ),
-                    "reason": "Forbidden",
-                },
-            ],
+            "validations": _queue_priority_validations(),
         },
     )
+
+
+def _queue_priority_validations() -> list[dict[str, Any]]:
+    """queue-priority's checks: a platform class, spot only with spot, critical-job only
+    where allowed and marked non-preemptable, no sla waiting time on debug or spot jobs."""
+    classes = cel_list(tuple(PRIORITY_CLASSES))
+    non_preemptable = (
+        "object.spec.tasks.all(t, has(t.template.metadata) && has(t.template.metadata.annotations) && "
+        f"'{PREEMPTABLE_ANNOTATION}' in t.template.metadata.annotations && "
+        f"t.template.metadata.annotations['{PREEMPTABLE_ANNOTATION}'] == 'false')"
+    )
+    return [
+        {
+            "expression": f"variables.pc in {classes}",
+            "messageExpression": (
+                "'spec.priorityClassName: ' + (variables.pc == '' ? '(none)' : variables.pc) + ' is not a "
+                "platform PriorityClass; set one of " + ", ".join(PRIORITY_CLASSES) + "'"
+            ),
+            "reason": "Invalid",
+        },
+        {
+            "expression": "!variables.spotQueue || variables.pc == 'spot-job'",
+            "messageExpression": (
+                "'spec.priorityClassName: ' + (variables.pc == '' ? '(none)' : variables.pc) + ' cannot run in "
+                "spot queue ' + variables.queue + '; set priorityClassName: spot-job, or submit to a team or "
+                "pay-as-you-go queue'"
+            ),
+            "reason": "Invalid",
+        },
+        {
+            "expression": "variables.pc != 'spot-job' || variables.spotQueue",
+            "messageExpression": (
+                "'spec.priorityClassName: spot-job runs only in a spot queue, not in ' + variables.queue + "
+                "'; submit to tenant-<tenant>-spot, or use normal-job, large-job or debug-job here'"
+            ),
+            "reason": "Invalid",
+        },
+        {
+            "expression": "variables.pc != 'critical-job' || variables.criticalAllowed",
+            "messageExpression": (
+                "'spec.priorityClassName: critical-job is not enabled for namespace ' + namespaceObject.metadata.name"
+                f" + '; use large-job or normal-job, or ask the platform to allow critical jobs for this tenant "
+                f'(namespace label {LABEL_ALLOW_CRITICAL}: "true")\''
+            ),
+            "reason": "Forbidden",
+        },
+        {
+            "expression": (
+                f"variables.pc != 'critical-job' || request.kind.kind != 'Job' || {non_preemptable}"
+            ),
+            "messageExpression": (
+                "'spec.tasks: a critical-job must mark every task template with annotation "
+                f'{PREEMPTABLE_ANNOTATION}: "false" so that neither preempt nor reclaim can evict it; add it '
+                "to each task template metadata'"
+            ),
+            "reason": "Invalid",
+        },
+        {
+            # Rule sla-wait-by-class (jobs/sla): debug and spot jobs are never
+            # admitted past their queue's capability.
+            "expression": (
+                f"!(variables.pc in {cel_list(SLA_FORBIDDEN_PRIORITY_CLASSES)}) || "
+                "!has(object.metadata.annotations) || "
+                f"!object.metadata.annotations.exists(k, k in {cel_list(SLA_WAITING_ANNOTATIONS)})"
+            ),
+            "messageExpression": (
+                "'metadata.annotations: a ' + variables.pc + ' never takes GPUs from other jobs, so "
+                f"it may not carry {' or '.join(SLA_WAITING_ANNOTATIONS)} (which admits a job past the "
+                "capability of its queue); remove the annotation'"
+            ),
+            "reason": "Forbidden",
+        },
+    ]
 
 
 def queue_billing_policy() -> dict[str, Any]:

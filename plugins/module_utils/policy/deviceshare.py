@@ -10,7 +10,7 @@ Two combinations end the vc-scheduler process (``klog.Fatal``), so a
 configuration Volcano accepts when it parses stops the scheduler at the next
 session; the others are silently without effect. Types (booleans, an unquoted
 integer ScheduleWeight) are rule known-arguments' and the 0..100 bound of the
-weight is rule weight-bounds' (scheduler_conf); these rules do not repeat them.
+weight is rule weight-bounds' (scheduler_conf_rules); these rules do not repeat them.
 
 Each rule is one function named ``Rule <name>`` in its docstring; every error
 names the tier index, the plugin and the argument. No I/O.
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..common.errors import FieldError
-from .scheduler_conf import _plugin_field, plugins_of, suggestion
+from .scheduler_conf_reader import plugin_field, plugins_of, suggestion
 
 PLUGIN = "deviceshare"
 SOURCE = "pkg/scheduler/plugins/deviceshare/deviceshare.go"
@@ -279,10 +279,10 @@ def deviceshare_errors(conf: Mapping[str, Any]) -> list[FieldError]:
         arguments = plugin.get("arguments")
         if not isinstance(arguments, Mapping):
             continue  # rule known-arguments reports a non-mapping
-        field = _plugin_field(t, p, PLUGIN) + ".arguments"
+        field = plugin_field(t, p, PLUGIN) + ".arguments"
         errors += sharing_mode_errors(field, arguments)
         errors += schedule_policy_errors(field, arguments)
         errors += policy_weight_errors(field, arguments, plugin)
         errors += exclusive_rules_errors(field, arguments)
-        errors += predicates_errors(conf, _plugin_field(t, p, PLUGIN), arguments, plugin)
+        errors += predicates_errors(conf, plugin_field(t, p, PLUGIN), arguments, plugin)
     return errors

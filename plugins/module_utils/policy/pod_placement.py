@@ -89,7 +89,9 @@ _SPEC_PATH = (
 )
 
 
-def _rule(expression: str, field: str, problem: str, fix: str, reason: str = "Forbidden"):
+def _rule(
+    expression: str, field: str, problem: str, fix: str, reason: str = "Forbidden"
+) -> dict[str, str]:
     """One validation over every pod spec ``p`` ([metadata, spec]) of the object."""
     text = f"{field}: {problem}; {fix}".replace("'", "\\'")
     return {
@@ -111,18 +113,6 @@ def forbidden_taint_keys(cloud_burst: bool = False) -> tuple[str, ...]:
 
 def pod_placement_policy(cloud_burst: bool = False) -> dict[str, Any]:
     """Rule pods-through-volcano, as one policy over Pods and every pod template."""
-    classes = cel_list(tuple(PRIORITY_CLASSES))
-    forbidden = forbidden_taint_keys(cloud_burst)
-    taints = cel_list(forbidden)
-    preemptable_off = (
-        f"((has(p[0].annotations) && '{PREEMPTABLE_KEY}' in p[0].annotations && "
-        f"p[0].annotations['{PREEMPTABLE_KEY}'] == 'false') || (has(p[0].labels) && "
-        f"'{PREEMPTABLE_KEY}' in p[0].labels && p[0].labels['{PREEMPTABLE_KEY}'] == 'false'))"
-    )
-    volcano_scheduler = (
-        "(has(p[1].schedulerName) && p[1].schedulerName == 'volcano') || "
-        "(request.kind.kind == 'Job' && (!has(p[1].schedulerName) || p[1].schedulerName == ''))"
-    )
     return policy(
         POLICY_POD_PLACEMENT,
         {
@@ -142,78 +132,113 @@ def pod_placement_policy(cloud_burst: bool = False) -> dict[str, Any]:
                 {"name": "jobClass", "expression": _JOB_CLASS},
             ],
             "validations": [
-                _rule(
-                    volcano_scheduler,
-                    "schedulerName",
-                    "pods in tenant namespaces are scheduled by Volcano",
-                    "set schedulerName: volcano (a Volcano Job may leave it out)",
-                ),
-                _rule(
-                    # A pod update cannot change nodeName (the scheduler sets it through
-                    # the binding), and a bound pod carries one.
-                    "(request.kind.kind == 'Pod' && request.operation == 'UPDATE') || "
-                    "!has(p[1].nodeName) || p[1].nodeName == ''",
-                    "nodeName",
-                    "a pod may not pick its node",
-                    "leave nodeName out and use a nodeSelector or the job class instead",
-                ),
-                # A Volcano Job's template runs at the Job's class, never another (a higher
-                # one would bypass queue-priority, which judges the Job's).
-                _rule(
-                    "request.kind.kind == 'Job' ? (!has(p[1].priorityClassName) || "
-                    "p[1].priorityClassName == '' || p[1].priorityClassName == variables.jobClass) : "
-                    f"(has(p[1].priorityClassName) && p[1].priorityClassName in {classes})",
-                    "priorityClassName",
-                    "not a platform PriorityClass (or, in a Volcano Job template, not the Job's own)",
-                    f"set one of {', '.join(PRIORITY_CLASSES)}; in a Volcano Job set it on the Job only",
-                    "Invalid",
-                ),
-                _rule(
-                    f"!{preemptable_off} || {_CLASS_OF} == '{CRITICAL_CLASS}'",
-                    f"metadata {PREEMPTABLE_KEY}",
-                    f'only a {CRITICAL_CLASS} may be marked non-preemptable ({PREEMPTABLE_KEY}: "false")',
-                    "remove the mark, or submit a critical job",
-                ),
-                _rule(
-                    "!has(p[1].tolerations) || p[1].tolerations.all(t, has(t.key) && t.key != '' "
-                    f"&& !(t.key in {taints}) && (!t.key.startsWith('{NODE_TAINT_PREFIX}') || "
-                    f"(t.key in {cel_list(API_SERVER_TOLERATIONS)} && has(t.effect) && t.effect == 'NoExecute')))",
-                    "tolerations",
-                    "a toleration without a key, of a platform taint "
-                    f"({', '.join(forbidden)}), or of a {NODE_TAINT_PREFIX}* taint (a cordoned, "
-                    "draining or failing node) is not allowed",
-                    "tolerate only the taints of your own nodes, by key",
-                ),
-                # Rule vgpu-taint-needs-vgpu.
-                _rule(
-                    "!has(p[1].tolerations) || !p[1].tolerations.exists(t, has(t.key) && "
-                    f"t.key == '{VGPU_TAINT_KEY}') || ({_ASKS_VGPU})",
-                    "tolerations[].key",
-                    f"only a pod that asks for vGPUs may tolerate {VGPU_TAINT_KEY} (the nodes for "
-                    "GPU sharing)",
-                    f"remove the toleration, or ask for vGPUs (a container limit {VGPU_NUMBER} of 1 "
-                    "or more)",
-                ),
-                _rule(
-                    "!(has(p[1].hostNetwork) && p[1].hostNetwork) && !(has(p[1].hostPID) && p[1].hostPID) "
-                    "&& !(has(p[1].hostIPC) && p[1].hostIPC)",
-                    "hostNetwork",
-                    "a tenant pod may not join the node's network, PID or IPC namespace",
-                    "remove hostNetwork, hostPID and hostIPC",
-                ),
-                _rule(
-                    "!has(p[1].volumes) || p[1].volumes.all(v, !has(v.hostPath))",
-                    "volumes",
-                    "a tenant pod may not mount a path of the node (hostPath)",
-                    "use a PersistentVolumeClaim instead",
-                ),
-                _rule(
-                    "!has(p[1].containers) || p[1].containers.all(c, !has(c.securityContext) || "
-                    "!has(c.securityContext.privileged) || !c.securityContext.privileged)",
-                    "containers[].securityContext.privileged",
-                    "a tenant container may not run privileged",
-                    "remove privileged: true",
-                ),
+                *_scheduling_validations(),
+                *_toleration_validations(cloud_burst),
+                *_host_validations(),
             ],
         },
     )
+
+
+def _scheduling_validations() -> list[dict[str, Any]]:
+    """Volcano schedules the pod, on no node of its own choosing, at a platform class
+    (in a Volcano Job's template, the Job's), non-preemptable only at critical-job."""
+    classes = cel_list(tuple(PRIORITY_CLASSES))
+    preemptable_off = (
+        f"((has(p[0].annotations) && '{PREEMPTABLE_KEY}' in p[0].annotations && "
+        f"p[0].annotations['{PREEMPTABLE_KEY}'] == 'false') || (has(p[0].labels) && "
+        f"'{PREEMPTABLE_KEY}' in p[0].labels && p[0].labels['{PREEMPTABLE_KEY}'] == 'false'))"
+    )
+    volcano_scheduler = (
+        "(has(p[1].schedulerName) && p[1].schedulerName == 'volcano') || "
+        "(request.kind.kind == 'Job' && (!has(p[1].schedulerName) || p[1].schedulerName == ''))"
+    )
+    return [
+        _rule(
+            volcano_scheduler,
+            "schedulerName",
+            "pods in tenant namespaces are scheduled by Volcano",
+            "set schedulerName: volcano (a Volcano Job may leave it out)",
+        ),
+        _rule(
+            # A pod update cannot change nodeName (the scheduler sets it through
+            # the binding), and a bound pod carries one.
+            "(request.kind.kind == 'Pod' && request.operation == 'UPDATE') || "
+            "!has(p[1].nodeName) || p[1].nodeName == ''",
+            "nodeName",
+            "a pod may not pick its node",
+            "leave nodeName out and use a nodeSelector or the job class instead",
+        ),
+        # A Volcano Job's template runs at the Job's class, never another (a higher
+        # one would bypass queue-priority, which judges the Job's).
+        _rule(
+            "request.kind.kind == 'Job' ? (!has(p[1].priorityClassName) || "
+            "p[1].priorityClassName == '' || p[1].priorityClassName == variables.jobClass) : "
+            f"(has(p[1].priorityClassName) && p[1].priorityClassName in {classes})",
+            "priorityClassName",
+            "not a platform PriorityClass (or, in a Volcano Job template, not the Job's own)",
+            f"set one of {', '.join(PRIORITY_CLASSES)}; in a Volcano Job set it on the Job only",
+            "Invalid",
+        ),
+        _rule(
+            f"!{preemptable_off} || {_CLASS_OF} == '{CRITICAL_CLASS}'",
+            f"metadata {PREEMPTABLE_KEY}",
+            f'only a {CRITICAL_CLASS} may be marked non-preemptable ({PREEMPTABLE_KEY}: "false")',
+            "remove the mark, or submit a critical job",
+        ),
+    ]
+
+
+def _toleration_validations(cloud_burst: bool) -> list[dict[str, Any]]:
+    """No toleration by wildcard, of a platform taint (``forbidden_taint_keys``) or of a
+    node condition; the GPU-sharing nodes' taint only for a pod that asks for vGPUs."""
+    forbidden = forbidden_taint_keys(cloud_burst)
+    taints = cel_list(forbidden)
+    return [
+        _rule(
+            "!has(p[1].tolerations) || p[1].tolerations.all(t, has(t.key) && t.key != '' "
+            f"&& !(t.key in {taints}) && (!t.key.startsWith('{NODE_TAINT_PREFIX}') || "
+            f"(t.key in {cel_list(API_SERVER_TOLERATIONS)} && has(t.effect) && t.effect == 'NoExecute')))",
+            "tolerations",
+            "a toleration without a key, of a platform taint "
+            f"({', '.join(forbidden)}), or of a {NODE_TAINT_PREFIX}* taint (a cordoned, "
+            "draining or failing node) is not allowed",
+            "tolerate only the taints of your own nodes, by key",
+        ),
+        # Rule vgpu-taint-needs-vgpu.
+        _rule(
+            "!has(p[1].tolerations) || !p[1].tolerations.exists(t, has(t.key) && "
+            f"t.key == '{VGPU_TAINT_KEY}') || ({_ASKS_VGPU})",
+            "tolerations[].key",
+            f"only a pod that asks for vGPUs may tolerate {VGPU_TAINT_KEY} (the nodes for "
+            "GPU sharing)",
+            f"remove the toleration, or ask for vGPUs (a container limit {VGPU_NUMBER} of 1 "
+            "or more)",
+        ),
+    ]
+
+
+def _host_validations() -> list[dict[str, Any]]:
+    """No host namespace, no hostPath volume, no privileged container."""
+    return [
+        _rule(
+            "!(has(p[1].hostNetwork) && p[1].hostNetwork) && !(has(p[1].hostPID) && p[1].hostPID) "
+            "&& !(has(p[1].hostIPC) && p[1].hostIPC)",
+            "hostNetwork",
+            "a tenant pod may not join the node's network, PID or IPC namespace",
+            "remove hostNetwork, hostPID and hostIPC",
+        ),
+        _rule(
+            "!has(p[1].volumes) || p[1].volumes.all(v, !has(v.hostPath))",
+            "volumes",
+            "a tenant pod may not mount a path of the node (hostPath)",
+            "use a PersistentVolumeClaim instead",
+        ),
+        _rule(
+            "!has(p[1].containers) || p[1].containers.all(c, !has(c.securityContext) || "
+            "!has(c.securityContext.privileged) || !c.securityContext.privileged)",
+            "containers[].securityContext.privileged",
+            "a tenant container may not run privileged",
+            "remove privileged: true",
+        ),
+    ]

@@ -7,7 +7,8 @@ next to each table). Volcano parses the configuration with gopkg.in/yaml.v2
 without strict mode, so an unknown option key or plugin argument is silently
 ignored; an unknown action or a non-boolean option value makes the whole
 configuration invalid and the scheduler keeps the previous one. This module
-is data only; the rules that use it live in ``scheduler_conf``.
+is data only; the rules that use it live in ``scheduler_conf_rules`` and
+``scheduler_conf_tier_rules``.
 """
 
 from __future__ import annotations

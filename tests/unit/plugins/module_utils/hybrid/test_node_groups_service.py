@@ -23,7 +23,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.nodegroup
 from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.queues import (
     elastic_affinity,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_builder import (
     DEFAULT_TIERS,
     render_scheduler_conf,
 )

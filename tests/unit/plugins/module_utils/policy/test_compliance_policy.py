@@ -16,9 +16,22 @@ import pytest
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy import compliance as cp
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy import pod_placement as pp
-from ansible_collections.gpucloud.platform.plugins.module_utils.policy import scheduler_conf as sc
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.admission import (
     admission_manifests,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_builder import (
+    render_scheduler_conf,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_reader import (
+    parse_conf,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_rules import (
+    scheduler_conf_errors,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_tier_rules import (
+    HIERARCHY_ALLOWED,
+    hierarchy_errors,
+    node_group_plugin_errors,
 )
 
 VK_TAINT = "virtual-kubelet.io/provider"
@@ -214,7 +227,7 @@ def test_cloud_burst_reaches_the_admission_manifests():
 
 
 def default():
-    return sc.parse_conf(sc.render_scheduler_conf())[0]
+    return parse_conf(render_scheduler_conf())[0]
 
 
 def nodegroup(conf):
@@ -231,20 +244,20 @@ def test_the_default_tiers_have_nodegroup_with_hierarchy():
 
 
 def test_the_default_configuration_passes_every_rule():
-    text = sc.render_scheduler_conf()
-    assert sc.scheduler_conf_errors(text) == []
-    assert sc.node_group_plugin_errors(default()) == []
-    assert sc.hierarchy_errors(default()) == []
+    text = render_scheduler_conf()
+    assert scheduler_conf_errors(text) == []
+    assert node_group_plugin_errors(default()) == []
+    assert hierarchy_errors(default()) == []
 
 
 def test_no_nodegroup_plugin_is_named():
     conf = default()
     for tier in conf["tiers"]:
         tier["plugins"] = [p for p in tier["plugins"] if p["name"] != "nodegroup"]
-    (error,) = sc.node_group_plugin_errors(conf)
+    (error,) = node_group_plugin_errors(conf)
     assert error.field == "tiers" and "enableHierarchy: true" in error.message
     # The rest of the configuration is still fit to write: nodegroup is asked for by node_groups.
-    assert sc.scheduler_conf_errors(conf) == []
+    assert scheduler_conf_errors(conf) == []
 
 
 @pytest.mark.parametrize("value", [None, False, "true", 1])
@@ -255,7 +268,7 @@ def test_nodegroup_without_hierarchy_true_is_named(value):
         plugin.pop("enableHierarchy")
     else:
         plugin["enableHierarchy"] = value
-    (error,) = sc.node_group_plugin_errors(conf)
+    (error,) = node_group_plugin_errors(conf)
     assert re.fullmatch(r"tiers\[\d+\]\.plugins\[\d+\]\(nodegroup\)\.enableHierarchy", error.field)
     assert repr(value) in error.message and "root's IDC-only affinity" in error.message
 
@@ -266,19 +279,19 @@ def test_nodegroup_in_another_tier_is_found():
     for tier in conf["tiers"]:
         tier["plugins"] = [p for p in tier["plugins"] if p["name"] != "nodegroup"]
     conf["tiers"][0]["plugins"].append(copy.deepcopy(plugin))
-    assert sc.node_group_plugin_errors(conf) == []
+    assert node_group_plugin_errors(conf) == []
 
 
 def test_hierarchy_is_allowed_on_capacity_and_nodegroup_only():
-    assert sc.HIERARCHY_ALLOWED == ("capacity", "nodegroup")
+    assert HIERARCHY_ALLOWED == ("capacity", "nodegroup")
     conf = default()
-    assert sc.hierarchy_errors(conf) == []
+    assert hierarchy_errors(conf) == []
     plugins = [p for t in conf["tiers"] for p in t["plugins"]]
     assert {p["name"] for p in plugins if "enableHierarchy" in p} == {"capacity", "nodegroup"}
     for plugin in plugins:
         if plugin["name"] in ("drf", "gang", "predicates"):
             plugin["enableHierarchy"] = True
-    errors = sc.hierarchy_errors(conf)
+    errors = hierarchy_errors(conf)
     named = sorted(re.search(r"\((\w+)\)\.enableHierarchy$", e.field).group(1) for e in errors)
     assert named == sorted(p["name"] for p in plugins if p["name"] in ("drf", "gang", "predicates"))
     assert named and all("only on capacity and nodegroup" in e.message for e in errors)

@@ -13,8 +13,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy import deviceshare as ds
-from ansible_collections.gpucloud.platform.plugins.module_utils.policy import scheduler_conf as sc
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy import volcano_catalog as vc
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_builder import (
+    DEFAULT_TIERS,
+    build_scheduler_conf,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_rules import (
+    argument_errors,
+    scheduler_conf_errors,
+)
 
 VOLCANO = Path("/root/go/pkg/mod/volcano.sh/volcano@v1.15.1")
 FIELD = "tiers[1].plugins[1](deviceshare)"
@@ -50,11 +57,11 @@ def fields(errors):
 
 def test_the_recommended_vgpu_arguments_pass():
     assert ds.deviceshare_errors(conf(vgpu())) == []
-    assert sc.argument_errors(conf(vgpu())) == []
+    assert argument_errors(conf(vgpu())) == []
 
 
 def test_no_deviceshare_or_no_arguments_is_nothing_to_check():
-    assert ds.deviceshare_errors(sc.build_scheduler_conf()) == []
+    assert ds.deviceshare_errors(build_scheduler_conf()) == []
     assert ds.deviceshare_errors(conf()) == []
     assert ds.deviceshare_errors({"tiers": "junk"}) == []
 
@@ -177,7 +184,7 @@ def test_a_quoted_weight_is_left_to_known_arguments():
     deviceshare_errors does not report it a second time."""
     quoted = conf(vgpu(**{"deviceshare.ScheduleWeight": "10"}))
     assert ds.deviceshare_errors(quoted) == []
-    (error,) = sc.argument_errors(quoted)
+    (error,) = argument_errors(quoted)
     assert error.field == f"{FIELD}.arguments.deviceshare.ScheduleWeight"
 
 
@@ -222,10 +229,10 @@ def test_sharing_keeps_deviceshare_s_predicate():
 
 
 def test_the_default_configuration_with_vgpu_added_passes_every_rule():
-    tiers = [dict(t) for t in sc.DEFAULT_TIERS]
+    tiers = [dict(t) for t in DEFAULT_TIERS]
     last = dict(tiers[-1])
     last["plugins"] = [*last["plugins"], {"name": "deviceshare", "arguments": vgpu()}]
     tiers[-1] = last
-    built = sc.build_scheduler_conf(tiers=tiers)
+    built = build_scheduler_conf(tiers=tiers)
     assert ds.deviceshare_errors(built) == []
-    assert sc.scheduler_conf_errors(built) == []
+    assert scheduler_conf_errors(built) == []

@@ -10,18 +10,34 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.policy import scheduler_conf as sc
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy import volcano_catalog as vc
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_builder import (
+    DEFAULT_ACTIONS,
+    DEFAULT_TIERS,
+    build_scheduler_conf,
+    render_scheduler_conf,
+    scheduler_configmap,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_rules import (
+    action_errors,
+    numeric_weight_errors,
+    plugin_name_errors,
+    scheduler_conf_errors,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_tier_rules import (
+    deciding_tier,
+    sla_enqueue_only_errors,
+)
 
 DESIGN = (Path(__file__).parent / "data" / "design_scheduler.conf").read_text()
 
 
 def default() -> dict:
-    return copy.deepcopy(sc.build_scheduler_conf())
+    return copy.deepcopy(build_scheduler_conf())
 
 
 def errors_of(conf, platform_policy=True) -> list[str]:
-    return [str(e) for e in sc.scheduler_conf_errors(conf, platform_policy=platform_policy)]
+    return [str(e) for e in scheduler_conf_errors(conf, platform_policy=platform_policy)]
 
 
 def plugin(conf: dict, tier: int, name: str) -> dict:
@@ -29,24 +45,24 @@ def plugin(conf: dict, tier: int, name: str) -> dict:
 
 
 def test_default_configuration_has_no_errors():
-    text = sc.render_scheduler_conf()
-    assert sc.scheduler_conf_errors(text) == []
-    assert sc.scheduler_conf_errors(default()) == []
+    text = render_scheduler_conf()
+    assert scheduler_conf_errors(text) == []
+    assert scheduler_conf_errors(default()) == []
 
 
 def test_default_configuration_puts_capacity_in_the_deciding_tier():
-    conf = yaml.safe_load(sc.render_scheduler_conf())
+    conf = yaml.safe_load(render_scheduler_conf())
     assert conf["tiers"][0]["plugins"] == [
         {"name": "sla", "enableJobOrder": False, "enableJobPipelined": False}
     ]
     deciding = [p["name"] for p in conf["tiers"][1]["plugins"]]
     assert deciding == ["priority", "gang", "conformance", "capacity"]
     assert plugin(conf, 1, "capacity")["enableHierarchy"] is True
-    assert sc.deciding_tier(conf) == 1
+    assert deciding_tier(conf) == 1
 
 
 def test_default_actions_are_known_and_include_whole_job_eviction():
-    conf = yaml.safe_load(sc.render_scheduler_conf())
+    conf = yaml.safe_load(render_scheduler_conf())
     actions = [a.strip() for a in conf["actions"].split(",")]
     assert set(actions) <= set(vc.ACTIONS)
     assert actions.index("gangpreempt") > actions.index("allocate")
@@ -54,7 +70,7 @@ def test_default_actions_are_known_and_include_whole_job_eviction():
 
 
 def test_default_binpack_is_weighted_to_gpus():
-    binpack = plugin(yaml.safe_load(sc.render_scheduler_conf()), 2, "binpack")["arguments"]
+    binpack = plugin(yaml.safe_load(render_scheduler_conf()), 2, "binpack")["arguments"]
     assert binpack["binpack.resources"] == "nvidia.com/gpu"
     assert (
         binpack["binpack.resources.nvidia.com/gpu"]
@@ -327,7 +343,7 @@ def test_sla_in_the_tier_of_gang_and_priority_needs_no_options():
     conf = default()
     conf["tiers"].pop(0)
     conf["tiers"][0]["plugins"].append({"name": "sla"})
-    assert sc.sla_enqueue_only_errors(conf) == []
+    assert sla_enqueue_only_errors(conf) == []
 
 
 def test_at_least_fifteen_bad_configurations():
@@ -362,7 +378,7 @@ def test_every_plugin_in_the_catalog_has_an_argument_table():
 
 @given(st.lists(st.sampled_from(vc.ACTIONS), min_size=1, unique=True))
 def test_any_set_of_known_actions_passes_the_action_rule(actions):
-    assert sc.action_errors({"actions": ", ".join(actions)}) == []
+    assert action_errors({"actions": ", ".join(actions)}) == []
 
 
 @given(
@@ -373,7 +389,7 @@ def test_any_set_of_known_actions_passes_the_action_rule(actions):
 def test_any_unknown_plugin_name_is_reported_with_its_tier(name):
     conf = default()
     conf["tiers"][2]["plugins"].append({"name": name})
-    errors = [str(e) for e in sc.plugin_name_errors(conf)]
+    errors = [str(e) for e in plugin_name_errors(conf)]
     assert len(errors) == 1 and f"tiers[2].plugins[6]({name})" in errors[0]
 
 
@@ -381,7 +397,7 @@ def test_any_unknown_plugin_name_is_reported_with_its_tier(name):
 def test_weights_must_be_integers(value):
     conf = default()
     plugin(conf, 2, "binpack")["arguments"]["binpack.weight"] = value
-    errors = sc.numeric_weight_errors(conf)
+    errors = numeric_weight_errors(conf)
     assert len(errors) == 1 and "binpack.weight" in errors[0].field
 
 
@@ -390,11 +406,11 @@ def test_integer_weights_pass(value):
     conf = default()
     plugin(conf, 2, "binpack")["arguments"]["binpack.weight"] = value
     plugin(conf, 2, "nodeorder")["arguments"]["podaffinity.weight"] = value
-    assert sc.scheduler_conf_errors(conf) == []
+    assert scheduler_conf_errors(conf) == []
 
 
 def test_render_round_trips_structured_variables():
-    text = sc.render_scheduler_conf(
+    text = render_scheduler_conf(
         actions=["enqueue", "allocate", "backfill"],
         tiers=[{"plugins": [{"name": "priority"}]}],
         configurations=[{"name": "allocate", "arguments": {"predicateErrorCacheEnable": False}}],
@@ -408,7 +424,7 @@ def test_render_round_trips_structured_variables():
 
 
 def test_scheduler_configmap_is_the_charts():
-    cm = sc.scheduler_configmap("actions: allocate\n")
+    cm = scheduler_configmap("actions: allocate\n")
     assert cm["metadata"]["name"] == "volcano-scheduler-configmap"
     assert cm["metadata"]["namespace"] == "volcano-system"
     assert cm["data"] == {"volcano-scheduler.conf": "actions: allocate\n"}
@@ -418,5 +434,5 @@ def test_the_role_defaults_are_the_builder_defaults():
     """roles/scheduling_policy writes its own tiers and actions; they must be the policy."""
     role = Path(__file__).resolve().parents[5] / "roles/scheduling_policy/defaults/main.yml"
     defaults = yaml.safe_load(role.read_text())
-    assert defaults["scheduling_policy_tiers"] == [dict(t) for t in sc.DEFAULT_TIERS]
-    assert defaults["scheduling_policy_actions"] == list(sc.DEFAULT_ACTIONS)
+    assert defaults["scheduling_policy_tiers"] == [dict(t) for t in DEFAULT_TIERS]
+    assert defaults["scheduling_policy_actions"] == list(DEFAULT_ACTIONS)

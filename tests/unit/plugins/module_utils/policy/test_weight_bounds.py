@@ -10,12 +10,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.policy import scheduler_conf as sc
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy import volcano_catalog as vc
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_builder import (
+    build_scheduler_conf,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_rules import (
+    numeric_weight_errors,
+    scheduler_conf_errors,
+    weight_bound_errors,
+)
 
 
 def default():
-    return copy.deepcopy(sc.build_scheduler_conf())
+    return copy.deepcopy(build_scheduler_conf())
 
 
 def arguments(conf, name):
@@ -27,7 +34,7 @@ def arguments(conf, name):
 
 
 def test_the_default_configuration_is_within_bounds():
-    assert sc.weight_bound_errors(default()) == []
+    assert weight_bound_errors(default()) == []
 
 
 @pytest.mark.parametrize(
@@ -56,10 +63,10 @@ def test_the_default_configuration_is_within_bounds():
 def test_a_weight_out_of_bounds_is_refused_naming_the_argument(plugin, key, field, value):
     conf = default()
     arguments(conf, plugin)[key] = value
-    (error,) = sc.weight_bound_errors(conf)
+    (error,) = weight_bound_errors(conf)
     assert error.field == field
     assert f"weight {key} is {value}; a weight is an integer from 0 to 100" in error.message
-    assert str(error) in [str(e) for e in sc.scheduler_conf_errors(conf)]
+    assert str(error) in [str(e) for e in scheduler_conf_errors(conf)]
 
 
 @given(st.integers(min_value=vc.WEIGHT_MIN, max_value=vc.WEIGHT_MAX))
@@ -68,27 +75,27 @@ def test_every_weight_in_bounds_passes(value):
     arguments(conf, "network-topology-aware")["weight"] = value
     arguments(conf, "nodeorder")["podaffinity.weight"] = value
     arguments(conf, "binpack")["binpack.memory"] = value
-    assert sc.scheduler_conf_errors(conf) == []
+    assert scheduler_conf_errors(conf) == []
 
 
 @given(st.one_of(st.integers(max_value=-1), st.integers(min_value=vc.WEIGHT_MAX + 1)))
 def test_every_weight_out_of_bounds_is_refused(value):
     conf = default()
     arguments(conf, "nodeorder")["mostrequested.weight"] = value
-    assert len(sc.weight_bound_errors(conf)) == 1
+    assert len(weight_bound_errors(conf)) == 1
 
 
 def test_a_non_weight_integer_is_not_bounded():
     conf = default()
     arguments(conf, "network-topology-aware")["hypernode.gradient.evict.max-hypernodes"] = 1000
-    assert sc.weight_bound_errors(conf) == []
+    assert weight_bound_errors(conf) == []
 
 
 def test_a_quoted_weight_is_numeric_weights_error_not_this_rules():
     conf = default()
     arguments(conf, "binpack")["binpack.weight"] = "1000"
-    assert sc.weight_bound_errors(conf) == []
-    assert len(sc.numeric_weight_errors(conf)) == 1
+    assert weight_bound_errors(conf) == []
+    assert len(numeric_weight_errors(conf)) == 1
 
 
 def test_every_weight_argument_is_an_integer_argument_of_its_plugin():
