@@ -38,8 +38,10 @@ from ansible_collections.gpucloud.platform.plugins.filter.spot_victims import (
     _record,
     spot_victims,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.candidates import (
     candidates_from_vcjobs,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import (
     choose_victims,
     victim_order_key,
 )

@@ -8,7 +8,7 @@ The stage is what a stale spot capability leaves behind, as in
 ``tests/integration/test_event_driven.py``: the spot tenant's queue offered the whole
 pool, and spot jobs filling every GPU but the 4 an owner's first job holds. The owner's
 second job (4 GPUs of its subscription) is the change. The jobs are the platform's own
-(``jobs/builders.build_job``, what ``vcjob`` submits); kwok runs no container, so a pod is
+(``jobs/manifest.build_job``, what ``vcjob`` submits); kwok runs no container, so a pod is
 Running without a process, which is all the scheduler and the reconcile look at."""
 
 from __future__ import annotations
@@ -25,10 +25,8 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.names imp
     namespace_name,
     queue_name,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.builders import (
-    JobRequest,
-    build_job,
-)
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.manifest import build_job
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.request import JobRequest
 
 from .changes import Change
 from .pool import GPU, VOLCANO

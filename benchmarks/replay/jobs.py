@@ -1,7 +1,7 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A trace's job as the Volcano Job the replay submits: the platform's own builder
-(``jobs/builders.build_job``, what ``vcjob`` builds from the same options), with the two
+(``jobs/manifest.build_job``, what ``vcjob`` builds from the same options), with the two
 things a trace adds: kwok's delay annotation on every pod, so that kwok completes it after
 its (compressed) duration, and a time-to-live, so that finished jobs leave the cluster.
 Pure: no I/O.
@@ -15,10 +15,8 @@ from ansible_collections.gpucloud.platform.benchmarks.traces.model import Job
 from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.placement import (
     CLOUD_PLACEMENTS,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.builders import (
-    JobRequest,
-    build_job,
-)
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.manifest import build_job
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.request import JobRequest
 
 # kwok's own annotation (its pod-complete stage): how long after Running a pod completes.
 # tools/localcluster/stages/pod-complete-after-delay.yaml completes only pods that carry it.

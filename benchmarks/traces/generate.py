@@ -68,7 +68,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
     PlatformValidationError,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.quantity import GPU
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.builders import price_text
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.spot_price import price_text
 
 from .model import (
     VAR_CRITICAL,

@@ -38,7 +38,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.quantity 
 from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.placement import (
     CLOUD_PLACEMENTS,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.builders import price_text
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.spot_price import price_text
 
 IDC = "idc"
 CLOUD = "cloud"

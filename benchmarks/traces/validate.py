@@ -5,9 +5,9 @@
 Each error names the field path (``jobs[12].billing``), the value and the rule, in the
 collection's words (``FieldError``). Where the platform holds the rule a replayed job or
 purchase would meet, the rule here asks the platform's own function and keeps its name
-and words: class-fits-queue and class-size (``jobs/classes``, ``jobs/builders``),
+and words: class-fits-queue and class-size (``jobs/classes``, ``jobs/class_rules``),
 oversell-guard (``capacity/oversell``); trace-job-fits asks rule job-never-runs
-(``jobs/feasibility``), trace-spot-price rule spot-price (``jobs/builders``),
+(``jobs/feasibility``), trace-spot-price rule spot-price (``jobs/spot_price``),
 trace-teams-within-subscription the queue tree (``tenants/tenant_queues``).
 
 First the shape of every entry (trace-keys, trace-time, trace-cluster, trace-tenant,
@@ -50,12 +50,8 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.names imp
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.quantity import GPU, parse
 from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.placement import PLACEMENTS
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.builders import (
-    KINDS,
-    JobRequest,
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.class_rules import (
     class_size_errors,
-    roles,
-    spot_price_errors,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.classes import (
     DEFAULT_CLASSES,
@@ -66,6 +62,11 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.feasibility
     Limit,
     Supply,
     never_runs,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.kinds import KINDS, roles
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.request import JobRequest
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.spot_price import (
+    spot_price_errors,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_reader import (
     suggestion,
@@ -675,7 +676,7 @@ def class_fits_queue(jobs: Iterable[tuple[int, Job]]) -> list[FieldError]:
 
 
 def class_size(jobs: Iterable[tuple[int, Job]]) -> list[FieldError]:
-    """Rule class-size (``jobs/builders``): debug is one pod of at most 8 GPUs, large 32
+    """Rule class-size (``jobs/class_rules``): debug is one pod of at most 8 GPUs, large 32
     GPUs or more; the pods are those the kind makes (a ps_worker job has its ps pods too)."""
     errors = []
     for i, job in jobs:

@@ -27,7 +27,7 @@ from kubernetes.client.rest import ApiException
 from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.nodegroups import (
     OWNED_LABELS,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.builders import build_job
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.manifest import build_job
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy import admission as ap
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.compliance import (
     POLICY_COMPLIANCE_PLACEMENT,

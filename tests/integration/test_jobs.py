@@ -30,10 +30,8 @@ from datetime import datetime
 import pytest
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import ADMISSION_API
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.builders import (
-    KINDS,
-    build_job,
-)
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.kinds import KINDS
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.manifest import build_job
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy import admission as ap
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
     priority_class_manifests,

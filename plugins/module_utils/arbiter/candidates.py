@@ -10,7 +10,7 @@
   sla admits it, its victims' restarted pods would be admitted before it and take the
   GPUs back (measured); once admitted it is placed first. A PodGroup without a
   ``creationTimestamp`` counts as settled; one being deleted never counts. Which of them
-  the arbiter may preempt for is rule volcano-preempts (``rules.volcano_preempts``).
+  the arbiter may preempt for is rule volcano-preempts (``plan.volcano_preempts``).
 * Rule arbiter-candidates (``arbiter_candidates``): of the waiting jobs (``model.
   waiting_jobs``) built from those PodGroups, the ones that rule blocked-by-capacity holds
   back; highest priority first, then the oldest PodGroup, then namespace/name. The
@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..jobs.large_job import owner_job
 from ..jobs.sla import waiting_seconds
-from ..jobs.throttle import owner_job
 from ..spot.victims import parse_time
 from .model import QueueState, WaitingJob
 from .rules import NOTHING_EVICTED, blocked_by_capacity

@@ -40,8 +40,8 @@ from ..common.quantity import GPU, parse
 from ..jobs.classes import DEFAULT_CLASSES
 from ..jobs.demand import job_demand, pod_demand
 from ..jobs.feasibility import Gang, Limit, claims_of, local_only
+from ..jobs.large_job import owner_job, podgroup_waits
 from ..jobs.sla import waiting_seconds
-from ..jobs.throttle import owner_job, podgroup_waits
 from ..policy.admission import PREEMPTABLE_ANNOTATION
 from ..queues.capability import effective_limit
 from ..spot.victims import format_time, parse_time

@@ -6,11 +6,12 @@
   job it made room for, that job's class and GPUs, its queue, the rule and the job's place
   in the eviction order (``evicted_event``); on the job made room for an Event of reason
   ``ArbiterMadeRoom`` (Normal) naming the evicted jobs and the GPUs freed
-  (``made_room_event``).
+  (``made_room_event``), both in the shape of ``common/run_event``.
 * Rule arbiter-history (``common/history.push_history``, ``history_entry``,
   ``history_manifest``): one entry per run that evicted, at the head of the ConfigMap
   ``platform-system/queue-arbiter-history`` (key ``history.json``), newest first, at most
   ``history_size`` entries.
+* ``kube/run_record`` writes the Events and the history, as it does the spot reclaim's.
 * The result every run returns (``arbiter_result``) and its diff (``arbiter_diff``).
 """
 
@@ -25,14 +26,13 @@ from ..common.names import (
     EVENT_REASON_ARBITER_EVICTED,
     EVENT_REASON_ARBITER_MADE_ROOM,
     JOB_API,
-    LABEL_MANAGED_BY,
-    MANAGED_BY,
     QUEUE_ARBITER_HISTORY,
 )
+from ..common.run_event import involved_object, run_event
 from ..common.times import read_rfc3339
 from ..kube.lease import seconds_time
 from .model import RunningJob, WaitingJob
-from .rules import NONE, PREEMPT, RECLAIM, Decision
+from .plan import NONE, PREEMPT, RECLAIM, Decision
 
 # The rule whose victims each action evicts.
 RULE_OF_ACTION = {PREEMPT: "preempt-victims", RECLAIM: "team-reclaim-victims"}
@@ -62,43 +62,6 @@ def victim_refs(victims: Iterable[Mapping[str, Any]]) -> list[str]:
     return [f"{v['namespace']}/{v['name']}" for v in victims]
 
 
-def _event(
-    namespace: str,
-    name: str,
-    uid: str,
-    reason: str,
-    event_type: str,
-    message: str,
-    annotations: Mapping[str, str],
-    now: datetime,
-    order: int,
-) -> dict[str, Any]:
-    """A core/v1 Event on a Volcano Job. ``order`` is added (in nanoseconds) to the run's
-    time in the name suffix, so the Events of one run sort in eviction order by name."""
-    stamp = int(now.timestamp() * 1_000_000_000) + order
-    involved = {"apiVersion": JOB_API, "kind": "Job", "name": name, "namespace": namespace}
-    if uid:
-        involved["uid"] = uid
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {
-            "name": f"{name[:200]}.{stamp:x}",
-            "namespace": namespace,
-            "labels": {LABEL_MANAGED_BY: MANAGED_BY},
-            "annotations": dict(annotations),
-        },
-        "involvedObject": involved,
-        "reason": reason,
-        "type": event_type,
-        "message": message,
-        "source": {"component": MANAGED_BY},
-        "firstTimestamp": seconds_time(now),
-        "lastTimestamp": seconds_time(now),
-        "count": 1,
-    }
-
-
 def evicted_message(job: WaitingJob, action: str, order: int) -> str:
     """For example ``evicted by the platform to make room for tenant-a/big (large-job, 32
     GPUs) in tenant-a-algo: preempt-victims, order 2``."""
@@ -113,10 +76,8 @@ def evicted_event(
 ) -> dict[str, Any]:
     """The ``ArbiterEvicted`` Event (Warning) on an evicted Volcano Job; ``order`` its place
     in the eviction order (1 first)."""
-    return _event(
-        victim.namespace,
-        victim.name,
-        victim.uid,
+    return run_event(
+        involved_object(JOB_API, "Job", victim.name, victim.namespace, victim.uid),
         EVENT_REASON_ARBITER_EVICTED,
         "Warning",
         evicted_message(job, action, order),
@@ -150,10 +111,8 @@ def made_room_event(
     job: WaitingJob, action: str, victims: Sequence[RunningJob], now: datetime
 ) -> dict[str, Any]:
     """The ``ArbiterMadeRoom`` Event (Normal) on the job the arbiter made room for."""
-    return _event(
-        job.namespace,
-        job.name,
-        job.uid,
+    return run_event(
+        involved_object(JOB_API, "Job", job.name, job.namespace, job.uid),
         EVENT_REASON_ARBITER_MADE_ROOM,
         "Normal",
         made_room_message(job, action, victims),

@@ -16,7 +16,8 @@ Rules held here:
 * Rule blocked-by-capacity (``blocked_by_capacity``): the first queue, the job's own then
   its ancestors up to ``root``, whose effective capability (rule effective-capability,
   ``model.effective_capability``) the job would exceed: allocated + job GPUs > capability.
-  A job larger than the pool is not blocked but impossible (None; ``plan_for`` says so).
+  A job larger than the pool is not blocked but impossible (None; ``plan.plan_for`` says
+  so).
 * Rule arbiter-need (``arbiter_need``): the GPUs that must be freed for the job to fit, the
   larger of the capacity shortfall (over the job's queue and its ancestors, the largest
   allocated + job GPUs - effective capability) and the node shortfall (job GPUs - free
@@ -37,20 +38,9 @@ Rules held here:
   after losing it (design 6.2: reclaim never takes a queue below its deserved), counted
   as victims are taken. Stop as soon as the need is covered; otherwise nothing is
   evicted.
-* Rule volcano-preempts (``volcano_preempts``): Volcano's gangpreempt preempts for a job
-  that is admitted (Inqueue) or that sla will admit (it has a waiting time); the arbiter
-  preempts only for a Pending job without one, so it never evicts what Volcano still
-  would. Team reclaim, which Volcano cannot do in a full subscription, is for every
-  waiting job.
-* Rule volcano-can-preempt (``volcano_preempt_text``): a verdict names Volcano as the
-  actor only when gangpreempt can free the GPUs (lower-priority jobs in the job's queue
-  hold enough); otherwise it says that no one frees them.
-* Rule arbiter-plan (``plan_for``): a job that can never run (rule job-never-runs:
-  a missing PVC, more GPUs than its nodes or than a capability above it) is refused; need 0: nothing to do; a team queue below its
-  deserved with a borrowing sibling takes back first (team reclaim; only when its own
-  queue is not at its capability, which sibling GPUs cannot relieve); otherwise, for the
-  classes that preempt (``DEFAULT_PREEMPTING_CLASSES``, large-job and critical-job),
-  preemption in its queue; when neither covers the need, refuse with every reason.
+
+The decision made of them for one waiting job (rules volcano-preempts,
+volcano-can-preempt and arbiter-plan, ``Decision``) is ``arbiter/plan``.
 
 Every refusal text ends with "nothing is evicted".
 """
@@ -58,60 +48,24 @@ Every refusal text ends with "nothing is evicted".
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from ..common.names import QUEUE_TYPE_TEAM
-from ..jobs.feasibility import Supply, never_runs
 from .model import (
     CRITICAL_CLASS,
     DEBUG_CLASS,
-    LARGE_CLASS,
     QueueState,
     RunningJob,
     WaitingJob,
     ancestry,
     class_preempts,
     effective_capability,
-    limits_of,
 )
 
-NONE, PREEMPT, RECLAIM, REFUSE = "none", "preempt", "reclaim", "refuse"
-ACTIONS = (NONE, PREEMPT, RECLAIM, REFUSE)
-# The waiting classes for which the arbiter preempts in their queue ("large jobs preempt
-# in their queue"); normal-job gets no preemption from the arbiter.
-DEFAULT_PREEMPTING_CLASSES = (LARGE_CLASS, CRITICAL_CLASS)
 NOTHING_EVICTED = "nothing is evicted"
 
 
-@dataclass(frozen=True)
-class Decision:
-    """What the arbiter does for one waiting job: ``action`` one of ``ACTIONS``, the
-    ``victims`` in eviction order (empty unless preempt or reclaim), the GPUs to free
-    (rule arbiter-need), why, and the queue whose capability holds the job (if any)."""
-
-    action: str
-    victims: tuple[RunningJob, ...]
-    need: int
-    reason: str
-    blocked_by: str | None = None
-
-    @property
-    def freed(self) -> int:
-        return sum(v.gpus for v in self.victims)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "action": self.action,
-            "victims": [v.as_dict() for v in self.victims],
-            "need": self.need,
-            "freed": self.freed,
-            "reason": self.reason,
-            "blocked_by": self.blocked_by,
-        }
-
-
-def _class_name(job: WaitingJob) -> str:
+def class_words(job: WaitingJob) -> str:
+    """The job's PriorityClass, or ``priority <n>`` when it names none."""
     return job.priority_class or f"priority {job.priority}"
 
 
@@ -151,7 +105,7 @@ def arbiter_need(job: WaitingJob, states: Mapping[str, QueueState], free_gpus: i
     Evicting a job of the same queue lowers that queue's and every ancestor's allocation
     and adds its GPUs to the free ones, each by its GPUs, so ``need`` freed GPUs close
     every shortfall at once. (A sibling's job lowers the ancestors' allocation, not the
-    job's own queue's: see ``plan_for``.)"""
+    job's own queue's: see ``plan.plan_for``.)"""
     capacity = max(
         (capacity_shortfall(job, states, q) for q in ancestry(states, job.queue)), default=0
     )
@@ -217,7 +171,7 @@ def preempt_victims(job: WaitingJob, running: Sequence[RunningJob], need: int) -
     return _take(candidates, need)
 
 
-def _preempt_problem(
+def preempt_problem(
     job: WaitingJob,
     running: Sequence[RunningJob],
     need: int,
@@ -227,12 +181,12 @@ def _preempt_problem(
         return f"queue {job.queue}: {job.ref} is a {job.priority_class}, which never preempts"
     if preempting_classes is not None and job.priority_class not in preempting_classes:
         return (
-            f"queue {job.queue}: {job.ref} is a {_class_name(job)}, and only "
+            f"queue {job.queue}: {job.ref} is a {class_words(job)}, and only "
             f"{' and '.join(preempting_classes)} preempt in their queue"
         )
     held = sum(c.gpus for c in preempt_candidates(job, running))
     return (
-        f"queue {job.queue}: the running jobs below {_class_name(job)} hold {held} GPUs, "
+        f"queue {job.queue}: the running jobs below {class_words(job)} hold {held} GPUs, "
         f"{need} are needed"
     )
 
@@ -246,7 +200,7 @@ def preempt_refusal(
     """Why rule preempt-victims evicts nothing for ``job``, for example ``queue
     tenant-alpha-algo: the running jobs below large-job hold 8 GPUs, 16 are needed; nothing
     is evicted``. With ``preempting_classes``, a class outside it is the reason."""
-    return f"{_preempt_problem(job, running, need, preempting_classes)}; {NOTHING_EVICTED}"
+    return f"{preempt_problem(job, running, need, preempting_classes)}; {NOTHING_EVICTED}"
 
 
 def team_reclaim_applies(job: WaitingJob, states: Mapping[str, QueueState]) -> bool:
@@ -334,7 +288,7 @@ def team_reclaim_victims(
     return taken if sum(v.gpus for v in taken) >= need else []
 
 
-def _reclaim_problem(
+def reclaim_problem(
     job: WaitingJob, states: Mapping[str, QueueState], running: Sequence[RunningJob], need: int
 ) -> str:
     own = states.get(job.queue)
@@ -380,144 +334,4 @@ def team_reclaim_refusal(
     ``queue tenant-alpha-b: without going below their deserved, its sibling teams can give
     back 3 GPUs of running jobs that may be evicted, 5 are needed (tenant-alpha-a 3 (uses
     25, deserved 20)); nothing is evicted``."""
-    return f"{_reclaim_problem(job, states, running, need)}; {NOTHING_EVICTED}"
-
-
-def _need_reason(
-    job: WaitingJob, states: Mapping[str, QueueState], free_gpus: int, need: int
-) -> str:
-    parts = []
-    for queue in ancestry(states, job.queue):
-        short = capacity_shortfall(job, states, queue)
-        if short > 0:
-            state = states[queue]
-            parts.append(
-                f"queue {queue}: {state.allocated_gpus} allocated + {job.gpus} > capability "
-                f"{effective_capability(states, queue)}"
-            )
-    if job.gpus > free_gpus:
-        parts.append(f"{free_gpus} GPUs free, {job.gpus} asked")
-    return f"{job.ref} needs {need} GPUs freed ({'; '.join(parts)})"
-
-
-def _names(victims: Iterable[RunningJob]) -> str:
-    return ", ".join(f"{v.namespace}/{v.name} ({v.priority_class}, {v.gpus})" for v in victims)
-
-
-def volcano_preempt_text(job: WaitingJob, running: Sequence[RunningJob], need: int) -> str:
-    """Rule volcano-can-preempt: who acts for an admitted job, said only when it can.
-    Volcano's gangpreempt takes jobs of lower priority in the job's queue (the candidates
-    of rule preempt-victims); when they hold ``need`` GPUs it preempts for the job,
-    otherwise no one frees them: Volcano cannot, and the arbiter leaves admitted jobs to
-    Volcano (rule volcano-preempts)."""
-    held = sum(c.gpus for c in preempt_candidates(job, running))
-    if class_preempts(job.priority_class) and held >= need:
-        return (
-            f"Volcano's gangpreempt preempts in queue {job.queue} for it ({held} GPUs of lower "
-            "priority there); the arbiter only takes back from sibling teams"
-        )
-    why = (
-        f"{job.priority_class} never preempts"
-        if not class_preempts(job.priority_class)
-        else f"the jobs below {_class_name(job)} in queue {job.queue} hold {held} GPUs, "
-        f"{need} are needed"
-    )
-    return (
-        f"Volcano's gangpreempt cannot free them ({why}) and the arbiter leaves an admitted "
-        "job to Volcano: it waits until running jobs end"
-    )
-
-
-def volcano_preempts(job: WaitingJob) -> bool:
-    """Rule volcano-preempts (see the module docstring)."""
-    return job.podgroup_phase != "Pending" or job.sla_wait is not None
-
-
-def plan_for(
-    job: WaitingJob,
-    states: Mapping[str, QueueState],
-    running: Sequence[RunningJob],
-    free_gpus: int,
-    pool_gpus: int,
-    preempting_classes: Sequence[str] = DEFAULT_PREEMPTING_CLASSES,
-    supply: Supply | None = None,
-) -> Decision:
-    """Rule arbiter-plan: what the arbiter does for one waiting job.
-
-    1. ``refuse`` a job that can never run (rule job-never-runs, ``jobs/feasibility``,
-       the rule ``vcjob`` and the throttle use, in its words: a missing PVC, more GPUs
-       than its nodes, or than the capability of its queue or an ancestor): no eviction
-       makes it run. ``supply`` is what that rule reads; without it, the queues in
-       ``states`` and the pool.
-    2. ``none`` when rule arbiter-need asks for 0 GPUs.
-    3. ``reclaim`` (rule team-reclaim-victims) when its queue is a team queue below its
-       deserved and a sibling team borrows (design 6.2: teams take back what siblings
-       borrowed), provided its own queue is not at its capability: a sibling's GPUs lower
-       the parent's allocation and free nodes, never the job's own queue's allocation.
-    4. ``none`` when rule volcano-preempts leaves preemption to Volcano (and team reclaim
-       did not apply), ``refuse`` with the reclaim's reason when it applied but could
-       not cover the need.
-    5. ``preempt`` (rule preempt-victims) when its class is in ``preempting_classes``.
-    6. ``refuse`` otherwise, with the reason of every rule that was tried.
-    """
-    impossible = never_runs(
-        job.gang, supply or Supply(chain=limits_of(states, job.queue), node_gpus=pool_gpus)
-    )
-    if impossible is not None:
-        return Decision(REFUSE, (), 0, f"{impossible}; {NOTHING_EVICTED}")
-    need = arbiter_need(job, states, free_gpus)
-    blocked = blocked_by_capacity(job, states, free_gpus, pool_gpus)
-    if need == 0:
-        return Decision(
-            NONE, (), 0, f"{job.ref} fits its queues and the free GPUs: nothing to free", blocked
-        )
-    why = _need_reason(job, states, free_gpus, need)
-    problems = []
-    if team_reclaim_applies(job, states) and borrowing_siblings(job, states):
-        own = capacity_shortfall(job, states, job.queue)
-        if own > 0:
-            problems.append(
-                f"queue {job.queue} itself would exceed its capability by {own} GPUs, which "
-                "taking back from its sibling teams does not change"
-            )
-        else:
-            victims = team_reclaim_victims(job, states, running, need)
-            if victims:
-                return Decision(
-                    RECLAIM,
-                    tuple(victims),
-                    need,
-                    f"{why}; taking back {sum(v.gpus for v in victims)} GPUs from sibling "
-                    f"teams: {_names(victims)}",
-                    blocked,
-                )
-            problems.append(_reclaim_problem(job, states, running, need))
-    if volcano_preempts(job):
-        admitted = (
-            "it is admitted"
-            if job.podgroup_phase != "Pending"
-            else f"sla admits it after its waiting time of {job.sla_wait:g} s"
-        )
-        left = f"{admitted}; {volcano_preempt_text(job, running, need)}"
-        if problems:
-            return Decision(
-                REFUSE,
-                (),
-                need,
-                f"{why}: {'; '.join(problems)}; {left}; {NOTHING_EVICTED}",
-                blocked,
-            )
-        return Decision(NONE, (), need, f"{why}: {left}; {NOTHING_EVICTED}", blocked)
-    if job.priority_class in preempting_classes:
-        victims = preempt_victims(job, running, need)
-        if victims:
-            return Decision(
-                PREEMPT,
-                tuple(victims),
-                need,
-                f"{why}; preempting {sum(v.gpus for v in victims)} GPUs in queue {job.queue}: "
-                f"{_names(victims)}",
-                blocked,
-            )
-    problems.append(_preempt_problem(job, running, need, preempting_classes))
-    return Decision(REFUSE, (), need, f"{why}: {'; '.join(problems)}; {NOTHING_EVICTED}", blocked)
+    return f"{reclaim_problem(job, states, running, need)}; {NOTHING_EVICTED}"

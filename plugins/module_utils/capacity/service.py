@@ -4,7 +4,7 @@
 
 One list of managed Queues and one of Volcano Jobs; Nodes and Pods only when
 a queue grows. A growth meets the oversell guard first, then, when spot holds
-more than stays unsold after it (rule unsold-reclaim-need), the spot reclaim (``spot.service.reclaim``: the same
+more than stays unsold after it (rule unsold-reclaim-need), the spot reclaim (``spot.reclaim_io.reclaim``: the same
 Lease, Events and history as ``spot_reclaim``). A growth beyond the IDC's
 unsold GPUs, with node groups and a burst quota, takes the rest from the cloud
 (rule payg-idc-first, ``capacity.cloud``: one more list, of the burst queues,
@@ -32,17 +32,10 @@ from ..common.names import (
 )
 from ..common.quantity import GPU
 from ..kube.cluster import ApiException, Cluster, TransportError
+from ..kube.lease_io import default_holder, run_id
+from ..spot.read_io import read_pool, read_queues, read_spot_candidates, wait_until_free
 from ..spot.reclaim import NEED_FROM_UNSOLD, ReclaimError, reclaim_request, victim_names
-from ..spot.service import (
-    default_holder,
-    read_pool,
-    read_queues,
-    read_spot_candidates,
-    reclaim,
-    run_id,
-    utc_now,
-    wait_until_free,
-)
+from ..spot.reclaim_io import reclaim, utc_now
 from ..spot.victims import unsold_reclaim_need
 from .cloud import (
     burst_headroom,

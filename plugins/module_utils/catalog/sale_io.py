@@ -20,6 +20,8 @@ from ..capacity.purchase import CatalogSale, catalog_sale
 from ..common.errors import PlatformValidationError, Refused
 from ..common.names import LABEL_MANAGED_BY, MANAGED_BY
 from ..kube import cluster as kube
+from ..kube.lease_io import default_holder
+from ..spot import reclaim_io
 from ..spot import service as spot
 from ..spot.reclaim import NEED_FROM_UNSOLD, RECLAIM_OPTIONS, ReclaimError, reclaim_request
 from .fleet import Fleet
@@ -84,11 +86,11 @@ def reclaim_for_sale(
             options,
             sale.added,
             options["demand_reason"],
-            spot.default_holder(),
+            default_holder(),
             need_from=NEED_FROM_UNSOLD,
         )
         try:
-            planned, _victims = spot.plan(cluster, request)  # reads only
+            planned, _victims = reclaim_io.plan(cluster, request)  # reads only
         except ReclaimError as exc:
             planned = exc.result
         errors = sale_reclaim_errors(sale, False, planned)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..common.names import PODGROUP_RUNNING_PHASE, PODGROUP_WAITING_PHASES
-from ..jobs.throttle import LARGE_PRIORITY_CLASS
+from ..jobs.large_job import LARGE_PRIORITY_CLASS
 from .event import LARGE_JOB_GONE, LARGE_JOB_RUNNING, LARGE_JOB_WAITING, Event, platform_event
 from .model import KIND_PODGROUP, Snapshot, key_of, mapping, phase_of, queue_name_of, tenant_of
 

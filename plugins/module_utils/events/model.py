@@ -42,7 +42,7 @@ from ..common.names import (
     tenant_namespace_errors,
 )
 from ..common.quantity import GPU, parse
-from ..jobs.throttle import podgroup_phase
+from ..jobs.large_job import podgroup_phase
 from ..queues.kinds import QueueFacts, queue_facts
 
 KIND_QUEUE = "Queue"

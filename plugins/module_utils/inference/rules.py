@@ -26,8 +26,8 @@ from ..common.names import (
     VOLCANO_NAMESPACE,
     namespace_name,
 )
-from ..jobs.builders import spot_price_errors
 from ..jobs.classes import JobClass
+from ..jobs.spot_price import spot_price_errors
 from .spec import Canary, ServiceSpec
 
 # Classes a model service may run at: large needs a gang and a hard topology, and

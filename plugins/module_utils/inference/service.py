@@ -1,8 +1,11 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The inference domain's service: the only code of the domain that talks to the
-cluster. Every rule is checked before the first write; the writes are server-side
-applies of what differs (dry runs in check mode)."""
+"""The inference domain's service: the ``inference_service``, ``inference_service_info``
+and ``inference_graph`` modules (``run_service``, ``run_info``, ``run_graph``). With
+``inference/write_io.py`` (the writes) and ``inference/graph_io.py`` (the graph's routes
+read and checked) it is the only code of the domain that talks to the cluster. Every rule
+is checked before the first write; the writes are server-side applies of what differs
+(dry runs in check mode)."""
 
 from __future__ import annotations
 
@@ -10,18 +13,19 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ..common.errors import FieldError, PartialWrite, PlatformValidationError, Refused, raise_if
+from ..common.errors import FieldError, PlatformValidationError, Refused, raise_if
 from ..common.names import LABEL_TENANT, MANAGED_SELECTOR, QUEUE_API, ROOT_QUEUE, namespace_name
 from ..common.objects import differs
 from ..hybrid.burst import capability_gpus
-from ..jobs.builders import price_text
 from ..jobs.classes import DEFAULT_CLASSES
-from ..kube.cluster import ApiException, Cluster, TransportError
+from ..jobs.spot_price import price_text
+from ..kube.cluster import Cluster
 from ..kube.waiting import wait_for
 from ..policy.admission import LABEL_ALLOW_CRITICAL, TENANT_QUEUES_CONFIGMAP
 from ..queues.capability import effective_limit
 from ..queues.kinds import leaf_queue_errors
 from . import live as livemod
+from .graph_io import read_routes
 from .inputs import model_of
 from .manifests import (
     GRAPH_API,
@@ -36,18 +40,14 @@ from .manifests import (
     inference_service,
     network_policy_name,
     predictor_deployment,
-    rerouted_graphs,
     rollout_graph,
     serving_network_policy,
-    version_url,
 )
 from .rules import (
-    admitted_namespaces,
     capability_errors,
     class_errors,
     critical_errors,
     default_class,
-    graph_namespace_errors,
     graph_owner_errors,
     replica_bound_errors,
     spec_errors,
@@ -56,6 +56,7 @@ from .rules import (
 )
 from .spec import ServiceSpec, parse_autoscaling, parse_canaries
 from .versions import known_versions, plan, read_history
+from .write_io import remove_service, remove_unwanted, reroute_ab_tests, write_in_order
 
 
 def _tenant_queue_type(cluster: Cluster, tenant: str, queue: str) -> str:
@@ -176,24 +177,19 @@ def _live_state(cluster: Cluster, params: Mapping[str, Any]) -> dict[str, dict |
     return live
 
 
-def run_service(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
-    """The ``inference_service`` module."""
-    name, tenant = params["name"], params["tenant"]
-    ns = namespace_name(tenant)
-    live = _live_state(cluster, params)
-    # The canary router is named <tenant>-<service>-canary: another tenant's may share it.
-    raise_if(graph_owner_errors(tenant, name, live["InferenceGraph"]))
-    isvc, hpa = live["InferenceService"], live["HorizontalPodAutoscaler"]
-    live_spec = livemod.spec_from_live(isvc, livemod.hpa_target(hpa)) if isvc else None
-    history = read_history((isvc or {}).get("metadata", {}).get("annotations"))
-    before = _view(live_spec, history)
-    if params["state"] == "absent":
-        return _absent(cluster, live, before)
-    if live_spec is None and params["action"] != "deploy":
-        # Said before the queue is looked up: a rollout step needs a service to step.
-        plan(params["action"], None, None, history)
-    queue = params.get("queue") or (live_spec.queue if live_spec else "")
-    queue_type = _tenant_queue_type(cluster, tenant, queue)
+def _checked_class(
+    cluster: Cluster,
+    params: Mapping[str, Any],
+    live_spec: ServiceSpec | None,
+    queue: str,
+    queue_type: str,
+) -> str:
+    """The service's class: the one asked for, else the live service's (a rollout step),
+    else the queue type's default (``rules.default_class``, with the Namespace's label
+    read in one GET); refused (rules inference-class-fits-queue, inference-critical-allowed,
+    inference-spot-priced) when it does not fit the queue, is critical where the tenant
+    may not run critical, or is spot without a price."""
+    ns = namespace_name(params["tenant"])
     namespace = cluster.get("v1", "Namespace", ns) or {}
     labels = (namespace.get("metadata") or {}).get("labels") or {}
     critical_allowed = labels.get(LABEL_ALLOW_CRITICAL) == "true"
@@ -212,6 +208,28 @@ def run_service(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> d
         + critical_errors(job_class, critical_allowed, ns)
         + spot_priced_errors(job_class, spot_price)
     )
+    return job_class
+
+
+def run_service(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+    """The ``inference_service`` module."""
+    name, tenant = params["name"], params["tenant"]
+    ns = namespace_name(tenant)
+    live = _live_state(cluster, params)
+    # The canary router is named <tenant>-<service>-canary: another tenant's may share it.
+    raise_if(graph_owner_errors(tenant, name, live["InferenceGraph"]))
+    isvc, hpa = live["InferenceService"], live["HorizontalPodAutoscaler"]
+    live_spec = livemod.spec_from_live(isvc, livemod.hpa_target(hpa)) if isvc else None
+    history = read_history((isvc or {}).get("metadata", {}).get("annotations"))
+    before = _view(live_spec, history)
+    if params["state"] == "absent":
+        return remove_service(cluster, live, before)
+    if live_spec is None and params["action"] != "deploy":
+        # Said before the queue is looked up: a rollout step needs a service to step.
+        plan(params["action"], None, None, history)
+    queue = params.get("queue") or (live_spec.queue if live_spec else "")
+    queue_type = _tenant_queue_type(cluster, tenant, queue)
+    job_class = _checked_class(cluster, params, live_spec, queue, queue_type)
     requested = _requested(params, queue, job_class) if params["action"] == "deploy" else None
     added: tuple = ()
     if params["action"] == "canary" and live_spec is not None:
@@ -239,9 +257,9 @@ def run_service(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> d
     writes = _changed(manifests, live)
     if before != after and not any(m["kind"] == "InferenceService" for m in writes):
         writes.insert(0, manifests[0])
-    done = _write(cluster, writes, f"inference service {name}")
-    done += _remove_unwanted(cluster, manifests, live, done)
-    done += _reroute_ab_tests(cluster, params, desired, done)
+    done = write_in_order(cluster, writes, f"inference service {name}")
+    done += remove_unwanted(cluster, manifests, live, done)
+    done += reroute_ab_tests(cluster, _gateway(params), desired)
     result: dict[str, Any] = {
         "changed": bool(done),
         "writes": done,
@@ -295,85 +313,8 @@ def _desired_manifests(
     return out
 
 
-_REMOVABLE = {"HorizontalPodAutoscaler": HPA_API, "InferenceGraph": GRAPH_API}
-
-
-def _remove_unwanted(
-    cluster: Cluster, manifests: list[dict[str, Any]], live: Mapping[str, Any], done: list[str]
-) -> list[str]:
-    """The HPA once gpu_util_target is gone, the canary router once no canary runs."""
-    wanted = {m["kind"] for m in manifests}
-    removed: list[str] = []
-    for kind, api in _REMOVABLE.items():
-        obj = live.get(kind)
-        if obj is None or kind in wanted:
-            continue
-        name, ns = obj["metadata"]["name"], obj["metadata"]["namespace"]
-        try:
-            cluster.delete(api, kind, name, namespace=ns, propagation="Background")
-        except (ApiException, TransportError) as exc:
-            raise PartialWrite(
-                "removing what the service no longer needs", done + removed, exc
-            ) from exc
-        removed.append(f"{kind}/{ns}/{name}")
-    return removed
-
-
 def _changed(manifests: list[dict[str, Any]], live: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [m for m in manifests if live.get(m["kind"]) is None or differs(m, live[m["kind"]])]
-
-
-def _reroute_ab_tests(
-    cluster: Cluster, params: Mapping[str, Any], desired: ServiceSpec, done: list[str]
-) -> list[str]:
-    """Rule inference-routes-follow-versions against the gateway: the tenant's A/B graphs
-    that route to this service follow its stable version (one LIST)."""
-    gateway = _gateway(params)
-    if gateway is None:
-        return []
-    graphs = cluster.list(
-        GRAPH_API,
-        "InferenceGraph",
-        namespace=gateway,
-        label_selector=f"{LABEL_TENANT}={desired.tenant},{MANAGED_SELECTOR}",
-    )
-    url = version_url(desired, desired.stable.version)
-    return _write(
-        cluster, rerouted_graphs(graphs, desired.name, url), f"inference service {desired.name}"
-    )
-
-
-def _write(cluster: Cluster, writes: list[dict[str, Any]], what: str) -> list[str]:
-    done: list[str] = []
-    try:
-        for manifest in writes:
-            cluster.apply(manifest)
-            meta = manifest["metadata"]
-            done.append(f"{manifest['kind']}/{meta.get('namespace')}/{meta['name']}")
-    except (ApiException, TransportError) as exc:
-        raise PartialWrite(what, done, exc) from exc
-    return done
-
-
-def _absent(cluster: Cluster, live: Mapping[str, Any], before: Any) -> dict[str, Any]:
-    """The router first, the InferenceService last (KServe removes its Deployments)."""
-    done: list[str] = []
-    for kind, api in (
-        ("InferenceGraph", GRAPH_API),
-        ("HorizontalPodAutoscaler", HPA_API),
-        ("NetworkPolicy", NETPOL_API),
-        ("InferenceService", ISVC_API),
-    ):
-        obj = live.get(kind)
-        if obj is None:
-            continue
-        name, ns = obj["metadata"]["name"], obj["metadata"]["namespace"]
-        try:
-            if cluster.delete(api, kind, name, namespace=ns, propagation="Background"):
-                done.append(f"{kind}/{ns}/{name}")
-        except (ApiException, TransportError) as exc:
-            raise PartialWrite("removing the inference service", done, exc) from exc
-    return {"changed": bool(done), "writes": done, "diff": {"before": before, "after": None}}
 
 
 def _wait_ready(
@@ -461,33 +402,6 @@ def run_info(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict
     }
 
 
-def stable_url(isvc: Mapping[str, Any]) -> str:
-    """The address of the service's stable version (``manifests.version_url``)."""
-    spec = livemod.spec_from_live(isvc, None)
-    return version_url(spec, spec.stable.version)
-
-
-def service_url(isvc: Mapping[str, Any]) -> str | None:
-    """Where a router reaches a service: the cluster address KServe reports, at the v1
-    protocol's predict path (the model's name is the service's)."""
-    address = ((isvc.get("status") or {}).get("address") or {}).get("url")
-    if not address:
-        return None
-    return f"{address.rstrip('/')}/v1/models/{isvc['metadata']['name']}:predict"
-
-
-def _managed_by_name(
-    cluster: Cluster, api: str, kind: str, tenant: str
-) -> dict[str, dict[str, Any]]:
-    """The platform's objects of ``kind`` in the tenant's namespace, by name (one LIST)."""
-    return {
-        o["metadata"]["name"]: o
-        for o in cluster.list(
-            api, kind, namespace=namespace_name(tenant), label_selector=MANAGED_SELECTOR
-        )
-    }
-
-
 def run_graph(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
     """The ``inference_graph`` module: an A/B split between a tenant's services."""
     del check_mode  # the cluster's dry run
@@ -500,36 +414,7 @@ def run_graph(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dic
             return {"changed": False, "graph": full, "writes": []}
         cluster.delete(GRAPH_API, "InferenceGraph", full, namespace=ns, propagation="Background")
         return {"changed": True, "graph": full, "writes": [f"InferenceGraph/{ns}/{full}"]}
-    services = _managed_by_name(cluster, ISVC_API, "InferenceService", tenant)
-    routes, errors = [], []
-    for i, route in enumerate(params["routes"]):
-        svc = services.get(route["service"])
-        # Ready (KServe reports an address), then routed to its stable version the way
-        # every later rollout step rewrites it (rule inference-routes-follow-versions).
-        url = stable_url(svc) if svc and service_url(svc) else None
-        if svc is None:
-            errors.append(
-                FieldError(
-                    f"routes[{i}].service",
-                    f"{route['service']} is not a model service of tenant {tenant}; its services: "
-                    f"{', '.join(sorted(services)) or 'none'}",
-                )
-            )
-        elif url is None:
-            errors.append(
-                FieldError(
-                    f"routes[{i}].service", f"{route['service']} has no address yet (not Ready)"
-                )
-            )
-        else:
-            routes.append((route["service"], url, route["weight"]))
-    raise_if(errors)
-    policies = _managed_by_name(cluster, NETPOL_API, "NetworkPolicy", tenant)
-    admitted = {
-        name: admitted_namespaces(policies.get(network_policy_name(name)))
-        for name, _url, _weight in routes
-    }
-    raise_if(graph_namespace_errors(ns, admitted))
+    routes = read_routes(cluster, tenant, params["routes"], ns)
     desired = ab_graph(tenant, params["name"], routes, ns)
     before = livemod.graph_report(live) if live else None
     if live is not None and not differs(desired, live):
@@ -539,7 +424,7 @@ def run_graph(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dic
             "writes": [],
             "diff": {"before": before, "after": before},
         }
-    done = _write(cluster, [desired], f"inference graph {full}")
+    done = write_in_order(cluster, [desired], f"inference graph {full}")
     return {
         "changed": True,
         "graph": full,

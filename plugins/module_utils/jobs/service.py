@@ -1,72 +1,47 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The jobs domain against the cluster: read, ask the rules, write.
+"""The jobs domain against the cluster: the runs of ``vcjob`` and ``large_job_throttle``.
 
 * ``run`` is ``vcjob``: read the tenant's Queues (one list) and the live Job;
   for a new job that asks for GPUs, its queue (one GET, not for a spot queue) and
   the Nodes (one list), so that rule job-fits refuses a job larger than its
-  queue's capability or the GPU pool; hold while the large-job throttle blocks
-  the queue, create the Job, engage
-  the throttle for a large job that does not start, wait for Running; or
-  delete the Job.
-* ``run_throttle`` is ``large_job_throttle``: one list of tenant Namespaces,
-  one of PodGroups, one of throttle ConfigMaps and, when a large-job PodGroup
-  is among them, one of Volcano Jobs, for all tenants; write the ConfigMaps
+  queue's capability or the GPU pool (``supply_io`` reads them); hold while the
+  large-job throttle blocks the queue, create the Job, engage the throttle for a
+  large job that does not start, wait for Running; or delete the Job.
+* ``run_throttle`` is ``large_job_throttle``: ``throttle_io.reconcile_all`` reads
+  the tenant Namespaces, PodGroups, throttle ConfigMaps and, when a large-job
+  PodGroup is among them, Volcano Jobs, for all tenants, and writes the ConfigMaps
   that change.
 
-The decisions are ``submit``'s and ``throttle``'s. Check mode creates and
-deletes nothing (it reports what would be created or deleted); a ConfigMap
-apply is the server's dry run.
+The decisions are ``submit``'s, ``throttle``'s and ``large_job``'s. Check mode creates
+and deletes nothing (it reports what would be created or deleted); a ConfigMap apply
+is the server's dry run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from time import monotonic, sleep
 from typing import Any
 
 from ansible.module_utils.common.warnings import warn
 
-from ..capacity.pool import allocated_from_pods, pool_from_nodes, pool_node_resources
 from ..common.errors import FieldError, PartialWrite, Refused, raise_if
 from ..common.names import (
-    HYPERNODE_API,
     JOB_API,
     JOB_FAILED_PHASES,
     JOB_STARTED_PHASES,
-    LABEL_MANAGED_BY,
-    LABEL_TENANT,
-    MANAGED_BY,
     PODGROUP_API,
-    QUEUE_API,
-    ROOT_QUEUE,
     namespace_name,
 )
 from ..common.objects import strip_server_fields
-from ..common.quantity import GPU
 from ..kube.cluster import ApiException, Cluster, TransportError, api_error_message
 from ..kube.waiting import wait_for
 from ..policy.admission import POLICY_LARGE_JOB_THROTTLE, TENANT_QUEUES_CONFIGMAP
-from ..policy.platform_state import POLICY_PLATFORM_STATE
-from ..topology.manifests import tree_from_manifests
-from ..topology.tree import node_infos
 from .classes import job_class_table
-from .feasibility import (
-    Gang,
-    Supply,
-    at_most,
-    chain_of,
-    claim_names,
-    gang_of,
-    never_runs,
-    queue_limits,
-    required_groups,
-    usable_gpus,
-    usable_nodes,
-    waits_for,
-)
+from .feasibility import at_most, gang_of, never_runs, waits_for
+from .large_job import LARGE_PRIORITY_CLASS
 from .submit import (
     changed_fields,
     claim_field,
@@ -82,26 +57,17 @@ from .submit import (
     tenant_leaves,
     throttled_text,
 )
+from .supply_io import free_on, read_supply
 from .throttle import (
     CONFIGMAP,
-    LARGE_PRIORITY_CLASS,
     Change,
-    LargeJob,
-    Room,
     blocks,
-    cannot_help,
-    is_large_podgroup,
-    large_jobs,
-    largest_domains,
-    not_engaged,
-    plan_namespace,
-    preemptible_gpus,
     read_entries,
     reconcile_report,
     throttled_queues,
-    unknown_namespace_errors,
     unmanaged_warning,
 )
+from .throttle_io import is_managed, reconcile_all, reconcile_namespace
 
 # Polls while a new large job gets its grace to start are at most this far apart.
 GRACE_POLL_SECONDS = 2
@@ -113,229 +79,7 @@ def now_utc() -> datetime:
     return datetime.now(UTC)
 
 
-# --- the throttle: reading -----------------------------------------------------------
-
-
-def _is_managed(obj: Mapping[str, Any]) -> bool:
-    return ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_MANAGED_BY) == MANAGED_BY
-
-
-def tenant_namespaces(cluster: Cluster, only: Iterable[str] | None = None) -> dict[str, str]:
-    """Namespace -> tenant for every namespace labelled platform.io/tenant (one list)."""
-    wanted = set(only or [])
-    out = {}
-    for ns in cluster.list("v1", "Namespace", label_selector=LABEL_TENANT):
-        meta = ns.get("metadata") or {}
-        if wanted and meta.get("name") not in wanted:
-            continue
-        out[meta["name"]] = (meta.get("labels") or {})[LABEL_TENANT]
-    return out
-
-
-def throttle_configmaps(
-    cluster: Cluster, namespace: str | None = None
-) -> tuple[dict[str, dict], list[str]]:
-    """(namespace -> managed throttle ConfigMap, namespaces whose ConfigMap is not managed)."""
-    managed: dict[str, dict] = {}
-    foreign: list[str] = []
-    for cm in cluster.list(
-        "v1", "ConfigMap", namespace=namespace, field_selector=f"metadata.name={CONFIGMAP}"
-    ):
-        ns = cm["metadata"]["namespace"]
-        if cm["metadata"]["name"] != CONFIGMAP:
-            continue
-        if _is_managed(cm):
-            managed[ns] = cm
-        else:
-            foreign.append(ns)
-    return managed, sorted(foreign)
-
-
-def read_large_jobs(
-    cluster: Cluster, namespaces: Iterable[str], namespace: str | None = None
-) -> tuple[list[LargeJob], list[dict[str, Any]]]:
-    """The large jobs of ``namespaces`` and the Volcano Jobs read with them: one list of
-    PodGroups (of ``namespace``, or of every namespace) and, only when a large-job PodGroup
-    is among them, one list of Volcano Jobs (their owners, whose demand is the GPUs they
-    wait for). PodGroups first: a Job is created before its PodGroup, so a PodGroup's Job
-    missing from the later list is gone."""
-    wanted = set(namespaces)
-    podgroups = cluster.list(PODGROUP_API, "PodGroup", namespace=namespace)
-    if not any(is_large_podgroup(pg, wanted) for pg in podgroups):
-        return [], []
-    vcjobs = cluster.list(JOB_API, "Job", namespace=namespace)
-    return large_jobs(podgroups, wanted, vcjobs), vcjobs
-
-
-_UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
-
-
-def read_room(cluster: Cluster, jobs: list[LargeJob], vcjobs: list[dict[str, Any]]) -> Room | None:
-    """What preemption could give the waiting admitted large jobs: one list of Nodes, one of
-    unfinished Pods and, when one of them has a hard topology, one of HyperNodes. None when
-    this identity may not read them (a tenant's own): then no job is turned away."""
-    try:
-        nodes = cluster.list("v1", "Node")
-        supplies = read_supplies(cluster, jobs, nodes)
-        pool, members = pool_from_nodes(nodes, None)
-        held, _leaving = allocated_from_pods(
-            cluster.list("v1", "Pod", field_selector=_UNFINISHED_PODS), members
-        )
-        per_node = pool_node_resources(nodes)
-        domains = None
-        if any(j.hard_tier is not None for j in jobs):
-            tree, _errors = tree_from_manifests(cluster.list(HYPERNODE_API, "HyperNode"))
-            gpus = {name: int(r[GPU]) for name, r in per_node.items()}
-            domains = largest_domains(tree, node_infos(nodes), gpus)
-    except ApiException as exc:
-        if not _forbidden(exc):
-            raise
-        warn(
-            "could not read the Nodes, Pods or HyperNodes to judge whether preemption can help "
-            f"a waiting large job ({api_error_message(exc)}); the throttle engages as it would"
-        )
-        return None
-    pool_gpus = int(pool[GPU])
-    return Room(
-        pool_gpus=pool_gpus,
-        free_gpus=max(0, pool_gpus - int(held[GPU])),
-        preemptible=preemptible_gpus(vcjobs),
-        domains=domains,
-        nodes=list(per_node.values()),
-        supplies=supplies,
-    )
-
-
-def read_supplies(
-    cluster: Cluster, jobs: list[LargeJob], nodes: list[dict[str, Any]]
-) -> dict[str, Supply]:
-    """What rule job-never-runs judges each waiting large job by: one list of Queues and,
-    when a job mounts any, one of PVCs (of the one namespace when the jobs share it)."""
-    if not jobs:
-        return {}
-    queues = {q["metadata"]["name"]: q for q in cluster.list(QUEUE_API, "Queue")}
-    limits = queue_limits(queues.values())
-    spaces = {j.namespace for j in jobs}
-    only = next(iter(spaces)) if len(spaces) == 1 else None
-    mounts = any(j.claims for j in jobs)
-    claims = (
-        claim_names(cluster.list("v1", "PersistentVolumeClaim", namespace=only)) if mounts else {}
-    )
-    return {
-        j.uid: Supply(
-            chain=chain_of(limits, j.queue),
-            node_gpus=usable_gpus(nodes, required_groups(queues, j.queue), j.local_only),
-            claims=claims.get(j.namespace, frozenset()),
-        )
-        for j in jobs
-    }
-
-
-def turned_away(
-    cluster: Cluster,
-    jobs: list[LargeJob],
-    vcjobs: list[dict[str, Any]],
-    now: datetime,
-    skip: Iterable[str] = (),
-) -> dict[str, str]:
-    """Rule throttle-can-help for every waiting large job but those in ``skip`` (uids):
-    uid -> why holding its queue cannot help. The GPUs (Nodes, Pods, HyperNodes), Queues
-    and PVCs are read only when such a job waits."""
-    skipped = set(skip)
-    waiting = [j for j in jobs if j.waiting and j.uid not in skipped]
-    # Read whenever a job waits: rule job-never-runs is judged first, so that the reason
-    # is the one the arbiter and vcjob give.
-    room = read_room(cluster, waiting, vcjobs) if waiting else None
-    return {j.uid: why for j in waiting if (why := cannot_help(j, room, now))}
-
-
-# --- the throttle: writing -------------------------------------------------------------
-
-
-def write(cluster: Cluster, change: Change, check_mode: bool) -> None:
-    """Apply (a server dry run in check mode) or delete (not in check mode) one ConfigMap."""
-    if change.action == "apply" and change.manifest is not None:
-        cluster.apply(change.manifest)
-    elif change.action == "delete" and not check_mode:
-        cluster.delete("v1", "ConfigMap", CONFIGMAP, change.namespace, propagation="Background")
-
-
-def write_as_submitter(cluster: Cluster, change: Change) -> bool:
-    """vcjob writes the throttle as whoever submits. A tenant's own identity may not write
-    platform state (rule platform-state): then the platform's scheduled large_job_throttle
-    run engages and releases it, and this says so. Returns whether it was written."""
-    try:
-        write(cluster, change, check_mode=False)
-    except ApiException as exc:
-        if POLICY_PLATFORM_STATE not in api_error_message(exc):
-            raise
-        warn(
-            f"the throttle of {change.namespace} is platform state this identity may not write; "
-            "the platform's scheduled large_job_throttle run keeps it"
-        )
-        return False
-    return True
-
-
-def write_all(cluster: Cluster, changes: list[Change], check_mode: bool) -> None:
-    """Write each namespace's change in turn; a failure says which were written."""
-    done: list[str] = []
-    for change in changes:
-        try:
-            write(cluster, change, check_mode)
-        except (ApiException, TransportError) as exc:
-            raise PartialWrite("throttle reconcile", done, exc) from exc
-        if change.action != "none":
-            done.append(f"{change.action} {change.namespace}/{CONFIGMAP}")
-
-
-def reconcile_all(
-    cluster: Cluster,
-    now: datetime,
-    timeout: int,
-    only: Iterable[str] | None = None,
-    check_mode: bool = False,
-) -> tuple[list[Change], list[str], list[dict[str, str]]]:
-    """Reconcile every tenant namespace (or ``only`` these); returns the changes (written, as
-    far as check mode writes), the namespaces skipped because their ConfigMap is not
-    managed, and the waiting large jobs rule throttle-can-help turned away (an entry they
-    had is released)."""
-    namespaces = tenant_namespaces(cluster, only)
-    raise_if(unknown_namespace_errors(list(only or []), namespaces))
-    jobs, vcjobs = read_large_jobs(cluster, namespaces)
-    configmaps, foreign = throttle_configmaps(cluster)
-    # Every waiting job is judged, an engaged one too: one that can no longer be helped
-    # (enqueue never admitted it) is released.
-    blocked = turned_away(cluster, jobs, vcjobs, now)
-    changes = [
-        plan_namespace(ns, tenant, configmaps.get(ns), jobs, now, timeout, blocked)
-        for ns, tenant in sorted(namespaces.items())
-        if ns not in foreign
-    ]
-    write_all(cluster, changes, check_mode)
-    return changes, [ns for ns in foreign if ns in namespaces], not_engaged(jobs, blocked)
-
-
-def reconcile_namespace(
-    cluster: Cluster, namespace: str, tenant: str, now: datetime, timeout: int
-) -> tuple[Change, dict | None, list[dict[str, str]]]:
-    """Reconcile one namespace (vcjob, while it holds a job or right after it submitted a
-    large one: never in check mode); returns the change, the ConfigMap as it now is (None:
-    none) and the waiting large jobs rule throttle-can-help turned away."""
-    jobs, vcjobs = read_large_jobs(cluster, [namespace], namespace)
-    cm = cluster.get("v1", "ConfigMap", CONFIGMAP, namespace)
-    if cm is not None and not _is_managed(cm):
-        return Change(namespace, [], [], "none", None), cm, []
-    # Jobs with an entry are left to the scheduled reconcile: vcjob calls this on every
-    # poll while it holds, and judging reads the Nodes and Pods.
-    blocked = turned_away(cluster, jobs, vcjobs, now, [e.uid for e in read_entries(cm)])
-    change = plan_namespace(namespace, tenant, cm, jobs, now, timeout, blocked)
-    away = not_engaged(jobs, blocked)
-    if change.action != "none" and not write_as_submitter(cluster, change):
-        return Change(namespace, change.before, change.before, "none", None), cm, away
-    if change.action == "delete":
-        return change, None, away
-    return change, change.manifest if change.action == "apply" else cm, away
+# --- large_job_throttle ------------------------------------------------------------------
 
 
 def run_throttle(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
@@ -503,86 +247,6 @@ def after_create(
     return phase
 
 
-def _forbidden(exc: Exception) -> bool:
-    return getattr(exc, "status", None) == 403
-
-
-def read_queues(cluster: Cluster, queue: str) -> dict[str, dict[str, Any]]:
-    """The Queues rule job-never-runs judges ``queue`` by: every Queue (one list), or, for
-    an identity that may not list them (a tenant's own), the queue and its ancestors one
-    GET each, as far as it may read (then with a warning naming where it stopped)."""
-    try:
-        return {q["metadata"]["name"]: q for q in cluster.list(QUEUE_API, "Queue")}
-    except ApiException as exc:
-        if not _forbidden(exc):
-            raise
-    found: dict[str, dict[str, Any]] = {}
-    name = queue
-    while name and name != ROOT_QUEUE and name not in found:
-        try:
-            live = cluster.get(QUEUE_API, "Queue", name)
-        except ApiException as exc:
-            if not _forbidden(exc):
-                raise
-            warn(
-                f"this identity may not read Queue {name}; the job's GPUs are not compared "
-                "with its capability"
-            )
-            break
-        if live is None:
-            break
-        found[name] = live
-        name = str((live.get("spec") or {}).get("parent") or ROOT_QUEUE)
-    return found
-
-
-def read_nodes(cluster: Cluster) -> list[dict[str, Any]] | None:
-    """Every Node (one list); None when this identity may not list them (then with a
-    warning: the job's GPUs are not compared with its nodes)."""
-    try:
-        return cluster.list("v1", "Node")
-    except ApiException as exc:
-        if not _forbidden(exc):
-            raise
-        warn("this identity may not list Nodes; the job's GPUs are not compared with its nodes")
-        return None
-
-
-def read_supply(cluster: Cluster, gang: Gang, namespace: str) -> tuple[Supply, list[str]]:
-    """What rule job-never-runs judges a job about to be created by: its queue chain, the
-    GPUs of the nodes it may use (and their names), and its namespace's PVCs. Only what the
-    job asks about is read: no Queues or Nodes for a job without GPUs, no PVCs for one
-    that mounts none."""
-    queues = read_queues(cluster, gang.queue) if gang.gpus > 0 else {}
-    claims = (
-        claim_names(cluster.list("v1", "PersistentVolumeClaim", namespace=namespace))
-        if gang.claims
-        else {}
-    )
-    node_gpus, members = None, []
-    nodes = read_nodes(cluster) if gang.gpus > 0 else None
-    if nodes is not None:
-        groups = required_groups(queues, gang.queue)
-        node_gpus = usable_gpus(nodes, groups, gang.local_only)
-        members = usable_nodes(nodes, groups, gang.local_only)
-    supply = Supply(
-        chain=chain_of(queue_limits(queues.values()), gang.queue),
-        node_gpus=node_gpus,
-        claims=claims.get(namespace, frozenset()),
-    )
-    return supply, members
-
-
-def free_on(cluster: Cluster, supply: Supply, members: list[str]) -> Supply:
-    """``supply`` with the GPUs of its nodes that no unfinished pod holds (one Pod list)."""
-    if supply.node_gpus is None:
-        return supply
-    held, _leaving = allocated_from_pods(
-        cluster.list("v1", "Pod", field_selector=_UNFINISHED_PODS), members
-    )
-    return replace(supply, free_gpus=max(0, supply.node_gpus - int(held[GPU])))
-
-
 def check_feasible(cluster: Cluster, p: Mapping[str, Any], desired: Mapping[str, Any]) -> None:
     """Rule job-never-runs for a job about to be created: refused (PlatformValidationError
     naming the option) when it can never run; rule job-waits-for: a warning saying what it
@@ -703,7 +367,7 @@ def release_throttle(cluster: Cluster, p: Mapping[str, Any], live: Mapping[str, 
     meta = live.get("metadata") or {}
     namespace, uid = str(meta.get("namespace")), meta.get("uid")
     cm = cluster.get("v1", "ConfigMap", CONFIGMAP, namespace)
-    if cm is None or not _is_managed(cm) or uid not in {e.uid for e in read_entries(cm)}:
+    if cm is None or not is_managed(cm) or uid not in {e.uid for e in read_entries(cm)}:
         return []
     change, _cm, _away = reconcile_namespace(
         cluster, namespace, p["tenant"], now_utc(), p["throttle_timeout"]

@@ -27,9 +27,11 @@ from ..common.names import namespace_name
 from ..common.objects import differs
 from ..policy.admission import TENANT_QUEUES_CONFIGMAP
 from ..queues.kinds import leaf_queue_errors
-from .builders import JobRequest, build_job, complete_manifest
 from .classes import JobClass, job_class_table
+from .completion import complete_manifest
 from .feasibility import Gang, Supply
+from .manifest import build_job
+from .request import JobRequest
 from .throttle import KEY_REASON, KEY_UNTIL
 
 # The options of vcjob that go to the job builder as they are.

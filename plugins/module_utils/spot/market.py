@@ -42,7 +42,7 @@ from ..common.names import (
     queue_name,
     tenant_name_errors,
 )
-from ..jobs.builders import price_text
+from ..jobs.spot_price import price_text
 from ..queues.model import Queue, allocated
 from .reclaim import reclaimed_jobs
 from .victims import SpotJob, choose_victims

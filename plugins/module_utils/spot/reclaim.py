@@ -2,8 +2,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What a spot reclaim asks for, checks, records and reports (pure: no I/O).
 
-The victims themselves are chosen by ``victims``; ``service`` reads and
-writes. Rules held here:
+The victims themselves are chosen by ``victims``; ``reclaim_io`` reads and
+writes (the Events and the history through ``kube/run_record``). Rules held here:
 
 * Rule reclaim-lease (``lease_blocker``): who holds the ``spot-reclaim`` Lease
   so that this run must not delete (the rule is ``kube/lease.lease_blocker``, shared
@@ -35,11 +35,11 @@ from ..common.names import (
     ANNOTATION_SPOT_RECLAIMED,
     EVENT_REASON_SPOT_RECLAIMED,
     JOB_API,
-    LABEL_MANAGED_BY,
     MANAGED_BY,
     SPOT_RECLAIM_HISTORY,
 )
 from ..common.quantity import GPU, Resources
+from ..common.run_event import involved_object, run_event
 from ..kube import lease as _lease
 from ..kube.lease import SPOT_RECLAIM, run_holder, seconds_time
 from .victims import SpotJob
@@ -213,7 +213,8 @@ def event_manifest(
     order: int = 1,
     basis: str = "free",
 ) -> dict[str, Any]:
-    """The ``SpotReclaimed`` Event recorded on a deleted spot job.
+    """The ``SpotReclaimed`` Event recorded on a deleted spot job (the shape of
+    ``common/run_event``).
 
     ``basis`` says what the shortfall was counted against, in the platform's words:
     ``free`` (not allocated: a reclaim for demand) or ``unsold`` (not sold: a sale's
@@ -223,42 +224,25 @@ def event_manifest(
     in the annotation ``platform.io/reclaim-order`` and added (in nanoseconds)
     to the run's time in the Event's name suffix, so that the Events of one
     reclaim, which share a timestamp, still sort in kill order by name."""
-    stamp = int(now.timestamp() * 1_000_000_000) + order
-    involved = {
-        "apiVersion": JOB_API if job.kind == "Job" else "v1",
-        "kind": job.kind,
-        "name": job.name,
-        "namespace": job.namespace,
-    }
-    if uid:
-        involved["uid"] = uid
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {
-            "name": f"{job.name[:200]}.{stamp:x}",
-            "namespace": job.namespace,
-            "labels": {LABEL_MANAGED_BY: MANAGED_BY},
-            "annotations": {
-                "platform.io/spot-price": str(job.price),
-                "platform.io/reclaimed-gpus": str(job.gpus),
-                "platform.io/reclaim-demand": str(demand),
-                "platform.io/reclaim-order": str(order),
-            },
-        },
-        "involvedObject": involved,
-        "reason": EVENT_REASON_SPOT_RECLAIMED,
-        "type": "Warning",
-        "message": (
-            f"spot {'job' if job.kind == 'Job' else 'pod'} {job.namespace}/{job.name} (price {job.price}, "
-            f"{job.gpus} GPUs, {job.pods} pods) was deleted to free GPUs for {reason}: demand {demand} GPUs, "
-            f"{shortfall} short of {basis} GPUs"
+    kind = "job" if job.kind == "Job" else "pod"
+    return run_event(
+        involved_object(
+            JOB_API if job.kind == "Job" else "v1", job.kind, job.name, job.namespace, uid
         ),
-        "source": {"component": MANAGED_BY},
-        "firstTimestamp": seconds_time(now),
-        "lastTimestamp": seconds_time(now),
-        "count": 1,
-    }
+        EVENT_REASON_SPOT_RECLAIMED,
+        "Warning",
+        f"spot {kind} {job.namespace}/{job.name} (price {job.price}, {job.gpus} GPUs, "
+        f"{job.pods} pods) was deleted to free GPUs for {reason}: demand {demand} GPUs, "
+        f"{shortfall} short of {basis} GPUs",
+        {
+            "platform.io/spot-price": str(job.price),
+            "platform.io/reclaimed-gpus": str(job.gpus),
+            "platform.io/reclaim-demand": str(demand),
+            "platform.io/reclaim-order": str(order),
+        },
+        now,
+        order,
+    )
 
 
 def history_entry(

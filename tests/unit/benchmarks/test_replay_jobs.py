@@ -24,7 +24,7 @@ from ansible_collections.gpucloud.platform.benchmarks.replay.jobs import (
 from ansible_collections.gpucloud.platform.benchmarks.traces.model import Job
 
 GPU = "nvidia.com/gpu"
-SPOT_PRICE = "platform.io/spot-price"  # builders.class_annotations' key (common/names.py)
+SPOT_PRICE = "platform.io/spot-price"  # manifest.class_annotations' key (common/names.py)
 KINDS = ("pytorch_ddp", "ps_worker", "mpi", "spark", "ray", "single")
 
 

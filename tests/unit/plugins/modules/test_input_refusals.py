@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import service as jobs_service
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import supply_io, throttle_io
 from ansible_collections.gpucloud.platform.plugins.modules import (
     large_job_throttle as throttle_module,
 )
@@ -54,7 +55,8 @@ def no_sleep(monkeypatch):
 @pytest.fixture
 def warnings(monkeypatch):
     seen = []
-    monkeypatch.setattr(jobs_service, "warn", seen.append)
+    for module in (jobs_service, supply_io, throttle_io):
+        monkeypatch.setattr(module, "warn", seen.append)
     return seen
 
 

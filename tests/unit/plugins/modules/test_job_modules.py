@@ -9,7 +9,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import (
+    service,
+    supply_io,
+    throttle_io,
+)
 from ansible_collections.gpucloud.platform.plugins.modules import (
     large_job_throttle as throttle_module,
 )
@@ -46,7 +50,8 @@ def warnings(monkeypatch):
     """The warnings the service gives the module (Ansible's own collector depends on whether
     controller code was imported into the test process)."""
     seen = []
-    monkeypatch.setattr(service, "warn", seen.append)
+    for module in (service, supply_io, throttle_io):
+        monkeypatch.setattr(module, "warn", seen.append)
     return seen
 
 

@@ -12,7 +12,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter import a
 from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter.model import (
     class_preempts,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.builders import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.manifest import (
     RESTART_POLICIES,
 )
 from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.arbiter.test_arbiter_rules import (

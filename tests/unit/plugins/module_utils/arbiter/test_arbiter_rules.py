@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter import rules
+from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter import plan, rules
 from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter.model import (
     QueueState,
     RunningJob,
@@ -89,8 +89,8 @@ def test_scenario_one_preempts_p50_then_p100_newest_first():
 
 def test_scenario_one_plan_preempts():
     states, running, big = scenario_one()
-    decision = rules.plan_for(big, states, running, free_gpus=10, pool_gpus=40)
-    assert decision.action == rules.PREEMPT
+    decision = plan.plan_for(big, states, running, free_gpus=10, pool_gpus=40)
+    assert decision.action == plan.PREEMPT
     assert names(decision.victims) == ["task-d", "task-e", "task-c", "task-b"]
     assert (decision.need, decision.freed, decision.blocked_by) == (22, 22, TEAM)
     assert decision.reason == (
@@ -129,8 +129,8 @@ def test_plan_refuses_when_preemption_cannot_cover():
         run("crit", TEAM, "critical-job", 8, 1, preemptable=False),
     ]
     big = wait("big", TEAM, "large-job", 16)
-    decision = rules.plan_for(big, states, running, free_gpus=0, pool_gpus=16)
-    assert (decision.action, decision.victims, decision.need) == (rules.REFUSE, (), 16)
+    decision = plan.plan_for(big, states, running, free_gpus=0, pool_gpus=16)
+    assert (decision.action, decision.victims, decision.need) == (plan.REFUSE, (), 16)
     assert decision.reason.endswith(
         "queue tenant-t-algo: the running jobs below large-job hold 8 GPUs, 16 are needed; "
         "nothing is evicted"
@@ -167,10 +167,10 @@ def test_a_debug_job_never_preempts():
         "queue tenant-t-algo: tenant-t/dbg is a debug-job, which never preempts; nothing is evicted"
     )
     states = states_of(qs(TEAM, "team", "root", 8, 8, 8))
-    decision = rules.plan_for(
+    decision = plan.plan_for(
         debug, states, running, 0, 8, preempting_classes=("debug-job", "large-job")
     )
-    assert decision.action == rules.REFUSE
+    assert decision.action == plan.REFUSE
     assert "never preempts" in decision.reason
 
 
@@ -178,17 +178,17 @@ def test_a_normal_job_gets_no_preemption_from_the_arbiter():
     states = states_of(qs(TEAM, "team", "root", 8, 8, 8))
     running = [run("dbg", TEAM, "debug-job", 8, 1)]
     job = wait("n", TEAM, "normal-job", 8)
-    decision = rules.plan_for(job, states, running, free_gpus=0, pool_gpus=8)
-    assert decision.action == rules.REFUSE
+    decision = plan.plan_for(job, states, running, free_gpus=0, pool_gpus=8)
+    assert decision.action == plan.REFUSE
     assert decision.reason == (
         "tenant-t/n needs 8 GPUs freed (queue tenant-t-algo: 8 allocated + 8 > capability 8; "
         "0 GPUs free, 8 asked): queue tenant-t-algo: tenant-t/n is a normal-job, and only "
         "large-job and critical-job preempt in their queue; nothing is evicted"
     )
-    allowed = rules.plan_for(
+    allowed = plan.plan_for(
         job, states, running, 0, 8, preempting_classes=("large-job", "normal-job")
     )
-    assert (allowed.action, names(allowed.victims)) == (rules.PREEMPT, ["dbg"])
+    assert (allowed.action, names(allowed.victims)) == (plan.PREEMPT, ["dbg"])
 
 
 # -- scenario 2: team b takes back what team a borrowed -------------------------------------
@@ -223,8 +223,8 @@ def test_scenario_two_team_a_gives_back_its_borrowed_five_lowest_priority_first(
     states, running, b2 = scenario_two()
     victims = rules.team_reclaim_victims(b2, states, running, 5)
     assert names(victims) == ["a5", "a4"]
-    decision = rules.plan_for(b2, states, running, free_gpus=2, pool_gpus=32)
-    assert decision.action == rules.RECLAIM
+    decision = plan.plan_for(b2, states, running, free_gpus=2, pool_gpus=32)
+    assert decision.action == plan.RECLAIM
     assert names(decision.victims) == ["a5", "a4"]
     assert (decision.need, decision.freed, decision.blocked_by) == (5, 5, SUB)
     assert decision.reason.endswith(
@@ -243,8 +243,8 @@ def test_reclaim_refuses_what_the_siblings_cannot_give():
         "5 GPUs of running jobs that may be evicted, 8 are needed (tenant-t-a 5 (uses 25, "
         "deserved 20)); nothing is evicted"
     )
-    decision = rules.plan_for(b2, states, running, free_gpus=2, pool_gpus=32)
-    assert (decision.action, decision.victims) == (rules.REFUSE, ())
+    decision = plan.plan_for(b2, states, running, free_gpus=2, pool_gpus=32)
+    assert (decision.action, decision.victims) == (plan.REFUSE, ())
     assert "can give back 5 GPUs" in decision.reason
     assert "only large-job and critical-job preempt" in decision.reason
     assert decision.reason.endswith("nothing is evicted")
@@ -356,16 +356,16 @@ def test_reclaim_does_not_relieve_the_jobs_own_capability():
     big = wait("big", B, "large-job", 32)
     assert rules.capacity_shortfall(big, states, B) == 8
     assert rules.capacity_shortfall(big, states, SUB) == 0
-    decision = rules.plan_for(big, states, running, free_gpus=34, pool_gpus=60)
+    decision = plan.plan_for(big, states, running, free_gpus=34, pool_gpus=60)
     assert (decision.action, names(decision.victims), decision.need) == (
-        rules.PREEMPT,
+        plan.PREEMPT,
         ["b-new"],
         8,
     )
     # A normal job there: no preemption, and the reason says why reclaim does not help.
     normal = wait("n", B, "normal-job", 32)
-    refused = rules.plan_for(normal, states, running, free_gpus=34, pool_gpus=60)
-    assert refused.action == rules.REFUSE
+    refused = plan.plan_for(normal, states, running, free_gpus=34, pool_gpus=60)
+    assert refused.action == plan.REFUSE
     assert "queue tenant-t-b itself would exceed its capability by 8 GPUs" in refused.reason
 
 
@@ -376,9 +376,9 @@ def test_a_job_larger_than_the_pool_is_refused_not_blocked():
     states = states_of(qs(TEAM, "team", "root", 8, None, 0))
     big = wait("huge", TEAM, "large-job", 64)
     assert rules.blocked_by_capacity(big, states, free_gpus=32, pool_gpus=32) is None
-    decision = rules.plan_for(big, states, [], free_gpus=32, pool_gpus=32)
-    assert decision == rules.Decision(
-        rules.REFUSE,
+    decision = plan.plan_for(big, states, [], free_gpus=32, pool_gpus=32)
+    assert decision == plan.Decision(
+        plan.REFUSE,
         (),
         0,
         "tenant-t/huge asks for 64 GPUs and the nodes it may use (queue tenant-t-algo's node "
@@ -389,8 +389,8 @@ def test_a_job_larger_than_the_pool_is_refused_not_blocked():
 def test_a_job_larger_than_an_ancestors_capability_is_refused():
     states = states_of(qs(SUB, "subscription", "root", 16, 16, 0), qs(TEAM, deserved=16))
     big = wait("big", TEAM, "large-job", 32)
-    decision = rules.plan_for(big, states, [], free_gpus=64, pool_gpus=64)
-    assert decision.action == rules.REFUSE
+    decision = plan.plan_for(big, states, [], free_gpus=64, pool_gpus=64)
+    assert decision.action == plan.REFUSE
     assert decision.reason == (
         "tenant-t/big asks for 32 GPUs and queue tenant-t-subscription has a capability of 16: "
         "it can never run there; nothing is evicted"
@@ -402,7 +402,7 @@ def test_a_job_that_fits_needs_nothing():
     job = wait("j", TEAM, "large-job", 8)
     assert rules.arbiter_need(job, states, free_gpus=12) == 0
     assert rules.blocked_by_capacity(job, states, 12, 16) is None
-    assert rules.plan_for(job, states, [], 12, 16).action == rules.NONE
+    assert plan.plan_for(job, states, [], 12, 16).action == plan.NONE
 
 
 def test_need_is_the_node_shortfall_without_capacity_limits():
@@ -510,20 +510,20 @@ def test_team_reclaim_invariants(world):
 def test_plan_invariants(world, free, pool_extra):
     states, running, job, _need = world
     pool = free + pool_extra
-    decision = rules.plan_for(job, states, running, free, pool)
-    assert decision.action in rules.ACTIONS
-    if decision.action in (rules.PREEMPT, rules.RECLAIM):
-        below = decision.action == rules.PREEMPT
+    decision = plan.plan_for(job, states, running, free, pool)
+    assert decision.action in plan.ACTIONS
+    if decision.action in (plan.PREEMPT, plan.RECLAIM):
+        below = decision.action == plan.PREEMPT
         check_victim_set(list(decision.victims), job, decision.need, below)
         assert decision.need == rules.arbiter_need(job, states, free) > 0
     else:
         assert decision.victims == ()
-    if decision.action == rules.PREEMPT:
-        assert job.priority_class in rules.DEFAULT_PREEMPTING_CLASSES
-    if decision.action == rules.REFUSE:
+    if decision.action == plan.PREEMPT:
+        assert job.priority_class in plan.DEFAULT_PREEMPTING_CLASSES
+    if decision.action == plan.REFUSE:
         assert decision.reason.endswith("nothing is evicted")
     if job.gpus > pool:
-        assert decision.action == rules.REFUSE
+        assert decision.action == plan.REFUSE
         assert rules.blocked_by_capacity(job, states, free, pool) is None
     blocked = rules.blocked_by_capacity(job, states, free, pool)
     if blocked is not None:

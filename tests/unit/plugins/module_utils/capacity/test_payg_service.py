@@ -122,7 +122,7 @@ def test_a_lease_held_elsewhere_refuses_the_growth():
     from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import (
         lease_manifest,
     )
-    from ansible_collections.gpucloud.platform.plugins.module_utils.spot.service import utc_now
+    from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim_io import utc_now
 
     cluster = SpotCluster(spot_objects([lease_manifest("other-run", 600, utc_now())]))
     with pytest.raises(Refused, match="held by 'other-run'") as info:

@@ -15,7 +15,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.names imp
     SPOT_PRICE_DECIMALS,
     SPOT_PRICE_LIMIT,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.builders import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.spot_price import (
     price_text,
     spot_price_errors,
 )

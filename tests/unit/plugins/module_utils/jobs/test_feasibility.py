@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter import rules
+from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter import plan, rules
 from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter.model import (
     QueueState,
     WaitingJob,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import feasibility as f
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.throttle import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.large_job import (
     LargeJob,
     Room,
     cannot_help,
@@ -202,6 +202,6 @@ def test_vcjob_the_throttle_and_the_arbiter_give_the_same_verdict(case):
         gang.claims,
         gang.local_only,
     )
-    decision = rules.plan_for(waiting, states, [], 48, 64, supply=supply)
-    assert decision.action == rules.REFUSE
+    decision = plan.plan_for(waiting, states, [], 48, 64, supply=supply)
+    assert decision.action == plan.REFUSE
     assert decision.reason == f"{submitted}; {rules.NOTHING_EVICTED}"

@@ -12,12 +12,16 @@ from hypothesis import strategies as st
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import builders as jb
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.classes import (
     DEFAULT_CLASSES,
     job_class_table,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.completion import (
+    complete_manifest,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.demand import job_demand
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.kinds import KINDS
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.manifest import build_job
 
 BASE = {"tenant": "alpha", "queue": "tenant-alpha-algo", "queue_type": "team", "image": "img:v1"}
 COMMAND = {"pytorch_ddp": ["train.py"], "mpi": ["python", "train.py"], "ray": None}
@@ -43,7 +47,7 @@ def job(**kw):
     params = {**BASE, "name": "j1", "kind": "single", **kw}
     if "command" not in kw:
         params["command"] = COMMAND.get(params["kind"], ["python", "run.py"])
-    return jb.build_job(params)
+    return build_job(params)
 
 
 def errors_of(**kw):
@@ -52,7 +56,7 @@ def errors_of(**kw):
     return {e.field: e.message for e in info.value.errors}
 
 
-@pytest.mark.parametrize("kind", jb.KINDS)
+@pytest.mark.parametrize("kind", KINDS)
 def test_every_kind_is_a_complete_manifest(kind):
     replicas = 1 if kind == "single" else 3
     m = job(kind=kind, replicas=replicas, gpus_per_pod=8)
@@ -195,7 +199,7 @@ def test_overrides_merge_over_the_defaults():
     table = job_class_table(
         {"large": {"network_topology": {"mode": "hard", "highestTierAllowed": 1}, "min_gpus": 8}}
     )
-    m = jb.build_job(
+    m = build_job(
         {
             **BASE,
             "name": "x",
@@ -297,11 +301,11 @@ def test_all_errors_are_reported_at_once():
 
 def test_unknown_parameter_is_refused():
     with pytest.raises(PlatformValidationError, match="gpu: unknown parameter"):
-        jb.build_job({**BASE, "name": "x", "kind": "single", "gpu": 1})
+        build_job({**BASE, "name": "x", "kind": "single", "gpu": 1})
 
 
 @given(
-    kind=st.sampled_from(jb.KINDS),
+    kind=st.sampled_from(KINDS),
     replicas=st.integers(1, 12),
     gpus=st.integers(0, 8),
     ps=st.integers(1, 3),
@@ -343,7 +347,7 @@ def test_complete_manifest_fills_platform_fields():
             ],
         },
     }
-    out = jb.complete_manifest(user, "alpha", queue_type="spot", job_class="spot", spot_price="0.5")
+    out = complete_manifest(user, "alpha", queue_type="spot", job_class="spot", spot_price="0.5")
     assert out["metadata"]["namespace"] == "tenant-alpha"
     assert out["metadata"]["annotations"]["platform.io/spot-price"] == "0.5"
     assert out["spec"]["priorityClassName"] == "spot-job" and out["spec"]["minAvailable"] == 2
@@ -382,7 +386,7 @@ def test_complete_manifest_refuses_contradictions():
         },
     }
     with pytest.raises(PlatformValidationError) as info:
-        jb.complete_manifest(user, "alpha", queue_type="team", job_class="normal")
+        complete_manifest(user, "alpha", queue_type="team", job_class="normal")
     fields = {e.field for e in info.value.errors}
     assert {"manifest.metadata.namespace", "manifest.spec.tasks[0]"} <= fields
     user["metadata"].pop("namespace")
@@ -390,4 +394,4 @@ def test_complete_manifest_refuses_contradictions():
         "nvidia.com/gpu"
     ] = 1
     with pytest.raises(PlatformValidationError, match=r"manifest\.spec\.priorityClassName"):
-        jb.complete_manifest(user, "alpha", queue_type="team", job_class="normal")
+        complete_manifest(user, "alpha", queue_type="team", job_class="normal")

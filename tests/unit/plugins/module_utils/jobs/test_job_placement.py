@@ -1,7 +1,7 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A job's placement, compliance, prefetch and vGPUs as build_job writes them into the
-Volcano Job (jobs/builders with hybrid/placement and hybrid/vgpu)."""
+Volcano Job (jobs/manifest with hybrid/placement and hybrid/vgpu)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
     PlatformValidationError,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid import placement as pl
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import builders as jb
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.kinds import KINDS, roles
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.manifest import build_job
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.request import JobRequest
 
 BASE = {
     "tenant": "alpha",
@@ -37,7 +39,7 @@ def job(**kw):
         params["command"] = COMMAND.get(params["kind"], ["python", "run.py"])
     if params["kind"] != "single":
         params.setdefault("replicas", 2)
-    return jb.build_job(params)
+    return build_job(params)
 
 
 def errors_of(**kw):
@@ -61,7 +63,7 @@ def placement_part(spec):
 # --- rule placement-pod-spec in every task template ---------------------------------
 
 
-@pytest.mark.parametrize("kind", jb.KINDS)
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("placement", pl.PLACEMENTS)
 def test_every_task_template_of_every_kind_carries_the_placement(kind, placement):
     extra = {"checkpoint_command": CHECKPOINT} if placement in pl.CLOUD_PLACEMENTS else {}
@@ -74,7 +76,7 @@ def test_every_task_template_of_every_kind_carries_the_placement(kind, placement
     assert manifest["metadata"]["annotations"][PLACEMENT_ANNOTATION] == placement
 
 
-@pytest.mark.parametrize("kind", jb.KINDS)
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_job_without_a_placement_is_unchanged(kind):
     manifest = job(kind=kind)
     for spec in specs(manifest):
@@ -106,7 +108,7 @@ def test_a_cloud_placement_tolerates_the_cloud_taint(placement):
 # --- compliance ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", jb.KINDS)
+@pytest.mark.parametrize("kind", KINDS)
 def test_compliance_labels_the_job_and_every_pod(kind):
     manifest = job(kind=kind, compliance=True)
     assert manifest["metadata"]["labels"]["platform.io/compliance"] == "restricted"
@@ -117,7 +119,7 @@ def test_compliance_labels_the_job_and_every_pod(kind):
     assert manifest["metadata"]["annotations"][PLACEMENT_ANNOTATION] == "local-only"
 
 
-@pytest.mark.parametrize("kind", jb.KINDS)
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_compliance_job_is_local_only_in_every_template(kind):
     manifest = job(kind=kind, compliance=True, compliance_zone="finance")
     for spec in specs(manifest):
@@ -156,7 +158,7 @@ def test_an_unknown_placement_is_refused():
 @given(
     placement=st.sampled_from([None, *pl.PLACEMENTS]),
     compliance=st.booleans(),
-    kind=st.sampled_from(jb.KINDS),
+    kind=st.sampled_from(KINDS),
 )
 def test_a_built_compliance_or_local_only_job_never_tolerates_the_cloud(
     placement, compliance, kind
@@ -196,7 +198,7 @@ def test_the_checkpoint_command_is_the_pre_stop_hook():
     assert main_container(spec)["lifecycle"] == {"preStop": {"exec": {"command": CHECKPOINT}}}
 
 
-@pytest.mark.parametrize("kind", jb.KINDS)
+@pytest.mark.parametrize("kind", KINDS)
 def test_prefetch_adds_an_init_container_a_volume_and_a_mount(kind):
     manifest = job(
         kind=kind, placement="local-first", checkpoint_command=CHECKPOINT, prefetch=PREFETCH
@@ -273,7 +275,7 @@ def test_a_local_job_keeps_the_default_grace_period(placement):
 # --- vGPUs --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", jb.KINDS)
+@pytest.mark.parametrize("kind", KINDS)
 def test_vgpu_resources_are_in_limits_and_requests_of_gpu_pods(kind):
     vgpu = {"number": 2, "memory_mib": 8192, "cores": 30}
     manifest = job(kind=kind, vgpu=vgpu)
@@ -283,7 +285,7 @@ def test_vgpu_resources_are_in_limits_and_requests_of_gpu_pods(kind):
         "volcano.sh/vgpu-cores": 30,
     }
     gpu_tasks = {
-        r.task for r in jb.roles(jb.JobRequest(**{**BASE, "kind": kind, "replicas": 2})) if r.gpus
+        r.task for r in roles(JobRequest(**{**BASE, "kind": kind, "replicas": 2})) if r.gpus
     }
     for task in manifest["spec"]["tasks"]:
         resources = main_container(task["template"]["spec"])["resources"]
@@ -325,7 +327,7 @@ def test_placement_and_vgpu_and_compliance_together():
 
 
 def test_the_request_fields_default_to_nothing():
-    req = jb.JobRequest.from_mapping({**BASE, "kind": "single", "placement": None, "vgpu": None})
+    req = JobRequest.from_mapping({**BASE, "kind": "single", "placement": None, "vgpu": None})
     assert req.placement is None and req.vgpu is None and req.prefetch is None
     assert req.compliance is False and req.compliance_zone is None
 
@@ -347,13 +349,13 @@ def test_a_class_placement_is_the_default_and_a_job_placement_wins():
         "image": "i",
         "gpus_per_pod": 1,
     }
-    job = jb.build_job(params, table)
+    job = build_job(params, table)
     spec = job["spec"]["tasks"][0]["template"]["spec"]
     assert "tolerations" not in spec
     required = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert required["nodeSelectorTerms"][0]["matchExpressions"][0]["operator"] == "NotIn"
     assert job["metadata"]["annotations"]["platform.io/placement"] == "local-only"
-    own = jb.build_job({**params, "placement": "cloud-ok", "checkpoint_command": ["c"]}, table)
+    own = build_job({**params, "placement": "cloud-ok", "checkpoint_command": ["c"]}, table)
     assert own["metadata"]["annotations"]["platform.io/placement"] == "cloud-ok"
     with pytest.raises(PlatformValidationError, match=r"job_classes.normal.placement: 'moon'"):
         job_class_table({"normal": {"placement": "moon"}})

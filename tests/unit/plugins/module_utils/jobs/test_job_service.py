@@ -16,7 +16,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
     PlatformValidationError,
     Refused,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import service, throttle_io
 from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.jobs.job_objects import (
     CM_KEY,
     LARGE,
@@ -237,13 +237,13 @@ def test_run_throttle_failing_part_way_names_what_it_wrote():
 
 def test_reconcile_namespace_returns_the_configmap_as_it_now_is():
     fake = throttled()
-    change, cm, _away = service.reconcile_namespace(fake, NS, "alpha", T0, 300)
+    change, cm, _away = throttle_io.reconcile_namespace(fake, NS, "alpha", T0, 300)
     assert change.action == "apply"  # the entry stays; the texts are the platform's own
     assert cm["data"]["queues"] == "tenant-alpha-algo" and "(32 GPUs)" in cm["data"]["reason"]
-    change, cm, _away = service.reconcile_namespace(fake, NS, "alpha", T0, 300)
+    change, cm, _away = throttle_io.reconcile_namespace(fake, NS, "alpha", T0, 300)
     assert change.action == "none" and cm == fake.store[CM_KEY]
     fake.put(large_pg("Running", 4))
-    change, cm, _away = service.reconcile_namespace(fake, NS, "alpha", T0, 300)
+    change, cm, _away = throttle_io.reconcile_namespace(fake, NS, "alpha", T0, 300)
     assert change.action == "delete" and cm is None and CM_KEY not in fake.store
 
 
@@ -251,7 +251,7 @@ def test_reconcile_namespace_leaves_an_unmanaged_configmap_alone():
     cm = throttle_cm()
     cm["metadata"]["labels"] = {}
     fake = cluster(extra=[cm, large_pg(), big_job()])
-    change, live, away = service.reconcile_namespace(fake, NS, "alpha", T0, 300)
+    change, live, away = throttle_io.reconcile_namespace(fake, NS, "alpha", T0, 300)
     assert change.action == "none" and live["data"] == cm["data"] and away == []
     assert fake.writes == []
 

@@ -14,11 +14,14 @@ from hypothesis import strategies as st
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import builders as jb
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.classes import (
     DEFAULT_CLASSES,
     job_class_table,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.completion import (
+    complete_manifest,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.manifest import build_job
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.sla import (
     SLA_WAITING_ANNOTATION,
     duration_text,
@@ -92,21 +95,21 @@ def test_classes_that_take_gpus_carry_a_waiting_time_and_the_others_none():
         ("normal", 1, {}),
         ("critical", 1, {}),
     ):
-        m = jb.build_job({**BASE, "name": "j", "gpus_per_pod": gpus, "job_class": name, **extra})
+        m = build_job({**BASE, "name": "j", "gpus_per_pod": gpus, "job_class": name, **extra})
         want = duration_text(DEFAULT_CLASSES[name].sla_waiting_seconds)
         assert m["metadata"]["annotations"][SLA_WAITING_ANNOTATION] == want, name
-    debug = jb.build_job({**BASE, "name": "j", "gpus_per_pod": 1, "job_class": "debug"})
+    debug = build_job({**BASE, "name": "j", "gpus_per_pod": 1, "job_class": "debug"})
     assert "annotations" not in debug["metadata"]
 
 
 def test_a_manifest_gets_its_class_waiting_time_and_keeps_its_own():
-    out = jb.complete_manifest(MANIFEST, "alpha", queue_type="team", job_class="normal")
+    out = complete_manifest(MANIFEST, "alpha", queue_type="team", job_class="normal")
     assert out["metadata"]["annotations"] == {SLA_WAITING_ANNOTATION: "10s"}
     mine = copy.deepcopy(MANIFEST)
     mine["metadata"]["annotations"] = {SLA_WAITING_ANNOTATION: "1m"}
-    out = jb.complete_manifest(mine, "alpha", queue_type="team", job_class="normal")
+    out = complete_manifest(mine, "alpha", queue_type="team", job_class="normal")
     assert out["metadata"]["annotations"] == {SLA_WAITING_ANNOTATION: "1m"}
-    debug = jb.complete_manifest(MANIFEST, "alpha", queue_type="team", job_class="debug")
+    debug = complete_manifest(MANIFEST, "alpha", queue_type="team", job_class="debug")
     assert "annotations" not in debug["metadata"]
 
 
@@ -118,7 +121,7 @@ def test_a_waiting_time_set_by_hand_is_refused_where_the_rule_says(job_class, va
     mine = copy.deepcopy(MANIFEST)
     mine["metadata"]["annotations"] = {"sla-waiting-time": value}
     with pytest.raises(PlatformValidationError) as info:
-        jb.complete_manifest(mine, "alpha", queue_type="team", job_class=job_class)
+        complete_manifest(mine, "alpha", queue_type="team", job_class=job_class)
     (error,) = info.value.errors
     assert error.field == "manifest.metadata.annotations.sla-waiting-time"
     assert words in error.message
@@ -148,5 +151,5 @@ def test_a_table_may_switch_a_waiting_time_off_or_change_it():
         {"normal": {"sla_waiting_seconds": None}, "large": {"sla_waiting_seconds": 60}}
     )
     assert table["normal"].sla_waiting_seconds is None and table["large"].sla_waiting_seconds == 60
-    m = jb.build_job({**BASE, "name": "j", "gpus_per_pod": 1}, table)
+    m = build_job({**BASE, "name": "j", "gpus_per_pod": 1}, table)
     assert "annotations" not in m["metadata"]

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import large_job as lj
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import throttle as th
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -75,7 +76,7 @@ def owners(pgs):
 
 
 def jobs(*pgs):
-    return th.large_jobs(pgs, ["tenant-a"], owners(pgs))
+    return lj.large_jobs(pgs, ["tenant-a"], owners(pgs))
 
 
 def test_only_waiting_large_jobs_in_tenant_namespaces_count():
@@ -85,30 +86,30 @@ def test_only_waiting_large_jobs_in_tenant_namespaces_count():
         pg("other", ns="kube-system"),
         pg("run", phase="Running", running=4),
     ]
-    found = th.large_jobs(pgs, ["tenant-a"], owners(pgs))
+    found = lj.large_jobs(pgs, ["tenant-a"], owners(pgs))
     assert [(j.job, j.uid, j.waiting, j.gpus) for j in found] == [
         ("big", "job-big", True, 32),
         ("run", "job-run", False, 32),
     ]
-    assert th.podgroup_waits(pg("x", phase="Inqueue", running=2))
-    assert not th.podgroup_waits(pg("x", phase="Inqueue", running=4))
+    assert lj.podgroup_waits(pg("x", phase="Inqueue", running=2))
+    assert not lj.podgroup_waits(pg("x", phase="Inqueue", running=4))
 
 
 def test_a_podgroup_the_scheduler_has_not_seen_yet_waits_and_is_not_admitted():
     """Volcano's job controller creates the PodGroup with no status at all."""
     fresh = pg("x")
     del fresh["status"]
-    assert th.podgroup_waits(fresh) and not th.podgroup_admitted(fresh)
+    assert lj.podgroup_waits(fresh) and not lj.podgroup_admitted(fresh)
     fresh["status"] = {"phase": ""}
-    assert th.podgroup_waits(fresh) and not th.podgroup_admitted(fresh)
-    (job,) = th.large_jobs([fresh], ["tenant-a"], owners([fresh]))
+    assert lj.podgroup_waits(fresh) and not lj.podgroup_admitted(fresh)
+    (job,) = lj.large_jobs([fresh], ["tenant-a"], owners([fresh]))
     assert job.waiting and not job.admitted
 
 
 def test_gpus_are_the_owning_jobs_demand():
     """Rule job-demand over every task of the owner: 2 x 8 + 1 x 0 + 3 x 2 GPUs."""
     owner = vcjob("job-big", tasks=((2, 8), (1, 0), (3, 2)))
-    [found] = th.large_jobs([pg("big")], ["tenant-a"], [owner])
+    [found] = lj.large_jobs([pg("big")], ["tenant-a"], [owner])
     assert found.gpus == 22 and found.uid == "job-big"
 
 
@@ -120,19 +121,19 @@ def test_a_podgroup_without_its_job_is_no_large_job():
     leaving["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     other_job = vcjob("job-big", tasks=((1, 1),))
     other_job["metadata"]["uid"] = "job-big-recreated"  # same name, a new Job
-    assert th.large_jobs([pg("big"), orphan], ["tenant-a"], [other_job]) == []
-    assert th.large_jobs([leaving], ["tenant-a"], owners([leaving])) == []
+    assert lj.large_jobs([pg("big"), orphan], ["tenant-a"], [other_job]) == []
+    assert lj.large_jobs([leaving], ["tenant-a"], owners([leaving])) == []
     cm = th.plan_namespace("tenant-a", "a", None, jobs(pg("big")), T0, 300).manifest
     released = th.plan_namespace(
-        "tenant-a", "a", cm, th.large_jobs([pg("big")], ["tenant-a"], []), T0, 300
+        "tenant-a", "a", cm, lj.large_jobs([pg("big")], ["tenant-a"], []), T0, 300
     )
     assert released.action == "delete" and released.released == ["tenant-a/big"]
 
 
 def test_is_large_podgroup():
-    assert th.is_large_podgroup(pg("big"), ["tenant-a"])
-    assert not th.is_large_podgroup(pg("big"), ["tenant-b"])
-    assert not th.is_large_podgroup(pg("small", pc="normal-job"), ["tenant-a"])
+    assert lj.is_large_podgroup(pg("big"), ["tenant-a"])
+    assert not lj.is_large_podgroup(pg("big"), ["tenant-b"])
+    assert not lj.is_large_podgroup(pg("small", pc="normal-job"), ["tenant-a"])
 
 
 def test_engage_then_release_when_running():

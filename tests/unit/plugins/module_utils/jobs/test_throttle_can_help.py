@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import service
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.throttle import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.large_job import (
     LargeJob,
     Room,
     cannot_help,
@@ -22,8 +22,8 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.throttle im
     largest_domains,
     pod_fits_no_node,
     preemptible_gpus,
-    reconcile,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.throttle import reconcile
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import (
     NodeInfo,
     nodes_under,

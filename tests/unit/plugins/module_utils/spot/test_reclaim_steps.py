@@ -9,6 +9,7 @@ import pytest
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import Refused
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.history import push_history
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.read_io import wait_until_free
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import (
     ReclaimError,
     ReclaimRequest,
@@ -16,11 +17,10 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim imp
     lease_manifest,
     reclaim_request,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot.service import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim_io import (
     acquire_lease,
     reclaim,
     release_lease,
-    wait_until_free,
 )
 from ansible_collections.gpucloud.platform.tests.unit.plugins.spot_fixtures import (
     NOW,

@@ -14,6 +14,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
     PlatformValidationError,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot import market
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.candidates import (
+    candidates_from_vcjobs,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.market import (
     PRICE_STEP,
     market_input_errors,
@@ -27,7 +30,6 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot.market impo
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import (
     SpotJob,
-    candidates_from_vcjobs,
     choose_victims,
     victim_order_key,
 )

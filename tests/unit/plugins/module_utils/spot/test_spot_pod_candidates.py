@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.candidates import (
     candidates_from_pods,
-    choose_victims,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import choose_victims
 
 SPOT = "tenant-a-spot"
 

@@ -11,7 +11,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
     PartialWrite,
     Refused,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot import reclaim_io, service
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import ReclaimError
 from ansible_collections.gpucloud.platform.plugins.modules import spot_capacity, spot_reclaim
 from ansible_collections.gpucloud.platform.tests.unit.plugins.spot_fixtures import (
@@ -135,7 +135,7 @@ def test_a_count_changed_under_the_patch_is_read_again_not_lost():
 
 def test_a_count_that_cannot_be_written_is_warned_about_and_the_reclaim_stands(monkeypatch):
     warned = []
-    monkeypatch.setattr(service, "warn", warned.append)
+    monkeypatch.setattr(reclaim_io, "warn", warned.append)
 
     class Refusing(RefusingCluster):
         def merge_patch(self, api_version, kind, name, body, namespace=None):

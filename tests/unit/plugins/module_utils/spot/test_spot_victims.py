@@ -12,9 +12,11 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
     PlatformValidationError,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.demand import job_demand
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.candidates import (
+    candidates_from_vcjobs,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import (
     SpotJob,
-    candidates_from_vcjobs,
     choose_victims,
     parse_price,
     parse_time,

@@ -30,12 +30,16 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.times imp
     read_rfc3339,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.demand import job_demand
-from ansible_collections.gpucloud.platform.plugins.module_utils.spot import victims
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot import (
+    candidates as spot_candidates,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.candidates import (
+    candidates_from_vcjobs,
+    held_gpus_and_pods,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import (
     SpotJob,
-    candidates_from_vcjobs,
     choose_victims,
-    held_gpus_and_pods,
     parse_price,
     parse_time,
     read_price,
@@ -234,10 +238,10 @@ def test_the_quick_way_counts_a_listed_job_and_leaves_the_rest_to_job_demand():
     }
     job = {"metadata": {"name": "j"}, "spec": {"tasks": [task]}}
     assert held_gpus_and_pods(job) == (6, 3) == demand_of(job)
-    assert victims._common_shape_demand(job["spec"]) == (6, 3)  # "2" is remembered now
+    assert spot_candidates._common_shape_demand(job["spec"]) == (6, 3)  # "2" is remembered now
     init = {"initContainers": [{"resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
     task["template"]["spec"].update(init)
-    assert victims._common_shape_demand(job["spec"]) is None
+    assert spot_candidates._common_shape_demand(job["spec"]) is None
     assert held_gpus_and_pods(job) == (24, 3) == demand_of(job)
     # Requests first, else limits, resource by resource.
     both = {"requests": {"cpu": "1"}, "limits": {"nvidia.com/gpu": "2", "cpu": "2"}}

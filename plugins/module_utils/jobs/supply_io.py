@@ -1,0 +1,178 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The cluster reads rule job-never-runs (``feasibility``) and rule throttle-can-help
+(``large_job``) judge a job by: its Queues, the Nodes it may use, the unfinished Pods
+on them, its namespace's PVCs and, for a hard network topology, the HyperNodes. Reads
+only, for ``service`` (a job about to be created) and ``throttle_io`` (the waiting large
+jobs). An identity that may not read them (a tenant's own) gets a warning, not a refusal.
+Not pure: every public function here takes a Cluster and reads it; the judging is the pure rules'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ansible.module_utils.common.warnings import warn
+
+from ..capacity.pool import allocated_from_pods, pool_from_nodes, pool_node_resources
+from ..common.names import HYPERNODE_API, QUEUE_API, ROOT_QUEUE
+from ..common.quantity import GPU
+from ..kube.cluster import ApiException, Cluster, api_error_message
+from ..topology.manifests import tree_from_manifests
+from ..topology.tree import node_infos
+from .feasibility import (
+    Gang,
+    Supply,
+    chain_of,
+    claim_names,
+    queue_limits,
+    required_groups,
+    usable_gpus,
+    usable_nodes,
+)
+from .large_job import LargeJob, Room, largest_domains, preemptible_gpus
+
+_UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+def _forbidden(exc: Exception) -> bool:
+    """The API server refused the read: this identity may not make it."""
+    return getattr(exc, "status", None) == 403
+
+
+def read_room(cluster: Cluster, jobs: list[LargeJob], vcjobs: list[dict[str, Any]]) -> Room | None:
+    """What preemption could give the waiting admitted large jobs: one list of Nodes, one of
+    unfinished Pods and, when one of them has a hard topology, one of HyperNodes. None when
+    this identity may not read them (a tenant's own): then no job is turned away."""
+    try:
+        nodes = cluster.list("v1", "Node")
+        supplies = read_supplies(cluster, jobs, nodes)
+        pool, members = pool_from_nodes(nodes, None)
+        held, _leaving = allocated_from_pods(
+            cluster.list("v1", "Pod", field_selector=_UNFINISHED_PODS), members
+        )
+        per_node = pool_node_resources(nodes)
+        domains = None
+        if any(j.hard_tier is not None for j in jobs):
+            tree, _errors = tree_from_manifests(cluster.list(HYPERNODE_API, "HyperNode"))
+            gpus = {name: int(r[GPU]) for name, r in per_node.items()}
+            domains = largest_domains(tree, node_infos(nodes), gpus)
+    except ApiException as exc:
+        if not _forbidden(exc):
+            raise
+        warn(
+            "could not read the Nodes, Pods or HyperNodes to judge whether preemption can help "
+            f"a waiting large job ({api_error_message(exc)}); the throttle engages as it would"
+        )
+        return None
+    pool_gpus = int(pool[GPU])
+    return Room(
+        pool_gpus=pool_gpus,
+        free_gpus=max(0, pool_gpus - int(held[GPU])),
+        preemptible=preemptible_gpus(vcjobs),
+        domains=domains,
+        nodes=list(per_node.values()),
+        supplies=supplies,
+    )
+
+
+def read_supplies(
+    cluster: Cluster, jobs: list[LargeJob], nodes: list[dict[str, Any]]
+) -> dict[str, Supply]:
+    """What rule job-never-runs judges each waiting large job by: one list of Queues and,
+    when a job mounts any, one of PVCs (of the one namespace when the jobs share it)."""
+    if not jobs:
+        return {}
+    queues = {q["metadata"]["name"]: q for q in cluster.list(QUEUE_API, "Queue")}
+    limits = queue_limits(queues.values())
+    spaces = {j.namespace for j in jobs}
+    only = next(iter(spaces)) if len(spaces) == 1 else None
+    mounts = any(j.claims for j in jobs)
+    claims = (
+        claim_names(cluster.list("v1", "PersistentVolumeClaim", namespace=only)) if mounts else {}
+    )
+    return {
+        j.uid: Supply(
+            chain=chain_of(limits, j.queue),
+            node_gpus=usable_gpus(nodes, required_groups(queues, j.queue), j.local_only),
+            claims=claims.get(j.namespace, frozenset()),
+        )
+        for j in jobs
+    }
+
+
+def read_queues(cluster: Cluster, queue: str) -> dict[str, dict[str, Any]]:
+    """The Queues rule job-never-runs judges ``queue`` by: every Queue (one list), or, for
+    an identity that may not list them (a tenant's own), the queue and its ancestors one
+    GET each, as far as it may read (then with a warning naming where it stopped)."""
+    try:
+        return {q["metadata"]["name"]: q for q in cluster.list(QUEUE_API, "Queue")}
+    except ApiException as exc:
+        if not _forbidden(exc):
+            raise
+    found: dict[str, dict[str, Any]] = {}
+    name = queue
+    while name and name != ROOT_QUEUE and name not in found:
+        try:
+            live = cluster.get(QUEUE_API, "Queue", name)
+        except ApiException as exc:
+            if not _forbidden(exc):
+                raise
+            warn(
+                f"this identity may not read Queue {name}; the job's GPUs are not compared "
+                "with its capability"
+            )
+            break
+        if live is None:
+            break
+        found[name] = live
+        name = str((live.get("spec") or {}).get("parent") or ROOT_QUEUE)
+    return found
+
+
+def read_nodes(cluster: Cluster) -> list[dict[str, Any]] | None:
+    """Every Node (one list); None when this identity may not list them (then with a
+    warning: the job's GPUs are not compared with its nodes)."""
+    try:
+        return cluster.list("v1", "Node")
+    except ApiException as exc:
+        if not _forbidden(exc):
+            raise
+        warn("this identity may not list Nodes; the job's GPUs are not compared with its nodes")
+        return None
+
+
+def read_supply(cluster: Cluster, gang: Gang, namespace: str) -> tuple[Supply, list[str]]:
+    """What rule job-never-runs judges a job about to be created by: its queue chain, the
+    GPUs of the nodes it may use (and their names), and its namespace's PVCs. Only what the
+    job asks about is read: no Queues or Nodes for a job without GPUs, no PVCs for one
+    that mounts none."""
+    queues = read_queues(cluster, gang.queue) if gang.gpus > 0 else {}
+    claims = (
+        claim_names(cluster.list("v1", "PersistentVolumeClaim", namespace=namespace))
+        if gang.claims
+        else {}
+    )
+    node_gpus, members = None, []
+    nodes = read_nodes(cluster) if gang.gpus > 0 else None
+    if nodes is not None:
+        groups = required_groups(queues, gang.queue)
+        node_gpus = usable_gpus(nodes, groups, gang.local_only)
+        members = usable_nodes(nodes, groups, gang.local_only)
+    supply = Supply(
+        chain=chain_of(queue_limits(queues.values()), gang.queue),
+        node_gpus=node_gpus,
+        claims=claims.get(namespace, frozenset()),
+    )
+    return supply, members
+
+
+def free_on(cluster: Cluster, supply: Supply, members: list[str]) -> Supply:
+    """``supply`` with the GPUs of its nodes that no unfinished pod holds (one Pod list)."""
+    if supply.node_gpus is None:
+        return supply
+    held, _leaving = allocated_from_pods(
+        cluster.list("v1", "Pod", field_selector=_UNFINISHED_PODS), members
+    )
+    return replace(supply, free_gpus=max(0, supply.node_gpus - int(held[GPU])))

@@ -1,0 +1,291 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one spot reclaim every module that frees spot GPUs goes through (``reclaim``:
+``spot_reclaim``, ``payg_capacity``, a catalog sale), against the cluster (I/O).
+
+The decisions are the pure rules of ``spot/victims``, ``spot/candidates`` and
+``spot/reclaim``; the reads are ``spot/read_io``. Written here, under the
+``spot-reclaim`` Lease in ``platform-system`` (held while selecting and deleting, so
+that two runs never both delete):
+
+* per victim: delete the Volcano Job (or the pod), then a ``SpotReclaimed`` Event on it;
+* one entry per reclaim at the head of the bounded history ConfigMap;
+* per spot queue that lost jobs, its reclaim count raised (rule
+  spot-reclaim-count: a merge patch against the version just read).
+
+The Event and the history are best effort, written by ``kube/run_record`` as the
+queue arbiter's are. In check mode nothing is written: the reclaim only reports its
+victims (``preview``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from ansible.module_utils.common.warnings import warn
+
+from ..capacity.pool import commitments_from_queues, committed_total
+from ..common.errors import PartialWrite, PlatformValidationError
+from ..common.names import (
+    EVENT_REASON_SPOT_RECLAIMED,
+    JOB_API,
+    QUEUE_API,
+    SPOT_RECLAIM_HISTORY,
+)
+from ..common.quantity import GPU
+from ..kube import lease_io
+from ..kube.cluster import (
+    ApiException,
+    Cluster,
+    ConflictError,
+    TransportError,
+    api_error_message,
+)
+from ..kube.lease import SPOT_RECLAIM
+from ..kube.run_record import record_event, record_history
+from .read_io import read_live_history, read_pool, read_queues, read_spot_candidates
+from .reclaim import (
+    NEED_FROM_UNSOLD,
+    SUMMARY_FIELDS,
+    ReclaimError,
+    ReclaimRequest,
+    event_manifest,
+    history_entry,
+    lease_blocker,
+    raised_count,
+    reclaim_count_patch,
+    reclaim_report,
+    reclaims_per_queue,
+    too_little_spot,
+    victim_names,
+)
+from .victims import SpotJob, choose_victims, reclaim_need, unsold_reclaim_need
+
+# Attempts at raising a queue's reclaim count when a spot recompute changes the queue
+# between the read and the patch.
+COUNT_ATTEMPTS = 5
+
+
+def utc_now() -> datetime:
+    return datetime.now(tz=UTC)
+
+
+# --- the lease (kube/lease_io, for the spot-reclaim Lease) ------------------------
+
+
+def acquire_lease(
+    cluster: Cluster, holder: str, duration: int, now: datetime | None = None
+) -> dict[str, Any]:
+    """Take the reclaim lease (``kube/lease_io.acquire_lease``); a held Lease is a
+    ReclaimError naming its holder."""
+    return lease_io.acquire_lease(
+        cluster, SPOT_RECLAIM, holder, duration, now or utc_now(), refused=ReclaimError
+    )
+
+
+def release_lease(cluster: Cluster, lease: Mapping[str, Any]) -> bool:
+    """Give the reclaim lease back, only if it is still the one we hold."""
+    return lease_io.release_lease(cluster, SPOT_RECLAIM, lease)
+
+
+# --- deleting and recording --------------------------------------------------------
+
+
+def _unsold(result: Mapping[str, Any]) -> int | None:
+    """The unsold GPUs a sale's reclaim counted against (None: counted against free)."""
+    if result.get("need_from") != NEED_FROM_UNSOLD:
+        return None
+    return max(0, int(result["pool"]) - int(result["sold"]))
+
+
+def plan(cluster: Cluster, request: ReclaimRequest) -> tuple[dict[str, Any], list[SpotJob]]:
+    """Read the cluster once and choose the victims (no writes)."""
+    state = read_pool(cluster, request.node_selector)
+    candidates: list[SpotJob] | None = None
+    if request.need_from == NEED_FROM_UNSOLD:
+        queues = read_queues(cluster)
+        sold = int(committed_total(commitments_from_queues(queues).values())[GPU])
+        candidates = read_spot_candidates(cluster, queues)
+        spot = sum(c.gpus for c in candidates)
+        shortfall = unsold_reclaim_need(
+            state.pool_gpus, sold, spot, state.allocated_gpus, request.demand
+        )
+        result = reclaim_report(request.demand, state, shortfall)
+        result.update(need_from=NEED_FROM_UNSOLD, sold=sold, spot=spot)
+    else:
+        shortfall = reclaim_need(state.pool_gpus, state.allocated_gpus, request.demand)
+        result = reclaim_report(request.demand, state, shortfall)
+    if shortfall == 0:
+        return result, []
+    if candidates is None:
+        candidates = read_spot_candidates(cluster)
+    try:
+        victims = choose_victims(candidates, shortfall, allow_partial=request.allow_partial)
+    except PlatformValidationError as exc:
+        raise ReclaimError(
+            too_little_spot(request.demand, state, shortfall, exc, _unsold(result)), **result
+        ) from None
+    result["victims"] = [v.as_dict() for v in victims]
+    result["freed"] = sum(v.gpus for v in victims)
+    return result, victims
+
+
+def _deleted_so_far(result: Mapping[str, Any], deleted: list[dict[str, Any]]) -> dict[str, Any]:
+    report = {k: result[k] for k in SUMMARY_FIELDS}
+    report.update(victims=deleted, freed=sum(v["gpus"] for v in deleted))
+    return report
+
+
+def delete_victims(
+    cluster: Cluster, victims: list[SpotJob], result: dict[str, Any], reason: str, now: datetime
+) -> list[dict[str, Any]]:
+    """Delete each victim in kill order (the job listed, by uid), then record an
+    Event on it. A delete the API server refuses stops the run: PartialWrite
+    names the jobs already deleted."""
+    deleted: list[dict[str, Any]] = []
+    for order, victim in enumerate(victims, start=1):
+        uid = victim.uid
+        try:
+            gone_already = not cluster.delete(
+                JOB_API if victim.kind == "Job" else "v1",
+                victim.kind,
+                victim.name,
+                victim.namespace,
+                preconditions={"uid": uid} if uid else None,
+            )
+        except (ApiException, TransportError) as exc:
+            if not isinstance(exc, ConflictError):
+                raise PartialWrite(
+                    "reclaiming spot jobs",
+                    victim_names(deleted),
+                    exc,
+                    **_deleted_so_far(result, deleted),
+                ) from exc
+            gone_already = True  # deleted and re-created under its name since the list
+        if gone_already:
+            continue
+        deleted.append(victim.as_dict())
+        # The job is gone either way: a refused Event is only warned about.
+        record_event(
+            cluster,
+            _event(victim, result, reason, now, order),
+            f"{victim.namespace}/{victim.name} was deleted but its {EVENT_REASON_SPOT_RECLAIMED}",
+        )
+    return deleted
+
+
+def _event(
+    victim: SpotJob, result: Mapping[str, Any], reason: str, now: datetime, order: int
+) -> dict[str, Any]:
+    """The ``SpotReclaimed`` Event on a deleted victim (``reclaim.event_manifest``)."""
+    basis = "unsold" if result.get("need_from") == NEED_FROM_UNSOLD else "free"
+    return event_manifest(
+        victim, victim.uid, result["demand"], result["shortfall"], reason, now, order, basis
+    )
+
+
+def count_reclaims(
+    cluster: Cluster, deleted: Iterable[Mapping[str, Any]]
+) -> dict[str, dict[str, int]]:
+    """Raise each spot queue's reclaim count by the jobs deleted from it (rule
+    spot-reclaim-count); returns the counts written, before and after, by queue. Under
+    the reclaim Lease no other reclaim counts at the same time; a spot recompute may
+    change the queue in between, which the patch's resourceVersion turns into a
+    conflict and another read. The jobs are gone either way: a count that cannot be
+    written is only warned about (and left out of what is returned)."""
+    counted: dict[str, dict[str, int]] = {}
+    for name, jobs in reclaims_per_queue(deleted).items():
+        for _attempt in range(COUNT_ATTEMPTS):
+            try:
+                queue = cluster.get(QUEUE_API, "Queue", name)
+                if queue is not None:
+                    cluster.merge_patch(QUEUE_API, "Queue", name, reclaim_count_patch(queue, jobs))
+                    counted[name] = raised_count(queue, jobs)
+                break
+            except ConflictError:
+                continue
+            except (ApiException, TransportError) as exc:
+                warn(
+                    f"the reclaim count of queue {name} could not be raised by {jobs}: "
+                    f"{api_error_message(exc)}"
+                )
+                break
+        else:
+            warn(f"the reclaim count of queue {name} kept changing; {jobs} reclaims not counted")
+    return counted
+
+
+def counts_to_raise(
+    cluster: Cluster, victims: Iterable[Mapping[str, Any]]
+) -> dict[str, dict[str, int]]:
+    """Check mode: each victim queue's reclaim count now and after the reclaim, by
+    queue (one GET per queue the victims come from; a queue gone counts nothing)."""
+    counted: dict[str, dict[str, int]] = {}
+    for name, jobs in reclaims_per_queue(victims).items():
+        queue = cluster.get(QUEUE_API, "Queue", name)
+        if queue is not None:
+            counted[name] = raised_count(queue, jobs)
+    return counted
+
+
+# --- the whole reclaim -------------------------------------------------------------
+
+
+def preview(cluster: Cluster, request: ReclaimRequest, now: datetime) -> dict[str, Any]:
+    """The reclaim in check mode: the victims it would delete, nothing written."""
+    result, _unused = plan(cluster, request)
+    live = lease_io.read_lease(cluster, SPOT_RECLAIM)
+    blocker = lease_blocker(live, request.holder, now)
+    if blocker:
+        warn(blocker)
+    result["changed"] = bool(result["victims"])
+    result["history"] = read_live_history(cluster)
+    result["counted"] = counts_to_raise(cluster, result["victims"])
+    return result
+
+
+def reclaim(
+    cluster: Cluster, request: ReclaimRequest, check_mode: bool, now: datetime | None = None
+) -> dict[str, Any]:
+    """Rule reclaim, end to end: the plan in check mode; otherwise, under the
+    lease, plan again, delete, record Events and history. Raises ReclaimError
+    (a Refused) when the lease is held or the spot jobs hold too little."""
+    now = now or utc_now()
+    if check_mode:
+        return preview(cluster, request, now)
+    # A first plan without the lease: a run with nothing to reclaim (a scheduled
+    # recompute, most minutes) writes nothing at all, not even the Lease. Anything
+    # else, a refusal included, is decided again under the lease, so a second run
+    # meets the first one's Lease first.
+    try:
+        result, victims = plan(cluster, request)
+    except ReclaimError:
+        victims = None
+    if victims == []:
+        result.update(changed=False, history=read_live_history(cluster), counted={})
+        return result
+    lease = acquire_lease(cluster, request.holder, request.lease_duration, now)
+    try:
+        result, victims = plan(cluster, request)
+        if not victims:
+            result.update(changed=False, history=read_live_history(cluster), counted={})
+            return result
+        deleted = delete_victims(cluster, victims, result, request.reason, now)
+        result.update(
+            _deleted_so_far(result, deleted), changed=bool(deleted), history=[], counted={}
+        )
+        if deleted:
+            # The jobs are gone either way: the history is best effort.
+            result["history"] = record_history(
+                cluster,
+                SPOT_RECLAIM_HISTORY,
+                history_entry(result, request.reason, request.holder, now),
+                request.history_size,
+                "the reclaim",
+            )
+            result["counted"] = count_reclaims(cluster, deleted)
+        return result
+    finally:
+        release_lease(cluster, lease)
