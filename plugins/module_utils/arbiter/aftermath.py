@@ -3,7 +3,7 @@
 """What Volcano may do once the arbiter's victims come back (pure).
 
 The arbiter evicts through the Eviction API, so a victim's own policies apply: the
-platform's jobs restart on ``PodEvicted`` (jobs/builders), and a Volcano Job without a
+platform's jobs restart on ``PodEvicted`` (jobs/manifest), and a Volcano Job without a
 policy for it gets its missing pods recreated by the job controller. Back in its queue at
 its priority, a victim whose PriorityClass preempts is preempted for by Volcano's
 gangpreempt like any other job of that queue (normal-job preempts debug-job in its own

@@ -409,7 +409,7 @@ def waiting_jobs(
     vcjobs: Iterable[Mapping[str, Any]],
     pods: Iterable[Mapping[str, Any]] | None = None,
 ) -> list[WaitingJob]:
-    """The waiting jobs (rule throttle-trigger, ``jobs/throttle.podgroup_waits``: a PodGroup
+    """The waiting jobs (rule throttle-trigger, ``jobs/large_job.podgroup_waits``: a PodGroup
     Pending or Inqueue with fewer than minMember pods running), each a PodGroup together
     with the Volcano Job its ``ownerReferences`` name, with that Job's GPUs (rule
     job-demand), queue and PriorityClass. A PodGroup whose Job is not listed, or that is

@@ -195,7 +195,7 @@ def queue_name_of(podgroup: Mapping[str, Any] | None) -> str:
 
 
 def phase_of(podgroup: Mapping[str, Any]) -> str:
-    """The PodGroup's phase, Pending until the scheduler gives it one (``jobs/throttle``)."""
+    """The PodGroup's phase, Pending until the scheduler gives it one (``jobs/large_job``)."""
     return podgroup_phase({"status": mapping(podgroup.get("status"))})
 
 

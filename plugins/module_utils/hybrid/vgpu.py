@@ -42,7 +42,7 @@ VGPU_NODE_REGISTER = "volcano.sh/node-vgpu-register"
 VGPU_KEYS = {"number": VGPU_NUMBER, "memory_mib": VGPU_MEMORY, "cores": VGPU_CORES}
 # A container's vGPUs come from distinct physical GPUs of one node (utils.go,
 # checkNodeGPUSharingPredicateAndScore: "no enough gpu cards on node"), so the
-# number is bounded by the GPUs of the largest node (jobs.builders max_gpus_per_node).
+# number is bounded by the GPUs of the largest node (jobs/request_rules, max_gpus_per_node).
 MAX_VGPU_NUMBER = 8
 # Volcano keeps the memory request in an int32 (ContainerDeviceRequest.Memreq).
 MAX_MEMORY_MIB = 2**31 - 1
