@@ -38,7 +38,7 @@ from ..common.names import (
 )
 from ..common.quantity import GPU, parse
 from ..jobs.classes import DEFAULT_CLASSES
-from ..jobs.demand import job_demand, pod_demand
+from ..jobs.demand import gpus_and_pods, pod_demand
 from ..jobs.feasibility import Gang, Limit, claims_of, local_only
 from ..jobs.large_job import owner_job, podgroup_waits
 from ..jobs.sla import waiting_seconds
@@ -376,7 +376,7 @@ def running_jobs(
                 queue=str(spec.get("queue") or "default"),
                 priority_class=priority_class,
                 priority=priority_of(priority_class),
-                gpus=job_demand(job).gpus,
+                gpus=gpus_and_pods(job)[0],
                 started=started,
                 preemptable=job_preemptable(job, pod_list),
             )
@@ -447,7 +447,7 @@ def waiting_jobs(
                 queue=str(spec.get("queue") or pg_spec.get("queue") or "default"),
                 priority_class=priority_class,
                 priority=priority_of(priority_class),
-                gpus=job_demand(vcjob).gpus,
+                gpus=gpus_and_pods(vcjob)[0],
                 podgroup_phase=str((pg.get("status") or {}).get("phase") or ""),
                 sla_wait=waiting_seconds(meta.get("annotations")),
                 claims=claims_of(vcjob),

@@ -49,7 +49,7 @@ from ..common.names import (
 )
 from ..common.quantity import GPU, parse
 from ..queues.capability import effective_limit
-from .demand import job_demand
+from .demand import gpus_and_pods
 
 NEVER = "it can never run"
 
@@ -282,7 +282,7 @@ def gang_of(vcjob: Mapping[str, Any]) -> Gang:
     return Gang(
         ref=f"{meta.get('namespace', '')}/{meta.get('name', '')}",
         queue=str((vcjob.get("spec") or {}).get("queue") or "default"),
-        gpus=job_demand(vcjob).gpus,
+        gpus=gpus_and_pods(vcjob)[0],
         claims=claims_of(vcjob),
         local_only=local_only(vcjob),
     )

@@ -5,7 +5,7 @@ queue can help it. Pure: no I/O.
 
 A large job is a PodGroup of PriorityClass ``large-job`` together with the
 Volcano Job that owns it (``ownerReferences``); its GPUs are the Job's demand
-(rule job-demand, ``demand.job_demand``). A PodGroup whose Job is not there
+(rule job-demand, ``demand.gpus_and_pods``). A PodGroup whose Job is not there
 (deleted, its PodGroup waiting for the garbage collector, or a PodGroup no
 Volcano Job owns) is no large job: it neither engages nor holds a queue
 (rule throttle-large-job, ``large_jobs``; rule throttle-trigger, ``podgroup_waits``).
@@ -38,7 +38,7 @@ from ..common.names import PODGROUP_WAITING_PHASES
 from ..common.quantity import render
 from ..common.times import as_utc, read_rfc3339
 from ..topology.tree import NodeInfo, Tree, nodes_under
-from .demand import job_demand, pod_demand, replicas_of
+from .demand import gpus_and_pods, pod_demand, replicas_of
 from .feasibility import Gang, Supply, claims_of, local_only, never_runs, waits_for
 from .sla import waiting_seconds
 
@@ -148,7 +148,7 @@ def preemptible_gpus(vcjobs: Iterable[Mapping[str, Any]]) -> dict[str, int]:
         if ((job.get("status") or {}).get("state") or {}).get("phase") != "Running":
             continue
         queue = str(spec.get("queue") or "default")
-        out[queue] = out.get(queue, 0) + job_demand(job).gpus
+        out[queue] = out.get(queue, 0) + gpus_and_pods(job)[0]
     return out
 
 
@@ -313,7 +313,7 @@ def large_jobs(
                 queue=str((pg.get("spec") or {}).get("queue") or "default"),
                 job=job,
                 podgroup=str(meta.get("name")),
-                gpus=job_demand(vcjob).gpus,
+                gpus=gpus_and_pods(vcjob)[0],
                 waiting=podgroup_waits(pg),
                 admitted=podgroup_admitted(pg),
                 hard_tier=hard_tier(pg.get("spec") or {}),

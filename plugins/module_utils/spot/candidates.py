@@ -15,8 +15,7 @@ Rules held here:
   ``platform.io/spot-price`` annotation; reclaiming it deletes the pod, and its
   controller makes it again, Pending in the spot queue until idle GPUs return.
 
-The GPUs and pods of a listed Volcano Job are rule job-demand's (``jobs/demand``), counted
-the quick way for the shape a LIST returns (``held_gpus_and_pods``).
+The GPUs and pods of a listed Volcano Job are rule job-demand's (``jobs/demand.gpus_and_pods``).
 """
 
 from __future__ import annotations
@@ -33,101 +32,13 @@ from ..common.names import (
     LABEL_BILLING_TYPE,
     VOLCANO_QUEUE_ANNOTATION,
 )
-from ..common.quantity import GPU, remembered
+from ..common.quantity import GPU
 from ..common.times import api_seconds
-from ..jobs.demand import DEMAND_RESOURCES, job_demand, pod_demand, replicas_of
+from ..jobs.demand import gpus_and_pods, pod_demand
 from .victims import SpotJob, known_price, parse_price, parse_time
 
 SPOT = "spot"
 _ZERO = Decimal(0)
-
-
-def held_gpus_and_pods(job: Mapping[str, Any]) -> tuple[int, int]:
-    """Rule job-demand's GPUs and pods of a Volcano Job: ``job_demand(job).gpus`` and
-    ``.pods``, always.
-
-    A LIST returns nearly every job in one shape: plain dicts, tasks without init
-    containers, quantities read before. For that shape the GPUs are summed here in
-    the same ``Decimal`` steps as ``job_demand`` (the containers of a task, times
-    its replicas) and the CPU and memory sums, which the victims do not use, are
-    skipped; each of their quantities must still be one ``parse`` accepted before
-    (``quantity.remembered``: an ordinary number, which no sum can make invalid),
-    so a job ``job_demand`` would refuse is never counted here. Any other job is
-    counted by ``job_demand`` itself."""
-    counted = _common_shape_demand(job.get("spec") or {})
-    if counted is None:
-        demand = job_demand(job)
-        return demand.gpus, demand.pods
-    return counted
-
-
-# The replicas field is an int32; larger counts are left to job_demand.
-_MAX_REPLICAS = 2**31 - 1
-_DEMAND = frozenset(DEMAND_RESOURCES)
-
-
-def _common_shape_demand(spec: object) -> tuple[int, int] | None:
-    """``held_gpus_and_pods`` for a job of the common shape (its ``spec``, or {}),
-    None for any other."""
-    tasks = (spec.get("tasks") or []) if isinstance(spec, dict) else None
-    if not isinstance(tasks, list):
-        return None
-    total = _ZERO
-    pods = 0
-    for task in tasks:
-        if not isinstance(task, dict):
-            return None
-        template = task.get("template") or {}
-        pod = (template.get("spec") or {}) if isinstance(template, dict) else None
-        if not isinstance(pod, dict) or pod.get("initContainers"):
-            return None
-        containers = pod.get("containers") or []
-        if not isinstance(containers, list):
-            return None
-        one = _ZERO
-        for container in containers:
-            gpu = _container_gpus(container)
-            if gpu is None:
-                return None
-            one += gpu
-        replicas = task.get("replicas", 0)
-        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
-            replicas = replicas_of(task)
-        if replicas > _MAX_REPLICAS:
-            return None
-        pods += replicas
-        total += one * replicas
-    return int(total), pods
-
-
-def _container_gpus(container: object) -> Decimal | None:
-    """A container's GPUs as ``container_demand`` reads them (0 when it names
-    none), when it is a plain dict whose demand quantities are all remembered."""
-    resources = (container.get("resources") or {}) if isinstance(container, dict) else None
-    if not isinstance(resources, dict):
-        return None
-    requests = resources.get("requests") or {}
-    limits = resources.get("limits") or {}
-    if not isinstance(requests, dict) or not isinstance(limits, dict):
-        return None
-    if requests and limits:
-        # Both given: each resource from the requests, else from the limits.
-        named: Iterable[tuple[str, Any]] = (
-            (name, requests[name] if name in requests else limits.get(name))
-            for name in DEMAND_RESOURCES
-        )
-    else:
-        named = (requests or limits).items()
-    gpu = _ZERO
-    for name, raw in named:
-        if raw is None or name not in _DEMAND:
-            continue
-        value = remembered(raw)
-        if value is None:
-            return None
-        if name == GPU:
-            gpu = value
-    return gpu
 
 
 def candidates_from_vcjobs(
@@ -168,7 +79,7 @@ def candidates_from_vcjobs(
                 except PlatformValidationError as exc:
                     warnings.append(f"{exc}; it counts as price 0")
                     price = Decimal(0)
-            gpus, pods = held_gpus_and_pods(job)
+            gpus, pods = gpus_and_pods(job)
             started_raw = state.get("lastTransitionTime") or meta.get("creationTimestamp")
             started = api_seconds(started_raw) if started_raw else 0.0
             if started is None:
