@@ -31,10 +31,10 @@ from typing import Any
 from ..common.names import (
     JOB_HOLDING_PHASES,
     LABEL_QUEUE_TYPE,
-    LABEL_TENANT,
     POD_TERMINAL_PHASES,
     PRIORITY_CLASSES,
     ROOT_QUEUE,
+    owner_tenant,
 )
 from ..common.quantity import GPU, parse
 from ..jobs.classes import DEFAULT_CLASSES
@@ -177,7 +177,7 @@ def queue_states(queues: Iterable[Mapping[str, Any]]) -> dict[str, QueueState]:
             )
             or 0,
             queue_type=str(labels.get(LABEL_QUEUE_TYPE) or ""),
-            tenant=str(labels.get(LABEL_TENANT) or ""),
+            tenant=owner_tenant(labels),
         )
     return with_children_allocation(out)
 

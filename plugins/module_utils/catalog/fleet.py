@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..common.names import LABEL_TENANT, namespace_name
+from ..common.names import namespace_name, owner_tenant
 from ..tenants.live import TenantLive
 
 # The kinds a tenant owns besides its queues, as ``tenants.service`` writes them.
@@ -33,7 +33,7 @@ class Fleet:
 
 
 def tenant_of(obj: Mapping[str, Any]) -> str | None:
-    return ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_TENANT)
+    return owner_tenant((obj.get("metadata") or {}).get("labels")) or None
 
 
 def group_fleet(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from .errors import FieldError
 
@@ -76,6 +77,8 @@ SPOT_PRICE_DECIMALS = 6
 MANAGED_BY = "gpucloud-platform"
 FIELD_MANAGER = "gpucloud-platform"
 MANAGED_SELECTOR = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
+# The ConfigMap in a tenant's namespace listing its leaf queues (rule queue-ownership).
+TENANT_QUEUES_CONFIGMAP = "platform-queues"
 
 # Spot queues' and PAYG queues' capability/deserved are written by the
 # capacity modules with a partial apply, so under a manager of their own (a
@@ -173,6 +176,18 @@ def queue_name(tenant: str, queue_type: str, team: str | None = None) -> str:
             raise ValueError("a team queue needs a team name")
         return f"tenant-{tenant}-{team}"
     return f"tenant-{tenant}-{QUEUE_SUFFIX[queue_type]}"
+
+
+def owner_tenant(labels: Mapping[str, Any] | None) -> str:
+    """The tenant a platform object (a queue, a namespace, a graph) belongs to: its
+    ``platform.io/tenant`` label, "" for none. Platform state: a tenant cannot write the
+    label on a Queue or a Namespace (rule queue-ownership, ``queues/ownership``)."""
+    return str((labels or {}).get(LABEL_TENANT) or "")
+
+
+def is_managed(labels: Mapping[str, Any] | None) -> bool:
+    """Whether the platform manages the object these labels are of."""
+    return (labels or {}).get(LABEL_MANAGED_BY) == MANAGED_BY
 
 
 def tenant_labels(tenant: str, **extra: str) -> dict[str, str]:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from ..policy.admission import TENANT_QUEUES_CONFIGMAP
+from ..common.names import TENANT_QUEUES_CONFIGMAP
 from .event import SUBSCRIPTION_CHANGED, Event, platform_event
 from .model import (
     KIND_CONFIGMAP,

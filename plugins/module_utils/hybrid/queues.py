@@ -37,11 +37,12 @@ from ..common.names import (
     BURST_QUEUE,
     LABEL_MANAGED_BY,
     LABEL_QUEUE_TYPE,
-    LABEL_TENANT,
     MANAGED_BY,
     QUEUE_API,
     QUEUE_TYPE_BURST,
     ROOT_QUEUE,
+    is_managed,
+    owner_tenant,
 )
 from ..common.quantity import parse
 from .nodegroups import NodeGroup
@@ -106,12 +107,12 @@ def burst_target_errors(name: str, live: Mapping[str, Any] | None) -> list[Field
         return []
     labels = (live.get("metadata") or {}).get("labels") or {}
     if (
-        not labels.get(LABEL_TENANT)
-        and labels.get(LABEL_MANAGED_BY) == MANAGED_BY
+        not owner_tenant(labels)
+        and is_managed(labels)
         and labels.get(LABEL_QUEUE_TYPE) == QUEUE_TYPE_BURST
     ):
         return []
-    tenant, queue_type = labels.get(LABEL_TENANT), labels.get(LABEL_QUEUE_TYPE) or "untyped"
+    tenant, queue_type = owner_tenant(labels), labels.get(LABEL_QUEUE_TYPE) or "untyped"
     whose = (
         f"tenant {tenant}'s {queue_type} queue"
         if tenant

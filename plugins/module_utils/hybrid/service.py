@@ -28,13 +28,13 @@ from ..common.names import (
     LABEL_TENANT,
     MANAGED_SELECTOR,
     QUEUE_API,
+    TENANT_QUEUES_CONFIGMAP,
     VOLCANO_NAMESPACE,
     namespace_name,
 )
 from ..common.objects import differs
 from ..kube.cluster import ApiException, Cluster, ConflictError, TransportError, written_or_raise
 from ..policy import volcano_catalog as vc
-from ..policy.admission import TENANT_QUEUES_CONFIGMAP
 from ..policy.scheduler_conf_reader import parse_conf
 from ..policy.scheduler_conf_tier_rules import node_group_plugin_errors
 from .burst import (

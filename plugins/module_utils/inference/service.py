@@ -13,17 +13,25 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ..common.errors import FieldError, PlatformValidationError, Refused, raise_if
-from ..common.names import LABEL_TENANT, MANAGED_SELECTOR, QUEUE_API, ROOT_QUEUE, namespace_name
+from ..common.errors import Refused, raise_if
+from ..common.names import (
+    LABEL_TENANT,
+    MANAGED_SELECTOR,
+    QUEUE_API,
+    ROOT_QUEUE,
+    TENANT_QUEUES_CONFIGMAP,
+    namespace_name,
+)
 from ..common.objects import differs
 from ..hybrid.burst import capability_gpus
 from ..jobs.classes import DEFAULT_CLASSES
 from ..jobs.spot_price import price_text
 from ..kube.cluster import Cluster
 from ..kube.waiting import wait_for
-from ..policy.admission import LABEL_ALLOW_CRITICAL, TENANT_QUEUES_CONFIGMAP
+from ..policy.admission import LABEL_ALLOW_CRITICAL
 from ..queues.capability import effective_limit
-from ..queues.kinds import leaf_queue_errors
+from ..queues.kinds import leaf_queue_type
+from ..queues.ownership import listed_leaves
 from . import live as livemod
 from .graph_io import read_routes
 from .inputs import model_of
@@ -60,21 +68,13 @@ from .write_io import remove_service, remove_unwanted, reroute_ab_tests, write_i
 
 
 def _tenant_queue_type(cluster: Cluster, tenant: str, queue: str) -> str:
-    """Rule leaf-queue-of-tenant (``queues.kinds``): the queue is one of the tenant's leaf
-    queues (its ``platform-queues`` list, the same parameter the admission policies read)."""
+    """The queue's type, read from the tenant's ``platform-queues`` list (the same parameter
+    the admission policies read) and judged by rule leaf-queue-of-tenant
+    (``queues/ownership``)."""
     cm = cluster.get("v1", "ConfigMap", TENANT_QUEUES_CONFIGMAP, namespace=namespace_name(tenant))
-    if cm is None:
-        raise PlatformValidationError(
-            [
-                FieldError(
-                    "tenant",
-                    f"{tenant!r} is not a tenant (no {TENANT_QUEUES_CONFIGMAP} in {namespace_name(tenant)})",
-                )
-            ]
-        )
-    own = cm.get("data") or {}
-    raise_if(leaf_queue_errors("queue", queue, tenant, own))
-    return own[queue]
+    queue_type, errors = leaf_queue_type(queue, listed_leaves(cm, tenant), tenant)
+    raise_if(errors)
+    return str(queue_type)
 
 
 def _effective_capability(cluster: Cluster, queue: str) -> int | None:

@@ -33,12 +33,14 @@ from ..common.names import (
     JOB_FAILED_PHASES,
     JOB_STARTED_PHASES,
     PODGROUP_API,
+    TENANT_QUEUES_CONFIGMAP,
     namespace_name,
 )
 from ..common.objects import strip_server_fields
 from ..kube.cluster import ApiException, Cluster, TransportError, api_error_message
 from ..kube.waiting import wait_for
-from ..policy.admission import POLICY_LARGE_JOB_THROTTLE, TENANT_QUEUES_CONFIGMAP
+from ..policy.admission import POLICY_LARGE_JOB_THROTTLE
+from ..queues.ownership import listed_leaves
 from .classes import job_class_table
 from .feasibility import at_most, gang_of, never_runs, waits_for
 from .large_job import LARGE_PRIORITY_CLASS
@@ -54,7 +56,6 @@ from .submit import (
     owned_podgroup,
     podgroup_summary,
     still_throttled_text,
-    tenant_leaves,
     throttled_text,
 )
 from .supply_io import free_on, read_supply
@@ -275,7 +276,7 @@ def present(p: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, 
     queue_list = cluster.get(
         "v1", "ConfigMap", TENANT_QUEUES_CONFIGMAP, namespace_name(p["tenant"])
     )
-    desired, queue_type = job_for_queues(p, table, tenant_leaves(queue_list, p["tenant"]))
+    desired, queue_type = job_for_queues(p, table, listed_leaves(queue_list, p["tenant"]))
     namespace, name = desired["metadata"]["namespace"], desired["metadata"]["name"]
     queue, priority_class = desired["spec"]["queue"], desired["spec"]["priorityClassName"]
     result: dict[str, Any] = {

@@ -7,7 +7,7 @@
 * the manifest is built from a kind or completed from the caller's
   (``desired_job``), once without and once with the queue's type;
 * rule leaf-queue-of-tenant: the queue is a leaf queue of the tenant
-  (``leaf_queue_of_tenant``);
+  (``queues/kinds.leaf_queue_type``);
 * rule job-immutable: a Volcano Job cannot change once created, so a live job
   of that name must already be the desired one (``changed_fields``);
 * what the module reports: the job's phase, its PodGroup's conditions, and the
@@ -23,10 +23,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..common.errors import FieldError, PlatformValidationError, raise_if
-from ..common.names import namespace_name
 from ..common.objects import differs
-from ..policy.admission import TENANT_QUEUES_CONFIGMAP
-from ..queues.kinds import leaf_queue_errors
+from ..queues.kinds import leaf_queue_type
 from .classes import JobClass, job_class_table
 from .completion import complete_manifest
 from .feasibility import Gang, Supply
@@ -161,32 +159,6 @@ def claim_field(p: Mapping[str, Any], gang: Gang, supply: Supply) -> str | None:
     return "manifest.spec.tasks"
 
 
-def leaf_queue_of_tenant(
-    queue: str, leaves: Mapping[str, str], tenant: str, option: str = "queue"
-) -> tuple[str | None, list[FieldError]]:
-    """Rule leaf-queue-of-tenant (``queues.kinds``): the queue is one of the tenant's leaf
-    queues, as the tenant's ``platform-queues`` ConfigMap lists them (name -> queue type;
-    the same list the admission policies read). Returns the queue's type and the errors."""
-    errors = leaf_queue_errors(option, queue, tenant, leaves)
-    return (None, errors) if errors else (leaves[queue], [])
-
-
-def tenant_leaves(configmap: Mapping[str, Any] | None, tenant: str) -> dict[str, str]:
-    """The tenant's leaf queues from its ``platform-queues`` ConfigMap; refused when the
-    tenant has none (the tenant module writes it)."""
-    if configmap is None:
-        raise_if(
-            [
-                FieldError(
-                    "tenant",
-                    f"{tenant!r} has no queue list (ConfigMap {TENANT_QUEUES_CONFIGMAP} in "
-                    f"{namespace_name(tenant)}); create or update the tenant first",
-                )
-            ]
-        )
-    return dict((configmap or {}).get("data") or {})
-
-
 def job_for_queues(
     p: Mapping[str, Any], table: Mapping[str, JobClass], leaves: Mapping[str, str]
 ) -> tuple[dict[str, Any], str | None]:
@@ -195,7 +167,7 @@ def job_for_queues(
     job does not fit the queue's type."""
     queue = desired_job(p, table, None)["spec"]["queue"]
     option = "queue" if p.get("queue") else "manifest.spec.queue"
-    queue_type, errors = leaf_queue_of_tenant(queue, leaves, p["tenant"], option)
+    queue_type, errors = leaf_queue_type(queue, leaves, p["tenant"], option)
     desired: dict[str, Any] = {}
     if not errors:
         try:

@@ -13,11 +13,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..common.errors import FieldError
-from ..common.names import LABEL_TENANT
+from ..common.names import LABEL_TENANT, owner_tenant
 
 
 def _tenant_label(obj: Mapping[str, Any]) -> str:
-    return ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_TENANT) or ""
+    return owner_tenant((obj.get("metadata") or {}).get("labels"))
 
 
 def namespace_tenants(namespaces: Iterable[Mapping[str, Any]]) -> set[str]:

@@ -49,6 +49,7 @@ from ..common.names import (
     PRIORITY_CLASSES,
     SPOT_PRICE_DECIMALS,
     SPOT_PRICE_LIMIT,
+    TENANT_QUEUES_CONFIGMAP,
     namespace_name,
     tenant_labels,
 )
@@ -62,7 +63,6 @@ from .workload_queue import POLICY_WORKLOAD_QUEUE, workload_queue_policy
 
 LABEL_ALLOW_CRITICAL = PREFIX + "allow-critical"
 PARENT_QUEUES_CONFIGMAP = "platform-parent-queues"
-TENANT_QUEUES_CONFIGMAP = "platform-queues"
 THROTTLE_CONFIGMAP = "platform-throttle"
 PARAM_KEY_QUEUES = "queues"
 PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
@@ -118,8 +118,8 @@ JOBS_AND_PODGROUPS = [("batch.volcano.sh", "jobs"), ("scheduling.volcano.sh", "p
 
 
 def queue_tenant_policy() -> dict[str, Any]:
-    """Rule queue-of-own-tenant: a Job or PodGroup names a leaf queue listed in its namespace's
-    ``platform-queues`` parameter, which holds exactly the queues the platform made for the
+    """Rule leaf-queue-of-tenant, at admission: a Job or PodGroup names a leaf queue listed in
+    its namespace's ``platform-queues`` parameter (rule queue-ownership), which holds exactly the queues the platform made for the
     namespace's tenant (not a name prefix, which two tenants can share)."""
     return policy(
         POLICY_QUEUE_TENANT,
@@ -403,7 +403,7 @@ def parent_queues_configmap() -> dict[str, Any]:
 
 def tenant_queues_configmap(tenant: str, leaves: Mapping[str, str]) -> dict[str, Any]:
     """The queue policies' parameter for one tenant: its leaf queues, name -> queue type,
-    in the tenant's own namespace (rule queue-of-own-tenant)."""
+    in the tenant's own namespace (rules queue-ownership and leaf-queue-of-tenant)."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

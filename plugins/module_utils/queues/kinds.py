@@ -25,13 +25,12 @@ from typing import Any
 
 from ..common.errors import FieldError
 from ..common.names import (
-    LABEL_MANAGED_BY,
     LABEL_QUEUE_TYPE,
-    LABEL_TENANT,
-    MANAGED_BY,
     QUEUE_TYPE_SUBSCRIPTION,
     ROOT_QUEUE,
+    is_managed,
     namespace_name,
+    owner_tenant,
     queue_name,
 )
 
@@ -59,9 +58,9 @@ def queue_facts(rows: Iterable[tuple[str, str, Mapping[str, Any]]]) -> dict[str,
     parents = {parent for _name, parent, _labels in listed}
     return {
         name: QueueFacts(
-            tenant=str(labels.get(LABEL_TENANT) or ""),
+            tenant=owner_tenant(labels),
             queue_type=str(labels.get(LABEL_QUEUE_TYPE) or ""),
-            managed=labels.get(LABEL_MANAGED_BY) == MANAGED_BY,
+            managed=is_managed(labels),
             parent=name in parents,
         )
         for name, _parent, labels in listed
@@ -160,3 +159,12 @@ def leaf_queue_errors(
             f"{_expected(tenant, leaves)} {RULE}",
         )
     ]
+
+
+def leaf_queue_type(
+    queue: str, leaves: Mapping[str, str], tenant: str, option: str = "queue"
+) -> tuple[str | None, list[FieldError]]:
+    """Rule leaf-queue-of-tenant over the tenant's leaf queues: the queue's type, or the
+    errors that name what the queue is instead."""
+    errors = leaf_queue_errors(option, queue, tenant, leaves)
+    return (None, errors) if errors else (leaves[queue], [])

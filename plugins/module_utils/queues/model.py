@@ -27,11 +27,11 @@ from ..common.names import (
     LABEL_MANAGED_BY,
     LABEL_QUEUE_TYPE,
     LABEL_TEAM,
-    LABEL_TENANT,
     MANAGED_BY,
     QUEUE_API,
     ROOT_QUEUE,
     VOLCANO_FIELD_MANAGERS,
+    owner_tenant,
     queue_labels,
 )
 from ..hybrid.vgpu import VGPU_QUEUE_RESOURCES
@@ -186,7 +186,7 @@ class Queue:
             name=name,
             parent=spec.get("parent") or "",
             queue_type=labels.get(LABEL_QUEUE_TYPE),
-            tenant=labels.get(LABEL_TENANT),
+            tenant=owner_tenant(labels) or None,
             team=labels.get(LABEL_TEAM),
             guarantee=resources(guarantee_raw, f"{prefix}.spec.guarantee.resource"),
             deserved=resources(spec.get("deserved"), f"{prefix}.spec.deserved"),
@@ -282,7 +282,7 @@ def foreign_owner(manifest: Mapping[str, Any], tenant: str) -> str | None:
     """Rule queue-name-owned: who other than ``tenant`` owns this live queue, in words
     (None when it is the tenant's). A queue without a tenant label that only the
     platform ever wrote is one a run created part-way: the tenant adopts it."""
-    owner = ((manifest.get("metadata") or {}).get("labels") or {}).get(LABEL_TENANT)
+    owner = owner_tenant((manifest.get("metadata") or {}).get("labels"))
     if owner == tenant:
         return None
     if owner:

@@ -39,6 +39,7 @@ from ..common.names import (
     SPOT_PRICE_DECIMALS,
     SPOT_PRICE_LIMIT,
     namespace_name,
+    owner_tenant,
     queue_name,
     tenant_name_errors,
 )
@@ -131,7 +132,7 @@ def parse_market(params: Mapping[str, Any]) -> tuple[str | None, int]:
 
 def queue_tenants(queues: Iterable[Mapping[str, Any]]) -> list[str]:
     """The tenants that have a (managed) Queue, by their ``platform.io/tenant`` label, sorted."""
-    found = {((q.get("metadata") or {}).get("labels") or {}).get(LABEL_TENANT) for q in queues}
+    found = {owner_tenant((q.get("metadata") or {}).get("labels")) for q in queues}
     return sorted(t for t in found if t)
 
 

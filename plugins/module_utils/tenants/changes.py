@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from ..common.names import ROOT_QUEUE
+from ..common.names import ROOT_QUEUE, TENANT_QUEUES_CONFIGMAP
 from ..common.objects import differs, strip_server_fields
-from ..policy.admission import TENANT_QUEUES_CONFIGMAP
 from ..queues.plan import CAPACITY, CREATE, DELETE, UPDATE, QueueStep
 from .live import TenantLive
 

@@ -41,7 +41,7 @@ from ..common.names import (
 )
 from ..hybrid.vgpu import VGPU_QUEUE_RESOURCES, vgpu_queue_capability
 from ..queues.model import Queue, allocated, foreign_owner, read_live
-from ..queues.parent_list import parent_queue_names
+from ..queues.ownership import leaf_types
 from ..queues.rules import rule_capability_above_allocated, tree_errors
 
 
@@ -212,10 +212,9 @@ def removal_errors(
 
 
 def leaf_queue_types(queues: Sequence[Queue]) -> dict[str, str]:
-    """Rule queue-of-own-tenant's parameter: the tenant's queues that take jobs (every
-    queue that is no other queue's parent), each with its type."""
-    parents = parent_queue_names(queues)
-    return {q.name: str(q.queue_type) for q in queues if q.name not in parents}
+    """The tenant's queues that take jobs, each with its type: rule queue-ownership's leaf
+    queues (``queues/ownership.leaf_types``), written as its ``platform-queues`` list."""
+    return leaf_types((q.name, q.parent, str(q.queue_type)) for q in queues)
 
 
 def plan_team_change(

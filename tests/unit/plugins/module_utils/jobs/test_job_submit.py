@@ -13,6 +13,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import subm
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.classes import (
     job_class_table,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.queues import kinds, ownership
 from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.jobs.job_objects import (
     SINGLE,
     vcjob_params,
@@ -66,10 +67,10 @@ def test_check_submission_collects_options_classes_and_the_job():
     submit.check_submission(params(state="absent", kind=None))
 
 
-def test_leaf_queue_of_tenant():
-    assert submit.leaf_queue_of_tenant("tenant-alpha-algo", QUEUES, "alpha") == ("team", [])
-    assert submit.leaf_queue_of_tenant("tenant-alpha-payg", QUEUES, "alpha") == ("payg", [])
-    qtype, errors = submit.leaf_queue_of_tenant("tenant-alpha-subscription", QUEUES, "alpha")
+def test_leaf_queue_type():
+    assert kinds.leaf_queue_type("tenant-alpha-algo", QUEUES, "alpha") == ("team", [])
+    assert kinds.leaf_queue_type("tenant-alpha-payg", QUEUES, "alpha") == ("payg", [])
+    qtype, errors = kinds.leaf_queue_type("tenant-alpha-subscription", QUEUES, "alpha")
     assert qtype is None
     assert [str(e) for e in errors] == [
         "queue: 'tenant-alpha-subscription' is this tenant's subscription queue, a parent with "
@@ -78,22 +79,22 @@ def test_leaf_queue_of_tenant():
     ]
     # a queue of another tenant, even one whose name starts like this tenant's
     for other in ("tenant-beta-algo", "tenant-alpha-b-x"):
-        qtype, errors = submit.leaf_queue_of_tenant(other, QUEUES, "alpha")
+        qtype, errors = kinds.leaf_queue_type(other, QUEUES, "alpha")
         assert qtype is None and f"{other!r} is " in str(errors[0])
         assert "(rule leaf-queue-of-tenant)" in str(errors[0])
     # the option a manifest's queue came from is the one named
-    errors = submit.leaf_queue_of_tenant("root", {}, "alpha", "manifest.spec.queue")[1]
+    errors = kinds.leaf_queue_type("root", {}, "alpha", "manifest.spec.queue")[1]
     assert str(errors[0]).startswith("manifest.spec.queue: 'root' is Volcano's root queue")
     assert "leaf queues (none yet)" in str(errors[0])
 
 
 def test_a_tenant_without_its_queue_list_is_refused():
     with pytest.raises(PlatformValidationError) as info:
-        submit.tenant_leaves(None, "alpha")
+        ownership.listed_leaves(None, "alpha")
     assert "tenant: 'alpha' has no queue list (ConfigMap platform-queues in tenant-alpha)" in str(
         info.value
     )
-    assert submit.tenant_leaves({"data": {"q": "team"}}, "alpha") == {"q": "team"}
+    assert ownership.listed_leaves({"data": {"q": "team"}}, "alpha") == {"q": "team"}
 
 
 def test_job_for_queues_uses_the_queue_type():

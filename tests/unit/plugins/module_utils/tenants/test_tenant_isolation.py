@@ -110,7 +110,7 @@ def test_module_turns_allow_critical_on_and_off():
 
 
 # --------------------------------------------------------------------------
-# The queue list (rule queue-of-own-tenant's parameter)
+# The queue list (rule queue-ownership: the leaf queues the admission policies read)
 # --------------------------------------------------------------------------
 
 
