@@ -37,6 +37,24 @@ options:
       - Delete managed HyperNodes the tree no longer needs. When false they are kept and returned in RV(stale).
     type: bool
     default: false
+  state:
+    description:
+      - V(present) makes the cluster's HyperNodes equal the tree.
+      - V(rendered) plans an O(source=inventory) tree against an empty cluster and returns what would be created,
+        without connecting (no kubeconfig is needed). A O(source=labels) tree comes from the Nodes' labels and is
+        refused with V(rendered).
+      - V(gathered) reads the cluster and returns its Nodes (name and labels) and HyperNodes in RV(gathered);
+        nothing is written.
+      - V(parsed) plans from O(facts) (what V(gathered) returned, from this or another cluster) without
+        connecting.
+      - V(rendered) and V(parsed) return what a check-mode run returns, with C(changed=false).
+    type: str
+    choices: [present, rendered, gathered, parsed]
+    default: present
+  facts:
+    description:
+      - With O(state=parsed), the facts to plan from, as RV(gathered) holds them (C(nodes), C(hypernodes)).
+    type: dict
 notes:
   - In check mode creations and updates are sent as server-side dry runs; deletions are only reported in RV(deleted).
 seealso:
@@ -65,6 +83,25 @@ EXAMPLES = r"""
 - name: Show the tree
   ansible.builtin.debug:
     msg: "{{ topo.tree }}"
+
+- name: What an inventory tree makes, without a cluster
+  gpucloud.platform.topology:
+    source: inventory
+    state: rendered
+    switches:
+      - {name: spine-a, tier: 2, switches: [tor-1]}
+      - {name: tor-1, tier: 1, nodes: [gpu-0, gpu-1]}
+
+- name: Read a cluster's nodes and HyperNodes once ...
+  gpucloud.platform.topology:
+    state: gathered
+  register: facts
+
+- name: "... and plan a label tree from them offline"
+  gpucloud.platform.topology:
+    state: parsed
+    facts: "{{ facts.gathered }}"
+    tier_labels: [topology.volcano.sh/tor, topology.volcano.sh/spine]
 """
 
 RETURN = r"""
@@ -133,34 +170,45 @@ summary:
   returned: on success
   type: list
   elements: str
+gathered:
+  description: With O(state=gathered), the Nodes (C(name), C(labels)) and HyperNodes the plan reads.
+  returned: when O(state=gathered)
+  type: dict
+  sample: {nodes: [{name: gpu-0, labels: {topology.volcano.sh/tor: tor-1}}], hypernodes: []}
+state:
+  description: The offline state answered (V(rendered) or V(parsed)); nothing was written.
+  returned: when O(state=rendered) or O(state=parsed)
+  type: str
 requests:
-  description: How many API requests the run made.
+  description: How many API requests the run made (0 with V(rendered) and V(parsed)).
   returned: always
   type: int
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (
     SOURCES,
     TREE_OPTIONS,
-    check_source_options,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.summary import sync_summary
 
 OPTIONS = dict(
     source=dict(type="str", choices=list(SOURCES), default="labels"),
     prune=dict(type="bool", default=False),
+    state=dict(
+        type="str", choices=["present", "rendered", "gathered", "parsed"], default="present"
+    ),
+    facts=dict(type="dict"),
     **TREE_OPTIONS,
 )
 
 
 def main() -> None:
-    run_module(
+    run_flow(
         OPTIONS,
-        service.run_sync,
-        validate=check_source_options,
-        required_if=[("source", "inventory", ["switches"])],
+        service.SYNC_FLOW,
+        required_if=[("source", "inventory", ["switches"]), ("state", "parsed", ["facts"])],
         diff_by_object=True,
         summary=sync_summary,
     )

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..common.diffs import shaped
 from ..common.errors import PartialWrite, PlatformValidationError, Refused
+from .flow import Flow
 from .module import argument_spec, platform_module, require_client
 
 if TYPE_CHECKING:  # the client is imported at run time only once the module connects
@@ -58,6 +59,16 @@ def failure(exc: BaseException) -> dict[str, Any]:
     return {"msg": f"cannot reach the Kubernetes API server: {exc}", "changed": False}
 
 
+def _diff_as_asked(module: Any, result: dict[str, Any], by_object: bool) -> dict[str, Any]:
+    """``result`` without its diff unless diff mode is on, and with it shaped when it is."""
+    if not module._diff:
+        result.pop("diff", None)
+    elif "diff" in result:
+        # rules diff-per-object and diff-shows-change: no field the server owns
+        result["diff"] = shaped(result["diff"], by_object=by_object)
+    return result
+
+
 def run_module(
     options: Mapping[str, Any],
     service: Service,
@@ -90,8 +101,7 @@ def run_module(
         except PlatformValidationError as exc:
             module.fail_json(requests=0, **failure(exc))
         if answer is not None:
-            answer.pop("diff", None)
-            module.exit_json(requests=0, **answer)
+            module.exit_json(requests=0, **_diff_as_asked(module, answer, diff_by_object))
     require_client(module)
     from . import cluster as kube  # the client, now that the module connects
 
@@ -106,12 +116,34 @@ def run_module(
         kube.TransportError,
     ) as exc:
         module.fail_json(requests=cluster.requests, **failure(exc))
-    if not module._diff:
-        result.pop("diff", None)
-    elif "diff" in result:
-        # rules diff-per-object and diff-shows-change: no field the server owns
-        result["diff"] = shaped(result["diff"], by_object=diff_by_object)
+    result = _diff_as_asked(module, result, diff_by_object)
     if summary is not None:
         result["summary"] = summary(params, result, module.check_mode)
     result["requests"] = cluster.requests
     module.exit_json(**result)
+
+
+def run_flow(
+    options: Mapping[str, Any],
+    flow: Flow[Any, Any, Any],
+    summary: Callable[[dict[str, Any], dict[str, Any], bool], list[str]] | None = None,
+    **kwargs: Any,
+) -> None:
+    """Run one module through its flow (``kube.flow``): the request parsed before the
+    module connects; ``rendered`` and ``parsed`` answered without connecting, with the
+    summary a check-mode run would give; ``gathered`` reading only; any other state
+    gathered, planned and applied. ``kwargs`` as ``run_module``'s."""
+
+    def offline(params: dict[str, Any]) -> dict[str, Any] | None:
+        answer = flow.offline(params)
+        if answer is not None and summary is not None:
+            answer["summary"] = summary(params, answer, True)
+        return answer
+
+    def said(params: dict[str, Any], result: dict[str, Any], check_mode: bool) -> list[str]:
+        if "gathered" in result:
+            kinds = ", ".join(sorted(result["gathered"]))
+            return [f"gathered {kinds} from the cluster; nothing was written"]
+        return summary(params, result, check_mode) if summary is not None else []
+
+    run_module(options, flow.run, validate=flow.parse, offline=offline, summary=said, **kwargs)

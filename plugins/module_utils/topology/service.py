@@ -5,8 +5,9 @@
 The one file of the domain that reads and writes; every decision is one of the
 pure functions of ``discovery``, ``plan``, ``manifests`` and ``view``:
 
-* ``run_sync`` (module ``topology``): one list of Nodes, one of HyperNodes,
-  then the plan's writes in its order;
+* ``SYNC_FLOW`` (module ``topology``, through ``kube.flow``): ``gather_sync`` lists the
+  Nodes and the HyperNodes, ``apply_sync`` makes the plan's writes in its order (the
+  plan is ``topology/sync``'s);
 * ``run_info`` (module ``topology_info``): one list of Nodes (and of
   HyperNodes for the cluster's own tree); it changes nothing;
 * ``run_render`` (module ``topology_render``): the same reads, then the
@@ -36,10 +37,21 @@ from ..common.errors import PartialWrite, raise_if
 from ..common.names import HYPERNODE_API
 from ..common.objects import strip_server_fields
 from ..kube.cluster import ApiException, Cluster, TransportError, written_or_raise
-from .discovery import tree_from_source
+from ..kube.flow import Flow
 from .manifests import desired_hypernode
-from .plan import SyncPlan, introduced_errors, plan_hypernode, plan_tree_sync
-from .render import text_tree
+from .plan import SyncPlan, introduced_errors, plan_hypernode
+from .sync import (
+    SyncFacts,
+    SyncPlanned,
+    SyncRequest,
+    empty_facts,
+    facts_in,
+    facts_out,
+    node_fact,
+    parse_sync,
+    plan_run,
+    report,
+)
 from .tree import KIND
 from .view import TEXT_RENDERINGS, rendering_path, topology_view, view_report
 
@@ -51,22 +63,36 @@ NO_GRAPHVIZ = (
 # --- topology: the whole tree -----------------------------------------------------
 
 
-def run_sync(params: Mapping[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
-    """Make the cluster's HyperNodes equal the tree the options describe."""
-    nodes = cluster.list("v1", "Node", label_selector=params["node_selector"])
-    live = cluster.list(HYPERNODE_API, KIND)
-    found = tree_from_source(
-        params["source"], nodes, params["tier_labels"], params["name_template"], params["switches"]
+def gather_sync(request: SyncRequest, cluster: Cluster) -> SyncFacts:
+    """One list of Nodes (by ``node_selector``) and one of HyperNodes."""
+    nodes = cluster.list("v1", "Node", label_selector=request.node_selector)
+    return SyncFacts(
+        nodes=tuple(node_fact(n) for n in nodes),
+        hypernodes=tuple(cluster.list(HYPERNODE_API, KIND)),
     )
-    plan = plan_tree_sync(found.tree, nodes, live, prune=params["prune"])
-    report = {
-        "unplaced_nodes": found.unplaced_nodes,
-        "moved_nodes": plan.moved_nodes,
-        "tree": text_tree(found.tree, unplaced=found.unplaced_nodes),
-        **plan.summary(),
-    }
-    write_sync(cluster, plan, check_mode, report)
-    return {"changed": plan.changed, **report, "diff": plan.diff()}
+
+
+def apply_sync(
+    request: SyncRequest, planned: SyncPlanned, cluster: Cluster, check_mode: bool
+) -> dict[str, Any]:
+    """The plan's writes; the result is what the plan says."""
+    result = report(request, planned)
+    said = {k: v for k, v in result.items() if k not in ("changed", "diff")}
+    write_sync(cluster, planned.plan, check_mode, said)
+    return result
+
+
+# Module topology: make the cluster's HyperNodes equal the tree the options describe.
+SYNC_FLOW: Flow[SyncRequest, SyncFacts, SyncPlanned] = Flow(
+    parse=parse_sync,
+    gather=gather_sync,
+    plan=plan_run,
+    apply=apply_sync,
+    report=report,
+    empty=empty_facts,
+    facts_out=facts_out,
+    facts_in=facts_in,
+)
 
 
 def write_sync(

@@ -504,3 +504,41 @@ def test_topology_info_returns_the_tree_a_person_reads(run_module):
     assert out["summary"][0].startswith("topology from the labels: ")
     assert out["summary"][1].split() == ["HYPERNODE", "TIER", "PARENT", "HOLDS"]
     assert len(out["summary"]) >= 2 + len(out["hypernodes"])
+
+
+# -- topology: rendered, gathered, parsed (kube.flow) --------------------------------------
+
+
+def test_rendered_answers_without_connecting(run_module):
+    cluster = FakeCluster(default_nodes())
+    switches = [
+        {"name": "spine-a", "tier": 2, "switches": ["tor-1"]},
+        {"name": "tor-1", "tier": 1, "nodes": ["n0", "n1"]},
+    ]
+    out = run_module(
+        topology_module, cluster, source="inventory", switches=switches, state="rendered"
+    )
+    assert out["changed"] is False and out["requests"] == 0 and cluster.lists == []
+    assert out["created"] == ["tor-1", "spine-a"] and out["state"] == "rendered"
+    assert any("tor-1" in line for line in out["summary"])
+    assert [d["after_header"] for d in out["diff"]] == ["spine-a", "tor-1"]
+
+
+def test_gathered_then_parsed_plans_another_cluster_offline(run_module):
+    cluster = FakeCluster(default_nodes())
+    gathered = run_module(topology_module, cluster, state="gathered")
+    assert gathered["changed"] is False and gathered["requests"] == 2 and cluster.writes == []
+    assert len(gathered["gathered"]["nodes"]) == 8
+    assert gathered["summary"] == [
+        "gathered hypernodes, nodes from the cluster; nothing was written"
+    ]
+    offline = FakeCluster([])
+    parsed = run_module(topology_module, offline, state="parsed", facts=gathered["gathered"])
+    assert parsed["requests"] == 0 and offline.lists == []
+    assert parsed["created"] == ["tor-0", "tor-1", "tor-2", "tor-3", "spine-0", "spine-1"]
+
+
+def test_rendered_of_a_labels_tree_is_refused_before_connecting(run_module):
+    out = run_module(topology_module, FakeCluster(default_nodes()), state="rendered")
+    assert out["failed"] is True and out["requests"] == 0
+    assert "state: rendered plans against an empty cluster" in out["msg"]

@@ -94,23 +94,23 @@ def info_params(**overrides):
     return {**params, **overrides}
 
 
-# -- run_sync -----------------------------------------------------------------------------
+# -- SYNC_FLOW.run ----------------------------------------------------------------------------
 
 
 def test_run_sync_writes_the_tree_lowest_tier_first():
     cluster = FakeCluster(nodes())
-    result = service.run_sync(sync_params(), cluster, check_mode=False)
+    result = service.SYNC_FLOW.run(sync_params(), cluster, check_mode=False)
     assert result["changed"] is True and result["created"] == ["tor-0", "tor-1", "spine-0"]
     assert cluster.real_writes == [("apply", "HyperNode", n) for n in result["created"]]
     assert cluster.lists == ["Node", "HyperNode"]
     assert set(result["diff"]["after"]) == {"tor-0", "tor-1", "spine-0"}
-    assert service.run_sync(sync_params(), cluster, check_mode=False)["changed"] is False
+    assert service.SYNC_FLOW.run(sync_params(), cluster, check_mode=False)["changed"] is False
 
 
 def test_run_sync_in_check_mode_deletes_nothing():
     stale = hypernode("tor-9", 1, [exact("Node", "gone")])
     cluster = FakeCluster([*nodes(), stale], dry_run=True)
-    result = service.run_sync(sync_params(), cluster, check_mode=True)
+    result = service.SYNC_FLOW.run(sync_params(), cluster, check_mode=True)
     assert result["deleted"] == ["tor-9"] and result["changed"] is True
     assert cluster.real_writes == []
     assert [w for w in cluster.writes if "delete" in w[0]] == []  # not even a dry run
@@ -120,7 +120,7 @@ def test_run_sync_in_check_mode_deletes_nothing():
 def test_run_sync_refuses_a_broken_tree_before_writing():
     cluster = FakeCluster([*nodes(), node("n9", **{SPINE: "spine-0"})])
     with pytest.raises(PlatformValidationError, match=r"n9\.metadata\.labels"):
-        service.run_sync(sync_params(), cluster, check_mode=False)
+        service.SYNC_FLOW.run(sync_params(), cluster, check_mode=False)
     assert cluster.writes == []
 
 
@@ -131,7 +131,7 @@ def test_run_sync_failing_part_way_raises_partial_write():
 
     cluster = Refusing([*nodes(), hypernode("tor-9", 1, [exact("Node", "gone")])])
     with pytest.raises(PartialWrite) as caught:
-        service.run_sync(sync_params(), cluster, check_mode=False)
+        service.SYNC_FLOW.run(sync_params(), cluster, check_mode=False)
     assert caught.value.done == ["created tor-0", "created tor-1", "created spine-0"]
     assert caught.value.what == "writing HyperNodes"
     assert caught.value.report["deleted"] == ["tor-9"] and "tree" in caught.value.report
@@ -177,7 +177,7 @@ def test_run_hypernode_absent_and_missing_is_no_change():
 
 def test_run_info_changes_nothing():
     cluster = FakeCluster(nodes())
-    service.run_sync(sync_params(), cluster, check_mode=False)
+    service.SYNC_FLOW.run(sync_params(), cluster, check_mode=False)
     cluster.writes.clear()
     result = service.run_info(info_params(), cluster, check_mode=False)
     assert result["changed"] is False and cluster.writes == [] and "files" not in result
@@ -186,7 +186,7 @@ def test_run_info_changes_nothing():
 
 def test_run_render_reads_and_writes_only_files(tmp_path):
     cluster = FakeCluster(nodes())
-    service.run_sync(sync_params(), cluster, check_mode=False)
+    service.SYNC_FLOW.run(sync_params(), cluster, check_mode=False)
     cluster.writes.clear()
     result = service.run_render(info_params(dest=str(tmp_path / "d")), cluster, check_mode=False)
     assert result["changed"] is True and cluster.writes == []
