@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.flow import Flow
+
 NAMES = ("spot_recompute", "arbiter_reconcile", "throttle_reconcile", "payg_reconcile")
 MODULES = "ansible_collections.gpucloud.platform.plugins.modules"
 SERVICES = "ansible_collections.gpucloud.platform.plugins.module_utils"
@@ -37,7 +39,7 @@ class Step:
 def steps(name: str, timeout_s: int, grace_min: int, settle_s: int) -> tuple[Step, ...]:
     """The module tasks of ``playbooks/<name>.yml`` with its default variables, the
     throttle's timeout, pay-as-you-go's grace and the arbiter's settle time given."""
-    recompute = Step("spot_capacity", "spot.service:run_recompute", {"node_selector": {}})
+    recompute = Step("spot_capacity", "spot.service:RECOMPUTE_FLOW", {"node_selector": {}})
     table = {
         "spot_recompute": (
             Step(
@@ -89,8 +91,11 @@ def params_of(step: Step) -> dict[str, Any]:
 
 
 def service_of(step: Step) -> Callable[..., dict[str, Any]]:
+    """The function the module's main() runs: a service function, or a flow's ``run``
+    (``kube.flow``) for a module that runs through one."""
     where, function = step.service.split(":")
-    return getattr(importlib.import_module(f"{SERVICES}.{where}"), function)
+    found = getattr(importlib.import_module(f"{SERVICES}.{where}"), function)
+    return found.run if isinstance(found, Flow) else found
 
 
 def run(reconcile: tuple[Step, ...], cluster: Any) -> dict[str, Mapping[str, Any]]:

@@ -42,6 +42,20 @@ options:
         drained on purpose).
     type: bool
     default: false
+  state:
+    description:
+      - V(present) writes every spot queue's capability from the idle pool.
+      - V(gathered) reads the pool's Nodes and the billing Queues, as the rules read them, and returns them in
+        RV(gathered); nothing is written.
+      - V(parsed) plans from O(facts) (what V(gathered) returned, edited for a what-if or from another cluster)
+        without connecting, and returns what a check-mode run returns, with C(changed=false).
+    type: str
+    choices: [present, gathered, parsed]
+    default: present
+  facts:
+    description:
+      - With O(state=parsed), the facts to plan from, as RV(gathered) holds them (C(nodes), C(queues)).
+    type: dict
 version_added: 0.1.0
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
@@ -147,6 +161,14 @@ summary:
   returned: on success
   type: list
   elements: str
+gathered:
+  description: The pool's Nodes and the billing Queues as the rules read them.
+  returned: when O(state=gathered)
+  type: dict
+state:
+  description: V(parsed) when the answer is a plan from O(facts); nothing was written.
+  returned: when O(state=parsed)
+  type: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -155,9 +177,8 @@ requests:
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
     POOL_OPTIONS,
-    validate_node_selector,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.capacity_plan import REPORTS
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.summary import capacity_summary
@@ -166,14 +187,16 @@ OPTIONS = dict(
     POOL_OPTIONS,
     allow_empty_pool=dict(type="bool", default=False),
     report=dict(type="str", choices=list(REPORTS), default="changed"),
+    state=dict(type="str", choices=["present", "gathered", "parsed"], default="present"),
+    facts=dict(type="dict"),
 )
 
 
 def main() -> None:
-    run_module(
+    run_flow(
         OPTIONS,
-        service.run_recompute,
-        validate=validate_node_selector,
+        service.RECOMPUTE_FLOW,
+        required_if=[("state", "parsed", ["facts"])],
         diff_by_object=True,
         summary=capacity_summary,
     )

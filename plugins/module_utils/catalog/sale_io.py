@@ -3,7 +3,7 @@
 """A catalog run sells like a purchase, once for the whole run: before its first write
 the spot reclaim ``tenant_create.yml`` makes for a purchase (``spot.service.run_reclaim``,
 the code behind ``spot_reclaim``, as a sale: rule unsold-reclaim-need), after its last
-write the spot recompute (``spot.service.run_recompute``, the code behind
+write the spot recompute (``spot.service.RECOMPUTE_FLOW``, the code behind
 ``spot_capacity``). What the run sells, and whether it reclaims and recomputes, is rule
 catalog-sale (``capacity.purchase``); the refusal without ``reclaim`` and the summary
 are ``catalog.sale``. This file only gathers and applies.
@@ -119,4 +119,4 @@ def recompute_after_sale(
     if check_mode or not sale.recomputes:
         return None
     options = {"node_selector": params.get("node_selector") or {}, "allow_empty_pool": False}
-    return spot.run_recompute(options, cluster, check_mode)
+    return spot.RECOMPUTE_FLOW.run(options, cluster, check_mode)

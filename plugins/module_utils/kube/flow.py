@@ -29,6 +29,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ansible.module_utils.common.warnings import warn
+
 from ..common.errors import FieldError, raise_if
 
 if TYPE_CHECKING:  # the client is imported at run time only once the module connects
@@ -57,6 +59,14 @@ class Flow(Generic[Request, Facts, Planned]):
     empty: Callable[[Request], Facts] | None = None
     facts_out: Callable[[Facts], dict[str, Any]] | None = None
     facts_in: Callable[[Request, Mapping[str, Any]], Facts] | None = None
+    # What the plan warns about, said with the module's result in every state that plans.
+    warnings: Callable[[Planned], list[str]] | None = None
+
+    def _planned(self, request: Request, facts: Facts) -> Planned:
+        planned = self.plan(request, facts)
+        for warning in self.warnings(planned) if self.warnings is not None else ():
+            warn(warning)
+        return planned
 
     def run(self, params: Mapping[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
         """A run that connected: ``gathered`` reads and returns the facts; any other state
@@ -65,7 +75,7 @@ class Flow(Generic[Request, Facts, Planned]):
         facts = self.gather(request, cluster)
         if params.get("state") == GATHERED and self.facts_out is not None:
             return {"changed": False, "gathered": self.facts_out(facts)}
-        return self.apply(request, self.plan(request, facts), cluster, check_mode)
+        return self.apply(request, self._planned(request, facts), cluster, check_mode)
 
     def offline(self, params: Mapping[str, Any]) -> dict[str, Any] | None:
         """The answer of ``rendered`` and ``parsed``, which need no cluster; None for a run
@@ -80,7 +90,8 @@ class Flow(Generic[Request, Facts, Planned]):
         else:
             return None
         # Nothing is written: the plan is the answer, said as a check-mode run says it.
-        return {**self.report(request, self.plan(request, facts)), "changed": False, "state": state}
+        planned = self._planned(request, facts)
+        return {**self.report(request, planned), "changed": False, "state": state}
 
     def states(self) -> list[str]:
         """The offline states this flow answers."""
@@ -106,3 +117,16 @@ def facts_option(params: Mapping[str, Any]) -> Mapping[str, Any]:
             ]
         )
     return facts or {}
+
+
+def fact_lists(data: Mapping[str, Any], *keys: str) -> tuple[tuple[Any, ...], ...]:
+    """The lists ``keys`` of facts given to ``parsed``, in that order (a missing key is an
+    empty list); raises naming each key that holds something else."""
+    raise_if(
+        [
+            FieldError(f"facts.{key}", "must be a list, as state: gathered returns it")
+            for key in keys
+            if not isinstance(data.get(key, []), list)
+        ]
+    )
+    return tuple(tuple(data.get(key) or ()) for key in keys)

@@ -1,7 +1,7 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Spot against the cluster: the ``spot_reclaim``, ``spot_capacity`` and ``spot_info``
-modules (``run_reclaim``, ``run_recompute``, ``run_market``).
+modules (``run_reclaim``, ``RECOMPUTE_FLOW``, ``run_market``).
 
 The decisions are the pure rules of ``capacity.pool``, ``spot.capacity_plan``,
 ``spot.market`` and, for the reclaim, ``spot.victims``, ``spot.candidates`` and
@@ -9,7 +9,8 @@ The decisions are the pure rules of ``capacity.pool``, ``spot.capacity_plan``,
 ``payg_capacity`` and a catalog sale) ``spot/reclaim_io``. This file runs the modules:
 
 * ``spot_reclaim``: the reclaim, then (``wait``) the poll until the GPUs are free;
-* ``spot_capacity``: one list of Nodes and one of billing Queues, then a server-side
+* ``spot_capacity`` (``RECOMPUTE_FLOW``, through ``kube.flow``; its pure steps are
+  ``spot/recompute``): one list of Nodes and one of billing Queues, then a server-side
   apply of just the capability and deserved of each spot queue whose value changes;
 * ``spot_info``: the Queue and spot Job lists and one get of the history ConfigMap,
   nothing written.
@@ -27,18 +28,28 @@ from ..capacity.pool import label_selector
 from ..common.errors import PartialWrite, Refused, raise_if
 from ..common.names import CAPACITY_FIELD_MANAGER
 from ..kube.cluster import ApiException, Cluster, TransportError, written_or_raise
+from ..kube.flow import Flow
 from ..kube.lease_io import default_holder, run_id
-from .capacity_plan import plan_spot_capacity, recompute_result
+from .capacity_plan import SpotCapacityPlan
 from .market import market_view, parse_market, unknown_tenant_errors
 from .read_io import (
     read_live_history,
     read_queues,
     read_spot_candidates,
     wait_until_free,
-    warn_all,
 )
 from .reclaim import ReclaimRequest, reclaim_diff, reclaim_request, reclaim_summary, victim_names
 from .reclaim_io import reclaim, utc_now
+from .recompute import (
+    RecomputeFacts,
+    RecomputeRequest,
+    facts_in,
+    facts_out,
+    parse_recompute,
+    plan,
+    report,
+    warnings,
+)
 
 # --- spot_reclaim ------------------------------------------------------------------
 
@@ -92,20 +103,33 @@ def _wait_after_reclaim(
 # --- spot_capacity -----------------------------------------------------------------
 
 
-def run_recompute(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
-    """The ``spot_capacity`` module: every spot queue's capability from the idle
-    pool, applied to the queues whose value changes (a dry run in check mode)."""
-    selector = params["node_selector"] or {}
-    nodes = cluster.list("v1", "Node", label_selector=label_selector(selector))
-    capacity = plan_spot_capacity(
-        nodes, read_queues(cluster), selector, params.get("allow_empty_pool", False)
-    )
-    warn_all(capacity.warnings)
-    result = recompute_result(capacity, params.get("report", "changed"))
-    apply_capabilities(cluster, capacity.changes, "updating spot queues", **result)
-    result["changed"] = bool(capacity.changes)
-    result["diff"] = {"before": capacity.before, "after": capacity.after}
+def gather_recompute(request: RecomputeRequest, cluster: Cluster) -> RecomputeFacts:
+    """One list of the pool's Nodes and one of the billing Queues."""
+    nodes = cluster.list("v1", "Node", label_selector=label_selector(request.node_selector))
+    return RecomputeFacts(tuple(nodes), tuple(read_queues(cluster)))
+
+
+def apply_recompute(
+    request: RecomputeRequest, planned: SpotCapacityPlan, cluster: Cluster, check_mode: bool
+) -> dict[str, Any]:
+    """The changed spot queues' capability and deserved (a dry run in check mode)."""
+    result = report(request, planned)
+    said = {k: v for k, v in result.items() if k not in ("changed", "diff")}
+    apply_capabilities(cluster, planned.changes, "updating spot queues", **said)
     return result
+
+
+# Module spot_capacity: every spot queue's capability from the idle pool.
+RECOMPUTE_FLOW: Flow[RecomputeRequest, RecomputeFacts, SpotCapacityPlan] = Flow(
+    parse=parse_recompute,
+    gather=gather_recompute,
+    plan=plan,
+    apply=apply_recompute,
+    report=report,
+    facts_out=facts_out,
+    facts_in=facts_in,
+    warnings=warnings,
+)
 
 
 def apply_capabilities(

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..common.errors import FieldError, raise_if
 from ..common.objects import strip_server_fields
-from ..kube.flow import RENDERED
+from ..kube.flow import RENDERED, fact_lists
 from .discovery import Discovered, check_source_options, tree_from_source
 from .plan import SyncPlan, plan_tree_sync
 from .render import text_tree
@@ -98,16 +98,8 @@ def facts_out(facts: SyncFacts) -> dict[str, Any]:
 
 
 def facts_in(request: SyncRequest, data: Mapping[str, Any]) -> SyncFacts:
-    """Facts given as ``gathered`` returned them; raises naming the key that is not a list."""
-    errors = [
-        FieldError(f"facts.{key}", "must be a list, as state: gathered returns it")
-        for key in ("nodes", "hypernodes")
-        if not isinstance(data.get(key, []), list)
-    ]
-    raise_if(errors)
-    return SyncFacts(
-        nodes=tuple(data.get("nodes") or ()), hypernodes=tuple(data.get("hypernodes") or ())
-    )
+    """Facts given as ``gathered`` returned them."""
+    return SyncFacts(*fact_lists(data, "nodes", "hypernodes"))
 
 
 def plan_run(request: SyncRequest, facts: SyncFacts) -> SyncPlanned:

@@ -40,7 +40,7 @@ def playbook_tasks(name: str) -> tuple[dict[str, Any], list]:
 
 
 def main_service(module: str) -> str:
-    """The service function a module's main() hands run_module: ``service.<function>``."""
+    """What a module's main() hands run_module or run_flow: ``service.<function or flow>``."""
     tree = ast.parse((ROOT / "plugins" / "modules" / f"{module}.py").read_text())
     main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
     call = next(n for n in ast.walk(main) if isinstance(n, ast.Call))

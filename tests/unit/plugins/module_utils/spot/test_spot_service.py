@@ -1,6 +1,6 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""spot.service.run_recompute (spot_capacity) and run_reclaim (spot_reclaim)
+"""spot.service.RECOMPUTE_FLOW (spot_capacity) and run_reclaim (spot_reclaim)
 against the fake cluster."""
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ def capability(cluster, queue):
     return cluster.store[cluster.key("Queue", None, queue)]["spec"]["capability"]
 
 
-# --- run_recompute -----------------------------------------------------------------
+# --- RECOMPUTE_FLOW -----------------------------------------------------------------
 
 
 def test_recompute_applies_each_changed_spot_queue():
     cluster = spot_cluster()
-    result = service.run_recompute(params(spot_capacity), cluster, check_mode=False)
+    result = service.RECOMPUTE_FLOW.run(params(spot_capacity), cluster, check_mode=False)
     assert result["changed"] is True
     assert result["updated"] == ["tenant-alpha-spot", "tenant-beta-spot"]
     assert result["pool"][GPU] == 64 and result["idle"][GPU] == 12
@@ -49,7 +49,7 @@ def test_recompute_applies_each_changed_spot_queue():
 
 def test_recompute_in_check_mode_writes_nothing():
     cluster = spot_cluster(dry_run=True)
-    result = service.run_recompute(params(spot_capacity), cluster, check_mode=True)
+    result = service.RECOMPUTE_FLOW.run(params(spot_capacity), cluster, check_mode=True)
     assert result["changed"] is True and len(result["updated"]) == 2
     assert cluster.real_writes == [] and [w[0] for w in cluster.writes] == ["dry-run", "dry-run"]
     assert capability(cluster, "tenant-alpha-spot") == {GPU: 0}
@@ -61,7 +61,7 @@ def test_recompute_refused_part_way_raises_partial_write_with_done():
         spot_objects(), refuse={("apply", "Queue", "tenant-beta-spot"): refusal}
     )
     with pytest.raises(PartialWrite) as info:
-        service.run_recompute(params(spot_capacity), cluster, check_mode=False)
+        service.RECOMPUTE_FLOW.run(params(spot_capacity), cluster, check_mode=False)
     assert info.value.what == "updating spot queues" and info.value.cause is refusal
     assert info.value.done == ["tenant-alpha-spot"]
     # what was written, not what was planned (a run reported 307 updated after writing 94)

@@ -1,0 +1,82 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Module ``spot_capacity`` through the flow contract (``kube.flow``), its pure steps:
+the request, the facts as data and back, and what the plan says (no I/O).
+
+The plan itself is ``capacity_plan.plan_spot_capacity``; the reads (``gather``) and the
+writes (``apply``) are ``spot/service``'s. Offline, ``gathered`` returns the pool's Nodes
+and the billing Queues as the rules read them (``common/facts``), and ``parsed`` plans
+the spot capabilities from such facts: a what-if (a node drained, a purchase made) or
+another cluster's plan, reviewed with no connection. There is no ``rendered``: an empty
+cluster has no pool to apportion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..capacity.pool import validate_node_selector
+from ..common.facts import node_fact, queue_fact
+from ..kube.flow import fact_lists
+from .capacity_plan import SpotCapacityPlan, plan_spot_capacity, recompute_result
+
+
+@dataclass(frozen=True)
+class RecomputeRequest:
+    """What a ``spot_capacity`` run asks for."""
+
+    node_selector: Mapping[str, str]
+    allow_empty_pool: bool
+    report: str
+
+
+@dataclass(frozen=True)
+class RecomputeFacts:
+    """The pool's Nodes and every tenant's billing Queues."""
+
+    nodes: tuple[Mapping[str, Any], ...] = ()
+    queues: tuple[Mapping[str, Any], ...] = ()
+
+
+def parse_recompute(params: Mapping[str, Any]) -> RecomputeRequest:
+    """The options as a request; raises for a node selector rule node-selector refuses."""
+    validate_node_selector(params)
+    return RecomputeRequest(
+        node_selector=dict(params.get("node_selector") or {}),
+        allow_empty_pool=bool(params.get("allow_empty_pool")),
+        report=str(params.get("report") or "changed"),
+    )
+
+
+def plan(request: RecomputeRequest, facts: RecomputeFacts) -> SpotCapacityPlan:
+    """Every tenant's spot capability over the facts (rule spot-capacity)."""
+    return plan_spot_capacity(
+        facts.nodes, facts.queues, request.node_selector, request.allow_empty_pool
+    )
+
+
+def warnings(planned: SpotCapacityPlan) -> list[str]:
+    return list(planned.warnings)
+
+
+def report(request: RecomputeRequest, planned: SpotCapacityPlan) -> dict[str, Any]:
+    """The module's result for the plan: pool, idle, counts, rows, the queues it changes."""
+    return {
+        **recompute_result(planned, request.report),
+        "changed": bool(planned.changes),
+        "diff": {"before": planned.before, "after": planned.after},
+    }
+
+
+def facts_out(facts: RecomputeFacts) -> dict[str, Any]:
+    return {
+        "nodes": [node_fact(n) for n in facts.nodes],
+        "queues": [queue_fact(q) for q in facts.queues],
+    }
+
+
+def facts_in(request: RecomputeRequest, data: Mapping[str, Any]) -> RecomputeFacts:
+    """Facts given as ``gathered`` returned them."""
+    return RecomputeFacts(*fact_lists(data, "nodes", "queues"))
