@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from ..common.quantity import GPU, Resources, fmt
-from .pool import POOL_RESOURCES, TenantCommitment
+from ..common.quantity import GPU, Resources, fmt, render
+from .pool import POOL_RESOURCES, TenantCommitment, commitments_from_queues
 
 # A catalog tenant's purchase: its subscription and its PAYG grant (None: the live
 # grant stays).
@@ -78,6 +78,19 @@ def purchase_demand(
         - live.payg[r]
         for r in POOL_RESOURCES
     }
+
+
+def purchase_added(
+    tenant: str,
+    live_queues: Mapping[str, Mapping[str, Any]],
+    subscription: Resources,
+    payg: Resources | None,
+) -> dict[str, int | str]:
+    """Rule purchase-demand for the tenant's own live queues, as manifests write
+    quantities: what the purchase newly sells, which the purchase flows free
+    from spot jobs first. ``live_queues``: the tenant's queues, as read."""
+    current = commitments_from_queues(live_queues.values()).get(tenant)
+    return render(purchase_demand(current, subscription, payg))
 
 
 @dataclass(frozen=True)

@@ -316,3 +316,12 @@ def ledger_csv(ledger: Mapping[str, Any]) -> str:
     writer.writeheader()
     writer.writerows(csv_lines(ledger))
     return out.getvalue()
+
+
+def unclaimed_warnings(unclaimed: Mapping[tuple[str, str], Decimal]) -> list[str]:
+    """Rule reconciliation, said: each pod whose GPU-seconds no line claims."""
+    return [
+        f"reconciliation: {namespace}/{pod} held {seconds} GPU-seconds in the period that no "
+        "billing line claims: its queue is not one of its tenant's (docs/metering.md)"
+        for (namespace, pod), seconds in sorted(unclaimed.items())
+    ]
