@@ -29,7 +29,9 @@ def rule_functions_in_services() -> list[str]:
                 continue
             doc = ast.get_docstring(node) or ""
             if DECLARES.match(doc) and (domain, node.name) not in BEING_MOVED:
-                found.append(f"{domain}/service.py:{node.lineno} {node.name}: {doc.splitlines()[0]}")
+                found.append(
+                    f"{domain}/service.py:{node.lineno} {node.name}: {doc.splitlines()[0]}"
+                )
     return found
 
 
@@ -39,4 +41,6 @@ def test_the_services_are_found():
 
 def test_no_service_declares_a_rule():
     found = rule_functions_in_services()
-    assert not found, "rule functions in a service.py (move them to the domain's rule file):\n" + "\n".join(found)
+    assert not found, (
+        "rule functions in a service.py (move them to the domain's rule file):\n" + "\n".join(found)
+    )
