@@ -114,7 +114,8 @@ def catalog_purchase(
     desired: Mapping[str, Purchase],
     pruned: Sequence[str] = (),
 ) -> CatalogPurchase:
-    """Rule catalog-purchase. ``desired`` maps each catalog tenant to its (subscription,
+    """Rule catalog-purchase: what a tenant catalog's purchases together hold out of the
+    pool before and after its run, and which tenants' purchases change. ``desired`` maps each catalog tenant to its (subscription,
     payg) (payg None: the live grant stays); ``live`` is every tenant's commitment as
     read. Tenants outside the catalog keep what they hold unless they are ``pruned``,
     which then hold nothing."""

@@ -37,7 +37,8 @@ from .spec import Catalog
 def sale_reclaim_errors(
     sale: CatalogSale, reclaim: bool, planned: Mapping[str, Any]
 ) -> list[FieldError]:
-    """Rule catalog-sale-reclaim. ``planned`` is the reclaim's plan for the sale (its
+    """Rule catalog-sale-reclaim: with ``reclaim: false`` a sale that needs spot jobs
+    reclaimed is refused before any write, with the numbers. ``planned`` is the reclaim's plan for the sale (its
     ``shortfall``, and the GPUs ``spot`` jobs hold), made without writing."""
     shortfall = int(planned.get("shortfall") or 0)
     if reclaim or not sale.reclaims or shortfall == 0:

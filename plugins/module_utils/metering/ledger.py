@@ -122,7 +122,7 @@ def subscription_row(
 
 
 def payg_row(tenant: str, used: Decimal, prices: PriceTable) -> dict[str, Any]:
-    """Rule payg-amount."""
+    """Rule payg-amount: GPU-hours x the list price ``payg.gpu_hour``."""
     return {
         "tenant": tenant,
         "billing_type": "payg",
@@ -133,7 +133,7 @@ def payg_row(tenant: str, used: Decimal, prices: PriceTable) -> dict[str, Any]:
 
 
 def cloud_row(tenant: str, used: Decimal, prices: PriceTable) -> dict[str, Any]:
-    """Rule cloud-amount."""
+    """Rule cloud-amount: GPU-hours on cloud nodes, whatever the queue, x ``cloud.gpu_hour``."""
     return {
         "tenant": tenant,
         "billing_type": LINE_CLOUD,

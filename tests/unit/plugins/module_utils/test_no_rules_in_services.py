@@ -4,17 +4,18 @@
 it applies live in its domain's pure files (see docs/development.md, "Finding a rule").
 
 A function declares a rule when the first line of its docstring starts with ``Rule <id>``
-(``<id>`` in kebab-case), as every rule function of the collection does.
+(``<id>`` in kebab-case), as every rule function of the collection does
+(``common.rule_index.declared_id``).
 """
 
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.rule_index import declared_id
+
 MODULE_UTILS = Path(__file__).resolve().parents[4] / "plugins" / "module_utils"
-DECLARES = re.compile(r"Rule [a-z0-9]+(?:-[a-z0-9]+)*\b")
 
 # Functions still being moved out on another branch, by (domain, function).
 BEING_MOVED = {("inference", "_tenant_queue_type")}
@@ -28,7 +29,7 @@ def rule_functions_in_services() -> list[str]:
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
             doc = ast.get_docstring(node) or ""
-            if DECLARES.match(doc) and (domain, node.name) not in BEING_MOVED:
+            if declared_id(doc) and (domain, node.name) not in BEING_MOVED:
                 found.append(
                     f"{domain}/service.py:{node.lineno} {node.name}: {doc.splitlines()[0]}"
                 )
