@@ -37,7 +37,7 @@ from .request import JobRequest, job_placement
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
-Rule = Callable[[JobRequest, JobClass | None], list[FieldError]]
+Rule = Callable[[JobRequest, "JobClass | None"], list[FieldError]]
 
 
 # --- checks shared with the manifest completion ------------------------------------------------

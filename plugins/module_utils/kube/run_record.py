@@ -43,9 +43,6 @@ from ..common.history import history_manifest, push_history, read_history
 from ..common.names import PLATFORM_NAMESPACE
 from .cluster import ApiException, Cluster, TransportError, api_error_message
 
-# What a best-effort write catches (see the module docstring for why each).
-BEST_EFFORT_ERRORS = (ApiException, TransportError)
-
 
 def record_event(cluster: Cluster, manifest: Mapping[str, Any], what: str) -> bool:
     """Create the Event ``manifest`` (``common/run_event.run_event``); False, and the
@@ -54,7 +51,7 @@ def record_event(cluster: Cluster, manifest: Mapping[str, Any], what: str) -> bo
     ``tenant-a/task-d was evicted but its ArbiterEvicted``."""
     try:
         cluster.create(manifest)
-    except BEST_EFFORT_ERRORS as exc:
+    except (ApiException, TransportError) as exc:  # a best-effort write's (module docstring)
         warn(f"{what} Event could not be recorded: {api_error_message(exc)}")
         return False
     return True
@@ -93,6 +90,6 @@ def record_history(
     <why>``. ``what`` names the run, for example ``the reclaim``."""
     try:
         return append_history(cluster, name, entry, size, namespace)
-    except BEST_EFFORT_ERRORS as exc:
+    except (ApiException, TransportError) as exc:  # a best-effort write's (module docstring)
         warn(f"{what} could not be added to ConfigMap {namespace}/{name}: {api_error_message(exc)}")
         return []
