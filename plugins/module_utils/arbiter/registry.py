@@ -7,7 +7,7 @@ they never import it."""
 from __future__ import annotations
 
 from ..common.rule_index import RuleRef
-from . import aftermath, candidates, inputs, model, plan, record, rules, write_io
+from . import aftermath, candidates, hold, inputs, model, plan, record, rules
 
 RULES: tuple[RuleRef, ...] = (
     RuleRef("arbiter-candidates", candidates.arbiter_candidates),
@@ -23,7 +23,7 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("parent-allocation", model.with_children_allocation),
     RuleRef("placed-is-not-waiting", model.placed),
     RuleRef("preempt-victims", rules.preempt_victims),
-    RuleRef("reclaim-hold", write_io.hold_victim_queues),
+    RuleRef("reclaim-hold", hold.held_capability),
     RuleRef("refusal-while-settling", record.settled),
     RuleRef("releasing-is-free", model.without_releasing),
     RuleRef("restart-may-preempt", aftermath.restart_may_preempt),

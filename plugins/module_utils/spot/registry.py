@@ -7,11 +7,10 @@ they never import it."""
 from __future__ import annotations
 
 from ..common.rule_index import RuleRef
-from . import apportion, candidates, capacity_plan, market, reclaim, reclaim_io, victims
+from . import apportion, candidates, capacity_plan, market, reclaim, victims
 
 RULES: tuple[RuleRef, ...] = (
     RuleRef("known-tenant", market.unknown_tenant_errors),
-    RuleRef("reclaim", reclaim_io.reclaim),
     RuleRef("reclaim-input", reclaim.reclaim_input_errors),
     RuleRef("reclaim-need", victims.reclaim_need),
     RuleRef("spot-apportionment", apportion.apportion_spot),
