@@ -109,3 +109,10 @@ def aftermath_warning(after: Iterable[Mapping[str, Any]]) -> str:
         "priority order)."
         for a in after
     )
+
+
+def aftermath_said(result: Mapping[str, Any]) -> str | None:
+    """Rule restart-may-preempt, said before (check mode) or after the eviction: the
+    warning for the result's ``may_preempt_after_restart``, or None when it is empty."""
+    after = result["may_preempt_after_restart"]
+    return aftermath_warning(after) if after else None

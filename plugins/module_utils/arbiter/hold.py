@@ -27,8 +27,8 @@ from .model import QueueState, RunningJob
 
 
 def held_capability(state: QueueState, taken: int) -> int:
-    """The GPU capability a victim queue is held at: its allocation less ``taken``, never
-    below its deserved."""
+    """Rule reclaim-hold: the GPU capability a victim queue is held at while the waiting
+    job has not started, its allocation less ``taken``, never below its deserved."""
     return max(state.deserved, state.allocated_gpus - taken)
 
 

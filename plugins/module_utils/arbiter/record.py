@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from ..common import history as _history
+from ..common.errors import Refused
 from ..common.names import (
     EVENT_REASON_ARBITER_EVICTED,
     EVENT_REASON_ARBITER_MADE_ROOM,
@@ -32,7 +33,7 @@ from ..common.run_event import involved_object, run_event
 from ..common.times import read_rfc3339
 from ..kube.lease import seconds_time
 from .model import RunningJob, WaitingJob
-from .plan import NONE, PREEMPT, RECLAIM, Decision
+from .plan import NONE, PREEMPT, RECLAIM, REFUSE, Decision
 
 # The rule whose victims each action evicts.
 RULE_OF_ACTION = {PREEMPT: "preempt-victims", RECLAIM: "team-reclaim-victims"}
@@ -229,3 +230,25 @@ def settled_result(result: Mapping[str, Any], entry: Mapping[str, Any]) -> dict[
             f"(evicted {victims or 'nothing'}); Volcano is placing it (rule refusal-while-settling)"
         ),
     }
+
+
+def settled(
+    result: dict[str, Any],
+    blocker: str | None,
+    history: Iterable[Any] | None,
+    now: datetime,
+    window: float,
+) -> dict[str, Any]:
+    """Rule refusal-while-settling: a refusal read while another run holds the Lease, or
+    within ``window`` (``lease_duration``) seconds of a run that made room for the same
+    job, was read from a cluster still moving (Volcano's queue status keeps the victims'
+    GPUs for a while). While the Lease is held (``blocker``, ``kube/lease.lease_blocker``)
+    the run fails as a run refused the Lease does; after a run made room (``history``, the
+    arbiter's history, read only when no run holds the Lease), the answer is that nothing
+    is to be done. Any other result is returned as it is."""
+    if result["decision"] != REFUSE:
+        return result
+    if blocker:
+        raise Refused(blocker, **report(result))
+    entry = room_made_for(history or [], result["job"], now, window)
+    return settled_result(result, entry) if entry is not None else result

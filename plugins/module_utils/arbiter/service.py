@@ -46,7 +46,7 @@ from ..kube.cluster import Cluster
 from ..kube.lease import QUEUE_ARBITER, lease_blocker, run_holder
 from ..kube.lease_io import acquire_lease, default_holder, read_lease, release_lease, run_id
 from ..kube.run_record import read_run_history, record_event, record_history
-from .aftermath import aftermath_warning
+from .aftermath import aftermath_said
 from .candidates import admission_due
 from .plan import RECLAIM, REFUSE
 from .read_io import decide
@@ -55,8 +55,7 @@ from .record import (
     history_entry,
     made_room_event,
     report,
-    room_made_for,
-    settled_result,
+    settled,
     victim_dict,
 )
 from .write_io import (
@@ -75,9 +74,10 @@ def utc_now() -> datetime:
 
 
 def _warn_aftermath(result: Mapping[str, Any]) -> None:
-    """Rule restart-may-preempt, said before (check mode) or after the eviction."""
-    if result["may_preempt_after_restart"]:
-        warn(aftermath_warning(result["may_preempt_after_restart"]))
+    """Warn what rule restart-may-preempt says (``aftermath.aftermath_said``), if anything."""
+    said = aftermath_said(result)
+    if said:
+        warn(said)
 
 
 def _without_eviction(result: dict[str, Any]) -> dict[str, Any]:
@@ -89,20 +89,14 @@ def _without_eviction(result: dict[str, Any]) -> dict[str, Any]:
 def settling(
     cluster: Cluster, params: Mapping[str, Any], result: dict[str, Any], holder: str, now: datetime
 ) -> dict[str, Any]:
-    """Rule refusal-while-settling: a refusal read while another run holds the Lease, or
-    within ``lease_duration`` seconds of a run that made room for the same job, was read
-    from a cluster still moving (Volcano's queue status keeps the victims' GPUs for a
-    while). While the Lease is held the run fails as a run refused the Lease does; after
-    a run made room, the answer is that nothing is to be done. Two GETs, only on a
+    """What rule refusal-while-settling (``record.settled``) judges a refusal by: the
+    Lease, then, unless another run holds it, the arbiter's history. Two GETs, only on a
     refusal."""
     if result["decision"] != REFUSE:
         return result
     blocker = lease_blocker(QUEUE_ARBITER, read_lease(cluster, QUEUE_ARBITER), holder, now)
-    if blocker:
-        raise Refused(blocker, **report(result))
-    history = read_run_history(cluster, QUEUE_ARBITER_HISTORY)
-    entry = room_made_for(history, result["job"], now, params["lease_duration"])
-    return settled_result(result, entry) if entry is not None else result
+    history = None if blocker else read_run_history(cluster, QUEUE_ARBITER_HISTORY)
+    return settled(result, blocker, history, now, params["lease_duration"])
 
 
 def wait_for_admission(cluster: Cluster, params: Mapping[str, Any]) -> None:

@@ -74,7 +74,8 @@ class CloudRoom:
 
 
 def burst_headroom(room: CloudRoom | None) -> int:
-    """Rule payg-burst-headroom."""
+    """Rule payg-burst-headroom: the cloud GPUs a growth may take, the smaller of the
+    tenant's headroom and the cloud's, never below 0 (see the module docstring)."""
     if room is None or not room.reaches_cloud:
         return 0
     return max(0, min(room.tenant_headroom, room.cloud_headroom))

@@ -31,6 +31,7 @@ from typing import Any
 from ..common.names import ANNOTATION_PAYG_GRANTED_AT
 from ..common.quantity import GPU
 from ..common.times import api_seconds, write_rfc3339
+from .payg import PaygResize
 
 DEFAULT_GRACE_MINUTES = 30
 
@@ -112,3 +113,14 @@ def stamp_for_write(
             ANNOTATION_PAYG_GRANTED_AT
         ] = raw
     return manifest
+
+
+def stamp_growth(resize: PaygResize, now: float, grace: float) -> None:
+    """Rule payg-grace: a growing grant carries the time it is made, and its table row
+    says from when a reconcile may shrink it unused."""
+    for row, manifest in resize.changes:
+        if row["growth"] > 0:
+            stamp(manifest, now)
+            for entry in resize.table:
+                if entry["queue"] == row["queue"]:
+                    entry["kept_until"] = grace_end(now, grace)

@@ -35,7 +35,15 @@ from ..common.objects import differs
 from ..common.quantity import GPU, Resources, fmt, parse_resources, render
 from ..jobs.demand import job_demand
 from ..spot.reclaim import reclaim_option_errors
-from .cloud import cloud_annotation, cloud_part_after
+from .cloud import (
+    burst_headroom,
+    cloud_annotation,
+    cloud_part_after,
+    cloud_room,
+    cloud_short_error,
+    leaf_allocated,
+    payg_split,
+)
 from .oversell import oversell_errors
 from .pool import POOL_RESOURCES, TenantCommitment, committed_total, selector_errors
 
@@ -367,3 +375,34 @@ def payg_input_errors(params: Mapping[str, Any]) -> list[FieldError]:
 def validate_payg_input(params: Mapping[str, Any]) -> None:
     """``payg_input_errors``, raising PlatformValidationError."""
     raise_if(payg_input_errors(params))
+
+
+def cloud_split(
+    resize: PaygResize,
+    tenant: str,
+    queues: Sequence[Mapping[str, Any]],
+    burst: Sequence[Mapping[str, Any]],
+    jobs: Sequence[Mapping[str, Any]],
+    commitments: Mapping[str, TenantCommitment],
+    available: int,
+    reclaim: bool,
+) -> tuple[str, int, int, list[FieldError]]:
+    """Rule payg-idc-first for the one tenant's growth that the IDC cannot give in
+    full (``available`` GPUs): the rest from the cloud, up to rule payg-burst-headroom
+    over the burst queues ``burst``. Without cloud headroom the growth stays the IDC's.
+    Returns the growing queue, its GPUs from the IDC and from the cloud, and the error
+    when the cloud's part exceeds its headroom."""
+    growth = resize.growth
+    row = next(r for r, _unused in resize.changes if r["tenant"] == tenant)
+    payg_queue = next(q for q in queues if q["metadata"]["name"] == row["queue"])
+    in_use = {
+        q["metadata"]["name"]: payg_in_use(leaf_allocated(q), jobs, q["metadata"]["name"])
+        for q in burst
+    }
+    room = cloud_room(tenant, payg_queue, burst, in_use, commitments)
+    headroom = burst_headroom(room)
+    from_idc, from_cloud = payg_split(growth, available, headroom)
+    errors = []
+    if room is not None and from_cloud > headroom:
+        errors.append(cloud_short_error(tenant, growth, from_idc, from_cloud, room, reclaim))
+    return row["queue"], from_idc, from_cloud, errors

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from ..common.quantity import GPU, Resources, fmt
-from .pool import POOL_RESOURCES, TenantCommitment
+from ..common.quantity import GPU, Resources, fmt, render
+from .pool import POOL_RESOURCES, TenantCommitment, commitments_from_queues
 
 # A catalog tenant's purchase: its subscription and its PAYG grant (None: the live
 # grant stays).
@@ -80,6 +80,19 @@ def purchase_demand(
     }
 
 
+def purchase_added(
+    tenant: str,
+    live_queues: Mapping[str, Mapping[str, Any]],
+    subscription: Resources,
+    payg: Resources | None,
+) -> dict[str, int | str]:
+    """Rule purchase-demand for the tenant's own live queues, as manifests write
+    quantities: what the purchase newly sells, which the purchase flows free
+    from spot jobs first. ``live_queues``: the tenant's queues, as read."""
+    current = commitments_from_queues(live_queues.values()).get(tenant)
+    return render(purchase_demand(current, subscription, payg))
+
+
 @dataclass(frozen=True)
 class CatalogPurchase:
     """Rule catalog-purchase: what a catalog's purchases hold out of the pool."""
@@ -101,7 +114,8 @@ def catalog_purchase(
     desired: Mapping[str, Purchase],
     pruned: Sequence[str] = (),
 ) -> CatalogPurchase:
-    """Rule catalog-purchase. ``desired`` maps each catalog tenant to its (subscription,
+    """Rule catalog-purchase: what a tenant catalog's purchases together hold out of the
+    pool before and after its run, and which tenants' purchases change. ``desired`` maps each catalog tenant to its (subscription,
     payg) (payg None: the live grant stays); ``live`` is every tenant's commitment as
     read. Tenants outside the catalog keep what they hold unless they are ``pruned``,
     which then hold nothing."""

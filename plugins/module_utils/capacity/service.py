@@ -37,21 +37,14 @@ from ..spot.read_io import read_pool, read_queues, read_spot_candidates, wait_un
 from ..spot.reclaim import NEED_FROM_UNSOLD, ReclaimError, reclaim_request, victim_names
 from ..spot.reclaim_io import reclaim, utc_now
 from ..spot.victims import unsold_reclaim_need
-from .cloud import (
-    burst_headroom,
-    cloud_room,
-    cloud_short_error,
-    idc_available,
-    leaf_allocated,
-    payg_split,
-)
-from .grace import grace_end, grants_by_queue, hold_recent_grants, stamp
+from .cloud import idc_available
+from .grace import grants_by_queue, hold_recent_grants, stamp_growth
 from .payg import (
     PaygResize,
+    cloud_split,
     growth_reason,
     no_reclaim_error,
     parse_target,
-    payg_in_use,
     payg_oversell_errors,
     plan_payg,
     resize_table,
@@ -84,17 +77,6 @@ def run(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str,
         "reclaim": reclaimed,
         "diff": {"before": resize.before, "after": resize.after},
     }
-
-
-def stamp_growth(resize: PaygResize, now: float, grace: float) -> None:
-    """Rule payg-grace: a growing grant carries the time it is made, and its table row
-    says from when a reconcile may shrink it unused."""
-    for row, manifest in resize.changes:
-        if row["growth"] > 0:
-            stamp(manifest, now)
-            for entry in resize.table:
-                if entry["queue"] == row["queue"]:
-                    entry["kept_until"] = grace_end(now, grace)
 
 
 def make_room(
@@ -161,30 +143,18 @@ def _split_into_cloud(
     jobs: list[dict[str, Any]],
     available: int,
 ) -> None:
-    """Rule payg-idc-first for the one tenant's growth that the IDC cannot give in
-    full: read the burst queues (one list) and take the rest from the cloud, up to
-    rule payg-burst-headroom. Without cloud headroom the growth stays the IDC's."""
-    tenant, growth = params["tenant"], resize.growth
-    row = next(r for r, _unused in resize.changes if r["tenant"] == tenant)
-    payg_queue = next(q for q in queues if q["metadata"]["name"] == row["queue"])
+    """The one tenant's growth that the IDC cannot give in full: read the burst queues
+    (one list) for rule payg-idc-first (``payg.cloud_split``) and split the growth."""
     burst = cluster.list(
         QUEUE_API,
         "Queue",
         label_selector=f"{MANAGED_SELECTOR},{LABEL_QUEUE_TYPE}={QUEUE_TYPE_BURST}",
     )
-    in_use = {
-        q["metadata"]["name"]: payg_in_use(leaf_allocated(q), jobs, q["metadata"]["name"])
-        for q in burst
-    }
-    room = cloud_room(tenant, payg_queue, burst, in_use, commitments)
-    headroom = burst_headroom(room)
-    from_idc, from_cloud = payg_split(growth, available, headroom)
-    if room is not None and from_cloud > headroom:
-        _refuse_if(
-            [cloud_short_error(tenant, growth, from_idc, from_cloud, room, params["reclaim"])],
-            resize,
-        )
-    resize.split(row["queue"], from_idc, from_cloud)
+    queue, from_idc, from_cloud, errors = cloud_split(
+        resize, params["tenant"], queues, burst, jobs, commitments, available, params["reclaim"]
+    )
+    _refuse_if(errors, resize)
+    resize.split(queue, from_idc, from_cloud)
 
 
 def _refuse_if(errors: list, resize: PaygResize) -> None:

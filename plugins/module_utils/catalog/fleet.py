@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
-from ..common.names import namespace_name, owner_tenant
+from ..capacity.pool import TenantCommitment, commitments_from_queues, pool_from_nodes
+from ..common.names import LABEL_MANAGED_BY, MANAGED_BY, namespace_name, owner_tenant
 from ..tenants.live import TenantLive
 
 # The kinds a tenant owns besides its queues, as ``tenants.service`` writes them.
@@ -74,3 +76,17 @@ def group_fleet(
         for kind in objects:
             live.objects.setdefault(kind, {})
     return tenants
+
+
+def fleet_purchases(
+    params: Mapping[str, Any], fleet: Fleet
+) -> tuple[dict[str, Decimal], dict[str, TenantCommitment]]:
+    """The pool (``node_selector``) and every tenant's purchase, from the fleet as read:
+    no request."""
+    pool, _members = pool_from_nodes(fleet.nodes, params.get("node_selector") or {})
+    managed = [
+        q
+        for q in fleet.queues.values()
+        if ((q.get("metadata") or {}).get("labels") or {}).get(LABEL_MANAGED_BY) == MANAGED_BY
+    ]
+    return pool, commitments_from_queues(managed)

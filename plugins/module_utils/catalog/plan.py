@@ -184,7 +184,8 @@ def prune_refusal(name: str, running: Mapping[str, int], force: bool) -> list[st
 
 
 def tenant_status(work: TenantWork, wrote_anything: bool) -> str:
-    """Rule catalog-status."""
+    """Rule catalog-status: the tenant is reported ``created``, ``changed``, ``unchanged``,
+    ``refused`` or ``pruned``."""
     if work.refused:
         return REFUSED
     if work.prune:

@@ -60,7 +60,9 @@ def _sort_key(manifest: Mapping[str, Any]) -> tuple[int, int, int, str, str]:
 
 
 def sorted_manifests(manifests: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Rule rendered-order."""
+    """Rule rendered-order: the manifests in a stable order, cluster-scoped first, then by
+    the order the platform writes kinds, then by namespace and name (see the module
+    docstring)."""
     return [dict(m) for m in sorted(manifests, key=_sort_key)]
 
 

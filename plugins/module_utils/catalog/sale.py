@@ -9,6 +9,8 @@ here:
 * Rule catalog-sale-reclaim (``sale_reclaim_errors``): with ``reclaim: false`` a run
   whose sale needs spot jobs reclaimed (rule unsold-reclaim-need finds a shortfall) is
   refused before any write, with the numbers, as ``payg_capacity`` refuses a growth.
+* Rule catalog-oversell-guard (``capacity.oversell.catalog_oversell_errors``) over the
+  whole catalog (``oversell_check``), before the first write.
 * Rule catalog-sale-summary (``spot_after``, ``sale_line``): the spot capacity the run
   leaves (the recompute's idle GPUs; in check mode the unsold GPUs the sale leaves,
   which the recompute would share out) and one line saying what the run sold, what it
@@ -19,20 +21,24 @@ Pure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..capacity.oversell import catalog_oversell_errors
 from ..capacity.payg import no_reclaim_error
 from ..capacity.purchase import CatalogSale
-from ..common.errors import FieldError
+from ..common.errors import FieldError, raise_if
 from ..common.quantity import GPU
 from ..spot.reclaim import victim_names
+from .fleet import Fleet, fleet_purchases
+from .spec import Catalog
 
 
 def sale_reclaim_errors(
     sale: CatalogSale, reclaim: bool, planned: Mapping[str, Any]
 ) -> list[FieldError]:
-    """Rule catalog-sale-reclaim. ``planned`` is the reclaim's plan for the sale (its
+    """Rule catalog-sale-reclaim: with ``reclaim: false`` a sale that needs spot jobs
+    reclaimed is refused before any write, with the numbers. ``planned`` is the reclaim's plan for the sale (its
     ``shortfall``, and the GPUs ``spot`` jobs hold), made without writing."""
     shortfall = int(planned.get("shortfall") or 0)
     if reclaim or not sale.reclaims or shortfall == 0:
@@ -100,3 +106,15 @@ def sale_line(
     else:
         after = f"spot capacity after: {would}be at most {spot['gpus']} GPUs (the unsold ones)"
     return f"{sold}; {took}; {after}"
+
+
+def oversell_check(
+    params: Mapping[str, Any], catalog: Catalog, fleet: Fleet, pruned: Sequence[str]
+) -> None:
+    """Rule catalog-oversell-guard over every purchase of the catalog together, from the
+    fleet as read (raises PlatformValidationError); off with ``oversell_check: false``."""
+    if not params.get("oversell_check", True):
+        return
+    pool, live = fleet_purchases(params, fleet)
+    desired = {t.name: (t.subscription, t.payg) for t in catalog.tenants}
+    raise_if(catalog_oversell_errors(pool, live, desired, pruned))

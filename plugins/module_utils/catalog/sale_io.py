@@ -12,35 +12,18 @@ are ``catalog.sale``. This file only gathers and applies.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from decimal import Decimal
 from typing import Any
 
-from ..capacity.pool import TenantCommitment, commitments_from_queues, pool_from_nodes
 from ..capacity.purchase import CatalogSale, catalog_sale
 from ..common.errors import PlatformValidationError, Refused
-from ..common.names import LABEL_MANAGED_BY, MANAGED_BY
 from ..kube import cluster as kube
 from ..kube.lease_io import default_holder
 from ..spot import reclaim_io
 from ..spot import service as spot
 from ..spot.reclaim import NEED_FROM_UNSOLD, RECLAIM_OPTIONS, ReclaimError, reclaim_request
-from .fleet import Fleet
+from .fleet import Fleet, fleet_purchases
 from .plan import TenantWork
 from .sale import sale_reclaim_errors
-
-
-def fleet_purchases(
-    params: Mapping[str, Any], fleet: Fleet
-) -> tuple[dict[str, Decimal], dict[str, TenantCommitment]]:
-    """The pool (``node_selector``) and every tenant's purchase, from the fleet as read:
-    no request."""
-    pool, _members = pool_from_nodes(fleet.nodes, params.get("node_selector") or {})
-    managed = [
-        q
-        for q in fleet.queues.values()
-        if ((q.get("metadata") or {}).get("labels") or {}).get(LABEL_MANAGED_BY) == MANAGED_BY
-    ]
-    return pool, commitments_from_queues(managed)
 
 
 def sale_of(

@@ -22,7 +22,6 @@ from typing import Any
 
 from ansible.module_utils.common.warnings import warn
 
-from ..capacity.oversell import catalog_oversell_errors
 from ..capacity.purchase import CatalogSale
 from ..common.errors import PartialWrite, PlatformValidationError, Refused, raise_if
 from ..common.names import (
@@ -65,8 +64,8 @@ from .plan import (
     summary_row,
     tenant_status,
 )
-from .sale import sale_line, spot_after
-from .sale_io import fleet_purchases, reclaim_for_sale, recompute_after_sale, sale_of
+from .sale import oversell_check, sale_line, spot_after
+from .sale_io import reclaim_for_sale, recompute_after_sale, sale_of
 from .source_io import catalog_from
 from .spec import Catalog
 
@@ -178,17 +177,6 @@ def read_running(cluster: kube.Cluster, names: Sequence[str], workers: int) -> d
 
 
 # -- checks before the first write -----------------------------------------------------------
-
-
-def oversell_check(
-    params: Mapping[str, Any], catalog: Catalog, fleet: Fleet, pruned: Sequence[str]
-) -> None:
-    """Rule catalog-oversell-guard over every purchase of the catalog together."""
-    if not params.get("oversell_check", True):
-        return
-    pool, live = fleet_purchases(params, fleet)
-    desired = {t.name: (t.subscription, t.payg) for t in catalog.tenants}
-    raise_if(catalog_oversell_errors(pool, live, desired, pruned))
 
 
 def plan_all(

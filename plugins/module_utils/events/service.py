@@ -323,7 +323,7 @@ class ClusterEvents:
             self._send(events)
 
     def resync(self) -> None:
-        """Rule event-standing, emitted: what still holds in the whole snapshot."""
+        """Emit what still holds in the whole snapshot: rule event-standing (``rules.standing``)."""
         with self._lock:
             self._send(standing(self.snapshot, self._at()))
 

@@ -40,7 +40,8 @@ def burst_leaf_name(tenant: str) -> str:
 
 
 def burst_quota_errors(gpus: Any, cloud_gpus: int | None, parent: str) -> list[FieldError]:
-    """Rule burst-quota."""
+    """Rule burst-quota: a whole number of GPUs, 0 or more, at most the cloud's declared
+    GPUs (``cloud_gpus``, ``cloud-burst``'s capability)."""
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
         return [FieldError("gpus", f"{gpus!r} must be a whole number of GPUs, 0 or more")]
     if cloud_gpus is not None and gpus > cloud_gpus:

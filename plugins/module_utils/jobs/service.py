@@ -27,7 +27,7 @@ from typing import Any
 
 from ansible.module_utils.common.warnings import warn
 
-from ..common.errors import FieldError, PartialWrite, Refused, raise_if
+from ..common.errors import PartialWrite, Refused, raise_if
 from ..common.names import (
     JOB_API,
     JOB_FAILED_PHASES,
@@ -42,16 +42,15 @@ from ..kube.waiting import wait_for
 from ..policy.admission import POLICY_LARGE_JOB_THROTTLE
 from ..queues.ownership import listed_leaves
 from .classes import job_class_table
-from .feasibility import at_most, gang_of, never_runs, waits_for
+from .feasibility import gang_of, waits_for
 from .large_job import LARGE_PRIORITY_CLASS
 from .submit import (
     changed_fields,
-    claim_field,
-    demand_field,
     differs_text,
     job_for_queues,
     job_name,
     job_phase,
+    never_runs_error,
     not_running_text,
     owned_podgroup,
     podgroup_summary,
@@ -61,8 +60,9 @@ from .submit import (
 from .supply_io import free_on, read_supply
 from .throttle import (
     CONFIGMAP,
-    Change,
     blocks,
+    engagement,
+    podgroup_missing,
     read_entries,
     reconcile_report,
     throttled_queues,
@@ -165,7 +165,8 @@ def engage_unless_started(
     cluster: Cluster, p: Mapping[str, Any], desired: dict, created: dict, result: dict
 ) -> str:
     """A new large job that is not Running within throttle_grace engages the throttle for its
-    queue (its GPUs: rule job-demand). Returns the job's phase."""
+    queue (its GPUs: rule job-demand; what engaging gives: rule throttle-engage,
+    ``throttle.engagement``). Returns the job's phase."""
     meta = desired["metadata"]
     phase, _live = wait_phase(
         cluster,
@@ -178,18 +179,12 @@ def engage_unless_started(
         mine = f"{meta['namespace']}/{meta['name']}"
         uid = (created.get("metadata") or {}).get("uid")
         if not podgroup_created(cluster, meta["namespace"], uid, p["wait_sleep"]):
-            why = (
-                f"Volcano has not created its PodGroup within {PODGROUP_WAIT_SECONDS} s; the "
-                "scheduled large_job_throttle run judges it"
-            )
-            away = [{"job": mine, "reason": why}]
-            change = Change(meta["namespace"], [], [], "none", None)
+            change, away = podgroup_missing(mine, meta["namespace"], PODGROUP_WAIT_SECONDS)
         else:
             change, _cm, away = reconcile_namespace(
                 cluster, meta["namespace"], p["tenant"], now_utc(), p["throttle_timeout"]
             )
-        result["throttle_engaged"] = mine in change.engaged
-        why = next((j["reason"] for j in away if j["job"] == mine), None)
+        result["throttle_engaged"], why = engagement(mine, change, away)
         if why:
             result["throttle_not_engaged"] = why
             warn(f"the throttle does not hold {desired['spec']['queue']} for {mine}: {why}")
@@ -249,17 +244,15 @@ def after_create(
 
 
 def check_feasible(cluster: Cluster, p: Mapping[str, Any], desired: Mapping[str, Any]) -> None:
-    """Rule job-never-runs for a job about to be created: refused (PlatformValidationError
-    naming the option) when it can never run; rule job-waits-for: a warning saying what it
-    waits for when it cannot start now (the Pods are read only then)."""
+    """Read what rule job-never-runs (``submit.never_runs_error``) judges a job about to
+    be created by, and refuse it (PlatformValidationError naming the option) when it can
+    never run; rule job-waits-for: a warning saying what it waits for when it cannot
+    start now (the Pods are read only then)."""
     gang = gang_of(desired)
     supply, members = read_supply(cluster, gang, desired["metadata"]["namespace"])
-    never = never_runs(gang, supply)
+    never = never_runs_error(p, gang, supply)
     if never is not None:
-        field = claim_field(p, gang, supply) or demand_field(p)
-        limit = at_most(gang, supply)
-        hint = f"; ask for at most {limit} GPUs" if field == demand_field(p) and limit else ""
-        raise_if([FieldError(field, never + hint)])
+        raise_if([never])
     if gang.gpus <= 0:
         return
     waits = waits_for(gang, free_on(cluster, supply, members))

@@ -27,7 +27,7 @@ from ..common.objects import differs
 from ..queues.kinds import leaf_queue_type
 from .classes import JobClass, job_class_table
 from .completion import complete_manifest
-from .feasibility import Gang, Supply
+from .feasibility import Gang, Supply, at_most, never_runs
 from .manifest import build_job
 from .request import JobRequest
 from .throttle import KEY_REASON, KEY_UNTIL
@@ -157,6 +157,19 @@ def claim_field(p: Mapping[str, Any], gang: Gang, supply: Supply) -> str | None:
         if p.get(option) == missing[0]:
             return option
     return "manifest.spec.tasks"
+
+
+def never_runs_error(p: Mapping[str, Any], gang: Gang, supply: Supply) -> FieldError | None:
+    """Rule job-never-runs for a job about to be created: the error naming the option
+    (``claim_field``, else ``demand_field``, then with the most GPUs it can ask for), or
+    None when it can run."""
+    never = never_runs(gang, supply)
+    if never is None:
+        return None
+    field = claim_field(p, gang, supply) or demand_field(p)
+    limit = at_most(gang, supply)
+    hint = f"; ask for at most {limit} GPUs" if field == demand_field(p) and limit else ""
+    return FieldError(field, never + hint)
 
 
 def job_for_queues(

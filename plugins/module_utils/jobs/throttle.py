@@ -316,3 +316,24 @@ def reconcile_report(
             "after": {c.namespace: throttled_queues(c.after) for c in written},
         },
     }
+
+
+def engagement(
+    job: str, change: Change, away: Sequence[Mapping[str, Any]]
+) -> tuple[bool, str | None]:
+    """Rule throttle-engage for a large job just created that is not Running within its
+    grace: whether reconciling its namespace (``change``) engaged the throttle for it, and
+    otherwise the reason ``away`` gives for it (None: none is given)."""
+    return job in change.engaged, next((j["reason"] for j in away if j["job"] == job), None)
+
+
+def podgroup_missing(
+    job: str, namespace: str, waited: float
+) -> tuple[Change, list[dict[str, str]]]:
+    """A large job whose PodGroup Volcano has not created within ``waited`` seconds is not
+    judged now: no change, and why (the scheduled ``large_job_throttle`` run judges it)."""
+    why = (
+        f"Volcano has not created its PodGroup within {waited} s; the "
+        "scheduled large_job_throttle run judges it"
+    )
+    return Change(namespace, [], [], "none", None), [{"job": job, "reason": why}]

@@ -60,11 +60,11 @@ class Flow(Generic[Request, Facts, Planned]):
     facts_out: Callable[[Facts], dict[str, Any]] | None = None
     facts_in: Callable[[Request, Mapping[str, Any]], Facts] | None = None
     # What the plan warns about, said with the module's result in every state that plans.
-    warnings: Callable[[Planned], list[str]] | None = None
+    warnings_of: Callable[[Planned], list[str]] | None = None
 
     def _planned(self, request: Request, facts: Facts) -> Planned:
         planned = self.plan(request, facts)
-        for warning in self.warnings(planned) if self.warnings is not None else ():
+        for warning in self.warnings_of(planned) if self.warnings_of is not None else ():
             warn(warning)
         return planned
 

@@ -122,7 +122,7 @@ def subscription_row(
 
 
 def payg_row(tenant: str, used: Decimal, prices: PriceTable) -> dict[str, Any]:
-    """Rule payg-amount."""
+    """Rule payg-amount: GPU-hours x the list price ``payg.gpu_hour``."""
     return {
         "tenant": tenant,
         "billing_type": "payg",
@@ -133,7 +133,7 @@ def payg_row(tenant: str, used: Decimal, prices: PriceTable) -> dict[str, Any]:
 
 
 def cloud_row(tenant: str, used: Decimal, prices: PriceTable) -> dict[str, Any]:
-    """Rule cloud-amount."""
+    """Rule cloud-amount: GPU-hours on cloud nodes, whatever the queue, x ``cloud.gpu_hour``."""
     return {
         "tenant": tenant,
         "billing_type": LINE_CLOUD,
@@ -316,3 +316,12 @@ def ledger_csv(ledger: Mapping[str, Any]) -> str:
     writer.writeheader()
     writer.writerows(csv_lines(ledger))
     return out.getvalue()
+
+
+def unclaimed_warnings(unclaimed: Mapping[tuple[str, str], Decimal]) -> list[str]:
+    """Rule reconciliation, said: each pod whose GPU-seconds no line claims."""
+    return [
+        f"reconciliation: {namespace}/{pod} held {seconds} GPU-seconds in the period that no "
+        "billing line claims: its queue is not one of its tenant's (docs/metering.md)"
+        for (namespace, pod), seconds in sorted(unclaimed.items())
+    ]

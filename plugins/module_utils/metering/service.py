@@ -32,7 +32,7 @@ from ..common.names import LABEL_TENANT, namespace_name
 from ..kube.cluster import Cluster
 from .answer import AnswerError, error_of, interval_of, matrix_of, read_json
 from .inputs import ReportRequest, parse_report
-from .ledger import build_ledger, ledger_csv, ledger_summary
+from .ledger import build_ledger, ledger_csv, ledger_summary, unclaimed_warnings
 from .period import windows
 from .tenants import namespace_tenants, unknown_tenant_errors
 from .usage import (
@@ -106,7 +106,8 @@ def query_range(
 
 
 def rule_interval(url: str, timeout: int) -> Decimal:
-    """Rule metering-resolution: the metering rules' evaluation interval, from Prometheus."""
+    """The metering rules' evaluation interval, read from Prometheus's recording rules (rule
+    metering-resolution: ``answer.interval_of``)."""
     what = f"rules recording {TENANT_BILLING_GPUS}"
     body = _get(url, "/api/v1/rules", {"type": "record"}, what, timeout)
     try:
@@ -143,15 +144,6 @@ def read_matrix(
 def warn_all(warnings: Iterable[str]) -> None:
     for warning in warnings:
         warn(warning)
-
-
-def unclaimed_warnings(unclaimed: Mapping[tuple[str, str], Decimal]) -> list[str]:
-    """Rule reconciliation, said: each pod whose GPU-seconds no line claims."""
-    return [
-        f"reconciliation: {namespace}/{pod} held {seconds} GPU-seconds in the period that no "
-        "billing line claims: its queue is not one of its tenant's (docs/metering.md)"
-        for (namespace, pod), seconds in sorted(unclaimed.items())
-    ]
 
 
 def run(params: Mapping[str, Any], cluster: Cluster, check_mode: bool = False) -> dict[str, Any]:

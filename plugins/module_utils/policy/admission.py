@@ -118,8 +118,9 @@ JOBS_AND_PODGROUPS = [("batch.volcano.sh", "jobs"), ("scheduling.volcano.sh", "p
 
 
 def queue_tenant_policy() -> dict[str, Any]:
-    """Rule leaf-queue-of-tenant, at admission: a Job or PodGroup names a leaf queue listed in
-    its namespace's ``platform-queues`` parameter (rule queue-ownership), which holds exactly the queues the platform made for the
+    """The admission policy of rule leaf-queue-of-tenant (``queues/kinds``): a Job or PodGroup
+    names a leaf queue listed in its namespace's ``platform-queues`` parameter (rule
+    queue-ownership), which holds exactly the queues the platform made for the
     namespace's tenant (not a name prefix, which two tenants can share)."""
     return policy(
         POLICY_QUEUE_TENANT,

@@ -27,8 +27,10 @@ from ..common.names import TENANT_QUEUES_CONFIGMAP, namespace_name
 
 
 def leaf_types(rows: Iterable[tuple[str, str, str]]) -> dict[str, str]:
-    """(name, parent, queue type) of one tenant's queues -> its leaf queues' types: every
-    queue no other queue of the rows names as its parent."""
+    """Rule queue-ownership: (name, parent, queue type) of one tenant's queues -> the queues
+    it may put work in, each with its type: every queue no other queue of the rows names as
+    its parent. Written as the tenant's ``platform-queues`` list, read by every module that
+    takes a tenant's queue and by the admission policies."""
     listed = list(rows)
     parents = {parent for _name, parent, _type in listed}
     return {name: queue_type for name, _parent, queue_type in listed if name not in parents}

@@ -249,7 +249,7 @@ def preview(cluster: Cluster, request: ReclaimRequest, now: datetime) -> dict[st
 def reclaim(
     cluster: Cluster, request: ReclaimRequest, check_mode: bool, now: datetime | None = None
 ) -> dict[str, Any]:
-    """Rule reclaim, end to end: the plan in check mode; otherwise, under the
+    """The spot reclaim end to end: the plan in check mode; otherwise, under the
     lease, plan again, delete, record Events and history. Raises ReclaimError
     (a Refused) when the lease is held or the spot jobs hold too little."""
     now = now or utc_now()

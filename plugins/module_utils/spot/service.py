@@ -128,7 +128,7 @@ RECOMPUTE_FLOW: Flow[RecomputeRequest, RecomputeFacts, SpotCapacityPlan] = Flow(
     report=report,
     facts_out=facts_out,
     facts_in=facts_in,
-    warnings=warnings,
+    warnings_of=warnings,
 )
 
 

@@ -19,8 +19,7 @@ from typing import Any
 
 from ansible.module_utils.common.warnings import warn
 
-from ..capacity.pool import commitments_from_queues
-from ..capacity.purchase import purchase_demand
+from ..capacity.purchase import purchase_added
 from ..common.errors import Refused
 from ..common.names import (
     GRAPH_API,
@@ -33,7 +32,6 @@ from ..common.names import (
     queue_name,
 )
 from ..common.objects import index_by_name
-from ..common.quantity import Resources, render
 from ..kube import cluster as kube
 from ..kube.waiting import resource_absent, wait_for
 from ..queues.parent_list import parent_queue_names
@@ -71,19 +69,6 @@ from .write_io import (
 
 # Seconds between two looks at what is left of a tenant with ``wait: true``.
 WAIT_INTERVAL = 2.0
-
-
-def purchase_added(
-    tenant: str,
-    live_queues: Mapping[str, Mapping[str, Any]],
-    subscription: Resources,
-    payg: Resources | None,
-) -> dict[str, int | str]:
-    """Rule purchase-demand for the tenant's own live queues, as manifests write
-    quantities: what the purchase newly sells, which the purchase flows free
-    from spot jobs first. No request: the tenant's queues are already read."""
-    current = commitments_from_queues(live_queues.values()).get(tenant)
-    return render(purchase_demand(current, subscription, payg))
 
 
 # -- tenant, state: present ----------------------------------------------------------------

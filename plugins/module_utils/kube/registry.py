@@ -1,0 +1,15 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The rules of ``kube``, one home each, by id: docs/rule-index.md is written from
+this table by ``tools/rule_index.py``. Only this file imports the rule files it names:
+they never import it."""
+
+from __future__ import annotations
+
+from ..common.rule_index import RuleRef
+from . import lease
+
+RULES: tuple[RuleRef, ...] = (
+    RuleRef("reclaim-lease", lease.lease_blocker),
+    RuleRef("reclaim-lease-holder", lease.run_holder),
+)
