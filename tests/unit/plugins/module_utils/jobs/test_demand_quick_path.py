@@ -20,16 +20,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.demand impo
     gpus_and_pods,
     job_demand,
 )
-
-
-def outcome(fn, *args):
-    """What a call gives: its value and that value's text, or its error and message."""
-    try:
-        value = fn(*args)
-    except Exception as exc:  # every error counts: its kind and its words
-        return ("raised", type(exc), str(exc))
-    return ("value", type(value), value, str(value))
-
+from ansible_collections.gpucloud.platform.tests.unit.outcomes import outcome
 
 # --- quantities ---------------------------------------------------------------------
 
