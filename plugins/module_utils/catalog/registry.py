@@ -7,7 +7,7 @@ they never import it."""
 from __future__ import annotations
 
 from ..common.rule_index import RuleRef
-from . import gather, inputs, plan, render, sale, source_io, spec
+from . import gather, inputs, plan, sale, source_io, spec
 
 RULES: tuple[RuleRef, ...] = (
     RuleRef("catalog-options", inputs.option_errors),
@@ -24,5 +24,4 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("catalog-status", plan.tenant_status),
     RuleRef("catalog-unique-names", spec.duplicate_name_errors),
     RuleRef("gathered-entry", gather.gather_tenant),
-    RuleRef("rendered-order", render.sorted_manifests),
 )

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """``state: rendered`` of ``tenant_catalog``: a catalog's manifests with no cluster,
 no kubeconfig and no Kubernetes client, whole and per tenant (one file each in a
-GitOps repository). The order is the rule rendered-order (``catalog.render``). Pure:
+GitOps repository). The order is the rule rendered-order (``tenants.render``). Pure:
 the module loads the catalog (``source_io``)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from ..common.names import LABEL_TENANT
 from ..tenants.network import ClusterNetworks
-from .render import render_catalog
+from ..tenants.render import render_catalog
 from .spec import Catalog
 
 

@@ -8,7 +8,7 @@ Order: the parent-queues list gains every new parent first (a team queue is writ
 only after its subscription queue is listed), then each tenant's objects and queues
 (one tenant's writes in order, tenants side by side), then pruned tenants, then the
 list drops the parents no tenant has any more. Decisions come from the pure core
-(``catalog.spec``, ``catalog.plan``, ``catalog.render``, ``catalog.gather``); a
+(``catalog.spec``, ``catalog.plan``, ``tenants.render``, ``catalog.gather``); a
 tenant's writes are the ``tenant`` module's own (``tenants.write_io``).
 """
 

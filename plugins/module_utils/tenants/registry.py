@@ -7,7 +7,7 @@ they never import it."""
 from __future__ import annotations
 
 from ..common.rule_index import RuleRef
-from . import bounds, inputs, network, rbac, spec, tenant_queues
+from . import bounds, inputs, network, rbac, render, spec, tenant_queues
 
 RULES: tuple[RuleRef, ...] = (
     RuleRef("busy-queue-removal", tenant_queues.removal_errors),
@@ -16,6 +16,7 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("egress-outside-cluster", network.rule_egress_outside_cluster),
     RuleRef("guarantee-kept", spec.kept_guarantee),
     RuleRef("rendered-networks", inputs.rendered_network_errors),
+    RuleRef("rendered-order", render.sorted_manifests),
     RuleRef("subjects", rbac.subject_errors),
     RuleRef("tenant-bounds", bounds.bounds_from),
     RuleRef("tenant-reads-own-queues", rbac.queue_reader),

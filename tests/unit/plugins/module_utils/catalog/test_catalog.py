@@ -22,7 +22,6 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.catalog import (
     fleet,
     gather,
     plan,
-    render,
     spec,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
@@ -31,7 +30,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects import (
     strip_server_fields,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import render, service
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.network import (
     ClusterNetworks,
 )

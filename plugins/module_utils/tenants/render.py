@@ -21,9 +21,9 @@ from ..common.names import ROOT_QUEUE
 from ..policy.admission import PARAM_KEY_QUEUES, parent_queues_configmap
 from ..queues.model import Queue
 from ..queues.parent_list import parent_queue_names
-from ..tenants.network import ClusterNetworks
-from ..tenants.plan import plan_tenant
-from ..tenants.spec import TenantSpec
+from .network import ClusterNetworks
+from .plan import plan_tenant
+from .spec import TenantSpec
 
 KIND_ORDER = (
     "Namespace",
