@@ -28,10 +28,21 @@ options:
     type: str
     required: true
   state:
-    description: Whether the HyperNode should exist.
+    description:
+      - V(present) and V(absent) - whether the HyperNode should exist.
+      - V(rendered) plans the HyperNode present against an empty cluster and returns its manifest in RV(hypernode),
+        without connecting (no kubeconfig is needed).
+      - V(gathered) returns the live HyperNodes, and the Nodes when a leaf selects them by pattern or label, in
+        RV(gathered); nothing is written.
+      - V(parsed) plans the HyperNode present from O(facts) (what V(gathered) returned) without connecting.
+      - V(rendered) and V(parsed) return what a check-mode run returns, with C(changed=false).
     type: str
-    choices: [present, absent]
+    choices: [present, absent, rendered, gathered, parsed]
     default: present
+  facts:
+    description:
+      - With O(state=parsed), the facts to plan from, as RV(gathered) holds them (C(hypernodes), C(nodes)).
+    type: dict
   tier:
     description: The HyperNode's tier, 1 or more; lower tiers are closer to the nodes. Required when O(state=present).
     type: int
@@ -97,8 +108,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 hypernode:
-  description: The HyperNode as the API server returned it (absent when deleted or never existed).
-  returned: when O(state=present)
+  description:
+    - The HyperNode as the API server returned it (absent when deleted or never existed).
+    - With O(state=rendered) or O(state=parsed), the manifest the plan writes (or the live one when nothing changes).
+  returned: when O(state=present), O(state=rendered) or O(state=parsed)
   type: dict
 action:
   description: What the run did (in check mode, would do), V(created), V(updated), V(deleted) or V(none).
@@ -109,22 +122,32 @@ diff:
   description: The HyperNode before and after.
   returned: when diff mode is on
   type: dict
+gathered:
+  description: The live HyperNodes, and the Nodes (C(name), C(labels)) when they were read (else null).
+  returned: when O(state=gathered)
+  type: dict
+state:
+  description: The offline state answered (V(rendered) or V(parsed)); nothing was written.
+  returned: when O(state=rendered) or O(state=parsed)
+  type: str
 requests:
   description: How many API requests the run made.
   returned: always
   type: int
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology import service
-from ansible_collections.gpucloud.platform.plugins.module_utils.topology.manifests import (
-    desired_hypernode,
-)
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import MEMBER_TYPES
 
 OPTIONS = dict(
     name=dict(type="str", required=True),
-    state=dict(type="str", choices=["present", "absent"], default="present"),
+    state=dict(
+        type="str",
+        choices=["present", "absent", "rendered", "gathered", "parsed"],
+        default="present",
+    ),
+    facts=dict(type="dict"),
     tier=dict(type="int"),
     tier_name=dict(type="str"),
     members=dict(
@@ -139,11 +162,14 @@ OPTIONS = dict(
 
 
 def main() -> None:
-    run_module(
+    run_flow(
         OPTIONS,
-        service.run_hypernode,
-        validate=desired_hypernode,
-        required_if=[("state", "present", ["tier", "members"])],
+        service.HYPERNODE_FLOW,
+        required_if=[
+            ("state", "present", ["tier", "members"]),
+            ("state", "rendered", ["tier", "members"]),
+            ("state", "parsed", ["tier", "members", "facts"]),
+        ],
     )
 
 

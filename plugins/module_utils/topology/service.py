@@ -12,8 +12,9 @@ pure functions of ``discovery``, ``plan``, ``manifests`` and ``view``:
   HyperNodes for the cluster's own tree); it changes nothing;
 * ``run_render`` (module ``topology_render``): the same reads, then the
   renderings written as files on the host the module runs on;
-* ``run_hypernode`` (module ``hypernode``): one list of HyperNodes (and of
-  Nodes when a leaf selects by pattern or label), then one write.
+* ``HYPERNODE_FLOW`` (module ``hypernode``, through ``kube.flow``; its pure steps are
+  ``topology/hypernode``): one list of HyperNodes (and of Nodes when a leaf selects by
+  pattern or label), then one write.
 
 Check mode never writes for real: applies go to the API server as dry runs
 (the cluster does that), and deletes, which the API server is not asked to dry
@@ -33,13 +34,17 @@ from typing import Any
 
 from ansible.module_utils.common.warnings import warn
 
-from ..common.errors import PartialWrite, raise_if
+from ..common.errors import PartialWrite
 from ..common.names import HYPERNODE_API
-from ..common.objects import strip_server_fields
 from ..kube.cluster import ApiException, Cluster, TransportError, written_or_raise
 from ..kube.flow import Flow
-from .manifests import desired_hypernode
-from .plan import SyncPlan, introduced_errors, plan_hypernode
+from .hypernode import HyperNodeFacts, HyperNodeRequest, parse_hypernode
+from .hypernode import empty_facts as empty_hypernode_facts
+from .hypernode import facts_in as hypernode_facts_in
+from .hypernode import facts_out as hypernode_facts_out
+from .hypernode import plan as plan_one
+from .hypernode import report as report_hypernode
+from .plan import HyperNodeChange, SyncPlan, plan_hypernode
 from .sync import (
     SyncFacts,
     SyncPlanned,
@@ -121,23 +126,39 @@ def write_sync(
 # --- hypernode: one HyperNode -----------------------------------------------------
 
 
-def run_hypernode(params: Mapping[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
-    """Make one HyperNode present or absent, refusing what it would break in the tree."""
-    desired = desired_hypernode(params)
-    change = plan_hypernode(params["name"], desired, cluster.list(HYPERNODE_API, KIND))
-    nodes = cluster.list("v1", "Node") if change.needs_nodes else None
-    raise_if(introduced_errors(change, nodes))
-    action = change.action
-    result: dict[str, Any] = {"changed": action != "none", "action": action}
-    if action == "deleted":
+def gather_hypernode(request: HyperNodeRequest, cluster: Cluster) -> HyperNodeFacts:
+    """One list of HyperNodes, and one of Nodes only when a leaf, before or after the
+    change, selects Nodes by pattern or label."""
+    live = tuple(cluster.list(HYPERNODE_API, KIND))
+    needs_nodes = plan_hypernode(request.name, request.desired, live).needs_nodes
+    nodes = tuple(node_fact(n) for n in cluster.list("v1", "Node")) if needs_nodes else None
+    return HyperNodeFacts(live, nodes)
+
+
+def apply_hypernode(
+    request: HyperNodeRequest, change: HyperNodeChange, cluster: Cluster, check_mode: bool
+) -> dict[str, Any]:
+    """The one write; ``hypernode`` is the API server's answer (its dry run in check mode)."""
+    result = report_hypernode(request, change)
+    if change.action == "deleted":
         if not check_mode:  # the API server is not asked to dry run a delete
             cluster.delete(HYPERNODE_API, KIND, change.name)
-    elif action != "none":
-        result["hypernode"] = cluster.apply(desired)  # a dry run in check mode
-    elif desired is not None:
-        result["hypernode"] = change.live
-    result["diff"] = {"before": strip_server_fields(change.live) or {}, "after": desired or {}}
+    elif change.action != "none":
+        result["hypernode"] = cluster.apply(change.desired)  # a dry run in check mode
     return result
+
+
+# Module hypernode: one HyperNode present or absent, refusing what it would break.
+HYPERNODE_FLOW: Flow[HyperNodeRequest, HyperNodeFacts, HyperNodeChange] = Flow(
+    parse=parse_hypernode,
+    gather=gather_hypernode,
+    plan=plan_one,
+    apply=apply_hypernode,
+    report=report_hypernode,
+    empty=empty_hypernode_facts,
+    facts_out=hypernode_facts_out,
+    facts_in=hypernode_facts_in,
+)
 
 
 # --- topology_info and topology_render: the tree, shown ---------------------------------------------

@@ -137,19 +137,19 @@ def test_run_sync_failing_part_way_raises_partial_write():
     assert caught.value.report["deleted"] == ["tor-9"] and "tree" in caught.value.report
 
 
-# -- run_hypernode ------------------------------------------------------------------------
+# -- HYPERNODE_FLOW.run -----------------------------------------------------------------------
 
 
 def test_run_hypernode_creates_updates_and_deletes():
     cluster = FakeCluster(nodes())
     leaf = hypernode_params(members=[exact("Node", "n0")])
-    created = service.run_hypernode(leaf, cluster, check_mode=False)
+    created = service.HYPERNODE_FLOW.run(leaf, cluster, check_mode=False)
     assert created["action"] == "created" and created["hypernode"]["metadata"]["uid"]
-    same = service.run_hypernode(leaf, cluster, check_mode=False)
+    same = service.HYPERNODE_FLOW.run(leaf, cluster, check_mode=False)
     assert same["action"] == "none" and same["hypernode"]["metadata"]["name"] == "tor-0"
     wider = hypernode_params(members=[exact("Node", "n0"), exact("Node", "n1")])
-    assert service.run_hypernode(wider, cluster, check_mode=False)["action"] == "updated"
-    gone = service.run_hypernode(hypernode_params(state="absent"), cluster, check_mode=False)
+    assert service.HYPERNODE_FLOW.run(wider, cluster, check_mode=False)["action"] == "updated"
+    gone = service.HYPERNODE_FLOW.run(hypernode_params(state="absent"), cluster, check_mode=False)
     assert gone["action"] == "deleted" and "hypernode" not in gone
     assert cluster.real_writes[-1] == ("delete", "HyperNode", "tor-0")
     assert cluster.kinds("HyperNode") == {}
@@ -157,7 +157,7 @@ def test_run_hypernode_creates_updates_and_deletes():
 
 def test_run_hypernode_in_check_mode_deletes_nothing():
     cluster = FakeCluster([*nodes(), hypernode("tor-0", 1, [exact("Node", "n0")])])
-    result = service.run_hypernode(hypernode_params(state="absent"), cluster, check_mode=True)
+    result = service.HYPERNODE_FLOW.run(hypernode_params(state="absent"), cluster, check_mode=True)
     assert result == {
         "changed": True,
         "action": "deleted",
@@ -168,7 +168,7 @@ def test_run_hypernode_in_check_mode_deletes_nothing():
 
 def test_run_hypernode_absent_and_missing_is_no_change():
     cluster = FakeCluster(nodes())
-    result = service.run_hypernode(hypernode_params(state="absent"), cluster, check_mode=False)
+    result = service.HYPERNODE_FLOW.run(hypernode_params(state="absent"), cluster, check_mode=False)
     assert result["changed"] is False and result["action"] == "none" and cluster.writes == []
 
 
