@@ -31,6 +31,20 @@ options:
     description: With O(source=cluster), show only the HyperNodes labelled C(platform.io/managed-by=gpucloud-platform).
     type: bool
     default: false
+  state:
+    description:
+      - V(present) reads the cluster and shows the tree.
+      - V(gathered) reads the cluster and returns its Nodes (name and labels) and, with O(source=cluster), its
+        HyperNodes in RV(gathered), the facts the tree is drawn from.
+      - V(parsed) shows the tree of O(facts) (what V(gathered) returned, from this or another cluster) without
+        connecting.
+    type: str
+    choices: [present, gathered, parsed]
+    default: present
+  facts:
+    description:
+      - With O(state=parsed), the facts to show the tree of, as RV(gathered) holds them (C(nodes), C(hypernodes)).
+    type: dict
 attributes:
   check_mode:
     support: full
@@ -60,6 +74,16 @@ EXAMPLES = r"""
   gpucloud.platform.topology_info:
     source: labels
     tier_labels: [topology.volcano.sh/tor, topology.volcano.sh/spine]
+
+- name: Read a cluster's nodes and HyperNodes once ...
+  gpucloud.platform.topology_info:
+    state: gathered
+  register: facts
+
+- name: "... and show their tree offline"
+  gpucloud.platform.topology_info:
+    state: parsed
+    facts: "{{ facts.gathered }}"
 """
 
 RETURN = r"""
@@ -107,17 +131,25 @@ summary:
     - "spine-0    2     -        2 HyperNode(s) (tor-0, tor-1)"
     - "tor-0      1     spine-0  2 node(s) (gpu-0, gpu-1)"
     - "tor-1      1     spine-0  2 node(s) (gpu-2, gpu-3)"
+gathered:
+  description: With O(state=gathered), the Nodes (C(name), C(labels)) and HyperNodes the tree is drawn from.
+  returned: when O(state=gathered)
+  type: dict
+  sample: {nodes: [{name: gpu-0, labels: {topology.volcano.sh/tor: tor-1}}], hypernodes: []}
+state:
+  description: The offline state answered (V(parsed)); nothing was read.
+  returned: when O(state=parsed)
+  type: str
 requests:
-  description: How many API requests the run made.
+  description: How many API requests the run made (0 with V(parsed)).
   returned: always
   type: int
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (
     TREE_OPTIONS,
-    check_node_selector,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.info_summary import (
     info_summary,
@@ -129,16 +161,17 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.topology.view im
 OPTIONS = dict(
     source=dict(type="str", choices=list(VIEW_SOURCES), default="cluster"),
     managed_only=dict(type="bool", default=False),
+    state=dict(type="str", choices=["present", "gathered", "parsed"], default="present"),
+    facts=dict(type="dict"),
     **TREE_OPTIONS,
 )
 
 
 def main() -> None:
-    run_module(
+    run_flow(
         OPTIONS,
-        service.run_info,
-        validate=check_node_selector,
-        required_if=[("source", "inventory", ["switches"])],
+        service.INFO_FLOW,
+        required_if=[("source", "inventory", ["switches"]), ("state", "parsed", ["facts"])],
         summary=info_summary,
     )
 

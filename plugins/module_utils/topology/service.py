@@ -8,8 +8,9 @@ pure functions of ``discovery``, ``plan``, ``manifests`` and ``view``:
 * ``SYNC_FLOW`` (module ``topology``, through ``kube.flow``): ``gather_sync`` lists the
   Nodes and the HyperNodes, ``apply_sync`` makes the plan's writes in its order (the
   plan is ``topology/sync``'s);
-* ``run_info`` (module ``topology_info``): one list of Nodes (and of
-  HyperNodes for the cluster's own tree); it changes nothing;
+* ``INFO_FLOW`` (module ``topology_info``, through ``kube.flow``; its pure steps are
+  ``topology/info``): one list of Nodes (and of HyperNodes for the cluster's own tree);
+  it changes nothing;
 * ``run_render`` (module ``topology_render``): the same reads, then the
   renderings written as files on the host the module runs on;
 * ``HYPERNODE_FLOW`` (module ``hypernode``, through ``kube.flow``; its pure steps are
@@ -44,6 +45,7 @@ from .hypernode import facts_in as hypernode_facts_in
 from .hypernode import facts_out as hypernode_facts_out
 from .hypernode import plan as plan_one
 from .hypernode import report as report_hypernode
+from .info import parse_info, plan_info, report_info
 from .plan import HyperNodeChange, SyncPlan, plan_hypernode
 from .sync import (
     SyncFacts,
@@ -58,7 +60,7 @@ from .sync import (
     report,
 )
 from .tree import KIND
-from .view import TEXT_RENDERINGS, rendering_path, topology_view, view_report
+from .view import TEXT_RENDERINGS, TopologyView, ViewRequest, rendering_path, view_request
 
 NO_GRAPHVIZ = (
     "Graphviz 'dot' is not installed on this host; no PNG was written (install graphviz to get one)"
@@ -164,17 +166,37 @@ HYPERNODE_FLOW: Flow[HyperNodeRequest, HyperNodeFacts, HyperNodeChange] = Flow(
 # --- topology_info and topology_render: the tree, shown ---------------------------------------------
 
 
+def gather_info(request: ViewRequest, cluster: Cluster) -> SyncFacts:
+    """One list of Nodes (by ``node_selector``) and, for the cluster's own tree, one of
+    HyperNodes."""
+    nodes = cluster.list("v1", "Node", label_selector=request.node_selector)
+    live = cluster.list(HYPERNODE_API, KIND) if request.source == "cluster" else []
+    return SyncFacts(nodes=tuple(node_fact(n) for n in nodes), hypernodes=tuple(live))
+
+
+def apply_info(
+    request: ViewRequest, view: TopologyView, cluster: Cluster, check_mode: bool
+) -> dict[str, Any]:
+    """Nothing to write: the tree as data and renderings."""
+    return {"changed": False, **report_info(request, view)}
+
+
+# Module topology_info: the tree as data and renderings; it changes nothing.
+INFO_FLOW: Flow[ViewRequest, SyncFacts, TopologyView] = Flow(
+    parse=parse_info,
+    gather=gather_info,
+    plan=plan_info,
+    apply=apply_info,
+    report=report_info,
+    facts_out=facts_out,
+    facts_in=facts_in,
+)
+
+
 def read_view(params: Mapping[str, Any], cluster: Cluster) -> dict[str, Any]:
-    """The tree as data and renderings (``view_report``), from one list of Nodes and, for
-    the cluster's own tree, one of HyperNodes."""
-    nodes = cluster.list("v1", "Node", label_selector=params["node_selector"])
-    live = cluster.list(HYPERNODE_API, KIND) if params["source"] == "cluster" else []
-    return view_report(topology_view(params, nodes, live))
-
-
-def run_info(params: Mapping[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
-    """The tree as data and renderings; an _info module: it changes nothing."""
-    return {"changed": False, **read_view(params, cluster)}
+    """The tree as data and renderings (``view_report``), read as ``topology_info`` reads it."""
+    request = view_request(params)
+    return report_info(request, plan_info(request, gather_info(request, cluster)))
 
 
 def run_render(params: Mapping[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:

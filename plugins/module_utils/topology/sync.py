@@ -97,8 +97,9 @@ def facts_out(facts: SyncFacts) -> dict[str, Any]:
     }
 
 
-def facts_in(request: SyncRequest, data: Mapping[str, Any]) -> SyncFacts:
-    """Facts given as ``gathered`` returned them."""
+def facts_in(request: object, data: Mapping[str, Any]) -> SyncFacts:
+    """Facts given as ``gathered`` returned them (the request is not read: ``topology_info``
+    takes the same facts)."""
     return SyncFacts(*fact_lists(data, "nodes", "hypernodes"))
 
 

@@ -61,17 +61,55 @@ def view_of_source(
     return TopologyView(found.tree, infos, found.unplaced_nodes, errors)
 
 
+@dataclass(frozen=True)
+class ViewRequest:
+    """The tree ``topology_info`` (and ``topology_render``) shows: the cluster's own, or the
+    one the ``topology`` sync would make from ``source``."""
+
+    source: str
+    managed_only: bool
+    tier_labels: tuple[str, ...]
+    name_template: str
+    switches: tuple[Mapping[str, Any], ...]
+    node_selector: str | None
+
+
+def view_request(params: Mapping[str, Any]) -> ViewRequest:
+    """The options of the view as a request."""
+    return ViewRequest(
+        source=params["source"],
+        managed_only=bool(params.get("managed_only")),
+        tier_labels=tuple(params.get("tier_labels") or ()),
+        name_template=params.get("name_template", DEFAULT_NAME_TEMPLATE),
+        switches=tuple(params.get("switches") or ()),
+        node_selector=params.get("node_selector"),
+    )
+
+
+def view_of(
+    request: ViewRequest,
+    nodes: Iterable[Mapping[str, object] | NodeInfo | str],
+    live: Iterable[Mapping[str, Any]] = (),
+) -> TopologyView:
+    """The view the request asks for."""
+    if request.source == "cluster":
+        return view_of_cluster(live, nodes, request.managed_only)
+    return view_of_source(
+        request.source,
+        nodes,
+        list(request.tier_labels),
+        request.name_template,
+        list(request.switches),
+    )
+
+
 def topology_view(
     params: Mapping[str, Any],
     nodes: Iterable[Mapping[str, object] | NodeInfo | str],
     live: Iterable[Mapping[str, Any]] = (),
 ) -> TopologyView:
     """The view ``topology_info``'s options ask for."""
-    if params["source"] == "cluster":
-        return view_of_cluster(live, nodes, params["managed_only"])
-    return view_of_source(
-        params["source"], nodes, params["tier_labels"], params["name_template"], params["switches"]
-    )
+    return view_of(view_request(params), nodes, live)
 
 
 def view_report(view: TopologyView) -> dict[str, Any]:

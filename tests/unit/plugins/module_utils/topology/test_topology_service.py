@@ -179,7 +179,7 @@ def test_run_info_changes_nothing():
     cluster = FakeCluster(nodes())
     service.SYNC_FLOW.run(sync_params(), cluster, check_mode=False)
     cluster.writes.clear()
-    result = service.run_info(info_params(), cluster, check_mode=False)
+    result = service.INFO_FLOW.run(info_params(), cluster, check_mode=False)
     assert result["changed"] is False and cluster.writes == [] and "files" not in result
     assert result["hypernodes"][0]["name"] == "spine-0"
 
