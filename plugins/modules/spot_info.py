@@ -44,6 +44,22 @@ options:
         job expected to be safe from larger reclaims too."
     type: int
     default: 1
+  state:
+    description:
+      - V(present) reads the cluster and reports its spot market.
+      - V(gathered) reads the cluster and returns, in RV(gathered), the managed Queues (as the rules read them, with
+        their spot reclaim count), the running spot jobs the reclaim chooses from (C(candidates)) and the entries of
+        the reclaim history, the facts the market is computed from.
+      - V(parsed) reports the market of O(facts) (what V(gathered) returned, from this or another cluster, or edited
+        as a what-if) without connecting.
+    type: str
+    choices: [present, gathered, parsed]
+    default: present
+  facts:
+    description:
+      - With O(state=parsed), the facts to report the market of, as RV(gathered) holds them (C(queues),
+        C(candidates), C(history)).
+    type: dict
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - gpucloud.platform.module
@@ -209,27 +225,49 @@ changed:
   description: Always false; the module only reads.
   returned: always
   type: bool
+gathered:
+  description: With O(state=gathered), the managed Queues, the running spot jobs and the reclaim history's entries.
+  returned: when O(state=gathered)
+  type: dict
+  sample:
+    queues: []
+    candidates:
+      - {kind: Job, namespace: tenant-alpha, name: spot-a, queue: tenant-alpha-spot, uid: "", price: "0.1", gpus: 4,
+         pods: 1, started: 1767225600.0}
+    history: []
+state:
+  description: The offline state answered (V(parsed)); nothing was read.
+  returned: when O(state=parsed)
+  type: str
 requests:
-  description: How many API requests the run made.
+  description: How many API requests the run made (0 with V(parsed)).
   returned: always
   type: int
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.info_summary import (
     info_summary,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.market import (
     MARKET_OPTIONS,
-    parse_market,
 )
 
-OPTIONS = MARKET_OPTIONS
+OPTIONS = dict(
+    **MARKET_OPTIONS,
+    state=dict(type="str", choices=["present", "gathered", "parsed"], default="present"),
+    facts=dict(type="dict"),
+)
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run_market, validate=parse_market, summary=info_summary)
+    run_flow(
+        OPTIONS,
+        service.MARKET_FLOW,
+        required_if=[("state", "parsed", ["facts"])],
+        summary=info_summary,
+    )
 
 
 if __name__ == "__main__":

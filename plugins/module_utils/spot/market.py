@@ -1,7 +1,7 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The spot market view (design section 13: price display and reclaim history), for
-the ``spot_info`` module. Pure: ``spot.service.run_market`` reads, this decides.
+the ``spot_info`` module. Pure: ``spot.service.MARKET_FLOW`` reads, this decides.
 
 Nothing here orders or selects jobs on its own: the reclaim order is rule
 spot-victim-order (``victims.victim_order_key``) and the selection rule

@@ -1,7 +1,7 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Spot against the cluster: the ``spot_reclaim``, ``spot_capacity`` and ``spot_info``
-modules (``run_reclaim``, ``RECOMPUTE_FLOW``, ``run_market``).
+modules (``run_reclaim``, ``RECOMPUTE_FLOW``, ``MARKET_FLOW``).
 
 The decisions are the pure rules of ``capacity.pool``, ``spot.capacity_plan``,
 ``spot.market`` and, for the reclaim, ``spot.victims``, ``spot.candidates`` and
@@ -12,8 +12,9 @@ The decisions are the pure rules of ``capacity.pool``, ``spot.capacity_plan``,
 * ``spot_capacity`` (``RECOMPUTE_FLOW``, through ``kube.flow``; its pure steps are
   ``spot/recompute``): one list of Nodes and one of billing Queues, then a server-side
   apply of just the capability and deserved of each spot queue whose value changes;
-* ``spot_info``: the Queue and spot Job lists and one get of the history ConfigMap,
-  nothing written.
+* ``spot_info`` (``MARKET_FLOW``, through ``kube.flow``; its pure steps are
+  ``spot/info``): the Queue, spot Job and Running pod lists and one get of the history
+  ConfigMap, nothing written.
 
 In check mode nothing is created, replaced or deleted: the reclaim only
 reports its victims, and the applies are the cluster's server-side dry runs.
@@ -21,7 +22,6 @@ reports its victims, and the applies are the cluster's server-side dry runs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from ..capacity.pool import label_selector
@@ -31,7 +31,13 @@ from ..kube.cluster import ApiException, Cluster, TransportError, written_or_rai
 from ..kube.flow import Flow
 from ..kube.lease_io import default_holder, run_id
 from .capacity_plan import SpotCapacityPlan
-from .market import market_view, parse_market, unknown_tenant_errors
+from .info import MarketFacts, MarketRequest
+from .info import facts_in as market_facts_in
+from .info import facts_out as market_facts_out
+from .info import parse_info as parse_market_request
+from .info import plan_info as plan_market
+from .info import report_info as report_market
+from .market import unknown_tenant_errors
 from .read_io import (
     read_live_history,
     read_queues,
@@ -152,17 +158,32 @@ def apply_capabilities(
 # --- spot_info ---------------------------------------------------------------------
 
 
-def run_market(
-    params: Mapping[str, Any], cluster: Cluster, check_mode: bool = False
-) -> dict[str, Any]:
-    """The ``spot_info`` module: one list of managed Queues, one of spot Volcano Jobs
-    (label selector ``platform.io/billing-type=spot``, every namespace: the reclaim and
-    so the safe bid are cluster-wide) and one get of the reclaim history; it never
-    writes. An unknown ``tenant`` is refused right after the Queue list, before the
-    other reads."""
-    tenant, reclaim_gpus = parse_market(params)
+def gather_market(request: MarketRequest, cluster: Cluster) -> MarketFacts:
+    """One list of managed Queues, one of spot Volcano Jobs (label selector
+    ``platform.io/billing-type=spot``, every namespace: the reclaim and so the safe bid
+    are cluster-wide), one of the Running pods Volcano schedules, and one get of the
+    reclaim history. An unknown ``tenant`` is refused right after the Queue list, before
+    the other reads (the plan refuses it too, for ``parsed``)."""
     queues = read_queues(cluster)
-    raise_if(unknown_tenant_errors(tenant, queues))
+    raise_if(unknown_tenant_errors(request.tenant, queues))
     candidates = read_spot_candidates(cluster, queues)
-    history = read_live_history(cluster)
-    return {"changed": False, **market_view(tenant, reclaim_gpus, queues, candidates, history)}
+    return MarketFacts(tuple(queues), tuple(candidates), tuple(read_live_history(cluster)))
+
+
+def apply_market(
+    request: MarketRequest, market: dict[str, Any], cluster: Cluster, check_mode: bool
+) -> dict[str, Any]:
+    """Nothing to write: the market."""
+    return {"changed": False, **report_market(request, market)}
+
+
+# Module spot_info: the spot market; it never writes.
+MARKET_FLOW: Flow[MarketRequest, MarketFacts, dict[str, Any]] = Flow(
+    parse=parse_market_request,
+    gather=gather_market,
+    plan=plan_market,
+    apply=apply_market,
+    report=report_market,
+    facts_out=market_facts_out,
+    facts_in=market_facts_in,
+)

@@ -1,6 +1,6 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""spot_info (spot.service.run_market) against the fake cluster."""
+"""spot_info (spot.service.MARKET_FLOW) against the fake cluster."""
 
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ def test_history_newest_first():
     manifest = history_manifest(entries)
     manifest["metadata"]["resourceVersion"] = "1"
     cluster.put(manifest)
-    out = service.run_market({"tenant": "alpha", "reclaim_gpus": 1}, cluster)
+    out = service.MARKET_FLOW.run({"tenant": "alpha", "reclaim_gpus": 1}, cluster, False)
     assert [e["time"] for e in out["tenants"][0]["history"]] == ["new", "old"]
 
 
@@ -156,7 +156,7 @@ def test_unknown_tenant_is_refused_after_the_queue_list_only(run_module):
 
 def test_service_refuses_bad_input_itself():
     with pytest.raises(PlatformValidationError, match="reclaim_gpus"):
-        service.run_market({"reclaim_gpus": 0}, market_cluster())
+        service.MARKET_FLOW.run({"reclaim_gpus": 0}, market_cluster(), False)
 
 
 def test_the_module_returns_the_market_a_person_reads(run_module):

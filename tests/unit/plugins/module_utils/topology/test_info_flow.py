@@ -17,6 +17,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.topology import 
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.service import INFO_FLOW
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.sync import SyncFacts
 from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster
+from ansible_collections.gpucloud.platform.tests.unit.flow_checks import assert_parsed_is_the_run
 from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.topology.test_sync_flow import (
     LIVE,
     NODES,
@@ -115,16 +116,11 @@ def test_parsed_of_gathered_is_the_normal_run(nodes, live, unmanaged, source, ma
     options = {"source": source, "managed_only": managed_only}
     cluster = FakeCluster(cluster_objects(nodes, live))
     gathered = INFO_FLOW.run(params(state="gathered", **options), cluster, False)["gathered"]
-    try:
-        run = INFO_FLOW.run(params(**options), FakeCluster(cluster_objects(nodes, live)), False)
-    except PlatformValidationError as exc:
-        with pytest.raises(PlatformValidationError) as again:
-            INFO_FLOW.offline(params(state="parsed", facts=gathered, **options))
-        assert str(again.value) == str(exc)
-        return
-    parsed = INFO_FLOW.offline(params(state="parsed", facts=gathered, **options))
-    assert parsed is not None and parsed.pop("state") == "parsed"
-    assert parsed == run and run["changed"] is False
+    assert_parsed_is_the_run(
+        INFO_FLOW,
+        lambda: INFO_FLOW.run(params(**options), FakeCluster(cluster_objects(nodes, live)), False),
+        params(state="parsed", facts=gathered, **options),
+    )
 
 
 def test_gathered_reads_hypernodes_only_for_the_cluster_tree():
