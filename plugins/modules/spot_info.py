@@ -44,25 +44,10 @@ options:
         job expected to be safe from larger reclaims too."
     type: int
     default: 1
-  state:
-    description:
-      - V(present) reads the cluster and reports its spot market.
-      - V(gathered) reads the cluster and returns, in RV(gathered), the managed Queues (as the rules read them, with
-        their spot reclaim count), the running spot jobs the reclaim chooses from (C(candidates)) and the entries of
-        the reclaim history, the facts the market is computed from.
-      - V(parsed) reports the market of O(facts) (what V(gathered) returned, from this or another cluster, or edited
-        as a what-if) without connecting.
-    type: str
-    choices: [present, gathered, parsed]
-    default: present
-  facts:
-    description:
-      - With O(state=parsed), the facts to report the market of, as RV(gathered) holds them (C(queues),
-        C(candidates), C(history)).
-    type: dict
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - gpucloud.platform.module
+  - gpucloud.platform.read_states
 attributes:
   diff_mode:
     support: N/A
@@ -245,6 +230,7 @@ requests:
   type: int
 """
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.flow import READ_STATE_OPTIONS
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.info_summary import (
@@ -256,8 +242,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot.market impo
 
 OPTIONS = dict(
     **MARKET_OPTIONS,
-    state=dict(type="str", choices=["present", "gathered", "parsed"], default="present"),
-    facts=dict(type="dict"),
+    **READ_STATE_OPTIONS,
 )
 
 

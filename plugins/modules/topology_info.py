@@ -18,6 +18,7 @@ version_added: 0.1.0
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - gpucloud.platform.module
+  - gpucloud.platform.read_states
   - gpucloud.platform.topology_tree
 options:
   source:
@@ -31,20 +32,6 @@ options:
     description: With O(source=cluster), show only the HyperNodes labelled C(platform.io/managed-by=gpucloud-platform).
     type: bool
     default: false
-  state:
-    description:
-      - V(present) reads the cluster and shows the tree.
-      - V(gathered) reads the cluster and returns its Nodes (name and labels) and, with O(source=cluster), its
-        HyperNodes in RV(gathered), the facts the tree is drawn from.
-      - V(parsed) shows the tree of O(facts) (what V(gathered) returned, from this or another cluster) without
-        connecting.
-    type: str
-    choices: [present, gathered, parsed]
-    default: present
-  facts:
-    description:
-      - With O(state=parsed), the facts to show the tree of, as RV(gathered) holds them (C(nodes), C(hypernodes)).
-    type: dict
 attributes:
   check_mode:
     support: full
@@ -146,6 +133,7 @@ requests:
   type: int
 """
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.flow import READ_STATE_OPTIONS
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (
@@ -161,8 +149,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.topology.view im
 OPTIONS = dict(
     source=dict(type="str", choices=list(VIEW_SOURCES), default="cluster"),
     managed_only=dict(type="bool", default=False),
-    state=dict(type="str", choices=["present", "gathered", "parsed"], default="present"),
-    facts=dict(type="dict"),
+    **READ_STATE_OPTIONS,
     **TREE_OPTIONS,
 )
 

@@ -45,6 +45,11 @@ GATHERED = "gathered"
 PARSED = "parsed"
 # The states of a module run through a flow that answer without writing.
 OFFLINE_STATES = (RENDERED, GATHERED, PARSED)
+# Options state and facts of a read-only module (doc fragment gpucloud.platform.read_states).
+READ_STATE_OPTIONS: dict[str, dict[str, Any]] = {
+    "state": {"type": "str", "choices": ["present", GATHERED, PARSED], "default": "present"},
+    "facts": {"type": "dict"},
+}
 
 
 @dataclass(frozen=True)
