@@ -20,6 +20,7 @@ options:
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - gpucloud.platform.module
+  - gpucloud.platform.read_states
 attributes:
   diff_mode:
     support: N/A
@@ -95,24 +96,47 @@ changed:
   description: Always false; the module only reads.
   returned: always
   type: bool
+gathered:
+  description: With O(state=gathered), the tenants' Namespaces, Queues and Volcano Jobs the report reads.
+  returned: when O(state=gathered)
+  type: dict
+  sample:
+    namespaces: [{metadata: {name: tenant-alpha, labels: {platform.io/tenant: alpha}}}]
+    queues: []
+    jobs:
+      - metadata: {name: train, namespace: tenant-alpha}
+        spec: {queue: tenant-alpha-ml}
+        status: {state: {phase: Running}}
+state:
+  description: The offline state answered (V(parsed)); nothing was read.
+  returned: when O(state=parsed)
+  type: str
 requests:
-  description: How many API requests the run made.
+  description: How many API requests the run made (0 with V(parsed)).
   returned: always
   type: int
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.flow import READ_STATE_OPTIONS
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.info_summary import (
     info_summary,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.inputs import parse_info
 
-OPTIONS = {"name": {"type": "str"}}
+OPTIONS = {
+    "name": {"type": "str"},
+    **READ_STATE_OPTIONS,
+}
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run_info, validate=parse_info, summary=info_summary)
+    run_flow(
+        OPTIONS,
+        service.INFO_FLOW,
+        required_if=[("state", "parsed", ["facts"])],
+        summary=info_summary,
+    )
 
 
 if __name__ == "__main__":

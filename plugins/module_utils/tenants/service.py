@@ -3,7 +3,8 @@
 """What the tenant modules do with a ``kube.Cluster``: read a tenant with one
 list call per kind, and write planned changes in a safe order.
 
-``run_tenant``, ``run_team_queue`` and ``run_info`` are the ``tenant``,
+``run_tenant``, ``run_team_queue`` and ``INFO_FLOW`` (through ``kube.flow``, its pure
+steps ``tenants/info``) are the ``tenant``,
 ``team_queue`` and ``tenant_info`` modules. Everything here goes through
 ``Cluster``: the reads are ``tenants.read_io``, the writes ``tenants.write_io``; the
 decisions (what is desired, what is allowed, in which order) come from the pure core:
@@ -33,14 +34,17 @@ from ..common.names import (
 )
 from ..common.objects import index_by_name
 from ..kube import cluster as kube
+from ..kube.flow import Flow
 from ..kube.waiting import resource_absent, wait_for
 from ..queues.parent_list import parent_queue_names
 from ..queues.plan import queue_steps
 from .changes import Changes
+from .info import TenantInfoFacts, TenantInfoRequest, parse_info, plan_info, report_info
+from .info import facts_in as info_facts_in
+from .info import facts_out as info_facts_out
 from .inputs import (
     DEFAULT_WAIT_TIMEOUT,
     parse_absent,
-    parse_info,
     parse_present,
     parse_team_queue,
 )
@@ -55,7 +59,6 @@ from .read_io import (
     read_tenant,
     tenant_selector,
 )
-from .report import summarize
 from .spec import kept_guarantee
 from .tenant_queues import plan_team_change
 from .write_io import (
@@ -231,12 +234,10 @@ def run_team_queue(
 # -- tenant_info -----------------------------------------------------------------------------
 
 
-def run_info(
-    params: Mapping[str, Any], cluster: kube.Cluster, check_mode: bool = False
-) -> dict[str, Any]:
-    """The ``tenant_info`` module: one list per kind (Namespaces, Queues, Volcano
-    Jobs) however many tenants there are; it never writes."""
-    name = parse_info(params)
+def gather_info(request: TenantInfoRequest, cluster: kube.Cluster) -> TenantInfoFacts:
+    """One list per kind (Namespaces, Queues, Volcano Jobs) however many tenants there
+    are; for one tenant without a namespace, no Job list (no namespace, no jobs)."""
+    name = request.name
     selector = tenant_selector(name) if name else LABEL_TENANT
     namespaces = cluster.list("v1", "Namespace", label_selector=selector)
     queues = cluster.list(QUEUE_API, "Queue", label_selector=selector)
@@ -246,4 +247,26 @@ def run_info(
         jobs = cluster.list(JOB_API, "Job", namespace=namespace_name(name))
     else:
         jobs = []  # no namespace, no jobs: nothing to list
-    return {"changed": False, "tenants": summarize(namespaces, queues, jobs)}
+    return TenantInfoFacts(tuple(namespaces), tuple(queues), tuple(jobs))
+
+
+def apply_info(
+    request: TenantInfoRequest,
+    tenants: list[dict[str, Any]],
+    cluster: kube.Cluster,
+    check_mode: bool,
+) -> dict[str, Any]:
+    """Nothing to write: the tenants."""
+    return {"changed": False, **report_info(request, tenants)}
+
+
+# Module tenant_info: the tenants, their queues and active jobs; it never writes.
+INFO_FLOW: Flow[TenantInfoRequest, TenantInfoFacts, list[dict[str, Any]]] = Flow(
+    parse=parse_info,
+    gather=gather_info,
+    plan=plan_info,
+    apply=apply_info,
+    report=report_info,
+    facts_out=info_facts_out,
+    facts_in=info_facts_in,
+)

@@ -48,7 +48,7 @@ def two_tenants():
 
 def test_all_tenants_with_one_list_per_kind():
     cluster = two_tenants()
-    result = service.run_info({}, cluster)
+    result = service.INFO_FLOW.run({}, cluster, False)
     assert [t["name"] for t in result["tenants"]] == ["a", "b"]
     assert cluster.lists == ["Namespace", "Queue", "Job"]
     a = result["tenants"][0]
@@ -63,7 +63,7 @@ def test_all_tenants_with_one_list_per_kind():
 
 def test_one_tenant():
     cluster = two_tenants()
-    result = service.run_info({"name": "b"}, cluster)
+    result = service.INFO_FLOW.run({"name": "b"}, cluster, False)
     assert [t["name"] for t in result["tenants"]] == ["b"]
     assert result["tenants"][0]["active_jobs"] == 0
     assert cluster.requests == 3
@@ -71,7 +71,7 @@ def test_one_tenant():
 
 def test_unknown_tenant_lists_no_jobs():
     cluster = two_tenants()
-    result = service.run_info({"name": "nobody"}, cluster)
+    result = service.INFO_FLOW.run({"name": "nobody"}, cluster, False)
     assert result == {"changed": False, "tenants": []}
     assert cluster.lists == ["Namespace", "Queue"]
 
@@ -79,7 +79,7 @@ def test_unknown_tenant_lists_no_jobs():
 def test_bad_name_is_refused_before_any_request():
     cluster = two_tenants()
     with pytest.raises(PlatformValidationError) as exc:
-        service.run_info({"name": "Bad_Name"}, cluster)
+        service.INFO_FLOW.run({"name": "Bad_Name"}, cluster, False)
     assert exc.value.errors[0].field == "name"
     assert cluster.requests == 0
 
