@@ -104,6 +104,15 @@ EXAMPLES = r"""
   gpucloud.platform.hypernode:
     name: tor-7
     state: absent
+
+- name: The manifest of a leaf switch for a GitOps repository, without a cluster
+  gpucloud.platform.hypernode:
+    name: tor-9
+    state: rendered
+    tier: 1
+    members:
+      - {type: Node, selector: {exactMatch: {name: gpu-9}}}
+  register: leaf
 """
 
 RETURN = r"""

@@ -94,6 +94,18 @@ EXAMPLES = r"""
   gpucloud.platform.spot_capacity:
     report: all
   register: spot_table
+
+- name: The pool and the billing queues as the spot rules read them (nothing written)
+  gpucloud.platform.spot_capacity:
+    state: gathered
+  register: spot_facts
+
+- name: What spot capacity would be without the first two nodes, planned offline
+  gpucloud.platform.spot_capacity:
+    state: parsed
+    facts:
+      nodes: "{{ spot_facts.gathered.nodes[2:] }}"
+      queues: "{{ spot_facts.gathered.queues }}"
 """
 
 RETURN = r"""
