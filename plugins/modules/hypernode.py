@@ -139,6 +139,12 @@ state:
   description: The offline state answered (V(rendered) or V(parsed)); nothing was written.
   returned: when O(state=rendered) or O(state=parsed)
   type: str
+summary:
+  description: What the run did (in check mode, would do) to the HyperNode, in a line a person reads.
+  returned: always
+  type: list
+  elements: str
+  sample: ["HyperNode tor-0: created (tier 1, 2 members of type Node)"]
 requests:
   description: How many API requests the run made.
   returned: always
@@ -147,6 +153,9 @@ requests:
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.summary import (
+    hypernode_summary,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.tree import MEMBER_TYPES
 
 OPTIONS = dict(
@@ -174,6 +183,7 @@ def main() -> None:
     run_flow(
         OPTIONS,
         service.HYPERNODE_FLOW,
+        summary=hypernode_summary,
         required_if=[
             ("state", "present", ["tier", "members"]),
             ("state", "rendered", ["tier", "members"]),

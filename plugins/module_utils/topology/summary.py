@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..common.summary import did, names
+from ..common.summary import count, did, names
 
 
 def sync_summary(
@@ -31,3 +31,25 @@ def sync_summary(
     if result.get("unplaced_nodes"):
         lines.append(f"nodes in no leaf HyperNode: {names(result['unplaced_nodes'])}")
     return lines
+
+
+def hypernode_summary(
+    params: Mapping[str, Any], result: Mapping[str, Any], check_mode: bool
+) -> list[str]:
+    """One line: the HyperNode, its tier and members as asked, and what the run did to it."""
+    name = params.get("name")
+    action = result.get("action") or "none"
+    if action == "none":
+        if params.get("state") == "absent":
+            return [f"HyperNode {name}: not in the cluster; nothing to delete"]
+        return [f"HyperNode {name}: as asked already; nothing to change"]
+    verb = {"created": "create", "updated": "update", "deleted": "delete"}.get(action, action)
+    done = did(check_mode, action, f"would {verb}")
+    if action == "deleted":
+        return [f"HyperNode {name}: {done}"]
+    members = params.get("members") or []
+    kinds = names(sorted({str(m.get("type")) for m in members}))
+    return [
+        f"HyperNode {name}: {done} (tier {params.get('tier')}, "
+        f"{count(len(members), 'member')} of type {kinds})"
+    ]

@@ -261,7 +261,10 @@ def test_hypernode_present_absent_and_validation(run_module):
         out["action"] == "created" and hypernodes(cluster)["tor-0"]["metadata"]["labels"] == MANAGED
     )
     assert out["hypernode"]["metadata"]["name"] == "tor-0" and out["requests"] == 2
-    assert run_module(hypernode_module, cluster, **LEAF)["changed"] is False
+    assert out["summary"] == ["HyperNode tor-0: created (tier 1, 1 member of type Node)"]
+    again = run_module(hypernode_module, cluster, **LEAF)
+    assert again["changed"] is False
+    assert again["summary"] == ["HyperNode tor-0: as asked already; nothing to change"]
 
     assert run_module(hypernode_module, cluster, **SPINE_0)["action"] == "created"
 

@@ -31,6 +31,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.summary 
     tenant_summary,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.summary import (
+    hypernode_summary,
     sync_summary,
 )
 
@@ -145,6 +146,16 @@ GROUPS = {
     "writes": ["Node/gpu-0", "Node/gpu-1", "Queue/root"],
 }
 
+LEAF = {
+    "name": "tor-0",
+    "state": "present",
+    "tier": 1,
+    "members": [
+        {"type": "Node", "selector": {"exactMatch": {"name": "gpu-0"}}},
+        {"type": "Node", "selector": {"exactMatch": {"name": "gpu-1"}}},
+    ],
+}
+
 CASES = [
     (tenant_summary, TENANT, TENANT_RESULT),
     (
@@ -165,6 +176,8 @@ CASES = [
     (throttle_summary, {}, THROTTLE),
     (service_summary, {"tenant": "acme", "name": "llm", "action": "canary"}, SERVICE),
     (sync_summary, {}, TOPOLOGY),
+    (hypernode_summary, LEAF, {"action": "created"}),
+    (hypernode_summary, {"name": "tor-7", "state": "absent"}, {"action": "deleted"}),
     (node_groups_summary, {}, GROUPS),
 ]
 
@@ -239,3 +252,18 @@ def test_throttle_names_the_throttled_queues():
         "throttled queues: tenant-acme-algo until 2026-01-01T12:05:00Z"
     )
     assert throttle_summary({}, {"throttles": {}}, False) == ["throttled queues: none"]
+
+
+def test_hypernode_says_its_tier_members_and_action():
+    assert hypernode_summary(LEAF, {"action": "created"}, False) == [
+        "HyperNode tor-0: created (tier 1, 2 members of type Node)"
+    ]
+    assert hypernode_summary(LEAF, {"action": "updated"}, True) == [
+        "HyperNode tor-0: would update (tier 1, 2 members of type Node)"
+    ]
+    assert hypernode_summary(LEAF, {"action": "none"}, False) == [
+        "HyperNode tor-0: as asked already; nothing to change"
+    ]
+    assert hypernode_summary({"name": "tor-7", "state": "absent"}, {"action": "none"}, True) == [
+        "HyperNode tor-7: not in the cluster; nothing to delete"
+    ]
