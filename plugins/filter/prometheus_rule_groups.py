@@ -13,6 +13,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.observability.al
     threshold_errors,
     thresholds_of,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.observability.heartbeats import (
+    period_errors,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.observability.kube_state_metrics import (
     ksm_chart_values,
 )
@@ -26,13 +29,22 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.observability.ru
 
 
 def prometheus_rule_groups(
-    thresholds: Any = None, metering_interval: Any = None, vgpu_gpu_memory_mib: Any = None
+    thresholds: Any = None,
+    metering_interval: Any = None,
+    vgpu_gpu_memory_mib: Any = None,
+    reconcile_periods: Any = None,
 ) -> list[dict[str, Any]]:
     """The ``groups`` of the platform's rules with these alert thresholds, the metering
     group evaluated every ``metering_interval`` (the ledger's resolution), a vGPU counted by
-    its share of ``vgpu_gpu_memory_mib`` (one shared GPU's memory)."""
+    its share of ``vgpu_gpu_memory_mib`` (one shared GPU's memory), the scheduled playbooks'
+    heartbeats late after a few of ``reconcile_periods`` (minutes, over the defaults)."""
     values = {} if thresholds is None else thresholds
-    errors = threshold_errors(values) + interval_errors(metering_interval or None)
+    periods = {} if reconcile_periods is None else reconcile_periods
+    errors = (
+        threshold_errors(values)
+        + interval_errors(metering_interval or None)
+        + period_errors(periods)
+    )
     memory = (
         DEFAULT_VGPU_GPU_MEMORY_MIB if vgpu_gpu_memory_mib in (None, "") else vgpu_gpu_memory_mib
     )
@@ -40,7 +52,7 @@ def prometheus_rule_groups(
         errors.append(f"vgpu_gpu_memory_mib: {memory!r} is not a whole number of MiB, 1 or more")
     if errors:
         raise AnsibleFilterError("prometheus_rule_groups: " + "; ".join(errors))
-    return rule_groups(thresholds_of(values), metering_interval or None, memory)
+    return rule_groups(thresholds_of(values), metering_interval or None, memory, periods)
 
 
 def kube_state_metrics_values(_unused: Any = None) -> dict[str, Any]:

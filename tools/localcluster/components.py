@@ -258,7 +258,7 @@ COMPONENTS: tuple[ComponentSpec, ...] = (
             "--telemetry-host={host}",
             "--telemetry-port={ports[kube-state-metrics-telemetry]}",
             # only what the platform's rules read, to keep it light
-            "--resources=pods,nodes,namespaces",
+            "--resources=pods,nodes,namespaces,leases",
             "--metric-labels-allowlist={ksm_labels}",
             "--metric-annotations-allowlist={ksm_annotations}",
             # the Queues' tenants, types and sizes, the Volcano Jobs' bids (rule

@@ -7,7 +7,7 @@ they never import it."""
 from __future__ import annotations
 
 from ..common.rule_index import RuleRef
-from . import alert_rules, metering_rules
+from . import alert_rules, heartbeats, metering_rules
 
 RULES: tuple[RuleRef, ...] = (
     RuleRef("alert-thresholds", alert_rules.threshold_errors),
@@ -15,5 +15,6 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("billing-type-of-queue", metering_rules._billing_type_of_queue),
     RuleRef("gpu-milli-units", alert_rules._queue_gpus),
     RuleRef("metering-interval", metering_rules.interval_errors),
+    RuleRef("reconcile-heartbeat", heartbeats.heartbeat_lease),
     RuleRef("vgpu-metered-by-memory", metering_rules._running_gpu_equivalents),
 )

@@ -32,9 +32,11 @@ Where the series come from (the names are the exporters' own):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .alert_rules import Thresholds, gpu_rules, queue_rules, spot_rules
+from .heartbeats import heartbeat_rules
 from .metering_rules import DEFAULT_VGPU_GPU_MEMORY_MIB, METERING_GROUP, metering_rules
 
 
@@ -42,11 +44,14 @@ def rule_groups(
     t: Thresholds | None = None,
     metering_interval: str | None = None,
     vgpu_gpu_memory_mib: int = DEFAULT_VGPU_GPU_MEMORY_MIB,
+    reconcile_periods: Mapping[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """The ``groups`` of the platform's rule file. ``metering_interval`` is the metering
     group's evaluation interval, the ledger's resolution (Prometheus's global evaluation
     interval when None); usage_report reads it back from Prometheus.
-    ``vgpu_gpu_memory_mib`` is one shared GPU's memory (rule vgpu-metered-by-memory)."""
+    ``vgpu_gpu_memory_mib`` is one shared GPU's memory (rule vgpu-metered-by-memory).
+    ``reconcile_periods``: scheduled playbooks' periods in minutes over the defaults (rule
+    reconcile-heartbeat)."""
     t = t or Thresholds()
     metering: dict[str, Any] = {"name": METERING_GROUP}
     if metering_interval:
@@ -57,6 +62,7 @@ def rule_groups(
         metering,
         {"name": "platform-queues", "rules": queue_rules(t)},
         {"name": "platform-spot", "rules": spot_rules(t)},
+        {"name": "platform-reconcile", "rules": heartbeat_rules(reconcile_periods)},
     ]
 
 

@@ -120,6 +120,7 @@ def test_the_filter_gives_the_groups():
         "platform-metering",
         "platform-queues",
         "platform-spot",
+        "platform-reconcile",
     ]
 
 
@@ -366,7 +367,7 @@ def test_the_roles_default_metering_interval_is_one():
     assert metering_rules.interval_errors(defaults["monitoring_scrape_interval"]) == []
     template = (ROOT / "roles/monitoring/templates/prometheusrule.yml.j2").read_text()
     assert (
-        "prometheus_rule_groups(monitoring_metering_interval, monitoring_vgpu_gpu_memory_mib | int)"
-        in template
+        "prometheus_rule_groups(monitoring_metering_interval, monitoring_vgpu_gpu_memory_mib | int, "
+        "monitoring_reconcile_periods_minutes)" in template
     )
     assert defaults["monitoring_vgpu_gpu_memory_mib"] == metering_rules.DEFAULT_VGPU_GPU_MEMORY_MIB
