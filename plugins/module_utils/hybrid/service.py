@@ -1,7 +1,8 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Node groups and burst quotas against the cluster: the ``node_groups`` and
-``burst_quota`` modules.
+``burst_quota`` modules, through ``kube.flow`` (``GROUPS_FLOW`` and ``BURST_FLOW``; their
+pure steps are ``hybrid/grouping`` and ``hybrid/quota``): the reads and the writes.
 
 Reads one list of Nodes, one list of Queues and the scheduler ConfigMap; plans
 with ``hybrid/plan``; writes each node, then the queues, with a merge patch
