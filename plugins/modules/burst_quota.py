@@ -27,13 +27,23 @@ options:
     type: str
     required: true
   gpus:
-    description: The tenant's cloud GPUs (0 or more). Required with O(state=present).
+    description: The tenant's cloud GPUs (0 or more). Required unless O(state=absent).
     type: int
   state:
-    description: C(present) makes or resizes the leaf; C(absent) removes it and its entry in the queue list.
+    description:
+      - C(present) makes or resizes the leaf; C(absent) removes it and its entry in the queue list.
+      - V(gathered) reads what V(present) reads (the tenant's managed Queues, the burst queue and the tenant's queue
+        list, each as far as a run reads before it refuses) and returns it in RV(gathered); nothing is written.
+      - V(parsed) plans V(present) from O(facts) (what V(gathered) returned) without connecting, and returns what a
+        check-mode run returns, with C(changed=false).
     type: str
-    choices: [present, absent]
+    choices: [present, absent, gathered, parsed]
     default: present
+  facts:
+    description:
+      - With O(state=parsed), the facts to plan from, as RV(gathered) holds them (C(queues), C(burst_queue),
+        C(queue_list)).
+    type: dict
   burst_queue:
     description: The platform's burst queue, the leaf's parent.
     type: str
@@ -61,12 +71,26 @@ EXAMPLES = r"""
   gpucloud.platform.burst_quota:
     tenant: alpha
     state: absent
+
+- name: What a quota of 16 cloud GPUs for tenant alpha reads (nothing written)
+  gpucloud.platform.burst_quota:
+    tenant: alpha
+    gpus: 16
+    state: gathered
+  register: burst_facts
+
+- name: The same quota planned offline from those facts
+  gpucloud.platform.burst_quota:
+    tenant: alpha
+    gpus: 16
+    state: parsed
+    facts: "{{ burst_facts.gathered }}"
 """
 
 RETURN = r"""
 queue:
   description: The leaf queue.
-  returned: always
+  returned: unless O(state=gathered)
   type: str
   sample: tenant-alpha-burst
 writes:
@@ -82,6 +106,15 @@ changed:
   description: Whether anything was written (in check mode, would be).
   returned: always
   type: bool
+gathered:
+  description: The tenant's managed Queues, the burst queue and the tenant's queue list, as far as a run with
+    O(state=present) reads before it refuses.
+  returned: when O(state=gathered)
+  type: dict
+state:
+  description: V(parsed) when the answer is a plan from O(facts); nothing was written.
+  returned: when O(state=parsed)
+  type: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -96,15 +129,14 @@ done:
 from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.inputs import (
     BURST_OPTIONS,
-    validate_burst,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 
 OPTIONS = BURST_OPTIONS
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run_burst, validate=validate_burst)
+    run_flow(OPTIONS, service.BURST_FLOW, required_if=[("state", "parsed", ["facts"])])
 
 
 if __name__ == "__main__":

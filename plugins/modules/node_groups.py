@@ -56,6 +56,21 @@ options:
       - An empty string makes none.
     type: str
     default: cloud-burst
+  state:
+    description:
+      - V(present) labels and taints the nodes and binds the queues.
+      - V(gathered) reads what V(present) reads (the burst queue, the scheduler ConfigMap, the Nodes and the Queues,
+        as far as a run reads before it refuses) and returns it in RV(gathered); nothing is written.
+      - V(parsed) plans from O(facts) (what V(gathered) returned) without connecting, and returns what a check-mode
+        run returns, with C(changed=false).
+    type: str
+    choices: [present, gathered, parsed]
+    default: present
+  facts:
+    description:
+      - With O(state=parsed), the facts to plan from, as RV(gathered) holds them (C(burst_queue),
+        C(scheduler_configmap), C(nodes), C(queues)).
+    type: dict
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - gpucloud.platform.module
@@ -82,21 +97,33 @@ EXAMPLES = r"""
         region: cn-hangzhou
         selector:
           type: virtual-kubelet
+
+- name: The nodes and queues the groups are planned from (nothing written)
+  gpucloud.platform.node_groups:
+    groups: "{{ platform_node_groups }}"
+    state: gathered
+  register: node_group_facts
+
+- name: The labels, taints and affinities planned offline from those facts
+  gpucloud.platform.node_groups:
+    groups: "{{ platform_node_groups }}"
+    state: parsed
+    facts: "{{ node_group_facts.gathered }}"
 """
 
 RETURN = r"""
 nodes:
   description: Each grouped node (and each node that left every group, as null) with its group.
-  returned: always
+  returned: unless O(state=gathered)
   type: dict
   sample: {"gpu-node-0": "idc-h100", "vk-aliyun-0": "cloud-aliyun-hangzhou"}
 groups:
   description: Each group's nodes.
-  returned: always
+  returned: unless O(state=gathered)
   type: dict
 writes:
   description: The objects written (C(Node/<name>), C(Queue/<name>)), in order.
-  returned: always
+  returned: unless O(state=gathered)
   type: list
   elements: str
 diff:
@@ -115,6 +142,15 @@ summary:
   returned: on success
   type: list
   elements: str
+gathered:
+  description: The burst queue, the scheduler ConfigMap, the Nodes and the Queues, as far as a run reads before it
+    refuses.
+  returned: when O(state=gathered)
+  type: dict
+state:
+  description: V(parsed) when the answer is a plan from O(facts); nothing was written.
+  returned: when O(state=parsed)
+  type: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -127,18 +163,20 @@ done:
 """
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid import service
-from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.inputs import (
-    OPTIONS,
-    validate,
-)
+from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.inputs import OPTIONS
 from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.summary import (
     node_groups_summary,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run, validate=validate, summary=node_groups_summary)
+    run_flow(
+        OPTIONS,
+        service.GROUPS_FLOW,
+        required_if=[("state", "parsed", ["facts"])],
+        summary=node_groups_summary,
+    )
 
 
 if __name__ == "__main__":

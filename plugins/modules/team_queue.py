@@ -41,9 +41,18 @@ options:
   state:
     description:
       - V(present) adds or resizes the team queue, V(absent) removes it.
+      - V(gathered) reads what V(present) reads (see the notes; as far as a run reads before it refuses) and returns
+        it in RV(gathered); nothing is written.
+      - V(parsed) plans V(present) from O(facts) (what V(gathered) returned) without connecting, and returns what a
+        check-mode run returns, with C(changed=false).
     type: str
-    choices: [present, absent]
+    choices: [present, absent, gathered, parsed]
     default: present
+  facts:
+    description:
+      - With O(state=parsed), the facts to plan from, as RV(gathered) holds them (C(queues), C(podgroups), C(taken),
+        C(parent_queues), C(queue_list), C(queue_reader)).
+    type: dict
   deserved:
     description:
       - "Deserved per resource, for example C({nvidia.com/gpu: 10})."
@@ -66,9 +75,9 @@ extends_documentation_fragment:
   - gpucloud.platform.module
 notes:
   - Reads the tenant's Queues (one list, by label C(platform.io/tenant)) and, when it has any, its PodGroups (one
-    list); one GET of the new team's queue when the tenant does not have it yet; one GET of the parent-queues
-    ConfigMap; and after the queue write one GET each of the C(platform-queues) ConfigMap and the queue-reader
-    ClusterRole, each applied only when it differs.
+    list); one GET of the new team's queue when the tenant does not have it yet; one GET each of the parent-queues
+    ConfigMap, the C(platform-queues) ConfigMap and the queue-reader ClusterRole, all before the first write. The
+    last two are applied after the queue write, each only when it differs.
   - The ClusterRoleBinding of the queue reader and the rest of the tenant are M(gpucloud.platform.tenant)'s.
 """
 
@@ -85,6 +94,22 @@ EXAMPLES = r"""
     tenant: alpha
     name: research
     state: absent
+
+- name: What giving tenant alpha a research team reads (nothing written)
+  gpucloud.platform.team_queue:
+    tenant: alpha
+    name: research
+    deserved: {nvidia.com/gpu: 8}
+    state: gathered
+  register: team_facts
+
+- name: The same team planned offline from those facts
+  gpucloud.platform.team_queue:
+    tenant: alpha
+    name: research
+    deserved: {nvidia.com/gpu: 8}
+    state: parsed
+    facts: "{{ team_facts.gathered }}"
 """
 
 RETURN = r"""
@@ -94,10 +119,18 @@ changed:
   type: bool
 objects:
   description: The objects written or deleted (in check mode, that would be), in order.
-  returned: always
+  returned: unless O(state=gathered)
   type: list
   elements: dict
   sample: [{kind: Queue, name: tenant-alpha-research, action: create}]
+gathered:
+  description: What the run reads, as far as it reads before it refuses (see the notes).
+  returned: when O(state=gathered)
+  type: dict
+state:
+  description: V(parsed) when the answer is a plan from O(facts); nothing was written.
+  returned: when O(state=parsed)
+  type: str
 diff:
   description:
     - One diff per changed object, sorted by C(before_header), which is C(Kind/namespace/name); each holds the before
@@ -126,11 +159,8 @@ requests:
   type: int
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.inputs import (
-    parse_team_queue,
-)
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.summary import (
     team_queue_summary,
 )
@@ -138,7 +168,12 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.summary 
 OPTIONS = {
     "tenant": {"type": "str", "required": True},
     "name": {"type": "str", "required": True},
-    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    "state": {
+        "type": "str",
+        "choices": ["present", "absent", "gathered", "parsed"],
+        "default": "present",
+    },
+    "facts": {"type": "dict"},
     "deserved": {"type": "dict"},
     "capability": {"type": "dict"},
     "guarantee": {"type": "dict"},
@@ -148,10 +183,10 @@ OPTIONS = {
 
 def main() -> None:
     # Every input is checked before the module connects.
-    run_module(
+    run_flow(
         OPTIONS,
-        service.run_team_queue,
-        validate=parse_team_queue,
+        service.TEAM_QUEUE_FLOW,
+        required_if=[("state", "parsed", ["facts"])],
         diff_by_object=True,
         summary=team_queue_summary,
     )

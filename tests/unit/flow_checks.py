@@ -28,3 +28,23 @@ def assert_parsed_is_the_run(
     give the same result, or the same refusal."""
     expected = outcome(lambda: _keyed(run()))
     assert outcome(lambda: _keyed(_parsed(flow, parsed_params))) == expected
+
+
+def assert_parsed_is_the_check_run(
+    flow: Any, run: Callable[[], Mapping[str, Any]], parsed_params: Mapping[str, Any]
+) -> None:
+    """For a module that writes: ``run()`` (the check-mode run on a fake cluster) and
+    ``parsed`` with ``parsed_params`` give the same result but ``changed`` (``parsed``
+    writes nothing, so says false), or the same refusal."""
+
+    def checked() -> dict[str, Any]:
+        answer = dict(run())
+        answer.pop("changed")
+        return _keyed(answer)
+
+    def parsed() -> dict[str, Any]:
+        answer = _parsed(flow, parsed_params)
+        assert answer.pop("changed") is False
+        return _keyed(answer)
+
+    assert outcome(parsed) == outcome(checked)

@@ -14,6 +14,7 @@ from ..common.names import (
     dns_label_errors,
     tenant_name_errors,
 )
+from ..kube.flow import GATHERED, PARSED
 from .burst import burst_quota_errors
 from .nodegroups import group_errors
 
@@ -30,6 +31,8 @@ OPTIONS: dict[str, dict[str, Any]] = {
         "default": ["payg"],
     },
     "burst_queue": {"type": "str", "default": BURST_QUEUE},
+    "state": {"type": "str", "choices": ["present", GATHERED, PARSED], "default": "present"},
+    "facts": {"type": "dict"},
 }
 
 
@@ -45,7 +48,12 @@ def validate(params: dict[str, Any]) -> None:
 BURST_OPTIONS: dict[str, dict[str, Any]] = {
     "tenant": {"type": "str", "required": True},
     "gpus": {"type": "int"},
-    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    "state": {
+        "type": "str",
+        "choices": ["present", "absent", GATHERED, PARSED],
+        "default": "present",
+    },
+    "facts": {"type": "dict"},
     "burst_queue": {"type": "str", "default": BURST_QUEUE},
     "force": {"type": "bool", "default": False},
 }
@@ -55,9 +63,10 @@ def validate_burst(params: dict[str, Any]) -> None:
     """Rules tenant-name and burst-quota (its shape), before the cluster is read."""
     errors = tenant_name_errors(params.get("tenant"), "tenant")
     errors += dns_label_errors("burst_queue", params.get("burst_queue"))
-    if params.get("state", "present") == "present":
+    state = params.get("state") or "present"
+    if state != "absent":
         if params.get("gpus") is None:
-            errors.append(FieldError("gpus", "is required with state: present"))
+            errors.append(FieldError("gpus", f"is required with state: {state}"))
         else:
             errors += burst_quota_errors(params["gpus"], None, str(params.get("burst_queue")))
     raise_if(errors)

@@ -1,7 +1,8 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Node groups and burst quotas against the cluster: the ``node_groups`` and
-``burst_quota`` modules.
+``burst_quota`` modules, through ``kube.flow`` (``GROUPS_FLOW`` and ``BURST_FLOW``; their
+pure steps are ``hybrid/grouping`` and ``hybrid/quota``): the reads and the writes.
 
 Reads one list of Nodes, one list of Queues and the scheduler ConfigMap; plans
 with ``hybrid/plan``; writes each node, then the queues, with a merge patch
@@ -14,61 +15,38 @@ read of that node. In check mode every write is the API server's dry run.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from ansible.module_utils.common.warnings import warn
-
-from ..common.errors import FieldError, PartialWrite, PlatformValidationError, Refused, raise_if
+from ..common.errors import PartialWrite
 from ..common.names import (
     BURST_FIELD_MANAGER,
-    BURST_QUEUE,
     FIELD_MANAGER,
     JOB_API,
-    JOB_FINISHED_PHASES,
     LABEL_TENANT,
     MANAGED_SELECTOR,
     QUEUE_API,
     TENANT_QUEUES_CONFIGMAP,
     VOLCANO_NAMESPACE,
-    namespace_name,
 )
-from ..common.objects import differs
 from ..kube.cluster import ApiException, Cluster, ConflictError, TransportError, written_or_raise
+from ..kube.flow import Flow
 from ..policy import volcano_catalog as vc
-from ..policy.scheduler_conf_reader import parse_conf
-from ..policy.scheduler_conf_tier_rules import node_group_plugin_errors
-from .burst import (
-    BURST_BILLING,
-    allocated_gpus,
-    burst_leaf,
-    burst_leaf_name,
-    burst_quota_errors,
-    burst_removal_refusal,
-    burst_shrink_refusal,
-    capability_gpus,
-)
-from .nodegroups import NodeGroup, membership, parse_groups
-from .plan import NodeGroupPlan, Write, node_write, plan_node_groups
-from .queues import burst_target_errors
-
-
-def _scheduler_conf_errors(cluster: Cluster) -> list[FieldError]:
-    cm = cluster.get("v1", "ConfigMap", vc.SCHEDULER_CONFIGMAP, namespace=VOLCANO_NAMESPACE)
-    text = ((cm or {}).get("data") or {}).get(vc.SCHEDULER_CONF_KEY)
-    where = f"{VOLCANO_NAMESPACE}/{vc.SCHEDULER_CONFIGMAP}"
-    if cm is None:
-        return [FieldError(where, "does not exist; apply the scheduling_policy role first")]
-    conf, errors = parse_conf(text)
-    if errors:
-        return [FieldError(f"{where}.{e.field}", e.message) for e in errors]
-    return [
-        FieldError(
-            f"{where}.{e.field}",
-            e.message + " (the scheduling_policy role's default configuration has it)",
-        )
-        for e in node_group_plugin_errors(conf)
-    ]
-
+from .grouping import GroupsFacts, GroupsPlan, GroupsRequest, parse_groups_request
+from .grouping import facts_in as groups_facts_in
+from .grouping import facts_out as groups_facts_out
+from .grouping import plan as plan_groups
+from .grouping import refusal as groups_refusal
+from .grouping import report as report_groups
+from .grouping import warnings_of as groups_warnings
+from .nodegroups import NodeGroup
+from .plan import NodeGroupPlan, Write, node_write
+from .quota import BurstFacts, BurstPlan, BurstRequest, leaf_of, parse_burst
+from .quota import facts_in as burst_facts_in
+from .quota import facts_out as burst_facts_out
+from .quota import plan as plan_burst
+from .quota import refusal as burst_refusal
+from .quota import report as report_burst
 
 # A node's patch refused because the node changed since it was read (its kubelet, or
 # kwok, writes its status every few seconds) is planned again from a fresh read, this
@@ -133,142 +111,112 @@ def _write_all(
     return done
 
 
-def _burst_target(cluster: Cluster, name: str) -> dict[str, Any] | None:
-    """The live queue ``burst_queue`` names, refused unless it is the platform's burst
-    queue (rule burst-queue-platform-owned); checked before anything else is read."""
-    raise_if(burst_target_errors(name, None))
-    live = cluster.get(QUEUE_API, "Queue", name)
-    raise_if(burst_target_errors(name, live))
-    return live
+def gather_groups(request: GroupsRequest, cluster: Cluster) -> GroupsFacts:
+    """The burst queue, the scheduler ConfigMap, one list of Nodes and one of Queues, in
+    that order; the reads stop where the plan refuses (the burst queue is checked before
+    anything else is read)."""
+    facts = GroupsFacts()
+    if groups_refusal(request, facts) is not None:
+        return facts
+    burst = cluster.get(QUEUE_API, "Queue", request.burst_target)
+    facts = replace(facts, burst=(burst,) if burst is not None else ())
+    if groups_refusal(request, facts) is not None:
+        return facts
+    cm = cluster.get("v1", "ConfigMap", vc.SCHEDULER_CONFIGMAP, namespace=VOLCANO_NAMESPACE)
+    facts = replace(facts, scheduler=(cm,) if cm is not None else ())
+    if groups_refusal(request, facts) is not None:
+        return facts
+    facts = replace(facts, nodes=tuple(cluster.list("v1", "Node")))
+    if groups_refusal(request, facts) is not None:
+        return facts
+    return replace(facts, queues=tuple(cluster.list(QUEUE_API, "Queue")))
+
+
+def apply_groups(
+    request: GroupsRequest, planned: GroupsPlan, cluster: Cluster, check_mode: bool
+) -> dict[str, Any]:
+    """Label and taint the node groups, bind the queues to them, in the plan's order. A
+    node planned again after a conflict changes the diff this run returns, not the plan."""
+    plan = replace(planned.plan, before=dict(planned.plan.before), after=dict(planned.plan.after))
+    done = _write_all(cluster, plan, planned.members)
+    return report_groups(request, planned, done, {"before": plan.before, "after": plan.after})
+
+
+# Module node_groups: the nodes grouped, the queues bound to the groups.
+GROUPS_FLOW: Flow[GroupsRequest, GroupsFacts, GroupsPlan] = Flow(
+    parse=parse_groups_request,
+    gather=gather_groups,
+    plan=plan_groups,
+    apply=apply_groups,
+    report=report_groups,
+    facts_out=groups_facts_out,
+    facts_in=groups_facts_in,
+    warnings_of=groups_warnings,
+)
 
 
 def run(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
-    """Label and taint the node groups, bind the queues to them."""
-    _burst_target(cluster, params.get("burst_queue") or BURST_QUEUE)
-    conf_errors = _scheduler_conf_errors(cluster)
-    if conf_errors:
-        raise Refused(
-            "node groups need Volcano's nodegroup plugin with enableHierarchy: "
-            + "; ".join(str(e) for e in conf_errors),
-            errors=[str(e) for e in conf_errors],
-        )
-    groups = parse_groups(params["groups"])
-    nodes = cluster.list("v1", "Node")
-    members, errors = membership(groups, nodes)
-    if errors:
-        raise PlatformValidationError(errors)
-    queues = cluster.list(QUEUE_API, "Queue")
-    plan = plan_node_groups(
-        groups, members, nodes, queues, params["elastic_queue_types"], params.get("burst_queue")
-    )
-    for message in plan.warnings:
-        warn(message)
-    done = _write_all(cluster, plan, members)
-    return {
-        "changed": bool(done),
-        "writes": done,
-        "nodes": plan.nodes,
-        "groups": {
-            g.name: sorted(n for n, m in members.items() if m.name == g.name) for g in groups
-        },
-        "diff": {"before": plan.before, "after": plan.after},
-    }
+    """The ``node_groups`` module's run on a cluster (``GROUPS_FLOW``)."""
+    return GROUPS_FLOW.run(params, cluster, check_mode)
 
 
 # -- burst_quota ------------------------------------------------------------------------
 
 
-def _leaf_jobs(cluster: Cluster, namespace: str, leaf: str) -> list[str]:
-    """The Volcano Jobs of the tenant that name the leaf and have not finished."""
-    return sorted(
-        j["metadata"]["name"]
-        for j in cluster.list(JOB_API, "Job", namespace=namespace)
-        if (j.get("spec") or {}).get("queue") == leaf
-        and ((j.get("status") or {}).get("state") or {}).get("phase") not in JOB_FINISHED_PHASES
+def gather_burst(request: BurstRequest, cluster: Cluster) -> BurstFacts:
+    """The tenant's managed Queues; removing, the leaf's namespace's Volcano Jobs; resizing,
+    the burst queue and the tenant's queue list. The reads stop where the plan refuses."""
+    queues = cluster.list(
+        QUEUE_API, "Queue", label_selector=f"{LABEL_TENANT}={request.tenant},{MANAGED_SELECTOR}"
     )
+    facts = BurstFacts(tuple(queues))
+    if burst_refusal(request, facts) is not None:
+        return facts
+    if request.gpus is None:
+        if leaf_of(request, facts) is None:
+            return facts
+        jobs = cluster.list(JOB_API, "Job", namespace=request.namespace)
+        return replace(facts, jobs=tuple(jobs))
+    parent = cluster.get(QUEUE_API, "Queue", request.burst_queue)
+    facts = replace(facts, parent=(parent,) if parent is not None else ())
+    if burst_refusal(request, facts) is not None:
+        return facts
+    cm = cluster.get("v1", "ConfigMap", TENANT_QUEUES_CONFIGMAP, namespace=request.namespace)
+    return replace(facts, queue_list=(cm,) if cm is not None else ())
 
 
-def _queue_list_entry(tenant: str, leaf: str, value: str | None) -> dict[str, Any]:
-    """The tenant's queue list with the leaf's key alone, under the burst manager: the
-    tenant module's own apply of the ConfigMap keeps it (another manager owns it)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": TENANT_QUEUES_CONFIGMAP, "namespace": namespace_name(tenant)},
-        "data": {leaf: value} if value else {},
-    }
+def apply_burst(
+    request: BurstRequest, planned: BurstPlan, cluster: Cluster, check_mode: bool
+) -> dict[str, Any]:
+    """The plan's writes in order: the list entry, then the leaf (removing: the entry
+    dropped, then the leaf deleted)."""
+    done: list[str] = []
+    what = f"{'removing' if planned.remove else 'writing'} {planned.leaf}"
+    try:
+        for manifest, key in zip(planned.writes, planned.written, strict=False):
+            manager = BURST_FIELD_MANAGER if manifest["kind"] == "ConfigMap" else FIELD_MANAGER
+            cluster.apply(manifest, field_manager=manager)
+            done.append(key)
+        if planned.remove and planned.written:
+            cluster.delete(QUEUE_API, "Queue", planned.leaf)
+            done.append(planned.written[-1])
+    except (ApiException, TransportError) as exc:
+        raise PartialWrite(what, done, exc) from exc
+    return report_burst(request, planned, done)
+
+
+# Module burst_quota: a tenant's cloud quota as a leaf of the burst queue.
+BURST_FLOW: Flow[BurstRequest, BurstFacts, BurstPlan] = Flow(
+    parse=parse_burst,
+    gather=gather_burst,
+    plan=plan_burst,
+    apply=apply_burst,
+    report=report_burst,
+    facts_out=burst_facts_out,
+    facts_in=burst_facts_in,
+)
 
 
 def run_burst(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
-    """The ``burst_quota`` module: the tenant's cloud quota as a leaf of the burst queue."""
-    tenant, parent = params["tenant"], params["burst_queue"]
-    leaf = burst_leaf_name(tenant)
-    ns = namespace_name(tenant)
-    owned = cluster.list(
-        QUEUE_API, "Queue", label_selector=f"{LABEL_TENANT}={tenant},{MANAGED_SELECTOR}"
-    )
-    if not owned:
-        raise PlatformValidationError(
-            [FieldError("tenant", f"{tenant!r} is not a tenant (no managed Queue of it)")]
-        )
-    live = next((q for q in owned if q["metadata"]["name"] == leaf), None)
-    before = {
-        "capability": capability_gpus(live),
-        "parent": ((live or {}).get("spec") or {}).get("parent"),
-    }
-    if params["state"] == "absent":
-        if live is None:
-            return {"changed": False, "queue": leaf, "diff": {"before": before, "after": before}}
-        jobs = _leaf_jobs(cluster, ns, leaf)
-        refusal = burst_removal_refusal(leaf, jobs, params["force"])
-        if refusal:
-            raise Refused(refusal, jobs=jobs)
-        done: list[str] = []
-        try:
-            cluster.apply(_queue_list_entry(tenant, leaf, None), field_manager=BURST_FIELD_MANAGER)
-            done.append(f"ConfigMap/{ns}/{TENANT_QUEUES_CONFIGMAP}")
-            cluster.delete(QUEUE_API, "Queue", leaf)
-            done.append(f"Queue/{leaf}")
-        except (ApiException, TransportError) as exc:
-            raise PartialWrite(f"removing {leaf}", done, exc) from exc
-        after = {"capability": None, "parent": None}
-        return {
-            "changed": True,
-            "queue": leaf,
-            "writes": done,
-            "diff": {"before": before, "after": after},
-        }
-    parent_queue = _burst_target(cluster, parent)
-    if parent_queue is None:
-        raise Refused(
-            f"burst_queue: {parent} does not exist; gpucloud.platform.node_groups makes it from "
-            "the cloud groups"
-        )
-    gpus = params["gpus"]
-    raise_if(burst_quota_errors(gpus, capability_gpus(parent_queue), parent))
-    refusal = burst_shrink_refusal(leaf, gpus, allocated_gpus(live), params["force"])
-    if live is not None and refusal:
-        raise Refused(refusal)
-    desired = burst_leaf(tenant, gpus, parent)
-    entry = _queue_list_entry(tenant, leaf, BURST_BILLING)
-    cm = cluster.get("v1", "ConfigMap", TENANT_QUEUES_CONFIGMAP, namespace=ns)
-    writes: list[dict[str, Any]] = []
-    if live is None or differs(desired, live):
-        writes.append(desired)
-    if differs(entry, cm):
-        writes.append(entry)
-    done = []
-    try:
-        for manifest in writes:
-            manager = BURST_FIELD_MANAGER if manifest["kind"] == "ConfigMap" else FIELD_MANAGER
-            cluster.apply(manifest, field_manager=manager)
-            done.append(f"{manifest['kind']}/{manifest['metadata']['name']}")
-    except (ApiException, TransportError) as exc:
-        raise PartialWrite(f"writing {leaf}", done, exc) from exc
-    after = {"capability": gpus, "parent": parent}
-    return {
-        "changed": bool(done),
-        "queue": leaf,
-        "writes": done,
-        "diff": {"before": before, "after": after},
-    }
+    """The ``burst_quota`` module's run on a cluster (``BURST_FLOW``)."""
+    return BURST_FLOW.run(params, cluster, check_mode)

@@ -3,9 +3,9 @@
 """What the tenant modules do with a ``kube.Cluster``: read a tenant with one
 list call per kind, and write planned changes in a safe order.
 
-``run_tenant``, ``run_team_queue`` and ``INFO_FLOW`` (through ``kube.flow``, its pure
-steps ``tenants/info``) are the ``tenant``,
-``team_queue`` and ``tenant_info`` modules. Everything here goes through
+``run_tenant``, ``TEAM_QUEUE_FLOW`` and ``INFO_FLOW`` (both through ``kube.flow``, their
+pure steps ``tenants/teams`` and ``tenants/info``) are the ``tenant``, ``team_queue`` and
+``tenant_info`` modules. Everything here goes through
 ``Cluster``: the reads are ``tenants.read_io``, the writes ``tenants.write_io``; the
 decisions (what is desired, what is allowed, in which order) come from the pure core:
 ``tenants.inputs``, ``tenants.spec``, ``tenants.tenant_queues``, ``tenants.plan``,
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ansible.module_utils.common.warnings import warn
@@ -28,16 +29,11 @@ from ..common.names import (
     LABEL_TENANT,
     PODGROUP_API,
     QUEUE_API,
-    QUEUE_TYPE_TEAM,
     namespace_name,
-    queue_name,
 )
-from ..common.objects import index_by_name
 from ..kube import cluster as kube
 from ..kube.flow import Flow
 from ..kube.waiting import resource_absent, wait_for
-from ..queues.parent_list import parent_queue_names
-from ..queues.plan import queue_steps
 from .changes import Changes
 from .info import TenantInfoFacts, TenantInfoRequest, parse_info, plan_info, report_info
 from .info import facts_in as info_facts_in
@@ -46,7 +42,6 @@ from .inputs import (
     DEFAULT_WAIT_TIMEOUT,
     parse_absent,
     parse_present,
-    parse_team_queue,
 )
 from .live import active_jobs, active_pods, busy_queues
 from .plan import plan_tenant
@@ -60,13 +55,25 @@ from .read_io import (
     tenant_selector,
 )
 from .spec import kept_guarantee
-from .tenant_queues import plan_team_change
+from .teams import (
+    TeamQueueFacts,
+    TeamQueuePlan,
+    TeamQueueRequest,
+    access_objects,
+    new_queue_names,
+    parse_team,
+)
+from .teams import facts_in as team_facts_in
+from .teams import facts_out as team_facts_out
+from .teams import plan as plan_team
+from .teams import refusal as team_refusal
+from .teams import report as report_team
 from .write_io import (
     delete_tenant,
     reported_part_way,
     run_queue_steps,
     sync_parent_queues,
-    sync_queue_access,
+    write_queue_access,
     write_tenant,
 )
 
@@ -200,35 +207,68 @@ def run_tenant(
 # -- team_queue ------------------------------------------------------------------------------
 
 
+def gather_team(request: TeamQueueRequest, cluster: kube.Cluster) -> TeamQueueFacts:
+    """The tenant's Queues (one list) and, when it has any, its PodGroups (one list); one
+    GET of each queue it is to get and lacks (a new team's); then one GET each of the
+    parent-queues ConfigMap, the tenant's queue list and its queue-reader ClusterRole. The
+    reads stop where the plan refuses."""
+    tenant = request.tenant
+    queues = cluster.list(QUEUE_API, "Queue", label_selector=tenant_selector(tenant))
+    podgroups = (
+        cluster.list(PODGROUP_API, "PodGroup", namespace=namespace_name(tenant)) if queues else []
+    )
+    facts = TeamQueueFacts(tuple(queues), tuple(podgroups))
+    if team_refusal(request, facts) is not None:
+        return facts
+    taken = [cluster.get(QUEUE_API, "Queue", name) for name in new_queue_names(request, facts)]
+    facts = replace(facts, taken=tuple(q for q in taken if q is not None))
+    if team_refusal(request, facts) is not None:
+        return facts
+    parent_list = read_parent_queues(cluster)
+    queue_list, reader = (cluster.get(*where) for where in access_objects(tenant))
+    return replace(
+        facts,
+        parent_list=(parent_list,) if parent_list is not None else (),
+        queue_list=(queue_list,) if queue_list is not None else (),
+        reader=(reader,) if reader is not None else (),
+    )
+
+
+def apply_team(
+    request: TeamQueueRequest, planned: TeamQueuePlan, cluster: kube.Cluster, check_mode: bool
+) -> dict[str, Any]:
+    """The parent-queues list, the queue steps, the list again, then the tenant's queue
+    list and queue reader, in that order."""
+    changes = Changes()
+    parents = planned.parents
+    with reported_part_way(f"writing team {request.name!r} of tenant {request.tenant!r}", changes):
+        parent_list = sync_parent_queues(
+            cluster, planned.parent_list, parents, parents, changes, check_mode
+        )
+        run_queue_steps(cluster, planned.steps, planned.live_queues, changes, check_mode)
+        sync_parent_queues(cluster, parent_list, parents, planned.owned, changes, check_mode)
+        write_queue_access(cluster, request.tenant, planned.access, changes, check_mode)
+    return {"changed": changes.changed, "objects": changes.objects, "diff": changes.diff()}
+
+
+# Module team_queue: one team queue of a tenant added, resized or removed, with the
+# tenant's parent-queues entry, queue list and queue reader kept in step.
+TEAM_QUEUE_FLOW: Flow[TeamQueueRequest, TeamQueueFacts, TeamQueuePlan] = Flow(
+    parse=parse_team,
+    gather=gather_team,
+    plan=plan_team,
+    apply=apply_team,
+    report=report_team,
+    facts_out=team_facts_out,
+    facts_in=team_facts_in,
+)
+
+
 def run_team_queue(
     params: Mapping[str, Any], cluster: kube.Cluster, check_mode: bool = False
 ) -> dict[str, Any]:
-    """The ``team_queue`` module: one team queue of a tenant added, resized or
-    removed, with the tenant's parent-queues entry kept in step."""
-    team = parse_team_queue(params)  # raises before any request
-    tenant = params["tenant"]
-    live = index_by_name(cluster.list(QUEUE_API, "Queue", label_selector=tenant_selector(tenant)))
-    podgroups = (
-        cluster.list(PODGROUP_API, "PodGroup", namespace=namespace_name(tenant)) if live else []
-    )
-    busy = busy_queues(podgroups, live)
-    remove = params["name"] if team is None else None
-    queues = plan_team_change(tenant, team, remove, live, busy, force=params.get("force", False))
-    check_queue_names_free(cluster, tenant, queues, live)  # a new team: one GET
-    deletes = [queue_name(tenant, QUEUE_TYPE_TEAM, remove)] if remove else []
-    changes = Changes()
-    # The subscription queue is listed as a parent before its first team is
-    # created and unlisted after its last team is removed.
-    parents = parent_queue_names(queues)
-    owned = set(live) | {q.name for q in queues}
-    with reported_part_way(f"writing team {params['name']!r} of tenant {tenant!r}", changes):
-        parent_list = sync_parent_queues(
-            cluster, read_parent_queues(cluster), parents, parents, changes, check_mode
-        )
-        run_queue_steps(cluster, queue_steps(queues, live, deletes), live, changes, check_mode)
-        sync_parent_queues(cluster, parent_list, parents, owned, changes, check_mode)
-        sync_queue_access(cluster, tenant, queues, changes, check_mode)
-    return {"changed": changes.changed, "objects": changes.objects, "diff": changes.diff()}
+    """The ``team_queue`` module's run on a cluster (``TEAM_QUEUE_FLOW``)."""
+    return TEAM_QUEUE_FLOW.run(params, cluster, check_mode)
 
 
 # -- tenant_info -----------------------------------------------------------------------------

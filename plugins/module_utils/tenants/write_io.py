@@ -24,14 +24,12 @@ from ..common.names import (
     QUEUE_TYPE_PAYG,
     namespace_name,
 )
-from ..common.objects import differs
 from ..kube import cluster as kube
 from ..kube.cluster import TransportError
 from ..policy.admission import (
     PARAM_KEY_QUEUES,
     PARENT_QUEUES_CONFIGMAP,
     parent_queues_configmap,
-    tenant_queues_configmap,
 )
 from ..queues.model import Queue
 from ..queues.parent_list import parent_queue_names, updated_queue_list
@@ -40,16 +38,14 @@ from .changes import (
     Changes,
     ObjectChange,
     dry_run_possible,
-    queue_list_stale,
     step_action,
     step_manifest,
     tenant_object_changes,
 )
 from .live import TenantLive, queues_in_delete_order
 from .plan import TenantPlan
-from .rbac import queue_reader
 from .read_io import CLUSTER_SCOPED_KINDS, TENANT_KINDS, read_parent_queues
-from .tenant_queues import leaf_queue_types
+from .teams import access_changes, access_objects
 
 # How long a queue write waits for Volcano's webhook cache to catch up.
 QUEUE_WRITE_TIMEOUT = 30.0
@@ -292,26 +288,25 @@ def sync_queue_access(
     check_mode: bool,
 ) -> None:
     """After a team change: the tenant's queue list (the queue policies' parameter) and the
-    ClusterRole that lets it read its queues name the queues it has now."""
+    ClusterRole that lets it read its queues name the queues it has now (one GET each)."""
+    live_list, live_reader = (cluster.get(*where) for where in access_objects(tenant))
+    access = access_changes(tenant, queues, live_list, live_reader)
+    write_queue_access(cluster, tenant, access, changes, check_mode)
+
+
+def write_queue_access(
+    cluster: kube.Cluster,
+    tenant: str,
+    access: Sequence[ObjectChange],
+    changes: Changes,
+    check_mode: bool,
+) -> None:
+    """The queue list and queue-reader writes planned (``teams.access_changes``), recorded;
+    in check mode the queue list of a namespace that does not exist yet is only reported."""
     ns = namespace_name(tenant)
-    desired = [
-        tenant_queues_configmap(tenant, leaf_queue_types(queues)),
-        queue_reader(tenant, [], sorted(q.name for q in queues))[0],
-    ]
-    for manifest in desired:
-        meta = manifest["metadata"]
-        live = cluster.get(
-            manifest["apiVersion"], manifest["kind"], meta["name"], meta.get("namespace")
-        )
-        if (
-            live is not None
-            and not differs(manifest, live)
-            and not queue_list_stale(manifest, live)
-        ):
-            continue
-        action = CREATE if live is None else UPDATE
+    for manifest, action, live in access:
         changes.record(manifest, action, live)
-        if check_mode and meta.get("namespace") == ns and live is None:
+        if check_mode and manifest["metadata"].get("namespace") == ns and live is None:
             continue  # reported; the namespace is the tenant module's to make, not this run's
         cluster.apply(manifest)
         if not check_mode:
