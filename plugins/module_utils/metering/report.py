@@ -118,7 +118,7 @@ def warnings_of(planned: UsagePlanned) -> list[str]:
 def report_summary(
     params: Mapping[str, Any], result: Mapping[str, Any], check_mode: bool
 ) -> list[str]:
-    """Rule run-summary for ``usage_report``: the ledger in a few lines."""
+    """What ``usage_report`` says in a few lines (rule run-summary): the ledger's."""
     return ledger_summary(result["ledger"])
 
 
