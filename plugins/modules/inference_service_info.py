@@ -11,6 +11,8 @@ version_added: 0.1.0
 description:
   - "One LIST per kind: the InferenceServices and HPAs the collection manages (of O(tenant), or of every tenant), and
     the A/B InferenceGraphs in O(serving_namespace)."
+  - "With O(state=gathered) it returns what it read, and O(state=parsed) reports from such O(facts) without
+    connecting (only O(tenant)'s services, and O(name), when they hold more)."
   - "For each service: its readiness conditions, URL and cluster address, the current and previous versions and the
     whole history, each canary's version, traffic share and readiness, and the traffic split."
 options:
@@ -27,6 +29,7 @@ options:
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - gpucloud.platform.module
+  - gpucloud.platform.read_states
 seealso:
   - module: gpucloud.platform.inference_service
 """
@@ -45,6 +48,19 @@ EXAMPLES = r"""
 - name: The split as data
   ansible.builtin.debug:
     msg: "{{ llm.services[0].traffic }}"
+
+- name: Keep what the report is made from
+  gpucloud.platform.inference_service_info:
+    tenant: alpha
+    state: gathered
+  register: alpha_serving
+
+- name: Report alpha's llm from it later, without connecting
+  gpucloud.platform.inference_service_info:
+    tenant: alpha
+    name: llm
+    state: parsed
+    facts: "{{ alpha_serving.gathered }}"
 """
 
 RETURN = r"""
@@ -57,13 +73,13 @@ services:
     - "C(replicas): per version, C(ready) and C(desired) replicas of its predictor Deployment and the C(minimum) the
       service keeps (rule inference-replicas-reported). A service with a version below its minimum is not C(ready),
       whatever KServe's condition says, and C(below_minimum) names those versions."
-  returned: always
+  returned: unless O(state=gathered)
   type: list
   elements: dict
 graphs:
   description: The tenant's A/B InferenceGraphs - C(name), C(ready), C(conditions), C(url), C(router) and C(routes)
     (C(service), C(url), C(weight)).
-  returned: always
+  returned: unless O(state=gathered)
   type: list
   elements: dict
 summary:
@@ -83,8 +99,26 @@ changed:
   description: Always false; the module only reads.
   returned: always
   type: bool
+gathered:
+  description:
+    - With O(state=gathered), the InferenceServices, their HPAs, KServe's predictor Deployments and the
+      InferenceGraphs the report reads, with only the fields it reads.
+  returned: when O(state=gathered)
+  type: dict
+  sample:
+    services: [{metadata: {name: llm, namespace: tenant-alpha, labels: {platform.io/tenant: alpha}}, spec: {}}]
+    hpas: []
+    predictors:
+      - metadata: {name: llm-v1-predictor, namespace: tenant-alpha}
+        spec: {replicas: 1}
+        status: {readyReplicas: 1}
+    graphs: []
+state:
+  description: The offline state answered (V(parsed)); nothing was read.
+  returned: when O(state=parsed)
+  type: str
 requests:
-  description: How many API requests the run made.
+  description: How many API requests the run made (0 with V(parsed)).
   returned: always
   type: int
 """
@@ -94,13 +128,22 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.inference.info_s
     info_summary,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.inference.inputs import INFO_OPTIONS
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.flow import READ_STATE_OPTIONS
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 
-OPTIONS = INFO_OPTIONS
+OPTIONS = {
+    **INFO_OPTIONS,
+    **READ_STATE_OPTIONS,
+}
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run_info, summary=info_summary)
+    run_flow(
+        OPTIONS,
+        service.INFO_FLOW,
+        required_if=[("state", "parsed", ["facts"])],
+        summary=info_summary,
+    )
 
 
 if __name__ == "__main__":

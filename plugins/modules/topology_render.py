@@ -14,6 +14,9 @@ description:
     M(gpucloud.platform.topology_info) returns, and the files.
   - Reads the cluster with one list call for Nodes and, with O(source=cluster), one for HyperNodes. It never writes
     to the cluster.
+  - "O(state=rendered), O(state=gathered) and O(state=parsed) write no file: V(rendered) shows an inventory tree
+    without a cluster, V(gathered) returns what the module reads, and V(parsed) shows the tree of such O(facts)
+    without connecting; V(rendered) and V(parsed) return the files a run would write in RV(files)."
 version_added: 0.2.0
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
@@ -45,6 +48,22 @@ options:
     elements: str
     choices: [mermaid, dot, png]
     default: [mermaid, dot, png]
+  state:
+    description:
+      - V(present) reads the cluster and writes the renderings into O(dest).
+      - V(rendered) shows the tree of O(source=inventory) as a run on a cluster without Nodes or HyperNodes would,
+        without a kubeconfig, and writes no file. Another O(source) is refused (its tree is the cluster's).
+      - V(gathered) reads the cluster and returns, in RV(gathered), the Nodes (name and labels) and, with
+        O(source=cluster), the HyperNodes; it writes no file.
+      - V(parsed) shows the tree of O(facts) (what V(gathered) returned, from this or another cluster) without
+        connecting, and writes no file.
+    type: str
+    choices: [present, rendered, gathered, parsed]
+    default: present
+  facts:
+    description:
+      - With O(state=parsed), the facts to show the tree of, as RV(gathered) holds them.
+    type: dict
 attributes:
   check_mode:
     details: No file is written; RV(files) lists the renderings and C(changed) says whether one would change.
@@ -73,12 +92,20 @@ EXAMPLES = r"""
     dest: /srv/platform/topology
     basename: planned
     formats: [mermaid]
+
+- name: The same tree, shown without a cluster and without writing a file
+  gpucloud.platform.topology_render:
+    source: inventory
+    switches: "{{ topology_switches }}"
+    dest: /srv/platform/topology
+    state: rendered
+  register: planned
 """
 
 RETURN = r"""
 hypernodes:
   description: Every HyperNode of the tree in depth-first order.
-  returned: always
+  returned: unless O(state=gathered)
   type: list
   elements: dict
   sample:
@@ -86,31 +113,50 @@ hypernodes:
     - {name: tor-0, tier: 1, tier_name: null, depth: 1, parent: spine-0, leaf: true, children: [], nodes: [gpu-0, gpu-1]}
 text:
   description: The tree as indented text.
-  returned: always
+  returned: unless O(state=gathered)
   type: str
 mermaid:
   description: The tree as a Mermaid flowchart.
-  returned: always
+  returned: unless O(state=gathered)
   type: str
 dot:
   description: The tree as a Graphviz digraph.
-  returned: always
+  returned: unless O(state=gathered)
   type: str
 errors:
   description: The topology rules the tree breaks (empty when it keeps all of them).
-  returned: always
+  returned: unless O(state=gathered)
   type: list
   elements: str
 unplaced_nodes:
   description: Nodes that no leaf HyperNode holds.
-  returned: always
+  returned: unless O(state=gathered)
   type: list
   elements: str
 files:
-  description: The files of the renderings in O(dest), whether or not their content changed.
+  description:
+    - The files of the renderings in O(dest), whether or not their content changed.
+    - With O(state=rendered) or O(state=parsed), the files a run would write (none is), the PNG among them when
+      O(formats) asks for it; a run writes it only where Graphviz is installed.
+  returned: unless O(state=gathered)
+  type: list
+  elements: str
+gathered:
+  description: With O(state=gathered), the Nodes (name and labels) and, with O(source=cluster), the HyperNodes.
+  returned: when O(state=gathered)
+  type: dict
+  sample:
+    nodes: [{name: gpu-0, labels: {topology.volcano.sh/tor: tor-0}}]
+    hypernodes: []
+summary:
+  description: With O(state=gathered), a line saying what was read; empty otherwise.
   returned: always
   type: list
   elements: str
+state:
+  description: The offline state answered (V(rendered) or V(parsed)); nothing was read.
+  returned: when O(state=rendered) or O(state=parsed)
+  type: str
 done:
   description:
     - When the run fails part-way, the writes it had made (C(changed) is true when there are any); running again
@@ -119,16 +165,16 @@ done:
   type: list
   elements: str
 requests:
-  description: How many API requests the run made.
+  description: How many API requests the run made (0 with V(rendered) and V(parsed)).
   returned: always
   type: int
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.flow import OFFLINE_STATES
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (
     TREE_OPTIONS,
-    check_node_selector,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.view import (
     RENDERING_FORMATS,
@@ -147,15 +193,16 @@ OPTIONS = dict(
         default=list(RENDERING_FORMATS),
     ),
     **TREE_OPTIONS,
+    state=dict(type="str", choices=["present", *OFFLINE_STATES], default="present"),
+    facts=dict(type="dict"),
 )
 
 
 def main() -> None:
-    run_module(
+    run_flow(
         OPTIONS,
-        service.run_render,
-        validate=check_node_selector,
-        required_if=[("source", "inventory", ["switches"])],
+        service.RENDER_FLOW,
+        required_if=[("source", "inventory", ["switches"]), ("state", "parsed", ["facts"])],
     )
 
 

@@ -33,6 +33,10 @@ description:
     sum is the sum of the written values, so the ledger adds up. The same period gives the same ledger."
   - "Reads one list of Namespaces (label C(platform.io/tenant)), Prometheus's rule groups once, and per recording rule
     one query per 11,000 steps (Prometheus's limit per series). It never writes."
+  - "With O(state=gathered) it returns what it read (the Namespaces, the rules' interval and Prometheus's series), and
+    O(state=parsed) bills such O(facts) without connecting to the cluster or Prometheus: the same ledger, for the
+    same O(start), O(end) and O(step) they were gathered for (other ones are refused, field C(facts.period));
+    O(prometheus_url) is still required and checked, but not asked."
 options:
   prometheus_url:
     description:
@@ -90,6 +94,7 @@ options:
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - gpucloud.platform.module
+  - gpucloud.platform.read_states
 attributes:
   diff_mode:
     support: N/A
@@ -132,6 +137,25 @@ EXAMPLES = r"""
     tenants: [alpha]
     prices: "{{ metering_prices }}"
   register: alpha_usage
+
+- name: Keep what yesterday's bill is made from
+  gpucloud.platform.usage_report:
+    prometheus_url: http://prometheus.monitoring:9090
+    start: "2026-01-01T00:00:00Z"
+    end: "2026-01-02T00:00:00Z"
+    prices: "{{ metering_prices }}"
+    state: gathered
+  register: usage_facts
+
+- name: Bill it again at other prices, without connecting
+  gpucloud.platform.usage_report:
+    prometheus_url: http://prometheus.monitoring:9090
+    start: "2026-01-01T00:00:00Z"
+    end: "2026-01-02T00:00:00Z"
+    prices: "{{ metering_prices_next_year }}"
+    state: parsed
+    facts: "{{ usage_facts.gathered }}"
+  register: usage_what_if
 """
 
 RETURN = r"""
@@ -149,7 +173,7 @@ ledger:
       and C(by_tenant) (amounts)."
     - "C(reconciliation): C(unclaimed_gpu_hours) and C(pods) (C(namespace), C(pod), C(gpu_hours)) that held GPUs
       in tenant namespaces on no line."
-  returned: success
+  returned: success, except with O(state=gathered)
   type: dict
   sample:
     period: {start: "2026-01-01T00:00:00Z", end: "2026-01-02T00:00:00Z"}
@@ -198,7 +222,7 @@ csv:
     - "A C(usage) line per row, each subscription row followed by a C(subscription_size) line per size and each spot
       row by a C(spot_job) line per job (its bid as C(price)); those are already in their row's amount, so sum the
       C(usage) lines."
-  returned: success
+  returned: success, except with O(state=gathered)
   type: str
   sample: |
     kind,tenant,billing_type,namespace,job,gpu_hours,subscription_gpus,hours,included_gpu_hours,overage_gpu_hours,price,overage_price,amount,currency
@@ -215,7 +239,7 @@ summary:
     - "reconciliation: 0.000000 GPU-h held in tenant namespaces on no line"
 queries:
   description: How many Prometheus requests the run made (the rule groups and each query window).
-  returned: success
+  returned: success, except with O(state=gathered) and O(state=parsed)
   type: int
   sample: 5
 prometheus_url:
@@ -226,16 +250,39 @@ changed:
   description: Always false; the module only reads.
   returned: always
   type: bool
+gathered:
+  description:
+    - "With O(state=gathered), what the ledger is billed from: C(period) (C(start), C(end), C(step)), C(namespaces)
+      (the tenants' Namespaces by name and labels), C(resolution_seconds) (the rules' interval), and the series
+      Prometheus answered for each recording rule - C(tenant_billing), C(spot_jobs), C(subscription_sizes) and
+      C(unclaimed)."
+  returned: when O(state=gathered)
+  type: dict
+  sample:
+    period: {start: "2026-01-01T00:00:00Z", end: "2026-01-02T00:00:00Z", step: 3600}
+    namespaces: [{metadata: {name: tenant-alpha, labels: {platform.io/tenant: alpha}}}]
+    resolution_seconds: "30"
+    tenant_billing:
+      - metric: {tenant: alpha, billing_type: payg, location: idc}
+        values: [[1767229200, "240"]]
+    spot_jobs: []
+    subscription_sizes: []
+    unclaimed: []
+state:
+  description: The offline state answered (V(parsed)); nothing was read.
+  returned: when O(state=parsed)
+  type: str
 requests:
-  description: How many API requests the run made.
+  description: How many API requests the run made (0 with V(parsed)).
   returned: always
   type: int
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.flow import READ_STATE_OPTIONS
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.metering import service
-from ansible_collections.gpucloud.platform.plugins.module_utils.metering.inputs import (
-    parse_report,
+from ansible_collections.gpucloud.platform.plugins.module_utils.metering.report import (
+    report_summary,
 )
 
 OPTIONS = {
@@ -247,11 +294,17 @@ OPTIONS = {
     "prices": {"type": "dict", "required": True},
     "currency": {"type": "str", "default": ""},
     "timeout": {"type": "int", "default": 30},
+    **READ_STATE_OPTIONS,
 }
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run, validate=parse_report)
+    run_flow(
+        OPTIONS,
+        service.REPORT_FLOW,
+        required_if=[("state", "parsed", ["facts"])],
+        summary=report_summary,
+    )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The inference domain's service: the ``inference_service``, ``inference_service_info``
-and ``inference_graph`` modules (``run_service``, ``run_info``, ``run_graph``). With
+and ``inference_graph`` modules (``run_service``, ``INFO_FLOW`` through ``kube.flow``, its
+pure steps ``inference/info``, and ``run_graph``). With
 ``inference/write_io.py`` (the writes) and ``inference/graph_io.py`` (the graph's routes
 read and checked) it is the only code of the domain that talks to the cluster. Every rule
 is checked before the first write; the writes are server-side applies of what differs
@@ -27,6 +28,7 @@ from ..hybrid.burst import capability_gpus
 from ..jobs.classes import DEFAULT_CLASSES
 from ..jobs.spot_price import price_text
 from ..kube.cluster import Cluster
+from ..kube.flow import Flow
 from ..kube.waiting import wait_for
 from ..policy.admission import LABEL_ALLOW_CRITICAL
 from ..queues.capability import effective_limit
@@ -34,13 +36,15 @@ from ..queues.kinds import leaf_queue_type
 from ..queues.ownership import listed_leaves
 from . import live as livemod
 from .graph_io import read_routes
+from .info import InfoFacts, InfoRequest, parse_info, plan_info, report_info
+from .info import facts_in as info_facts_in
+from .info import facts_out as info_facts_out
 from .inputs import model_of
 from .manifests import (
     GRAPH_API,
     HPA_API,
     ISVC_API,
     KSERVE_ISVC_LABEL,
-    LABEL_ROLLOUT_OF,
     NETPOL_API,
     ab_graph,
     gpu_util_hpa,
@@ -353,53 +357,44 @@ def _serves(report: Mapping[str, Any], spec: ServiceSpec) -> bool:
     return bool(report.get("ready") and canaries_ready and same)
 
 
-def run_info(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
-    """The ``inference_service_info`` module: one LIST per kind."""
-    del check_mode  # reads only
-    tenant, name = params.get("tenant"), params.get("name")
+def gather_info(request: InfoRequest, cluster: Cluster) -> InfoFacts:
+    """The ``inference_service_info`` module's reads: one LIST per kind (InferenceServices,
+    HPAs, KServe's predictor Deployments, InferenceGraphs of the serving namespace)."""
+    tenant = request.tenant
     ns = namespace_name(tenant) if tenant else None
     selector = f"{LABEL_TENANT}={tenant},{MANAGED_SELECTOR}" if tenant else MANAGED_SELECTOR
     services = cluster.list(ISVC_API, "InferenceService", namespace=ns, label_selector=selector)
     hpas = cluster.list(HPA_API, "HorizontalPodAutoscaler", namespace=ns, label_selector=selector)
-    by_hpa = {(h["metadata"]["namespace"], h["metadata"]["name"]): h for h in hpas}
     # KServe's predictor Deployments (its own label), for the replicas per version.
     predictors = cluster.list(
         "apps/v1", "Deployment", namespace=ns, label_selector=KSERVE_ISVC_LABEL
     )
-    by_namespace: dict[str, dict[str, Any]] = {}
-    for d in predictors:
-        by_namespace.setdefault(d["metadata"]["namespace"], {})[d["metadata"]["name"]] = d
-    reports = [
-        livemod.report(
-            s,
-            by_hpa.get((s["metadata"]["namespace"], f"{s['metadata']['name']}-gpu-util")),
-            by_namespace.get(s["metadata"]["namespace"], {}),
-        )
-        for s in services
-        if name is None or s["metadata"]["name"] == name
-    ]
     graphs = cluster.list(
-        GRAPH_API, "InferenceGraph", namespace=params["serving_namespace"], label_selector=selector
+        GRAPH_API, "InferenceGraph", namespace=request.serving_namespace, label_selector=selector
     )
-    # A service's canary router (rule canary-traffic-routed) is reported with the service.
-    routers = {
-        (g["metadata"]["labels"].get(LABEL_TENANT), g["metadata"]["labels"][LABEL_ROLLOUT_OF]): g
-        for g in graphs
-        if LABEL_ROLLOUT_OF in (g["metadata"].get("labels") or {})
-    }
-    for report, svc in zip(
-        reports, [s for s in services if name is None or s["metadata"]["name"] == name], strict=True
-    ):
-        router = routers.get(
-            ((svc["metadata"].get("labels") or {}).get(LABEL_TENANT), report["name"])
-        )
-        report["router"] = livemod.graph_report(router) if router else None
-    ab_tests = [g for g in graphs if LABEL_ROLLOUT_OF not in (g["metadata"].get("labels") or {})]
-    return {
-        "changed": False,
-        "services": sorted(reports, key=lambda r: (r["namespace"], r["name"])),
-        "graphs": sorted((livemod.graph_report(g) for g in ab_tests), key=lambda r: r["name"]),
-    }
+    return InfoFacts(tuple(services), tuple(hpas), tuple(predictors), tuple(graphs))
+
+
+def apply_info(
+    request: InfoRequest,
+    planned: Mapping[str, list[dict[str, Any]]],
+    cluster: Cluster,
+    check_mode: bool,
+) -> dict[str, Any]:
+    """Nothing to write: the services and the A/B InferenceGraphs."""
+    return {"changed": False, **report_info(request, planned)}
+
+
+# Module inference_service_info: the tenants' model services; it never writes.
+INFO_FLOW: Flow[InfoRequest, InfoFacts, Mapping[str, list[dict[str, Any]]]] = Flow(
+    parse=parse_info,
+    gather=gather_info,
+    plan=plan_info,
+    apply=apply_info,
+    report=report_info,
+    facts_out=info_facts_out,
+    facts_in=info_facts_in,
+)
 
 
 def run_graph(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Metering against the cluster and Prometheus: the ``usage_report`` module (``run``).
+"""Metering against the cluster and Prometheus: the ``usage_report`` module
+(``REPORT_FLOW``, through ``kube.flow``; its pure steps are ``metering/report``).
 
 The only file of the domain that reads anything:
 
@@ -11,41 +12,38 @@ The only file of the domain that reads anything:
   11,000 steps (rule period-windows), over ``ansible.module_utils.urls.open_url``.
 
 Everything it decides is the pure core's (``period``, ``prices``, ``usage``, ``tenants``,
-``ledger``). It never writes: ``changed`` is false, and check mode is the same run.
+``ledger``, planned by ``report``). It never writes: ``changed`` is false, and check mode is the same run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 from urllib.error import HTTPError, URLError
 from urllib.parse import urlencode
 
-from ansible.module_utils.common.warnings import warn
 from ansible.module_utils.urls import ConnectionError as UrlConnectionError
 from ansible.module_utils.urls import open_url
 
-from ..common.errors import Refused, raise_if
-from ..common.names import LABEL_TENANT, namespace_name
+from ..common.errors import Refused
+from ..common.names import LABEL_TENANT
 from ..kube.cluster import Cluster
+from ..kube.flow import Flow
 from .answer import AnswerError, error_of, interval_of, matrix_of, read_json
 from .inputs import ReportRequest, parse_report
-from .ledger import build_ledger, ledger_csv, ledger_summary, unclaimed_warnings
 from .period import windows
-from .tenants import namespace_tenants, unknown_tenant_errors
-from .usage import (
-    JOB_GPUS,
-    TENANT_BILLING_GPUS,
-    TENANT_SUBSCRIPTION,
-    UNCLAIMED_POD_GPUS,
-    matrix_tenants,
-    spot_job_usage,
-    subscription_seconds,
-    tenant_usage,
-    unclaimed_usage,
+from .report import (
+    UsageFacts,
+    UsagePlanned,
+    facts_in,
+    facts_out,
+    plan_report,
+    report,
+    warnings_of,
 )
+from .usage import JOB_GPUS, TENANT_BILLING_GPUS, TENANT_SUBSCRIPTION, UNCLAIMED_POD_GPUS
 
 # Only spot jobs are billed per job: the other series would be read for nothing.
 SPOT_JOBS = f'{JOB_GPUS}{{billing_type="spot"}}'
@@ -141,59 +139,43 @@ def read_matrix(
     return series, count
 
 
-def warn_all(warnings: Iterable[str]) -> None:
-    for warning in warnings:
-        warn(warning)
-
-
-def run(params: Mapping[str, Any], cluster: Cluster, check_mode: bool = False) -> dict[str, Any]:
-    """The ``usage_report`` module: one list, the rules' interval, the queries, the ledger."""
-    request = parse_report(params)
+def gather_report(request: ReportRequest, cluster: Cluster) -> UsageFacts:
+    """The ``usage_report`` module's reads: one list of Namespaces, the rules' interval,
+    then the four recording rules over the period, window by window."""
     namespaces = cluster.list("v1", "Namespace", label_selector=LABEL_TENANT)
     resolution = rule_interval(request.prometheus_url, request.timeout)
     tenant_matrix, tenant_queries = read_matrix(request, TENANT_BILLING_GPUS)
     job_matrix, job_queries = read_matrix(request, SPOT_JOBS)
     size_matrix, size_queries = read_matrix(request, TENANT_SUBSCRIPTION, "count_over_time")
     unclaimed_matrix, unclaimed_queries = read_matrix(request, UNCLAIMED_POD_GPUS)
-    period = request.period
-    usage, usage_warnings = tenant_usage(tenant_matrix, period, resolution)
-    jobs, job_warnings = spot_job_usage(job_matrix, period, resolution)
-    sizes, size_warnings = subscription_seconds(size_matrix, period, resolution)
-    unclaimed, unclaimed_bad = unclaimed_usage(unclaimed_matrix, period, resolution)
-    known = (
-        namespace_tenants(namespaces)
-        | set(sizes)
-        | matrix_tenants(tenant_matrix)
-        | matrix_tenants(job_matrix)
+    return UsageFacts(
+        period=request.period,
+        namespaces=tuple(namespaces),
+        resolution=resolution,
+        tenant_billing=tuple(tenant_matrix),
+        spot_jobs=tuple(job_matrix),
+        subscription_sizes=tuple(size_matrix),
+        unclaimed=tuple(unclaimed_matrix),
+        queries=1 + tenant_queries + job_queries + size_queries + unclaimed_queries,
     )
-    raise_if(unknown_tenant_errors(request.tenants, known))
-    if request.tenants:  # a report for some tenants reconciles their namespaces alone
-        mine = {namespace_name(t) for t in request.tenants}
-        unclaimed = {key: value for key, value in unclaimed.items() if key[0] in mine}
-    ledger = build_ledger(
-        period,
-        resolution,
-        request.prices,
-        request.tenants or known,
-        sizes,
-        usage,
-        jobs,
-        unclaimed,
-        currency=request.currency,
-    )
-    warn_all(
-        [
-            *usage_warnings,
-            *job_warnings,
-            *size_warnings,
-            *unclaimed_bad,
-            *unclaimed_warnings(unclaimed),
-        ]
-    )
-    return {
-        "changed": False,
-        "ledger": ledger,
-        "csv": ledger_csv(ledger),
-        "summary": ledger_summary(ledger),
-        "queries": 1 + tenant_queries + job_queries + size_queries + unclaimed_queries,
-    }
+
+
+def apply_report(
+    request: ReportRequest, planned: UsagePlanned, cluster: Cluster, check_mode: bool
+) -> dict[str, Any]:
+    """Nothing to write (check mode is the same run): the ledger, and the Prometheus
+    requests the run made."""
+    return {"changed": False, **report(request, planned), "queries": planned.queries}
+
+
+# Module usage_report: the ledger of a period; it never writes.
+REPORT_FLOW: Flow[ReportRequest, UsageFacts, UsagePlanned] = Flow(
+    parse=parse_report,
+    gather=gather_report,
+    plan=plan_report,
+    apply=apply_report,
+    report=report,
+    facts_out=facts_out,
+    facts_in=facts_in,
+    warnings_of=warnings_of,
+)

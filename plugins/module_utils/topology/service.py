@@ -11,8 +11,9 @@ pure functions of ``discovery``, ``plan``, ``manifests`` and ``view``:
 * ``INFO_FLOW`` (module ``topology_info``, through ``kube.flow``; its pure steps are
   ``topology/info``): one list of Nodes (and of HyperNodes for the cluster's own tree);
   it changes nothing;
-* ``run_render`` (module ``topology_render``): the same reads, then the
-  renderings written as files on the host the module runs on;
+* ``RENDER_FLOW`` (module ``topology_render``, through ``kube.flow``; its pure steps are
+  ``topology/renderings``): the same reads, then the renderings written as files on the
+  host the module runs on;
 * ``HYPERNODE_FLOW`` (module ``hypernode``, through ``kube.flow``; its pure steps are
   ``topology/hypernode``): one list of HyperNodes (and of Nodes when a leaf selects by
   pattern or label), then one write.
@@ -29,7 +30,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,15 @@ from .hypernode import plan as plan_one
 from .hypernode import report as report_hypernode
 from .info import parse_info, plan_info, report_info
 from .plan import HyperNodeChange, SyncPlan, plan_hypernode
+from .renderings import (
+    Rendering,
+    RenderPlanned,
+    RenderRequest,
+    parse_render,
+    plan_render,
+    report_render,
+)
+from .renderings import empty_facts as empty_render_facts
 from .sync import (
     SyncFacts,
     SyncPlanned,
@@ -60,7 +70,7 @@ from .sync import (
     report,
 )
 from .tree import KIND
-from .view import TEXT_RENDERINGS, TopologyView, ViewRequest, rendering_path, view_request
+from .view import TopologyView, ViewRequest
 
 NO_GRAPHVIZ = (
     "Graphviz 'dot' is not installed on this host; no PNG was written (install graphviz to get one)"
@@ -193,23 +203,38 @@ INFO_FLOW: Flow[ViewRequest, SyncFacts, TopologyView] = Flow(
 )
 
 
-def read_view(params: Mapping[str, Any], cluster: Cluster) -> dict[str, Any]:
-    """The tree as data and renderings (``view_report``), read as ``topology_info`` reads it."""
-    request = view_request(params)
-    return report_info(request, plan_info(request, gather_info(request, cluster)))
+def gather_render(request: RenderRequest, cluster: Cluster) -> SyncFacts:
+    """``topology_info``'s reads, for the tree the renderings show."""
+    return gather_info(request.view, cluster)
 
 
-def run_render(params: Mapping[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
-    """The renderings as files in ``dest``, each written only when its content changes."""
-    report = read_view(params, cluster)
+def apply_render(
+    request: RenderRequest, planned: RenderPlanned, cluster: Cluster, check_mode: bool
+) -> dict[str, Any]:
+    """The renderings as files in ``dest``, each written only when its content changes
+    (in check mode, only compared); nothing is written to the cluster."""
+    report = planned.report
     written = Written()
     try:
-        write_renderings(params, report, check_mode, written)
+        write_renderings(request.dest, planned.files, check_mode, written)
     except (OSError, GraphvizError) as exc:
         raise PartialWrite(
             "writing the topology renderings", written.done, exc, **report, files=written.files
         ) from exc
     return {"changed": bool(written.done), **report, "files": written.files}
+
+
+# Module topology_render: the tree's renderings as files on the host; the cluster is only read.
+RENDER_FLOW: Flow[RenderRequest, SyncFacts, RenderPlanned] = Flow(
+    parse=parse_render,
+    gather=gather_render,
+    plan=plan_render,
+    apply=apply_render,
+    report=report_render,
+    empty=empty_render_facts,
+    facts_out=facts_out,
+    facts_in=facts_in,
+)
 
 
 class GraphvizError(Exception):
@@ -230,28 +255,26 @@ class Written:
 
 
 def write_renderings(
-    params: Mapping[str, Any], report: Mapping[str, Any], check_mode: bool, written: Written
+    dest: str, files: Sequence[Rendering], check_mode: bool, written: Written
 ) -> None:
-    """Write the renderings ``formats`` asks for into ``dest``, each only when its
-    content changes. The PNG needs Graphviz's ``dot``; without it a warning is given
-    and the other files are still written."""
-    dest, basename, formats = params["dest"], params["basename"], params["formats"]
+    """Write the planned renderings into ``dest``, each only when its content changes.
+    The PNG needs Graphviz's ``dot``; without it a warning is given and the other files
+    are still written."""
     if not os.path.isdir(dest) and not check_mode:
         os.makedirs(dest, exist_ok=True)
-    for fmt in (f for f in TEXT_RENDERINGS if f in formats):
-        path = rendering_path(dest, basename, fmt)
-        written.add(path, write_file(path, report[fmt].encode(), check_mode))
-    if "png" not in formats:
+    for rendering in (f for f in files if f.fmt != "png"):
+        written.add(rendering.path, write_file(rendering.path, rendering.text.encode(), check_mode))
+    png = next((f for f in files if f.fmt == "png"), None)
+    if png is None:
         return
     dot_bin = shutil.which("dot")
     if not dot_bin:
         warn(NO_GRAPHVIZ)
         return
-    path = rendering_path(dest, basename, "png")
-    written.files.append(path)  # named in a failure too
-    png = graphviz_png(dot_bin, report["dot"])
-    if write_file(path, png, check_mode):
-        written.done.append(path)
+    written.files.append(png.path)  # named in a failure too
+    drawn = graphviz_png(dot_bin, png.text)
+    if write_file(png.path, drawn, check_mode):
+        written.done.append(png.path)
 
 
 def graphviz_png(dot_bin: str, source: str) -> bytes:

@@ -1,6 +1,6 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""usage_report (metering.service.run) against the fake cluster and a fake Prometheus that
+"""usage_report (metering.service.REPORT_FLOW) against the fake cluster and a fake Prometheus that
 answers from recorded samples as Prometheus 3 does (``open_url`` replaced): the rules'
 interval, then ``sum_over_time``/``count_over_time`` of each rule over one step. And the
 failures a real HTTP server gives (a tiny local ``http.server`` as Prometheus)."""
@@ -401,7 +401,7 @@ holding = st.tuples(
 
 
 def two_hours(step, interval, held):
-    """service.run over two hours of FakePrometheus samples; the ledger."""
+    """The module's flow over two hours of FakePrometheus samples; the ledger."""
     fake = FakePrometheus(held, interval=interval, offset=0)
     params = {
         "prometheus_url": "http://prom:9090",
@@ -414,7 +414,7 @@ def two_hours(step, interval, held):
         "timeout": 30,
     }
     with mock.patch.object(service, "open_url", fake.open_url):
-        return service.run(params, cluster())["ledger"]
+        return service.REPORT_FLOW.run(params, cluster(), False)["ledger"]
 
 
 @settings(max_examples=40, deadline=None)

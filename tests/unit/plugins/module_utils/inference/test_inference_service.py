@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """inference/service against the fake cluster: run_service (the inference_service
 module) from deploy through canary, step, promote, rollback and removal, every refusal
-before the first write; run_graph and run_info."""
+before the first write; run_graph and INFO_FLOW (inference_service_info)."""
 
 from __future__ import annotations
 
@@ -469,7 +469,7 @@ def test_absent_deletes_everything_the_service_has():
     assert again["changed"] is False and again["writes"] == []
 
 
-# -- run_graph and run_info -------------------------------------------------------------
+# -- run_graph and INFO_FLOW -------------------------------------------------------------
 
 
 def graph_params(**extra):
@@ -535,7 +535,7 @@ def test_info_reports_each_service_with_its_hpa():
     cluster = tenant_cluster()
     run(cluster, name="llm-a", autoscaling=GPU_SCALING)
     run(cluster, name="llm-b", queue=PAYG_QUEUE, model=model("v3", gpus=2))
-    out = service.run_info(
+    out = service.INFO_FLOW.run(
         {"tenant": "alpha", "name": None, "serving_namespace": "platform-serving"}, cluster, False
     )
     assert out["changed"] is False
@@ -545,7 +545,7 @@ def test_info_reports_each_service_with_its_hpa():
     ]
     assert out["services"][1]["job_class"] == "normal"
     assert out["graphs"] == []
-    one = service.run_info(
+    one = service.INFO_FLOW.run(
         {"tenant": "alpha", "name": "llm-b", "serving_namespace": "platform-serving"},
         cluster,
         False,

@@ -172,7 +172,7 @@ def test_run_hypernode_absent_and_missing_is_no_change():
     assert result["changed"] is False and result["action"] == "none" and cluster.writes == []
 
 
-# -- run_info and run_render ---------------------------------------------------------------
+# -- INFO_FLOW and RENDER_FLOW ---------------------------------------------------------------
 
 
 def test_run_info_changes_nothing():
@@ -188,14 +188,14 @@ def test_run_render_reads_and_writes_only_files(tmp_path):
     cluster = FakeCluster(nodes())
     service.SYNC_FLOW.run(sync_params(), cluster, check_mode=False)
     cluster.writes.clear()
-    result = service.run_render(info_params(dest=str(tmp_path / "d")), cluster, check_mode=False)
+    result = service.RENDER_FLOW.run(info_params(dest=str(tmp_path / "d")), cluster, False)
     assert result["changed"] is True and cluster.writes == []
     assert result["files"] == [
         str(tmp_path / "d" / "topology.mmd"),
         str(tmp_path / "d" / "topology.dot"),
     ]
     assert (tmp_path / "d" / "topology.dot").read_text() == result["dot"]
-    again = service.run_render(info_params(dest=str(tmp_path / "d")), cluster, check_mode=False)
+    again = service.RENDER_FLOW.run(info_params(dest=str(tmp_path / "d")), cluster, False)
     assert again["changed"] is False
 
 
@@ -203,7 +203,7 @@ def test_run_render_file_errors_are_partial_writes(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     with pytest.raises(PartialWrite) as caught:
-        service.run_render(info_params(dest=str(blocker)), FakeCluster(nodes()), check_mode=False)
+        service.RENDER_FLOW.run(info_params(dest=str(blocker)), FakeCluster(nodes()), False)
     assert caught.value.done == [] and isinstance(caught.value.cause, OSError)
     assert caught.value.what == "writing the topology renderings"
 
