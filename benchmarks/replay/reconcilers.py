@@ -61,7 +61,7 @@ def steps(name: str, timeout_s: int, grace_min: int, settle_s: int) -> tuple[Ste
         "throttle_reconcile": (
             Step(
                 "large_job_throttle",
-                "jobs.service:run_throttle",
+                "jobs.service:THROTTLE_FLOW",
                 {"timeout": timeout_s, "namespaces": []},
             ),
         ),

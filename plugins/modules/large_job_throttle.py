@@ -50,6 +50,28 @@ options:
     type: list
     elements: str
     default: []
+  state:
+    description:
+      - V(present) engages and releases the throttles, writing the ConfigMaps that change.
+      - V(gathered) makes the same reads and returns them in RV(gathered) (the tenant Namespaces, PodGroups, Volcano
+        Jobs and throttle ConfigMaps, the time they were read and, when an admitted large job waits, the Nodes,
+        unfinished Pods, Queues, PVCs and HyperNodes rule throttle-can-help judges it by); nothing is written.
+      - V(parsed) plans the reconcile from O(facts) (what V(gathered) returned, edited for a what-if or from another
+        cluster) as of its C(read_at) without connecting, and returns what a check-mode run returns, with
+        C(changed=false).
+    type: str
+    choices: [present, gathered, parsed]
+    default: present
+    version_added: 0.2.0
+  facts:
+    description:
+      - With O(state=parsed), the facts to plan from, as RV(gathered) holds them (C(read_at), C(namespaces),
+        C(podgroups), C(jobs), C(configmaps) and, when read, C(nodes), C(pods), C(queues),
+        C(persistentvolumeclaims), C(hypernodes)).
+      - Without C(read_at) the plan is as of now; without C(nodes) a waiting large job is judged by its PodGroup
+        only, as when the GPUs cannot be read.
+    type: dict
+    version_added: 0.2.0
 attributes:
   diff_mode:
     support: partial
@@ -72,6 +94,17 @@ EXAMPLES = r"""
   gpucloud.platform.large_job_throttle:
     namespaces: [tenant-alpha]
     timeout: 120
+
+- name: What the throttle reads (nothing written)
+  gpucloud.platform.large_job_throttle:
+    state: gathered
+  register: throttle_facts
+
+- name: The same reconcile with a 60-second timeout, planned offline
+  gpucloud.platform.large_job_throttle:
+    state: parsed
+    timeout: 60
+    facts: "{{ throttle_facts.gathered }}"
 """
 
 RETURN = r"""
@@ -133,6 +166,14 @@ summary:
   returned: on success
   type: list
   elements: str
+gathered:
+  description: The objects the reconcile reads, as read (without C(managedFields)), and C(read_at), when they were read.
+  returned: when O(state=gathered)
+  type: dict
+state:
+  description: V(parsed) when the answer is a plan from O(facts); nothing was written.
+  returned: when O(state=parsed)
+  type: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -141,20 +182,22 @@ requests:
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.summary import throttle_summary
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.throttle import (
-    check_reconcile_input,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 
 OPTIONS = dict(
     timeout=dict(type="int", default=300),
     namespaces=dict(type="list", elements="str", default=[]),
+    state=dict(type="str", choices=["present", "gathered", "parsed"], default="present"),
+    facts=dict(type="dict"),
 )
 
 
 def main() -> None:
-    run_module(
-        OPTIONS, service.run_throttle, validate=check_reconcile_input, summary=throttle_summary
+    run_flow(
+        OPTIONS,
+        service.THROTTLE_FLOW,
+        required_if=[("state", "parsed", ["facts"])],
+        summary=throttle_summary,
     )
 
 

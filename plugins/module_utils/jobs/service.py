@@ -8,12 +8,13 @@
   queue's capability or the GPU pool (``supply_io`` reads them); hold while the
   large-job throttle blocks the queue, create the Job, engage the throttle for a
   large job that does not start, wait for Running; or delete the Job.
-* ``run_throttle`` is ``large_job_throttle``: ``throttle_io.reconcile_all`` reads
-  the tenant Namespaces, PodGroups, throttle ConfigMaps and, when a large-job
-  PodGroup is among them, Volcano Jobs, for all tenants, and writes the ConfigMaps
-  that change.
+* ``THROTTLE_FLOW`` is ``large_job_throttle`` (through ``kube.flow``; its pure steps
+  are ``jobs/reconcile``): ``throttle_io.gather_throttle`` reads the tenant Namespaces,
+  PodGroups, throttle ConfigMaps and, when a large-job PodGroup is among them, Volcano
+  Jobs, for all tenants (and, when an admitted large job waits, what rule
+  throttle-can-help judges it by); ``apply_throttle`` writes the ConfigMaps that change.
 
-The decisions are ``submit``'s, ``throttle``'s and ``large_job``'s. Check mode creates
+The decisions are ``submit``'s, ``throttle``'s, ``large_job``'s and ``reconcile``'s. Check mode creates
 and deletes nothing (it reports what would be created or deleted); a ConfigMap apply
 is the server's dry run.
 """
@@ -38,12 +39,23 @@ from ..common.names import (
 )
 from ..common.objects import strip_server_fields
 from ..kube.cluster import ApiException, Cluster, TransportError, api_error_message
+from ..kube.flow import Flow
 from ..kube.waiting import wait_for
 from ..policy.admission import POLICY_LARGE_JOB_THROTTLE
 from ..queues.ownership import listed_leaves
 from .classes import job_class_table
 from .feasibility import gang_of, waits_for
 from .large_job import LARGE_PRIORITY_CLASS
+from .reconcile import (
+    ThrottleFacts,
+    ThrottlePlan,
+    ThrottleRequest,
+    parse_throttle,
+    plan_throttle,
+    report_throttle,
+)
+from .reconcile import facts_in as throttle_facts_in
+from .reconcile import facts_out as throttle_facts_out
 from .submit import (
     changed_fields,
     differs_text,
@@ -64,11 +76,11 @@ from .throttle import (
     engagement,
     podgroup_missing,
     read_entries,
-    reconcile_report,
     throttled_queues,
     unmanaged_warning,
 )
-from .throttle_io import is_managed, reconcile_all, reconcile_namespace
+from .throttle_io import gather_throttle as gather_reads
+from .throttle_io import is_managed, reconcile_namespace, write_all
 
 # Polls while a new large job gets its grace to start are at most this far apart.
 GRACE_POLL_SECONDS = 2
@@ -83,18 +95,41 @@ def now_utc() -> datetime:
 # --- large_job_throttle ------------------------------------------------------------------
 
 
-def run_throttle(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
-    """large_job_throttle: reconcile the throttle of every tenant namespace (or the given)."""
-    changes, skipped, away = reconcile_all(
-        cluster, now_utc(), params["timeout"], params["namespaces"], check_mode
-    )
-    for ns in skipped:
+def gather_throttle(request: ThrottleRequest, cluster: Cluster) -> ThrottleFacts:
+    """The reconcile's reads (``throttle_io.gather_throttle``), as of now."""
+    return gather_reads(cluster, request, now_utc())
+
+
+def apply_throttle(
+    request: ThrottleRequest, planned: ThrottlePlan, cluster: Cluster, check_mode: bool
+) -> dict[str, Any]:
+    """Write each namespace's ConfigMap that changes, in the plan's order (an apply is a
+    dry run in check mode, a delete is not made), then warn about what was left alone."""
+    write_all(cluster, list(planned.changes), check_mode)
+    for ns in planned.skipped:
         warn(unmanaged_warning(ns))
-    for job in away:
+    for job in planned.turned_away:
         warn(
             f"the throttle does not hold {job['queue']} for large job {job['job']}: {job['reason']}"
         )
-    return reconcile_report(changes, skipped, away)
+    return report_throttle(request, planned)
+
+
+# Module large_job_throttle: every tenant namespace's throttle ConfigMap kept right.
+THROTTLE_FLOW: Flow[ThrottleRequest, ThrottleFacts, ThrottlePlan] = Flow(
+    parse=parse_throttle,
+    gather=gather_throttle,
+    plan=plan_throttle,
+    apply=apply_throttle,
+    report=report_throttle,
+    facts_out=throttle_facts_out,
+    facts_in=throttle_facts_in,
+)
+
+
+def run_throttle(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+    """large_job_throttle: reconcile the throttle of every tenant namespace (or the given)."""
+    return THROTTLE_FLOW.run(params, cluster, check_mode)
 
 
 # --- vcjob -----------------------------------------------------------------------------

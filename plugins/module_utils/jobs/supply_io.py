@@ -15,12 +15,10 @@ from typing import Any
 
 from ansible.module_utils.common.warnings import warn
 
-from ..capacity.pool import allocated_from_pods, pool_from_nodes, pool_node_resources
+from ..capacity.pool import allocated_from_pods
 from ..common.names import HYPERNODE_API, QUEUE_API, ROOT_QUEUE
 from ..common.quantity import GPU
 from ..kube.cluster import ApiException, Cluster, api_error_message
-from ..topology.manifests import tree_from_manifests
-from ..topology.tree import node_infos
 from .feasibility import (
     Gang,
     Supply,
@@ -31,7 +29,8 @@ from .feasibility import (
     usable_gpus,
     usable_nodes,
 )
-from .large_job import LargeJob, Room, largest_domains, preemptible_gpus
+from .large_job import LargeJob, Room
+from .reconcile import RoomFacts, room_from
 
 _UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
@@ -41,23 +40,26 @@ def _forbidden(exc: Exception) -> bool:
     return getattr(exc, "status", None) == 403
 
 
-def read_room(cluster: Cluster, jobs: list[LargeJob], vcjobs: list[dict[str, Any]]) -> Room | None:
-    """What preemption could give the waiting admitted large jobs: one list of Nodes, one of
-    unfinished Pods and, when one of them has a hard topology, one of HyperNodes. None when
-    this identity may not read them (a tenant's own): then no job is turned away."""
+def read_room_facts(cluster: Cluster, jobs: list[LargeJob]) -> RoomFacts | None:
+    """What rule throttle-can-help judges the waiting admitted large jobs ``jobs`` by: one
+    list of Nodes, (rule job-never-runs) one of Queues and, when a job mounts any, one of
+    PVCs (of the one namespace when the jobs share it), one of unfinished Pods and, when
+    one of them has a hard topology, one of HyperNodes. None when this identity may not
+    read them (a tenant's own): then no job is turned away."""
     try:
-        nodes = cluster.list("v1", "Node")
-        supplies = read_supplies(cluster, jobs, nodes)
-        pool, members = pool_from_nodes(nodes, None)
-        held, _leaving = allocated_from_pods(
-            cluster.list("v1", "Pod", field_selector=_UNFINISHED_PODS), members
-        )
-        per_node = pool_node_resources(nodes)
-        domains = None
+        nodes = tuple(cluster.list("v1", "Node"))
+        queues: tuple[dict[str, Any], ...] = ()
+        claims = None
+        if jobs:
+            queues = tuple(cluster.list(QUEUE_API, "Queue"))
+            spaces = {j.namespace for j in jobs}
+            only = next(iter(spaces)) if len(spaces) == 1 else None
+            if any(j.claims for j in jobs):
+                claims = tuple(cluster.list("v1", "PersistentVolumeClaim", namespace=only))
+        pods = tuple(cluster.list("v1", "Pod", field_selector=_UNFINISHED_PODS))
+        hypernodes = None
         if any(j.hard_tier is not None for j in jobs):
-            tree, _errors = tree_from_manifests(cluster.list(HYPERNODE_API, "HyperNode"))
-            gpus = {name: int(r[GPU]) for name, r in per_node.items()}
-            domains = largest_domains(tree, node_infos(nodes), gpus)
+            hypernodes = tuple(cluster.list(HYPERNODE_API, "HyperNode"))
     except ApiException as exc:
         if not _forbidden(exc):
             raise
@@ -66,40 +68,14 @@ def read_room(cluster: Cluster, jobs: list[LargeJob], vcjobs: list[dict[str, Any
             f"a waiting large job ({api_error_message(exc)}); the throttle engages as it would"
         )
         return None
-    pool_gpus = int(pool[GPU])
-    return Room(
-        pool_gpus=pool_gpus,
-        free_gpus=max(0, pool_gpus - int(held[GPU])),
-        preemptible=preemptible_gpus(vcjobs),
-        domains=domains,
-        nodes=list(per_node.values()),
-        supplies=supplies,
-    )
+    return RoomFacts(nodes, pods, queues, claims, hypernodes)
 
 
-def read_supplies(
-    cluster: Cluster, jobs: list[LargeJob], nodes: list[dict[str, Any]]
-) -> dict[str, Supply]:
-    """What rule job-never-runs judges each waiting large job by: one list of Queues and,
-    when a job mounts any, one of PVCs (of the one namespace when the jobs share it)."""
-    if not jobs:
-        return {}
-    queues = {q["metadata"]["name"]: q for q in cluster.list(QUEUE_API, "Queue")}
-    limits = queue_limits(queues.values())
-    spaces = {j.namespace for j in jobs}
-    only = next(iter(spaces)) if len(spaces) == 1 else None
-    mounts = any(j.claims for j in jobs)
-    claims = (
-        claim_names(cluster.list("v1", "PersistentVolumeClaim", namespace=only)) if mounts else {}
-    )
-    return {
-        j.uid: Supply(
-            chain=chain_of(limits, j.queue),
-            node_gpus=usable_gpus(nodes, required_groups(queues, j.queue), j.local_only),
-            claims=claims.get(j.namespace, frozenset()),
-        )
-        for j in jobs
-    }
+def read_room(cluster: Cluster, jobs: list[LargeJob], vcjobs: list[dict[str, Any]]) -> Room | None:
+    """What preemption could give the waiting admitted large jobs (``read_room_facts``,
+    judged by ``reconcile.room_from``); None when this identity may not read it."""
+    facts = read_room_facts(cluster, jobs)
+    return room_from(facts, jobs, vcjobs) if facts is not None else None
 
 
 def read_queues(cluster: Cluster, queue: str) -> dict[str, dict[str, Any]]:

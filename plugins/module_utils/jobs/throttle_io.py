@@ -2,11 +2,13 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The large-job throttle's reads and writes: the tenant Namespaces, the throttle
 ConfigMaps, the large jobs (PodGroups and their Volcano Jobs), and the ConfigMap writes
-that reconciling a namespace decides (``throttle.plan_namespace``). ``reconcile_all`` is
-``large_job_throttle``'s run over every tenant namespace; ``reconcile_namespace`` is
+that reconciling a namespace decides (``throttle.plan_namespace``). ``gather_throttle``
+and ``write_all`` are ``large_job_throttle``'s reads and writes over every tenant
+namespace (its plan is ``reconcile.plan_throttle``); ``reconcile_namespace`` is
 ``vcjob``'s, for the one namespace it submits to. A ConfigMap apply in check mode is the
 server's dry run; a delete is not made. Not pure: every function here but
-``is_managed`` takes a Cluster; the decisions are ``throttle``'s and ``large_job``'s.
+``is_managed`` takes a Cluster; the decisions are ``throttle``'s, ``large_job``'s and
+``reconcile``'s.
 """
 
 from __future__ import annotations
@@ -22,7 +24,14 @@ from ..common.names import JOB_API, LABEL_MANAGED_BY, LABEL_TENANT, MANAGED_BY, 
 from ..kube.cluster import ApiException, Cluster, TransportError, api_error_message
 from ..policy.platform_state import POLICY_PLATFORM_STATE
 from .large_job import LargeJob, cannot_help, is_large_podgroup, large_jobs
-from .supply_io import read_room
+from .reconcile import (
+    ThrottleFacts,
+    ThrottleRequest,
+    has_large_podgroup,
+    large_jobs_of,
+    tenants_of,
+)
+from .supply_io import read_room, read_room_facts
 from .throttle import (
     CONFIGMAP,
     Change,
@@ -36,37 +45,6 @@ from .throttle import (
 def is_managed(obj: Mapping[str, Any]) -> bool:
     """The object carries the platform's managed-by label."""
     return ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_MANAGED_BY) == MANAGED_BY
-
-
-def tenant_namespaces(cluster: Cluster, only: Iterable[str] | None = None) -> dict[str, str]:
-    """Namespace -> tenant for every namespace labelled platform.io/tenant (one list)."""
-    wanted = set(only or [])
-    out = {}
-    for ns in cluster.list("v1", "Namespace", label_selector=LABEL_TENANT):
-        meta = ns.get("metadata") or {}
-        if wanted and meta.get("name") not in wanted:
-            continue
-        out[meta["name"]] = (meta.get("labels") or {})[LABEL_TENANT]
-    return out
-
-
-def throttle_configmaps(
-    cluster: Cluster, namespace: str | None = None
-) -> tuple[dict[str, dict], list[str]]:
-    """(namespace -> managed throttle ConfigMap, namespaces whose ConfigMap is not managed)."""
-    managed: dict[str, dict] = {}
-    foreign: list[str] = []
-    for cm in cluster.list(
-        "v1", "ConfigMap", namespace=namespace, field_selector=f"metadata.name={CONFIGMAP}"
-    ):
-        ns = cm["metadata"]["namespace"]
-        if cm["metadata"]["name"] != CONFIGMAP:
-            continue
-        if is_managed(cm):
-            managed[ns] = cm
-        else:
-            foreign.append(ns)
-    return managed, sorted(foreign)
 
 
 def read_large_jobs(
@@ -140,31 +118,24 @@ def write_all(cluster: Cluster, changes: list[Change], check_mode: bool) -> None
             done.append(f"{change.action} {change.namespace}/{CONFIGMAP}")
 
 
-def reconcile_all(
-    cluster: Cluster,
-    now: datetime,
-    timeout: int,
-    only: Iterable[str] | None = None,
-    check_mode: bool = False,
-) -> tuple[list[Change], list[str], list[dict[str, str]]]:
-    """Reconcile every tenant namespace (or ``only`` these); returns the changes (written, as
-    far as check mode writes), the namespaces skipped because their ConfigMap is not
-    managed, and the waiting large jobs rule throttle-can-help turned away (an entry they
-    had is released)."""
-    namespaces = tenant_namespaces(cluster, only)
-    raise_if(unknown_namespace_errors(list(only or []), namespaces))
-    jobs, vcjobs = read_large_jobs(cluster, namespaces)
-    configmaps, foreign = throttle_configmaps(cluster)
-    # Every waiting job is judged, an engaged one too: one that can no longer be helped
-    # (enqueue never admitted it) is released.
-    blocked = turned_away(cluster, jobs, vcjobs, now)
-    changes = [
-        plan_namespace(ns, tenant, configmaps.get(ns), jobs, now, timeout, blocked)
-        for ns, tenant in sorted(namespaces.items())
-        if ns not in foreign
-    ]
-    write_all(cluster, changes, check_mode)
-    return changes, [ns for ns in foreign if ns in namespaces], not_engaged(jobs, blocked)
+def gather_throttle(cluster: Cluster, request: ThrottleRequest, read_at: datetime) -> ThrottleFacts:
+    """One list of tenant Namespaces (a ``namespaces`` entry no tenant has is refused right
+    after it, rule tenant-namespace-live), one of PodGroups and, only when a large-job
+    PodGroup is among them, one of Volcano Jobs (PodGroups first: a Job is created before
+    its PodGroup, so a PodGroup's Job missing from the later list is gone), one of throttle
+    ConfigMaps and, when an admitted large job waits, what rule throttle-can-help judges it
+    by (``supply_io.read_room_facts``)."""
+    namespace_list = tuple(cluster.list("v1", "Namespace", label_selector=LABEL_TENANT))
+    namespaces = tenants_of(namespace_list, request.namespaces)
+    raise_if(unknown_namespace_errors(list(request.namespaces), namespaces))
+    podgroups = tuple(cluster.list(PODGROUP_API, "PodGroup"))
+    vcjobs: tuple[dict[str, Any], ...] = ()
+    if has_large_podgroup(podgroups, namespaces):
+        vcjobs = tuple(cluster.list(JOB_API, "Job"))
+    configmaps = tuple(cluster.list("v1", "ConfigMap", field_selector=f"metadata.name={CONFIGMAP}"))
+    waiting = [j for j in large_jobs_of(podgroups, namespaces, vcjobs) if j.waiting]
+    room = read_room_facts(cluster, waiting) if waiting else None
+    return ThrottleFacts(read_at, namespace_list, podgroups, vcjobs, configmaps, room)
 
 
 def reconcile_namespace(
