@@ -161,14 +161,16 @@ def apply(
 def _evict(request: ArbiterRequest, planned: ArbiterPlan, cluster: Cluster) -> dict[str, Any]:
     """The victims evicted in the plan's order (their queues held for a team reclaim),
     then the Event on the waiting job and the history entry."""
-    assert planned.job is not None and planned.decision is not None  # the plan evicts
+    job, decision = planned.job, planned.decision
+    if job is None or decision is None:  # not a plan that evicts
+        return dict(planned.result)
     result = dict(planned.result)
-    reclaim = planned.decision.action == RECLAIM
+    reclaim = decision.action == RECLAIM
     held = hold_victim_queues(cluster, planned) if reclaim else []
     try:
         jobs, pods = evict_victims(cluster, planned, result, planned.now)
         if held and jobs:
-            result["held_seconds"] = wait_until_running(cluster, planned.job, request.hold_seconds)
+            result["held_seconds"] = wait_until_running(cluster, job, request.hold_seconds)
     finally:
         release_victim_queues(cluster, held)
     victims = [victim_dict(v) for v in jobs]
@@ -184,8 +186,8 @@ def _evict(request: ArbiterRequest, planned: ArbiterPlan, cluster: Cluster) -> d
         # The pods are gone either way: the Event and the history are best effort.
         record_event(
             cluster,
-            made_room_event(planned.job, planned.decision.action, jobs, planned.now),
-            f"room was made for {planned.job.ref} but its {EVENT_REASON_ARBITER_MADE_ROOM}",
+            made_room_event(job, decision.action, jobs, planned.now),
+            f"room was made for {job.ref} but its {EVENT_REASON_ARBITER_MADE_ROOM}",
         )
         result["history"] = record_history(
             cluster,
