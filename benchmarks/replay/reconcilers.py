@@ -56,7 +56,7 @@ def steps(name: str, timeout_s: int, grace_min: int, settle_s: int) -> tuple[Ste
             recompute,
         ),
         "arbiter_reconcile": (
-            Step("queue_arbiter", "arbiter.service:run", {"settle_seconds": settle_s}),
+            Step("queue_arbiter", "arbiter.service:ARBITER_FLOW", {"settle_seconds": settle_s}),
         ),
         "throttle_reconcile": (
             Step(

@@ -99,6 +99,24 @@ options:
     description: How many runs the history ConfigMap C(queue-arbiter-history) keeps (newest first). 0 or more.
     type: int
     default: 100
+  state:
+    description:
+      - V(present) decides for the first waiting job and evicts its victims (in check mode, reports them).
+      - V(gathered) reads what the decision is made from, as V(present) reads it (the kinds the decision needs, each
+        object as read, with the run's time and Lease holder), and returns it in RV(gathered); nothing is written.
+      - V(parsed) decides from O(facts) (what V(gathered) returned, from this or another cluster, or edited as a
+        what-if) without connecting, and returns what a check-mode run returns, with C(changed=false); a job or
+        queue out of the tenant's scope and a refusal read while another run holds the Lease fail as they do in a
+        run.
+    type: str
+    choices: [present, gathered, parsed]
+    default: present
+  facts:
+    description:
+      - With O(state=parsed), the facts to decide from, as RV(gathered) holds them (C(now), C(holder),
+        C(podgroups), C(queues), C(vcjobs), C(pods), C(nodes), C(pvcs), C(leases), C(history)); a missing list is
+        empty, C(now) is required.
+    type: dict
 attributes:
   diff_mode:
     support: partial
@@ -144,6 +162,18 @@ EXAMPLES = r"""
     tenant: alpha
   check_mode: true
   register: preview
+
+- name: Read what the arbiter decides from, without deciding
+  gpucloud.platform.queue_arbiter:
+    tenant: alpha
+    state: gathered
+  register: arbiter_facts
+
+- name: Decide from those facts, offline (nothing is read or evicted)
+  gpucloud.platform.queue_arbiter:
+    tenant: alpha
+    state: parsed
+    facts: "{{ arbiter_facts.gathered }}"
 """
 
 RETURN = r"""
@@ -235,6 +265,16 @@ summary:
   returned: on success
   type: list
   elements: str
+gathered:
+  description:
+    - What the decision is made from (C(now), C(holder) and the lists read, each object as read); the kinds the
+      decision did not need are left out.
+  returned: when O(state=gathered)
+  type: dict
+state:
+  description: V(parsed) when the answer is a decision from O(facts); nothing was read or written.
+  returned: when O(state=parsed)
+  type: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -242,13 +282,10 @@ requests:
 """
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter import service
-from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter.inputs import (
-    validate_arbiter_input,
-)
 from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter.summary import (
     arbiter_summary,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 
 OPTIONS = dict(
     tenant=dict(type="str"),
@@ -260,11 +297,18 @@ OPTIONS = dict(
     history_size=dict(type="int", default=100),
     wait_for_admission=dict(type="bool", default=False),
     hold_seconds=dict(type="int", default=45),
+    state=dict(type="str", choices=["present", "gathered", "parsed"], default="present"),
+    facts=dict(type="dict"),
 )
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run, validate=validate_arbiter_input, summary=arbiter_summary)
+    run_flow(
+        OPTIONS,
+        service.ARBITER_FLOW,
+        required_if=[("state", "parsed", ["facts"])],
+        summary=arbiter_summary,
+    )
 
 
 if __name__ == "__main__":

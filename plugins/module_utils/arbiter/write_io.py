@@ -22,9 +22,9 @@ from ..common.errors import PartialWrite, Refused
 from ..common.names import EVENT_REASON_ARBITER_EVICTED, JOB_API, QUEUE_API
 from ..kube.cluster import ApiException, Cluster, ConflictError, NotFoundError, TransportError
 from ..kube.run_record import record_event
+from .arbitrate import ArbiterPlan as Plan
 from .hold import gpu_capability, held_capability, hold_text, taken_by_queue, with_gpu_capability
 from .model import RunningJob, WaitingJob, pods_of
-from .read_io import Plan
 from .record import evicted_event, report, victim_dict
 
 WHAT = "evicting jobs for the queue arbiter"

@@ -11,7 +11,11 @@ from datetime import timedelta
 import pytest
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter import service
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube import lease_io, run_record
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube import (
+    flow,
+    lease_io,
+    run_record,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.lease import (
     QUEUE_ARBITER,
     lease_manifest,
@@ -57,6 +61,7 @@ def warnings(monkeypatch):
     code was imported into the test process)."""
     seen = []
     monkeypatch.setattr(service, "warn", seen.append)
+    monkeypatch.setattr(flow, "warn", seen.append)
     monkeypatch.setattr(lease_io, "warn", seen.append)
     monkeypatch.setattr(run_record, "warn", seen.append)
     return seen
