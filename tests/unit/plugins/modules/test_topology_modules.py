@@ -469,10 +469,12 @@ def test_hypernode_sync_plan_step_writes_nothing(run_module):
     root = pathlib.Path(__file__).resolve().parents[4]
     (play,) = yaml.safe_load((root / "playbooks" / "hypernode_sync.yml").read_text())
     # rule playbook-variables first (playbooks/tasks/check_variables.yml), then the tasks
-    # shared with site.yml (a refusal said in the playbook's words, rule playbook-words),
-    # then the run's summary
-    check, sync, said = play["tasks"]
+    # shared with site.yml (a refusal said in the playbook's words, rule playbook-words)
+    # between the run's heartbeats (rule reconcile-heartbeat), then the run's summary
+    check, attempt, sync, success, said = play["tasks"]
     assert "ansible.builtin.debug" in said
+    for beat in (attempt, success):
+        assert beat["ansible.builtin.import_tasks"] == "tasks/heartbeat.yml"
     assert check["ansible.builtin.import_tasks"] == "tasks/check_variables.yml"
     (step,) = sync["block"]
     assert step["ansible.builtin.import_tasks"] == "tasks/hypernode_sync.yml"
