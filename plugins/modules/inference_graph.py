@@ -30,10 +30,18 @@ options:
     type: str
     required: true
   state:
-    description: C(present) makes or changes the graph; C(absent) removes it.
+    description:
+      - C(present) makes or changes the graph; C(absent) removes it.
+      - C(gathered) reads what the run judges by and returns it as RV(gathered), writing nothing.
+      - "C(parsed) answers as C(present) (or says what it would write) from O(facts), without connecting: the
+        graph another cluster would get, reviewed offline."
     type: str
-    choices: [present, absent]
+    choices: [present, absent, gathered, parsed]
     default: present
+  facts:
+    description:
+      - With O(state=parsed), what O(state=gathered) returned (its RV(gathered)).
+    type: dict
   routes:
     description: Two or more C({service, weight}); the weights add up to 100. Required with O(state=present).
     type: list
@@ -58,6 +66,23 @@ EXAMPLES = r"""
     routes:
       - {service: llm, weight: 50}
       - {service: llm-distilled, weight: 50}
+
+- name: Read what the graph is judged by
+  gpucloud.platform.inference_graph:
+    name: llm-ab
+    tenant: alpha
+    state: gathered
+  register: graph_facts
+
+- name: The graph those facts give, without connecting
+  gpucloud.platform.inference_graph:
+    name: llm-ab
+    tenant: alpha
+    state: parsed
+    facts: "{{ graph_facts.gathered }}"
+    routes:
+      - {service: llm, weight: 50}
+      - {service: llm-distilled, weight: 50}
 """
 
 RETURN = r"""
@@ -79,6 +104,17 @@ changed:
   description: Whether anything was written (in check mode, would be).
   returned: always
   type: bool
+gathered:
+  description:
+    - With O(state=gathered), the facts the run judges by, for O(facts) of O(state=parsed).
+    - "C(inferencegraphs): the live graph of that name (none or one); C(inferenceservices) and C(networkpolicies):
+      the tenant's model services and their NetworkPolicies."
+  returned: when O(state=gathered)
+  type: dict
+state:
+  description: The offline state answered, C(parsed).
+  returned: when O(state=parsed)
+  type: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -93,15 +129,14 @@ done:
 from ansible_collections.gpucloud.platform.plugins.module_utils.inference import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.inference.inputs import (
     GRAPH_OPTIONS,
-    validate_graph,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 
 OPTIONS = GRAPH_OPTIONS
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run_graph, validate=validate_graph)
+    run_flow(OPTIONS, service.GRAPH_FLOW)
 
 
 if __name__ == "__main__":

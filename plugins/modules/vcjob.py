@@ -38,10 +38,18 @@ extends_documentation_fragment:
   - gpucloud.platform.module
 options:
   state:
-    description: C(present) creates the job, C(absent) deletes it.
+    description:
+      - C(present) creates the job, C(absent) deletes it.
+      - C(gathered) reads what a C(present) run judges the job by and returns it as RV(gathered), writing nothing.
+      - "C(parsed) answers as C(present) in check mode from O(facts), without connecting: the job checked against
+        another cluster's queues, nodes and throttle, reviewed offline. It holds, creates and waits for nothing."
     type: str
-    choices: [present, absent]
+    choices: [present, absent, gathered, parsed]
     default: present
+  facts:
+    description:
+      - With O(state=parsed), what O(state=gathered) returned (its RV(gathered)).
+    type: dict
   tenant:
     description: The tenant; the job lives in namespace C(tenant-<tenant>).
     type: str
@@ -317,6 +325,26 @@ EXAMPLES = r"""
     tenant: alpha
     name: eval-7
     state: absent
+
+- name: Read what an eval job would be judged by
+  gpucloud.platform.vcjob:
+    tenant: alpha
+    name: eval
+    queue: tenant-alpha-algo
+    kind: single
+    image: registry.example.com/eval:2.0
+    state: gathered
+  register: eval_facts
+
+- name: The same job checked against those facts, without connecting
+  gpucloud.platform.vcjob:
+    tenant: alpha
+    name: eval
+    queue: tenant-alpha-algo
+    kind: single
+    image: registry.example.com/eval:2.0
+    state: parsed
+    facts: "{{ eval_facts.gathered }}"
 """
 
 RETURN = r"""
@@ -380,6 +408,17 @@ summary:
   returned: on success
   type: list
   elements: str
+gathered:
+  description:
+    - With O(state=gathered), what the run judges the job by, for O(facts) of O(state=parsed).
+    - "C(configmaps): the tenant's queue list and the namespace's throttle; C(jobs): the live Job of that name
+      (none or one); for a new job C(queues), C(persistentvolumeclaims), C(nodes) and C(pods) (null: not read)."
+  returned: when O(state=gathered)
+  type: dict
+state:
+  description: The offline state answered, C(parsed).
+  returned: when O(state=parsed)
+  type: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -387,14 +426,12 @@ requests:
 """
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import service
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.submit import (
-    check_submission,
-)
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.summary import job_summary
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 
 OPTIONS = dict(
-    state=dict(type="str", choices=["present", "absent"], default="present"),
+    state=dict(type="str", choices=["present", "absent", "gathered", "parsed"], default="present"),
+    facts=dict(type="dict"),
     tenant=dict(type="str", required=True),
     name=dict(type="str"),
     queue=dict(type="str"),
@@ -448,10 +485,9 @@ OPTIONS = dict(
 
 
 def main() -> None:
-    run_module(
+    run_flow(
         OPTIONS,
-        service.run,
-        validate=check_submission,
+        service.JOB_FLOW,
         mutually_exclusive=[("kind", "manifest")],
         summary=job_summary,
     )

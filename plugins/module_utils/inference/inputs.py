@@ -49,7 +49,12 @@ INFO_OPTIONS: dict[str, dict[str, Any]] = {
 GRAPH_OPTIONS: dict[str, dict[str, Any]] = {
     "name": {"type": "str", "required": True},
     "tenant": {"type": "str", "required": True},
-    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    "state": {
+        "type": "str",
+        "choices": ["present", "absent", "gathered", "parsed"],
+        "default": "present",
+    },
+    "facts": {"type": "dict"},
     "routes": {"type": "list", "elements": "dict"},
     "namespace": {"type": "str", "default": SERVING_NAMESPACE},
 }

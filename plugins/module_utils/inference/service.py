@@ -2,9 +2,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The inference domain's service: the ``inference_service``, ``inference_service_info``
 and ``inference_graph`` modules (``run_service``, ``INFO_FLOW`` through ``kube.flow``, its
-pure steps ``inference/info``, and ``run_graph``). With
-``inference/write_io.py`` (the writes) and ``inference/graph_io.py`` (the graph's routes
-read and checked) it is the only code of the domain that talks to the cluster. Every rule
+pure steps ``inference/info``, and ``GRAPH_FLOW``, its pure steps ``inference/graph``). With
+``inference/write_io.py`` (the writes) and ``inference/graph_io.py`` (what the graph's
+routes are judged by) it is the only code of the domain that talks to the cluster. Every rule
 is checked before the first write; the writes are server-side applies of what differs
 (dry runs in check mode)."""
 
@@ -35,7 +35,12 @@ from ..queues.capability import effective_limit
 from ..queues.kinds import leaf_queue_type
 from ..queues.ownership import listed_leaves
 from . import live as livemod
-from .graph_io import read_routes
+from .graph import GraphFacts, GraphPlan, GraphRequest, parse_graph
+from .graph import facts_in as graph_facts_in
+from .graph import facts_out as graph_facts_out
+from .graph import plan as plan_graph
+from .graph import report as graph_report
+from .graph_io import gather_graph
 from .info import InfoFacts, InfoRequest, parse_info, plan_info, report_info
 from .info import facts_in as info_facts_in
 from .info import facts_out as info_facts_out
@@ -46,7 +51,6 @@ from .manifests import (
     ISVC_API,
     KSERVE_ISVC_LABEL,
     NETPOL_API,
-    ab_graph,
     gpu_util_hpa,
     graph_name,
     inference_service,
@@ -397,32 +401,40 @@ INFO_FLOW: Flow[InfoRequest, InfoFacts, Mapping[str, list[dict[str, Any]]]] = Fl
 )
 
 
-def run_graph(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
-    """The ``inference_graph`` module: an A/B split between a tenant's services."""
+def apply_graph(
+    request: GraphRequest, planned: GraphPlan, cluster: Cluster, check_mode: bool
+) -> dict[str, Any]:
+    """The ``inference_graph`` module's one write or delete (the cluster's dry run in check
+    mode)."""
     del check_mode  # the cluster's dry run
-    tenant, ns = params["tenant"], params["namespace"]
-    full = graph_name(tenant, params["name"])
-    live = cluster.get(GRAPH_API, "InferenceGraph", full, namespace=ns)
-    raise_if(graph_owner_errors(tenant, params["name"], live))
-    if params["state"] == "absent":
-        if live is None:
-            return {"changed": False, "graph": full, "writes": []}
-        cluster.delete(GRAPH_API, "InferenceGraph", full, namespace=ns, propagation="Background")
-        return {"changed": True, "graph": full, "writes": [f"InferenceGraph/{ns}/{full}"]}
-    routes = read_routes(cluster, tenant, params["routes"], ns)
-    desired = ab_graph(tenant, params["name"], routes, ns)
-    before = livemod.graph_report(live) if live else None
-    if live is not None and not differs(desired, live):
-        return {
-            "changed": False,
-            "graph": full,
-            "writes": [],
-            "diff": {"before": before, "after": before},
-        }
-    done = write_in_order(cluster, [desired], f"inference graph {full}")
-    return {
-        "changed": True,
-        "graph": full,
-        "writes": done,
-        "diff": {"before": before, "after": livemod.graph_report(desired)},
-    }
+    result = graph_report(request, planned)
+    if planned.action == "delete":
+        cluster.delete(
+            GRAPH_API,
+            "InferenceGraph",
+            planned.full,
+            namespace=planned.namespace,
+            propagation="Background",
+        )
+    elif planned.action == "write" and planned.desired is not None:
+        result["writes"] = write_in_order(
+            cluster, [dict(planned.desired)], f"inference graph {planned.full}"
+        )
+    return result
+
+
+# Module inference_graph: an A/B split between a tenant's services.
+GRAPH_FLOW: Flow[GraphRequest, GraphFacts, GraphPlan] = Flow(
+    parse=parse_graph,
+    gather=gather_graph,
+    plan=plan_graph,
+    apply=apply_graph,
+    report=graph_report,
+    facts_out=graph_facts_out,
+    facts_in=graph_facts_in,
+)
+
+
+def run_graph(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+    """The ``inference_graph`` module through its flow (``GRAPH_FLOW``)."""
+    return GRAPH_FLOW.run(params, cluster, check_mode)

@@ -35,10 +35,10 @@ Rules held here:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ..capacity.pool import is_cloud_node, node_in_pool
+from ..capacity.pool import allocated_from_pods, is_cloud_node, node_in_pool
 from ..common.names import (
     ANNOTATION_PLACEMENT,
     LABEL_NODE_LOCATION,
@@ -297,3 +297,34 @@ def claim_names(pvcs: Iterable[Mapping[str, Any]]) -> dict[str, frozenset[str]]:
             continue
         out.setdefault(str(meta.get("namespace") or ""), set()).add(str(meta.get("name") or ""))
     return {ns: frozenset(names) for ns, names in out.items()}
+
+
+def supply_from(
+    gang: Gang,
+    namespace: str,
+    queues: Mapping[str, Mapping[str, Any]],
+    pvcs: Iterable[Mapping[str, Any]] | None,
+    nodes: Sequence[Mapping[str, Any]] | None,
+) -> tuple[Supply, list[str]]:
+    """What rule job-never-runs judges a job about to be created by, from what was read:
+    its queue chain, the GPUs of the nodes it may use (None: the Nodes were not read) and
+    their names, its namespace's PVCs (``pvcs`` None: not read, none)."""
+    claims = claim_names(pvcs) if pvcs is not None else {}
+    node_gpus, members = None, []
+    if nodes is not None:
+        groups = required_groups(queues, gang.queue)
+        node_gpus = usable_gpus(nodes, groups, gang.local_only)
+        members = usable_nodes(nodes, groups, gang.local_only)
+    supply = Supply(
+        chain=chain_of(queue_limits(queues.values()), gang.queue),
+        node_gpus=node_gpus,
+        claims=claims.get(namespace, frozenset()),
+    )
+    return supply, members
+
+
+def free_from(supply: Supply, pods: list[dict[str, Any]], members: list[str]) -> Supply:
+    """``supply`` with the GPUs of its nodes that no pod of ``pods`` (the unfinished ones)
+    holds."""
+    held, _leaving = allocated_from_pods(pods, members)
+    return replace(supply, free_gpus=max(0, (supply.node_gpus or 0) - int(held[GPU])))

@@ -2,12 +2,13 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The jobs domain against the cluster: the runs of ``vcjob`` and ``large_job_throttle``.
 
-* ``run`` is ``vcjob``: read the tenant's Queues (one list) and the live Job;
-  for a new job that asks for GPUs, its queue (one GET, not for a spot queue) and
-  the Nodes (one list), so that rule job-fits refuses a job larger than its
-  queue's capability or the GPU pool (``supply_io`` reads them); hold while the
-  large-job throttle blocks the queue, create the Job, engage the throttle for a
-  large job that does not start, wait for Running; or delete the Job.
+* ``JOB_FLOW`` is ``vcjob`` (through ``kube.flow``; its pure steps are ``submission``):
+  ``gather_job`` reads the tenant's queue list and the live Job; for a new job that asks
+  for GPUs, the Queues and the Nodes (``supply_io``), so that rule job-never-runs refuses
+  a job larger than its queue's capability or the GPU pool, then the Pods and the
+  throttle; ``apply_job`` holds while the large-job throttle blocks the queue, creates
+  the Job, engages the throttle for a large job that does not start, waits for Running;
+  or deletes the Job. ``run`` is the flow's run.
 * ``THROTTLE_FLOW`` is ``large_job_throttle`` (through ``kube.flow``; its pure steps
   are ``jobs/reconcile``): ``throttle_io.gather_throttle`` reads the tenant Namespaces,
   PodGroups, throttle ConfigMaps and, when a large-job PodGroup is among them, Volcano
@@ -22,13 +23,14 @@ is the server's dry run.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from time import monotonic, sleep
 from typing import Any
 
 from ansible.module_utils.common.warnings import warn
 
-from ..common.errors import PartialWrite, Refused, raise_if
+from ..common.errors import PartialWrite, Refused
 from ..common.names import (
     JOB_API,
     JOB_FAILED_PHASES,
@@ -42,9 +44,6 @@ from ..kube.cluster import ApiException, Cluster, TransportError, api_error_mess
 from ..kube.flow import Flow
 from ..kube.waiting import wait_for
 from ..policy.admission import POLICY_LARGE_JOB_THROTTLE
-from ..queues.ownership import listed_leaves
-from .classes import job_class_table
-from .feasibility import gang_of, waits_for
 from .large_job import LARGE_PRIORITY_CLASS
 from .reconcile import (
     ThrottleFacts,
@@ -56,20 +55,30 @@ from .reconcile import (
 )
 from .reconcile import facts_in as throttle_facts_in
 from .reconcile import facts_out as throttle_facts_out
+from .submission import (
+    JobPlan,
+    RunSettings,
+    SubmitFacts,
+    SubmitRequest,
+    base,
+    facts_in,
+    facts_out,
+    parse_job,
+    plan_job,
+    queue_refused,
+    report_job,
+    supply_of,
+    throttle_refusal,
+)
 from .submit import (
-    changed_fields,
-    differs_text,
-    job_for_queues,
-    job_name,
     job_phase,
     never_runs_error,
     not_running_text,
     owned_podgroup,
     podgroup_summary,
     still_throttled_text,
-    throttled_text,
 )
-from .supply_io import free_on, read_supply
+from .supply_io import read_nodes, read_queues, unfinished_pods
 from .throttle import (
     CONFIGMAP,
     blocks,
@@ -157,27 +166,25 @@ def job_settled(job: Mapping[str, Any] | None) -> bool:
     return phase in JOB_STARTED_PHASES or phase in JOB_FAILED_PHASES
 
 
-def hold(
-    cluster: Cluster, p: Mapping[str, Any], queue: str, priority_class: str, result: dict
-) -> None:
+def hold(cluster: Cluster, s: RunSettings, queue: str, priority_class: str, result: dict) -> None:
     """Wait while the throttle blocks the queue, reconciling the namespace each poll so that
     the throttle is released once its large job runs or times out; sets ``held_seconds``."""
-    namespace = namespace_name(p["tenant"])
+    namespace = namespace_name(s.tenant)
     start = monotonic()
     # Not kubernetes.core's Waiter: each turn reconciles (and may write) the throttle.
     while True:
         _change, cm, _away = reconcile_namespace(
-            cluster, namespace, p["tenant"], now_utc(), p["throttle_timeout"]
+            cluster, namespace, s.tenant, now_utc(), s.throttle_timeout
         )
         if not blocks(cm, queue, priority_class):
             result["held_seconds"] = int(monotonic() - start)
             return
-        if monotonic() - start >= p["hold_timeout"]:
-            raise Refused(still_throttled_text(cm, queue, p["hold_timeout"]), **result)
-        sleep(p["wait_sleep"])
+        if monotonic() - start >= s.hold_timeout:
+            raise Refused(still_throttled_text(cm, queue, s.hold_timeout), **result)
+        sleep(s.wait_sleep)
 
 
-def create(cluster: Cluster, p: Mapping[str, Any], desired: dict, result: dict) -> dict:
+def create(cluster: Cluster, s: RunSettings, desired: dict, result: dict) -> dict:
     """Create the job; with hold_when_throttled, a denial by the throttle's admission policy
     (which may see the throttle before this module did) holds and tries again."""
     meta = desired["metadata"]
@@ -185,19 +192,19 @@ def create(cluster: Cluster, p: Mapping[str, Any], desired: dict, result: dict) 
         try:
             return cluster.create(desired)
         except ApiException as exc:
-            if not (p["hold_when_throttled"] and throttle_denial(exc)):
+            if not (s.hold_when_throttled and throttle_denial(exc)):
                 raise Refused(
                     f"creating job {meta['namespace']}/{meta['name']} failed: "
                     f"{api_error_message(exc)}",
                     **result,
                 ) from exc
         held_before = result["held_seconds"]
-        hold(cluster, p, desired["spec"]["queue"], desired["spec"]["priorityClassName"], result)
+        hold(cluster, s, desired["spec"]["queue"], desired["spec"]["priorityClassName"], result)
         result["held_seconds"] += held_before
 
 
 def engage_unless_started(
-    cluster: Cluster, p: Mapping[str, Any], desired: dict, created: dict, result: dict
+    cluster: Cluster, s: RunSettings, desired: dict, created: dict, result: dict
 ) -> str:
     """A new large job that is not Running within throttle_grace engages the throttle for its
     queue (its GPUs: rule job-demand; what engaging gives: rule throttle-engage,
@@ -207,17 +214,17 @@ def engage_unless_started(
         cluster,
         meta["namespace"],
         meta["name"],
-        p["throttle_grace"],
-        min(p["wait_sleep"], GRACE_POLL_SECONDS),
+        s.throttle_grace,
+        min(s.wait_sleep, GRACE_POLL_SECONDS),
     )
     if phase not in JOB_STARTED_PHASES:
         mine = f"{meta['namespace']}/{meta['name']}"
         uid = (created.get("metadata") or {}).get("uid")
-        if not podgroup_created(cluster, meta["namespace"], uid, p["wait_sleep"]):
+        if not podgroup_created(cluster, meta["namespace"], uid, s.wait_sleep):
             change, away = podgroup_missing(mine, meta["namespace"], PODGROUP_WAIT_SECONDS)
         else:
             change, _cm, away = reconcile_namespace(
-                cluster, meta["namespace"], p["tenant"], now_utc(), p["throttle_timeout"]
+                cluster, meta["namespace"], s.tenant, now_utc(), s.throttle_timeout
             )
         result["throttle_engaged"], why = engagement(mine, change, away)
         if why:
@@ -246,19 +253,19 @@ def podgroup_created(cluster: Cluster, namespace: str, uid: str | None, interval
     return found
 
 
-def wait_running(cluster: Cluster, p: Mapping[str, Any], created: dict, result: dict) -> str:
+def wait_running(cluster: Cluster, s: RunSettings, created: dict, result: dict) -> str:
     """wait: the job's phase once Running; when it is not in wait_timeout, refuse with its
     PodGroup's conditions (why the scheduler has not run it)."""
     meta = created["metadata"]
     namespace, name = meta["namespace"], meta["name"]
-    phase, latest = wait_phase(cluster, namespace, name, p["wait_timeout"], p["wait_sleep"])
+    phase, latest = wait_phase(cluster, namespace, name, s.wait_timeout, s.wait_sleep)
     if phase in JOB_STARTED_PHASES:
         return phase
     uid = ((latest or created).get("metadata") or {}).get("uid")
     podgroups = cluster.list(PODGROUP_API, "PodGroup", namespace=namespace)
     pg = podgroup_summary(owned_podgroup(podgroups, uid))
     raise Refused(
-        not_running_text(namespace, name, phase, p["wait_timeout"], pg),
+        not_running_text(namespace, name, phase, s.wait_timeout, pg),
         podgroup=pg,
         phase=phase,
         **result,
@@ -266,112 +273,104 @@ def wait_running(cluster: Cluster, p: Mapping[str, Any], created: dict, result: 
 
 
 def after_create(
-    cluster: Cluster, p: Mapping[str, Any], desired: dict, created: dict, result: dict
+    cluster: Cluster, s: RunSettings, desired: dict, created: dict, result: dict
 ) -> str:
     """Engage the throttle (a new large job) and wait (``wait``); returns the job's phase."""
     phase = job_phase(created)
     large = desired["spec"]["priorityClassName"] == LARGE_PRIORITY_CLASS
-    if result["changed"] and large and p["engage_throttle"]:
-        phase = engage_unless_started(cluster, p, desired, created, result)
-    if p["wait"]:
-        phase = wait_running(cluster, p, created, result)
+    if result["changed"] and large and s.engage_throttle:
+        phase = engage_unless_started(cluster, s, desired, created, result)
+    if s.wait:
+        phase = wait_running(cluster, s, created, result)
     return phase
 
 
-def check_feasible(cluster: Cluster, p: Mapping[str, Any], desired: Mapping[str, Any]) -> None:
-    """Read what rule job-never-runs (``submit.never_runs_error``) judges a job about to
-    be created by, and refuse it (PlatformValidationError naming the option) when it can
-    never run; rule job-waits-for: a warning saying what it waits for when it cannot
-    start now (the Pods are read only then)."""
-    gang = gang_of(desired)
-    supply, members = read_supply(cluster, gang, desired["metadata"]["namespace"])
-    never = never_runs_error(p, gang, supply)
-    if never is not None:
-        raise_if([never])
-    if gang.gpus <= 0:
-        return
-    waits = waits_for(gang, free_on(cluster, supply, members))
-    if waits is not None:
-        warn(f"job {gang.ref} is accepted and waits: {waits}")
-
-
-def present(p: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
-    """state=present: check the queue, refuse a live job that differs, hold while throttled,
-    create, then engage the throttle and wait as asked."""
-    table = job_class_table(p["job_classes"])
+def gather_job(request: SubmitRequest, cluster: Cluster) -> SubmitFacts:
+    """The Job (one GET); for a job present first the tenant's queue list (one GET), and
+    for a new job what rule job-never-runs judges it by (``supply_io``: only what the job
+    asks about), the unfinished Pods when it can run and asks for GPUs (rule
+    job-waits-for), then the namespace's throttle. Nothing more is read once the plan
+    refuses by what was read."""
+    if not request.present:
+        return SubmitFacts(live=cluster.get(JOB_API, "Job", request.name, request.namespace))
     # The tenant's own queue list, in its namespace: a tenant's identity can read it (it
     # cannot list the cluster's Queues), and the admission policies judge by the same list.
-    queue_list = cluster.get(
-        "v1", "ConfigMap", TENANT_QUEUES_CONFIGMAP, namespace_name(p["tenant"])
+    queue_list = cluster.get("v1", "ConfigMap", TENANT_QUEUES_CONFIGMAP, request.namespace)
+    if queue_refused(request, queue_list):
+        return SubmitFacts(queue_list)
+    live = cluster.get(JOB_API, "Job", request.name, request.namespace)
+    gang = request.gang
+    if live is not None or gang is None:
+        return SubmitFacts(queue_list, live)
+    queues = read_queues(cluster, gang.queue) if gang.gpus > 0 else {}
+    pvcs = (
+        cluster.list("v1", "PersistentVolumeClaim", namespace=request.namespace)
+        if gang.claims
+        else None
     )
-    desired, queue_type = job_for_queues(p, table, listed_leaves(queue_list, p["tenant"]))
-    namespace, name = desired["metadata"]["namespace"], desired["metadata"]["name"]
-    queue, priority_class = desired["spec"]["queue"], desired["spec"]["priorityClassName"]
-    result: dict[str, Any] = {
-        "changed": False,
-        "queue": {"name": queue, "type": queue_type},
-        "held_seconds": 0,
-        "throttle_engaged": False,
-    }
-    live = cluster.get(JOB_API, "Job", name, namespace)
-    if live is not None:
-        diffs = changed_fields(desired, live)
-        if diffs:
-            raise Refused(
-                differs_text(namespace, name, diffs),
-                job=strip_server_fields(live),
-                phase=job_phase(live),
-                **result,
-            )
-        created: dict | None = live
-    else:
-        check_feasible(cluster, p, desired)
-        cm = cluster.get("v1", "ConfigMap", CONFIGMAP, namespace)
-        if blocks(cm, queue, priority_class):
-            text = throttled_text(cm, queue)
-            if not p["hold_when_throttled"]:
-                raise Refused(
-                    text + "; resubmit later, set hold_when_throttled, or use another queue",
-                    **result,
-                )
-            if check_mode:
-                warn(text + "; the job would be held until then")
-                return {**result, "changed": True, "job": desired, "phase": "Held"}
-            hold(cluster, p, queue, priority_class, result)
+    nodes = read_nodes(cluster) if gang.gpus > 0 else None
+    facts = SubmitFacts(queue_list, None, tuple(queues.values()), _tuple(pvcs), _tuple(nodes))
+    supply, _members = supply_of(request, facts)
+    if never_runs_error(request.job, gang, supply) is not None:
+        return facts
+    pods = unfinished_pods(cluster) if gang.gpus > 0 and supply.node_gpus is not None else None
+    throttle = cluster.get("v1", "ConfigMap", CONFIGMAP, request.namespace)
+    return replace(facts, pods=_tuple(pods), throttle=throttle)
+
+
+def _tuple(objects: list[dict[str, Any]] | None) -> tuple[dict[str, Any], ...] | None:
+    return None if objects is None else tuple(objects)
+
+
+def apply_job(
+    request: SubmitRequest, planned: JobPlan, cluster: Cluster, check_mode: bool
+) -> dict[str, Any]:
+    """vcjob: the plan's submission (hold while throttled, create, then engage the throttle
+    and wait as asked) or deletion."""
+    if not request.present:
+        return absent(request, planned, cluster, check_mode)
+    if planned.waits is not None and request.gang is not None:
+        warn(f"job {request.gang.ref} is accepted and waits: {planned.waits}")
+    if planned.action == "throttled":
+        raise throttle_refusal(request, planned)
+    s, desired = request.settings, planned.desired or {}
+    result = base(request, planned)
+    live = planned.live
+    if planned.action == "hold":
+        if check_mode:
+            warn(f"{planned.throttled}; the job would be held until then")
+            return report_job(request, planned)
+        hold(cluster, s, request.queue, desired["spec"]["priorityClassName"], result)
+    if planned.action in ("hold", "create"):
         # In check mode this is the API server's dry run: Volcano's webhooks and the
         # admission policies judge the job and nothing is stored.
-        created = create(cluster, p, desired, result)
+        created: Mapping[str, Any] | None = create(cluster, s, desired, result)
         result["changed"] = True
+    else:
+        created = live
     result["job"] = strip_server_fields(created) or desired
     phase = job_phase(created)
     if created is not None and not check_mode:
         try:
-            phase = after_create(cluster, p, desired, created, result)
+            phase = after_create(cluster, s, desired, created, result)
         except (ApiException, TransportError) as exc:
             if not result["changed"]:
                 raise
+            where = f"{request.namespace}/{request.name}"
             raise PartialWrite(
-                f"submitting job {namespace}/{name}",
-                [f"created Job {namespace}/{name}"],
-                exc,
-                **result,
+                f"submitting job {where}", [f"created Job {where}"], exc, **result
             ) from exc
     result["phase"] = phase
     result["diff"] = {"before": strip_server_fields(live) or {}, "after": desired}
     return result
 
 
-def absent(p: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+def absent(
+    request: SubmitRequest, planned: JobPlan, cluster: Cluster, check_mode: bool
+) -> dict[str, Any]:
     """state=absent: delete the job (in check mode, report the job that would be deleted)."""
-    namespace, name = namespace_name(p["tenant"]), job_name(p)
-    live = cluster.get(JOB_API, "Job", name, namespace)
-    before = strip_server_fields(live) or {}
-    result = {
-        "changed": False,
-        "job": before,
-        "phase": job_phase(live) if live else "Absent",
-        "diff": {"before": before, "after": {}},
-    }
+    namespace, name, live = request.namespace, request.name, planned.live
+    result = report_job(request, planned)
     if live is None:
         return result
     deleted = True
@@ -384,11 +383,11 @@ def absent(p: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, A
             ) from exc
     result.update(changed=deleted, phase="Absent")
     if deleted and not check_mode:
-        result["throttle_released"] = release_throttle(cluster, p, live)
+        result["throttle_released"] = release_throttle(cluster, request.settings, live)
     return result
 
 
-def release_throttle(cluster: Cluster, p: Mapping[str, Any], live: Mapping[str, Any]) -> list[str]:
+def release_throttle(cluster: Cluster, s: RunSettings, live: Mapping[str, Any]) -> list[str]:
     """A deleted large job releases the throttle it engaged at once, not at the next
     scheduled reconcile: when the namespace's throttle has an entry for the Job's uid, the
     namespace is reconciled (the Job is gone, so its entry is dropped). Returns the queues
@@ -399,14 +398,25 @@ def release_throttle(cluster: Cluster, p: Mapping[str, Any], live: Mapping[str, 
     if cm is None or not is_managed(cm) or uid not in {e.uid for e in read_entries(cm)}:
         return []
     change, _cm, _away = reconcile_namespace(
-        cluster, namespace, p["tenant"], now_utc(), p["throttle_timeout"]
+        cluster, namespace, s.tenant, now_utc(), s.throttle_timeout
     )
     after = set(throttled_queues(change.after))
     return sorted(set(throttled_queues(change.before)) - after)
 
 
+# Module vcjob: one Volcano Job submitted or deleted.
+JOB_FLOW: Flow[SubmitRequest, SubmitFacts, JobPlan] = Flow(
+    parse=parse_job,
+    gather=gather_job,
+    plan=plan_job,
+    apply=apply_job,
+    report=report_job,
+    facts_out=facts_out,
+    facts_in=facts_in,
+)
+
+
 def run(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
-    """vcjob: submit (state present) or delete (state absent) one Volcano Job."""
-    if params["state"] == "absent":
-        return absent(params, cluster, check_mode)
-    return present(params, cluster, check_mode)
+    """vcjob: submit (state present) or delete (state absent) one Volcano Job, through
+    its flow (``JOB_FLOW``)."""
+    return JOB_FLOW.run(params, cluster, check_mode)

@@ -5,7 +5,8 @@
 * the options must make sense together before anything is read
   (``option_errors``, ``check_submission``);
 * the manifest is built from a kind or completed from the caller's
-  (``desired_job``), once without and once with the queue's type;
+  (``desired_job``): checked before connecting with the queue's type unknown, then built
+  once with it (``job_for_queues``);
 * rule leaf-queue-of-tenant: the queue is a leaf queue of the tenant
   (``queues/kinds.leaf_queue_type``);
 * rule job-immutable: a Volcano Job cannot change once created, so a live job
@@ -121,17 +122,20 @@ def desired_job(
     return build_job(JobRequest.from_mapping(params), table)
 
 
-def check_submission(p: Mapping[str, Any]) -> None:
+def check_submission(p: Mapping[str, Any]) -> dict[str, Any] | None:
     """Every check that needs no cluster, before connecting: the options, the class table
-    and (state present) the job itself; one PlatformValidationError names every problem."""
+    and (state present) the job itself; one PlatformValidationError names every problem.
+    Returns the checked job (its queue's type not known yet; None: state absent)."""
     errors = option_errors(p)
+    checked = None
     try:
         table = job_class_table(p["job_classes"])
         if p["state"] == "present" and not errors:
-            desired_job(p, table, None)
+            checked = desired_job(p, table, None)
     except PlatformValidationError as exc:
         errors += exc.errors
     raise_if(errors)
+    return checked
 
 
 def demand_field(p: Mapping[str, Any]) -> str:
@@ -172,15 +176,24 @@ def never_runs_error(p: Mapping[str, Any], gang: Gang, supply: Supply) -> FieldE
     return FieldError(field, never + hint)
 
 
+def queue_of(p: Mapping[str, Any]) -> str:
+    """The job's queue as the options give it: ``queue``, else the manifest's (the builder
+    keeps it as it is)."""
+    return p.get("queue") or ((p.get("manifest") or {}).get("spec") or {}).get("queue") or ""
+
+
+def queue_option(p: Mapping[str, Any]) -> str:
+    """The option the job's queue came from, named when the queue is refused."""
+    return "queue" if p.get("queue") else "manifest.spec.queue"
+
+
 def job_for_queues(
     p: Mapping[str, Any], table: Mapping[str, JobClass], leaves: Mapping[str, str]
 ) -> tuple[dict[str, Any], str | None]:
-    """The manifest to submit now that the tenant's leaf queues are known, and its queue's
-    type; raises PlatformValidationError when the queue breaks leaf-queue-of-tenant or the
-    job does not fit the queue's type."""
-    queue = desired_job(p, table, None)["spec"]["queue"]
-    option = "queue" if p.get("queue") else "manifest.spec.queue"
-    queue_type, errors = leaf_queue_type(queue, leaves, p["tenant"], option)
+    """The manifest to submit now that the tenant's leaf queues are known, built once with
+    its queue's type, and that type; raises PlatformValidationError when the queue breaks
+    leaf-queue-of-tenant or the job does not fit the queue's type."""
+    queue_type, errors = leaf_queue_type(queue_of(p), leaves, p["tenant"], queue_option(p))
     desired: dict[str, Any] = {}
     if not errors:
         try:

@@ -10,24 +10,17 @@ Not pure: every public function here takes a Cluster and reads it; the judging i
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from ansible.module_utils.common.warnings import warn
 
-from ..capacity.pool import allocated_from_pods
 from ..common.names import HYPERNODE_API, QUEUE_API, ROOT_QUEUE
-from ..common.quantity import GPU
 from ..kube.cluster import ApiException, Cluster, api_error_message
 from .feasibility import (
     Gang,
     Supply,
-    chain_of,
-    claim_names,
-    queue_limits,
-    required_groups,
-    usable_gpus,
-    usable_nodes,
+    free_from,
+    supply_from,
 )
 from .large_job import LargeJob, Room
 from .reconcile import RoomFacts, room_from
@@ -125,30 +118,18 @@ def read_supply(cluster: Cluster, gang: Gang, namespace: str) -> tuple[Supply, l
     job asks about is read: no Queues or Nodes for a job without GPUs, no PVCs for one
     that mounts none."""
     queues = read_queues(cluster, gang.queue) if gang.gpus > 0 else {}
-    claims = (
-        claim_names(cluster.list("v1", "PersistentVolumeClaim", namespace=namespace))
-        if gang.claims
-        else {}
-    )
-    node_gpus, members = None, []
+    pvcs = cluster.list("v1", "PersistentVolumeClaim", namespace=namespace) if gang.claims else None
     nodes = read_nodes(cluster) if gang.gpus > 0 else None
-    if nodes is not None:
-        groups = required_groups(queues, gang.queue)
-        node_gpus = usable_gpus(nodes, groups, gang.local_only)
-        members = usable_nodes(nodes, groups, gang.local_only)
-    supply = Supply(
-        chain=chain_of(queue_limits(queues.values()), gang.queue),
-        node_gpus=node_gpus,
-        claims=claims.get(namespace, frozenset()),
-    )
-    return supply, members
+    return supply_from(gang, namespace, queues, pvcs, nodes)
 
 
 def free_on(cluster: Cluster, supply: Supply, members: list[str]) -> Supply:
     """``supply`` with the GPUs of its nodes that no unfinished pod holds (one Pod list)."""
     if supply.node_gpus is None:
         return supply
-    held, _leaving = allocated_from_pods(
-        cluster.list("v1", "Pod", field_selector=_UNFINISHED_PODS), members
-    )
-    return replace(supply, free_gpus=max(0, supply.node_gpus - int(held[GPU])))
+    return free_from(supply, unfinished_pods(cluster), members)
+
+
+def unfinished_pods(cluster: Cluster) -> list[dict[str, Any]]:
+    """The Pods that hold what they asked for (one list)."""
+    return cluster.list("v1", "Pod", field_selector=_UNFINISHED_PODS)

@@ -98,7 +98,7 @@ def run_module(
     if offline is not None:
         try:
             answer = offline(params)
-        except (PlatformValidationError, Refused) as exc:
+        except (PlatformValidationError, Refused) as exc:  # a plan's refusal, offline
             module.fail_json(requests=0, **failure(exc))
         if answer is not None:
             module.exit_json(requests=0, **_diff_as_asked(module, answer, diff_by_object))
