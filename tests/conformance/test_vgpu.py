@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.vgpu import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
     VGPU_NODE_REGISTER,
-    vgpu_resources,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.vgpu import vgpu_resources
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_builder import (
     DEFAULT_TIERS,
     build_scheduler_conf,

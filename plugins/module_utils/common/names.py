@@ -159,6 +159,34 @@ PRIORITY_CLASSES = {
     "spot-job": (50, "PreemptLowerPriority"),
 }
 
+# Volcano's sla plugin (jobs/sla): the admission deadline of a PodGroup. Volcano reads
+# volcano.sh/sla-waiting-time first, then the bare sla-waiting-time
+# (pkg/scheduler/api/job_info.go, SetPodGroup).
+SLA_WAITING_ANNOTATION = "volcano.sh/sla-waiting-time"
+SLA_WAITING_ANNOTATIONS = (SLA_WAITING_ANNOTATION, "sla-waiting-time")
+# The PriorityClasses that may never carry a waiting time (rule sla-wait-by-class: debug
+# jobs never preempt, spot jobs take nothing from anyone).
+SLA_FORBIDDEN_PRIORITY_CLASSES = ("debug-job", "spot-job")
+
+# vGPU resource names of Volcano's default device configuration (hybrid/vgpu;
+# pkg/scheduler/api/devices/config/vgpu.go, config.go GetDefaultDevicesConfig).
+VGPU_NUMBER = "volcano.sh/vgpu-number"
+VGPU_MEMORY = "volcano.sh/vgpu-memory"
+VGPU_CORES = "volcano.sh/vgpu-cores"
+# Read only when the device ConfigMap names it (resourceMemoryPercentageName);
+# the default configuration leaves it empty, so Volcano ignores it.
+VGPU_MEMORY_PERCENTAGE = "volcano.sh/vgpu-memory-percentage"
+VGPU_RESOURCES = (VGPU_NUMBER, VGPU_MEMORY, VGPU_CORES, VGPU_MEMORY_PERCENTAGE)
+# The node annotation HAMi's device plugin writes and Volcano's vgpu device reads.
+VGPU_NODE_REGISTER = "volcano.sh/node-vgpu-register"
+# The vGPU resources a queue's capability bounds. Measured on vc-scheduler 1.15.1
+# (tests/conformance/test_vgpu.py): a capability that does not name a resource leaves it
+# unlimited (the capacity plugin keeps only the named scalars, and with enableHierarchy a
+# queue inherits what its parent names, up to root, which names the cluster's total);
+# a 0 for a scalar resource holds the queue to 0 (the job is not even enqueued). So every
+# tenant queue names all three, 0 where nothing was bought.
+VGPU_QUEUE_RESOURCES = (VGPU_NUMBER, VGPU_MEMORY, VGPU_CORES)
+
 DNS_LABEL_MAX = 63
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # "tenant-" + tenant + "-" + "subscription" is the longest name a tenant gets

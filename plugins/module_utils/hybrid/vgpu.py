@@ -24,19 +24,17 @@ from decimal import Decimal
 from typing import Any
 
 from ..common.errors import FieldError, raise_if
+from ..common.names import (
+    VGPU_CORES,
+    VGPU_MEMORY,
+    VGPU_NUMBER,
+    VGPU_QUEUE_RESOURCES,
+    VGPU_RESOURCES,
+)
 from ..common.quantity import GPU, parse_quantity
 
-# Resource names of Volcano's default device configuration
-# (pkg/scheduler/api/devices/config/vgpu.go, config.go GetDefaultDevicesConfig).
-VGPU_NUMBER = "volcano.sh/vgpu-number"
-VGPU_MEMORY = "volcano.sh/vgpu-memory"
-VGPU_CORES = "volcano.sh/vgpu-cores"
-# Read only when the device ConfigMap names it (resourceMemoryPercentageName);
-# the default configuration leaves it empty, so Volcano ignores it.
-VGPU_MEMORY_PERCENTAGE = "volcano.sh/vgpu-memory-percentage"
-VGPU_RESOURCES = (VGPU_NUMBER, VGPU_MEMORY, VGPU_CORES, VGPU_MEMORY_PERCENTAGE)
-# The node annotation HAMi's device plugin writes and Volcano's vgpu device reads.
-VGPU_NODE_REGISTER = "volcano.sh/node-vgpu-register"
+# The resource names (VGPU_NUMBER, VGPU_MEMORY, VGPU_CORES, the queue's
+# VGPU_QUEUE_RESOURCES) are common/names'.
 
 # Keys of a vGPU request and the resource each becomes.
 VGPU_KEYS = {"number": VGPU_NUMBER, "memory_mib": VGPU_MEMORY, "cores": VGPU_CORES}
@@ -213,14 +211,6 @@ def resource_conflict_errors(field: str, resources: Any) -> list[FieldError]:
 # --------------------------------------------------------------------------
 # vGPU in the queues (rules vgpu-purchase, vgpu-queue-capability)
 # --------------------------------------------------------------------------
-
-# The vGPU resources a queue's capability bounds. Measured on vc-scheduler 1.15.1
-# (tests/conformance/test_vgpu.py): a capability that does not name a resource leaves it
-# unlimited (the capacity plugin keeps only the named scalars, and with enableHierarchy a
-# queue inherits what its parent names, up to root, which names the cluster's total);
-# a 0 for a scalar resource holds the queue to 0 (the job is not even enqueued). So every
-# tenant queue names all three, 0 where nothing was bought.
-VGPU_QUEUE_RESOURCES = (VGPU_NUMBER, VGPU_MEMORY, VGPU_CORES)
 
 
 def vgpu_purchase(value: Any, field: str, errors: list[FieldError]) -> dict[str, Decimal] | None:

@@ -24,9 +24,10 @@ from ..common.names import (
     QUEUE_TYPE_SUBSCRIPTION,
     QUEUE_TYPE_TEAM,
     QUEUE_TYPES,
+    SLA_FORBIDDEN_PRIORITY_CLASSES,
 )
 from ..hybrid.placement import PLACEMENTS
-from .sla import SLA_FORBIDDEN_PRIORITY_CLASSES, SLA_WAITING_MAX_SECONDS
+from .sla import SLA_WAITING_MAX_SECONDS
 
 TOPOLOGY_MODES = ("hard", "soft")
 # Billing type of a job in a queue of this type (label platform.io/billing-type).

@@ -23,6 +23,7 @@ from ..common.names import (
     LABEL_JOB_CLASS,
     LABEL_MANAGED_BY,
     LABEL_TENANT,
+    SLA_WAITING_ANNOTATIONS,
     dns_label_errors,
     namespace_name,
     tenant_name_errors,
@@ -41,7 +42,7 @@ from .manifest import (
     pod_annotations,
 )
 from .request_rules import int_errors, queue_of_tenant_errors
-from .sla import SLA_WAITING_ANNOTATIONS, parse_duration
+from .sla import parse_duration
 
 
 def sla_annotation_errors(annotations: Mapping[str, Any], job_class: JobClass) -> list[FieldError]:

@@ -33,6 +33,7 @@ from ..common.names import (
     QUEUE_TYPE_PAYG,
     QUEUE_TYPE_SPOT,
     QUEUE_TYPE_SUBSCRIPTION,
+    SLA_WAITING_ANNOTATION,
     namespace_name,
 )
 from ..common.quantity import GPU, RDMA
@@ -48,7 +49,7 @@ from .classes import DEFAULT_CLASSES, JobClass
 from .kinds import Role, plugins, roles
 from .request import JobRequest, job_placement
 from .request_rules import request_errors
-from .sla import SLA_WAITING_ANNOTATION, duration_text
+from .sla import duration_text
 from .spot_price import price_text
 
 KIND = "Job"

@@ -25,12 +25,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-# Volcano reads volcano.sh/sla-waiting-time first, then the bare sla-waiting-time
-# (pkg/scheduler/api/job_info.go, SetPodGroup).
-SLA_WAITING_ANNOTATION = "volcano.sh/sla-waiting-time"
-SLA_WAITING_ANNOTATIONS = (SLA_WAITING_ANNOTATION, "sla-waiting-time")
-# The PriorityClasses that may never carry a waiting time (see the docstring).
-SLA_FORBIDDEN_PRIORITY_CLASSES = ("debug-job", "spot-job")
+from ..common.names import SLA_WAITING_ANNOTATIONS
+
+# The annotations (SLA_WAITING_ANNOTATION, SLA_WAITING_ANNOTATIONS) and the PriorityClasses
+# that may never carry one (SLA_FORBIDDEN_PRIORITY_CLASSES) are common/names'.
 SLA_WAITING_MAX_SECONDS = 86400
 
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}

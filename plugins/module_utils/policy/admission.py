@@ -47,13 +47,14 @@ from ..common.names import (
     PLATFORM_NAMESPACE,
     PREFIX,
     PRIORITY_CLASSES,
+    SLA_FORBIDDEN_PRIORITY_CLASSES,
+    SLA_WAITING_ANNOTATIONS,
     SPOT_PRICE_DECIMALS,
     SPOT_PRICE_LIMIT,
     TENANT_QUEUES_CONFIGMAP,
     namespace_name,
     tenant_labels,
 )
-from ..jobs.sla import SLA_FORBIDDEN_PRIORITY_CLASSES, SLA_WAITING_ANNOTATIONS
 from .compliance import POLICY_COMPLIANCE_PLACEMENT, compliance_placement_policy
 from .platform_state import DEFAULT_PLATFORM_GROUPS, POLICY_PLATFORM_STATE, platform_state_policy
 from .pod_placement import POLICY_POD_PLACEMENT, pod_placement_policy

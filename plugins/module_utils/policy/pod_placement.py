@@ -34,8 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..common.names import CLOUD_TAINT_KEY, PRIORITY_CLASSES
-from ..hybrid.vgpu import VGPU_NUMBER
+from ..common.names import CLOUD_TAINT_KEY, PRIORITY_CLASSES, VGPU_NUMBER
 from .vap import POLICY_PREFIX, cel_list, policy, tenant_match
 
 POLICY_POD_PLACEMENT = POLICY_PREFIX + "pod-placement"

@@ -30,11 +30,11 @@ from ..common.names import (
     MANAGED_BY,
     QUEUE_API,
     ROOT_QUEUE,
+    VGPU_QUEUE_RESOURCES,
     VOLCANO_FIELD_MANAGERS,
     owner_tenant,
     queue_labels,
 )
-from ..hybrid.vgpu import VGPU_QUEUE_RESOURCES
 
 KIND = "Queue"
 DEFAULT_WEIGHT = 1

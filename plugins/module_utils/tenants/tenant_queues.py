@@ -37,9 +37,10 @@ from ..common.names import (
     QUEUE_TYPE_SPOT,
     QUEUE_TYPE_SUBSCRIPTION,
     QUEUE_TYPE_TEAM,
+    VGPU_QUEUE_RESOURCES,
     queue_name,
 )
-from ..hybrid.vgpu import VGPU_QUEUE_RESOURCES, vgpu_queue_capability
+from ..hybrid.vgpu import vgpu_queue_capability
 from ..queues.model import Queue, allocated, foreign_owner, read_live
 from ..queues.ownership import leaf_types
 from ..queues.rules import rule_capability_above_allocated, tree_errors

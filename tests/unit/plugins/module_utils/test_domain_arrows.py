@@ -5,8 +5,8 @@ no new circle between domains.
 
 One circle is left and written down here, arrow by arrow, with why each arrow exists
 (docs/development.md, "Arrows between domains"): the pool and job demand sit below spot,
-PAYG and jobs but live in ``capacity`` and ``jobs``, and a few shared names (the vGPU
-resources, the admission policies' names) live in the domain that first needed them. An
+PAYG and jobs but live in ``capacity`` and ``jobs``. The names several domains share (the
+vGPU resources, the SLA annotations) are ``common/names``'. An
 arrow may leave this list (the test then says to remove it); none may join it.
 """
 
@@ -20,19 +20,10 @@ MODULE_UTILS = Path(__file__).resolve().parents[4] / "plugins" / "module_utils"
 
 # The arrows inside the one circle left, and why each is there.
 KNOWN_CIRCLE = {
-    ("spot", "queues"): "spot/market reads queues and their allocation (queues/model)",
     ("spot", "jobs"): "a spot job's GPUs are rule job-demand's (jobs/demand)",
     ("spot", "capacity"): "the spot pool is capacity/pool's",
-    ("queues", "hybrid"): "a queue's vGPU resources are named in hybrid/vgpu",
-    ("hybrid", "policy"): "node_groups checks the scheduler configuration (policy)",
-    ("policy", "hybrid"): "the pod placement policy names the vGPU resources (hybrid/vgpu)",
-    ("policy", "jobs"): "the admission policies name the SLA annotations (jobs/sla)",
-    ("jobs", "queues"): "a job's queue: leaf-queue-of-tenant, effective-capability",
-    ("jobs", "hybrid"): "placement and vGPU requests (hybrid/placement, hybrid/vgpu)",
-    ("jobs", "policy"): "the admission policies' names and annotations",
     ("jobs", "capacity"): "feasibility reads the pool (capacity/pool)",
     ("capacity", "spot"): "PAYG growth and a sale reclaim spot jobs (spot/reclaim)",
-    ("capacity", "hybrid"): "the cloud part of a PAYG grant (hybrid burst queues)",
     ("capacity", "jobs"): "the pool counts pods and PAYG counts jobs by rule job-demand",
 }
 

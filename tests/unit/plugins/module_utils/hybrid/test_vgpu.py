@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.common import names
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
@@ -27,9 +28,9 @@ valid_requests = st.fixed_dictionaries(
 
 
 def test_the_resource_names_are_volcano_s():
-    assert v.VGPU_NUMBER == "volcano.sh/vgpu-number"
-    assert v.VGPU_MEMORY == "volcano.sh/vgpu-memory"
-    assert v.VGPU_CORES == "volcano.sh/vgpu-cores"
+    assert names.VGPU_NUMBER == "volcano.sh/vgpu-number"
+    assert names.VGPU_MEMORY == "volcano.sh/vgpu-memory"
+    assert names.VGPU_CORES == "volcano.sh/vgpu-cores"
 
 
 def test_the_resource_names_match_the_volcano_source():
@@ -37,7 +38,7 @@ def test_the_resource_names_match_the_volcano_source():
     if not source.is_file():
         pytest.skip("Volcano 1.15.1 source not present")
     text = source.read_text()
-    for name in (v.VGPU_NUMBER, v.VGPU_MEMORY, v.VGPU_CORES, v.VGPU_NODE_REGISTER):
+    for name in (names.VGPU_NUMBER, names.VGPU_MEMORY, names.VGPU_CORES, names.VGPU_NODE_REGISTER):
         assert f'"{name}"' in text
 
 

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.common import names
 from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid import vgpu as v
 
-NUMBER, MEMORY, CORES = v.VGPU_NUMBER, v.VGPU_MEMORY, v.VGPU_CORES
+NUMBER, MEMORY, CORES = names.VGPU_NUMBER, names.VGPU_MEMORY, names.VGPU_CORES
 
 
 def purchase(value):
@@ -71,7 +72,7 @@ def test_a_queue_without_a_purchase_keeps_what_its_pods_hold_rounded_up():
 
 @given(
     st.dictionaries(
-        st.sampled_from(v.VGPU_QUEUE_RESOURCES),
+        st.sampled_from(names.VGPU_QUEUE_RESOURCES),
         st.decimals(min_value=0, max_value=10**9, places=3, allow_nan=False),
     )
 )
@@ -79,7 +80,7 @@ def test_without_a_purchase_the_capability_is_never_below_what_runs(held):
     """Invariant: no running pod is ever above its queue's vGPU capability, and every
     vGPU resource is named (an unnamed one is unlimited)."""
     cap = v.vgpu_queue_capability(None, held)
-    assert set(cap) == set(v.VGPU_QUEUE_RESOURCES)
+    assert set(cap) == set(names.VGPU_QUEUE_RESOURCES)
     assert all(cap[k] >= held.get(k, 0) and cap[k] == cap[k].to_integral_value() for k in cap)
 
 

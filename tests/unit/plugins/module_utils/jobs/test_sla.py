@@ -14,6 +14,9 @@ from hypothesis import strategies as st
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+    SLA_WAITING_ANNOTATION,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.classes import (
     DEFAULT_CLASSES,
     job_class_table,
@@ -23,7 +26,6 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.completion 
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.manifest import build_job
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.sla import (
-    SLA_WAITING_ANNOTATION,
     duration_text,
     parse_duration,
     waiting_seconds,

@@ -10,7 +10,7 @@ import pytest
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.vgpu import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
     VGPU_QUEUE_RESOURCES,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import (
