@@ -49,9 +49,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bare import Bare
 from tenant_catalog import NOOP_PLAYBOOK
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
-    pool_from_nodes,
-)
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
     BILLING_SELECTOR,
     CAPACITY_FIELD_MANAGER,
@@ -71,6 +68,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot.capacity_pl
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.plan import plan_tenant
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
     parse_tenant_spec,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import (
+    pool_from_nodes,
 )
 
 from _api_counter import (

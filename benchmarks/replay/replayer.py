@@ -351,7 +351,7 @@ class Replay:
         """The tenant's pay-as-you-go grant now and the most it can grow to: its grant plus
         the GPUs no tenant has bought (one LIST of Queues). The scheduled reconcile
         shrinks an unused grant after its grace, so no copy of the grant is kept here."""
-        from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
+        from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import (
             commitments_from_queues,
             committed_total,
         )

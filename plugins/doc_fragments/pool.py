@@ -1,7 +1,7 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The GPU pool a module counts: option ``node_selector``, whose argument spec is
-``POOL_OPTIONS`` in module_utils/capacity/pool.py."""
+``POOL_OPTIONS`` in module_utils/workload/pool.py."""
 
 from __future__ import annotations
 

@@ -10,12 +10,12 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import idle_for_spot
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.quantity import GPU
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.apportion import apportion_spot
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import idle_for_spot
 
 
 def _gpu_map(value: Any, field: str) -> dict[str, int]:

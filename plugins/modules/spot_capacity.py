@@ -187,13 +187,13 @@ requests:
   type: int
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
-    POOL_OPTIONS,
-)
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.capacity_plan import REPORTS
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.summary import capacity_summary
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import (
+    POOL_OPTIONS,
+)
 
 OPTIONS = dict(
     POOL_OPTIONS,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import JOB_API
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.demand import job_demand
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.demand import job_demand
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     wait_until,
 )

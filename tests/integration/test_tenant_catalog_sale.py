@@ -18,7 +18,7 @@ from decimal import Decimal
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import (
     commitments_from_queues,
     committed_total,
     pool_from_nodes,

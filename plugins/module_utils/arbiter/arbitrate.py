@@ -27,7 +27,6 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
-from ..capacity.pool import allocated_from_pods, pool_from_nodes
 from ..common.errors import FieldError, PlatformValidationError, Refused
 from ..common.names import namespace_name
 from ..common.quantity import GPU
@@ -35,6 +34,7 @@ from ..jobs.feasibility import Supply, claim_names, required_groups, usable_gpus
 from ..jobs.large_job import owner_job
 from ..kube.flow import fact_lists
 from ..kube.lease import QUEUE_ARBITER, lease_blocker
+from ..workload.pool import allocated_from_pods, pool_from_nodes
 from .aftermath import aftermath_dicts, restart_may_preempt, returns_after_eviction
 from .candidates import (
     arbiter_candidates,

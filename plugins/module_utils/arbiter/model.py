@@ -38,13 +38,13 @@ from ..common.names import (
 )
 from ..common.quantity import GPU, parse
 from ..jobs.classes import DEFAULT_CLASSES
-from ..jobs.demand import gpus_and_pods, pod_demand
 from ..jobs.feasibility import Gang, Limit, claims_of, local_only
 from ..jobs.large_job import owner_job, podgroup_waits
 from ..jobs.sla import waiting_seconds
 from ..policy.admission import PREEMPTABLE_ANNOTATION
 from ..queues.capability import effective_limit
 from ..spot.victims import format_time, parse_time
+from ..workload.demand import gpus_and_pods, pod_demand
 
 # The platform's class names, from the class table (their values from names.PRIORITY_CLASSES).
 CRITICAL_CLASS = DEFAULT_CLASSES["critical"].priority_class

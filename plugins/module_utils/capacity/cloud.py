@@ -14,7 +14,7 @@ Rules held here:
 * Rule payg-cloud-part (``cloud_part_after``, ``cloud_annotation``): the GPUs of a PAYG
   grant that are cloud GPUs are the annotation ``platform.io/payg-cloud-gpus`` on the
   PAYG queue, written with its capability by the same apply (rule committed reads it,
-  ``capacity.pool``). A grant is IDC GPUs below, cloud GPUs on top: a growth adds its
+  ``workload.pool``). A grant is IDC GPUs below, cloud GPUs on top: a growth adds its
   cloud part on top; a shrink gives back cloud GPUs first.
 * Rule payg-burst-headroom (``burst_headroom``): the cloud GPUs a growth may take is the
   smaller of the tenant's headroom (its burst quota - what its burst leaf uses, by rule
@@ -46,7 +46,7 @@ from ..common.quantity import GPU
 from ..hybrid.burst import allocated_gpus, burst_leaf_name, capability_gpus
 from ..hybrid.queues import affinity_of
 from ..spot.victims import unsold_reclaim_need
-from .pool import TenantCommitment
+from ..workload.pool import TenantCommitment
 
 _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"

@@ -17,7 +17,7 @@ from decimal import Decimal
 
 from ..common.errors import FieldError, PlatformValidationError
 from ..common.quantity import Resources, fmt
-from .pool import POOL_RESOURCES, TenantCommitment
+from ..workload.pool import POOL_RESOURCES, TenantCommitment
 from .purchase import Purchase, catalog_purchase, purchase_growth
 
 

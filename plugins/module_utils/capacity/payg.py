@@ -33,8 +33,9 @@ from ..common.errors import FieldError, PlatformValidationError, raise_if
 from ..common.names import JOB_FINISHED_PHASES, QUEUE_API, tenant_name_errors
 from ..common.objects import differs
 from ..common.quantity import GPU, Resources, fmt, parse_resources, render
-from ..jobs.demand import job_demand
 from ..spot.reclaim import reclaim_option_errors
+from ..workload.demand import job_demand
+from ..workload.pool import POOL_RESOURCES, TenantCommitment, committed_total, selector_errors
 from .cloud import (
     burst_headroom,
     cloud_annotation,
@@ -45,7 +46,6 @@ from .cloud import (
     payg_split,
 )
 from .oversell import oversell_errors
-from .pool import POOL_RESOURCES, TenantCommitment, committed_total, selector_errors
 
 
 def payg_in_use(

@@ -26,7 +26,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..common.quantity import GPU, Resources, fmt, render
-from .pool import POOL_RESOURCES, TenantCommitment, commitments_from_queues
+from ..workload.pool import POOL_RESOURCES, TenantCommitment, commitments_from_queues
 
 # A catalog tenant's purchase: its subscription and its PAYG grant (None: the live
 # grant stays).

@@ -7,16 +7,12 @@ they never import it."""
 from __future__ import annotations
 
 from ..common.rule_index import RuleRef
-from . import cloud, grace, oversell, payg, pool, purchase
+from . import cloud, grace, oversell, payg, purchase
 
 RULES: tuple[RuleRef, ...] = (
-    RuleRef("allocated", pool.allocated_from_pods),
     RuleRef("catalog-oversell-guard", oversell.catalog_oversell_errors),
     RuleRef("catalog-purchase", purchase.catalog_purchase),
     RuleRef("catalog-sale", purchase.catalog_sale),
-    RuleRef("committed", pool.commitments_from_queues),
-    RuleRef("idle-for-spot", pool.idle_for_spot),
-    RuleRef("node-selector", pool.selector_errors),
     RuleRef("oversell-guard", oversell.oversell_errors),
     RuleRef("payg-burst-headroom", cloud.burst_headroom),
     RuleRef("payg-cloud-part", cloud.cloud_part_after),
@@ -28,7 +24,6 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("payg-input", payg.payg_input_errors),
     RuleRef("payg-oversell", payg.payg_oversell_errors),
     RuleRef("payg-resize", payg.payg_target),
-    RuleRef("pool", pool.pool_from_nodes),
     RuleRef("purchase-demand", purchase.purchase_demand),
     RuleRef("purchase-growth", purchase.purchase_growth),
 )

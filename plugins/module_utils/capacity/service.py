@@ -11,7 +11,7 @@ unsold GPUs, with node groups and a burst quota, takes the rest from the cloud
 only then). Then a server-side apply of
 just the capability and deserved of each queue whose value changes, under the
 capacity field manager. The decisions are the pure rules of ``capacity.payg``,
-``capacity.pool`` and ``capacity.oversell``.
+``workload.pool`` and ``capacity.oversell``.
 
 In check mode nothing is deleted (the reclaim reports its victims) and the
 applies are the cluster's server-side dry runs.
@@ -37,6 +37,7 @@ from ..spot.read_io import read_pool, read_queues, read_spot_candidates, wait_un
 from ..spot.reclaim import NEED_FROM_UNSOLD, ReclaimError, reclaim_request, victim_names
 from ..spot.reclaim_io import reclaim, utc_now
 from ..spot.victims import unsold_reclaim_need
+from ..workload.pool import TenantCommitment, commitments_from_queues, committed_total
 from .cloud import idc_available
 from .grace import grants_by_queue, hold_recent_grants, stamp_growth
 from .payg import (
@@ -49,7 +50,6 @@ from .payg import (
     plan_payg,
     resize_table,
 )
-from .pool import TenantCommitment, commitments_from_queues, committed_total
 
 WHAT = "updating pay-as-you-go queues"
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from ..capacity.pool import TenantCommitment, commitments_from_queues, pool_from_nodes
 from ..common.names import LABEL_MANAGED_BY, MANAGED_BY, namespace_name, owner_tenant
 from ..tenants.live import TenantLive
+from ..workload.pool import TenantCommitment, commitments_from_queues, pool_from_nodes
 
 # The kinds a tenant owns besides its queues, as ``tenants.service`` writes them.
 NAMESPACED_KINDS = ("Role", "RoleBinding", "NetworkPolicy", "ConfigMap")

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..capacity.pool import selector_errors
 from ..common.errors import FieldError, PlatformValidationError, raise_if
 from ..spot.reclaim import reclaim_option_errors
+from ..workload.pool import selector_errors
 from .plan import prune_empty_errors
 from .spec import Catalog, parse_catalog
 

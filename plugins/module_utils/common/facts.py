@@ -17,7 +17,7 @@ def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def node_fact(node: Mapping[str, Any]) -> dict[str, Any]:
     """A Node's name, labels, ``spec.unschedulable``, Ready condition and allocatable:
-    what the pool rules (``capacity/pool``) read."""
+    what the pool rules (``workload/pool``) read."""
     status = node.get("status") or {}
     ready = [
         {"type": c.get("type"), "status": c.get("status")}

@@ -29,9 +29,9 @@ from ..common.names import (
     tenant_name_errors,
 )
 from ..common.quantity import GPU
+from ..workload.demand import job_demand, pod_demand
 from .class_rules import MAX_GPUS, MIN_GPUS, SINGLE_NODE, class_bounds_broken, class_price_errors
 from .classes import DEFAULT_CLASSES, JobClass, class_queue_errors
-from .demand import job_demand, pod_demand
 from .manifest import (
     KIND,
     RESTART_POLICIES,

@@ -38,7 +38,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..capacity.pool import allocated_from_pods, is_cloud_node, node_in_pool
 from ..common.names import (
     ANNOTATION_PLACEMENT,
     LABEL_NODE_LOCATION,
@@ -49,7 +48,8 @@ from ..common.names import (
 )
 from ..common.quantity import GPU, parse
 from ..queues.capability import effective_limit
-from .demand import gpus_and_pods
+from ..workload.demand import gpus_and_pods
+from ..workload.pool import allocated_from_pods, is_cloud_node, node_in_pool
 
 NEVER = "it can never run"
 

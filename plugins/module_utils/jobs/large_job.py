@@ -38,7 +38,7 @@ from ..common.names import PODGROUP_WAITING_PHASES
 from ..common.quantity import render
 from ..common.times import as_utc, read_rfc3339
 from ..topology.tree import NodeInfo, Tree, nodes_under
-from .demand import gpus_and_pods, pod_demand, replicas_of
+from ..workload.demand import gpus_and_pods, pod_demand, replicas_of
 from .feasibility import Gang, Supply, claims_of, local_only, never_runs, waits_for
 from .sla import waiting_seconds
 

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ..capacity.pool import allocated_from_pods, pool_from_nodes, pool_node_resources
 from ..common.errors import FieldError, raise_if
 from ..common.names import LABEL_MANAGED_BY, LABEL_TENANT, MANAGED_BY
 from ..common.quantity import GPU
@@ -29,6 +28,7 @@ from ..common.times import as_utc, read_rfc3339, write_rfc3339
 from ..kube.flow import fact_lists
 from ..topology.manifests import tree_from_manifests
 from ..topology.tree import node_infos
+from ..workload.pool import allocated_from_pods, pool_from_nodes, pool_node_resources
 from .feasibility import Supply, chain_of, claim_names, queue_limits, required_groups, usable_gpus
 from .large_job import (
     LargeJob,

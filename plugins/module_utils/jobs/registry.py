@@ -7,14 +7,13 @@ they never import it."""
 from __future__ import annotations
 
 from ..common.rule_index import RuleRef
-from . import classes, demand, feasibility, kinds, large_job, request_rules, sla, submit, throttle
+from . import classes, feasibility, kinds, large_job, request_rules, sla, submit, throttle
 
 RULES: tuple[RuleRef, ...] = (
     RuleRef("billing-type", classes.JobClass.billing_for),
     RuleRef("class-fits-queue", request_rules.rule_class_fits_queue),
     RuleRef("class-size", request_rules.rule_class_size),
     RuleRef("job-class-table", classes.job_class_table),
-    RuleRef("job-demand", demand.job_demand),
     RuleRef("job-immutable", submit.changed_fields),
     RuleRef("job-kinds", request_rules.rule_job_kinds),
     RuleRef("job-never-runs", feasibility.never_runs),

@@ -15,7 +15,7 @@ Rules held here:
   ``platform.io/spot-price`` annotation; reclaiming it deletes the pod, and its
   controller makes it again, Pending in the spot queue until idle GPUs return.
 
-The GPUs and pods of a listed Volcano Job are rule job-demand's (``jobs/demand.gpus_and_pods``).
+The GPUs and pods of a listed Volcano Job are rule job-demand's (``workload/demand.gpus_and_pods``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from ..common.names import (
 )
 from ..common.quantity import GPU
 from ..common.times import api_seconds
-from ..jobs.demand import gpus_and_pods, pod_demand
+from ..workload.demand import gpus_and_pods, pod_demand
 from .victims import SpotJob, known_price, parse_price, parse_time
 
 SPOT = "spot"

@@ -21,17 +21,17 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from ..capacity.pool import (
+from ..common.errors import FieldError, raise_if
+from ..common.names import QUEUE_API
+from ..common.objects import differs
+from ..common.quantity import CPU, GPU, MEMORY, Resources, render
+from ..workload.pool import (
     POOL_RESOURCES,
     commitments_from_queues,
     idle_for_spot,
     node_matches,
     pool_from_nodes,
 )
-from ..common.errors import FieldError, raise_if
-from ..common.names import QUEUE_API
-from ..common.objects import differs
-from ..common.quantity import CPU, GPU, MEMORY, Resources, render
 from .apportion import UNITS, apportion_spot, share
 
 # Volcano 1.15.1 reads a queue capability of 0 cpu or 0 memory as unlimited

@@ -21,12 +21,6 @@ from typing import Any
 
 from ansible.module_utils.common.warnings import warn
 
-from ..capacity.pool import (
-    allocated_from_pods,
-    commitments_from_queues,
-    label_selector,
-    pool_from_nodes,
-)
 from ..common.names import (
     BILLING_SELECTOR,
     JOB_API,
@@ -36,6 +30,12 @@ from ..common.names import (
 )
 from ..kube.cluster import Cluster
 from ..kube.run_record import read_run_history
+from ..workload.pool import (
+    allocated_from_pods,
+    commitments_from_queues,
+    label_selector,
+    pool_from_nodes,
+)
 from .candidates import candidates_from_pods, candidates_from_vcjobs
 from .reclaim import PoolState
 from .victims import SpotJob

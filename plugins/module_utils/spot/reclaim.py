@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..capacity.pool import POOL_OPTIONS, selector_errors
 from ..common import history as _history
 from ..common.errors import FieldError, Refused, raise_if
 from ..common.names import (
@@ -42,6 +41,7 @@ from ..common.quantity import GPU, Resources
 from ..common.run_event import involved_object, run_event
 from ..kube import lease as _lease
 from ..kube.lease import SPOT_RECLAIM, run_holder, seconds_time
+from ..workload.pool import POOL_OPTIONS, selector_errors
 from .victims import SpotJob
 
 # What the reclaim summary (``reclaim`` in the result) repeats of the run.

@@ -26,7 +26,6 @@ from typing import Any
 
 from ansible.module_utils.common.warnings import warn
 
-from ..capacity.pool import commitments_from_queues, committed_total
 from ..common.errors import PartialWrite, PlatformValidationError
 from ..common.names import (
     EVENT_REASON_SPOT_RECLAIMED,
@@ -45,6 +44,7 @@ from ..kube.cluster import (
 )
 from ..kube.lease import SPOT_RECLAIM
 from ..kube.run_record import record_event, record_history
+from ..workload.pool import commitments_from_queues, committed_total
 from .read_io import read_live_history, read_pool, read_queues, read_spot_candidates
 from .reclaim import (
     NEED_FROM_UNSOLD,

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..capacity.pool import validate_node_selector
 from ..common.facts import node_fact, queue_fact
 from ..kube.flow import fact_lists
+from ..workload.pool import validate_node_selector
 from .capacity_plan import SpotCapacityPlan, plan_spot_capacity, recompute_result
 
 

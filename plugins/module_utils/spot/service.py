@@ -3,7 +3,7 @@
 """Spot against the cluster: the ``spot_reclaim``, ``spot_capacity`` and ``spot_info``
 modules (``run_reclaim``, ``RECOMPUTE_FLOW``, ``MARKET_FLOW``).
 
-The decisions are the pure rules of ``capacity.pool``, ``spot.capacity_plan``,
+The decisions are the pure rules of ``workload.pool``, ``spot.capacity_plan``,
 ``spot.market`` and, for the reclaim, ``spot.victims``, ``spot.candidates`` and
 ``spot.reclaim``; the reads are ``spot/read_io``, the one reclaim (also used by
 ``payg_capacity`` and a catalog sale) ``spot/reclaim_io``. This file runs the modules:
@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..capacity.pool import label_selector
 from ..common.errors import PartialWrite, Refused, raise_if
 from ..common.names import CAPACITY_FIELD_MANAGER
 from ..kube.cluster import ApiException, Cluster, TransportError, written_or_raise
 from ..kube.flow import Flow
 from ..kube.lease_io import default_holder, run_id
+from ..workload.pool import label_selector
 from .capacity_plan import SpotCapacityPlan
 from .info import MarketFacts, MarketRequest
 from .info import facts_in as market_facts_in

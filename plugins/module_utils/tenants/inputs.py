@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..capacity.pool import selector_errors
 from ..common.errors import FieldError, PlatformValidationError, raise_if
 from ..common.names import tenant_name_errors
+from ..workload.pool import selector_errors
 from .spec import TenantSpec, parse_team, parse_tenant_spec
 from .tenant_queues import TeamSpec
 

@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..capacity.oversell import tenant_oversell_errors
-from ..capacity.pool import commitments_from_queues, label_selector, pool_from_nodes
 from ..capacity.purchase import purchase_growth
 from ..common.errors import raise_if
 from ..common.names import (
@@ -32,6 +31,7 @@ from ..kube import cluster as kube
 from ..kube.cluster import NotFoundError, ResourceNotFoundError
 from ..policy.admission import PARENT_QUEUES_CONFIGMAP
 from ..queues.model import Queue
+from ..workload.pool import commitments_from_queues, label_selector, pool_from_nodes
 from .live import TenantLive
 from .network import ClusterNetworks, discovered_networks
 from .spec import TenantSpec

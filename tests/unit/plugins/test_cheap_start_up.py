@@ -62,7 +62,7 @@ def client_modules_after_import(*modules: str) -> list[str]:
 
 def test_the_lists_are_not_empty():
     assert "spot_victims" in FILTERS
-    assert {"common.quantity", "spot.victims", "jobs.demand"} <= set(PURE)
+    assert {"common.quantity", "spot.victims", "workload.demand"} <= set(PURE)
 
 
 @pytest.mark.parametrize("name", FILTERS)

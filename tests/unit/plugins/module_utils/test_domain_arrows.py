@@ -1,13 +1,13 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which domain imports which (``from ..<domain>`` in ``plugins/module_utils/<domain>/``):
-no new circle between domains.
+no circle between domains.
 
-One circle is left and written down here, arrow by arrow, with why each arrow exists
-(docs/development.md, "Arrows between domains"): the pool and job demand sit below spot,
-PAYG and jobs but live in ``capacity`` and ``jobs``. The names several domains share (the
-vGPU resources, the SLA annotations) are ``common/names``'. An
-arrow may leave this list (the test then says to remove it); none may join it.
+The domains that share the GPU pool and job demand are layered (docs/development.md,
+"Arrows between domains"): ``workload`` (the pool, rule job-demand) at the bottom, then
+``queues``, ``policy``, ``hybrid``, ``jobs``, ``spot`` and ``capacity`` (PAYG growth
+reclaims spot jobs). Each imports only the ones below it; the names they all use (the
+vGPU resources, the SLA annotations) are ``common/names``'.
 """
 
 from __future__ import annotations
@@ -18,14 +18,8 @@ from pathlib import Path
 
 MODULE_UTILS = Path(__file__).resolve().parents[4] / "plugins" / "module_utils"
 
-# The arrows inside the one circle left, and why each is there.
-KNOWN_CIRCLE = {
-    ("spot", "jobs"): "a spot job's GPUs are rule job-demand's (jobs/demand)",
-    ("spot", "capacity"): "the spot pool is capacity/pool's",
-    ("jobs", "capacity"): "feasibility reads the pool (capacity/pool)",
-    ("capacity", "spot"): "PAYG growth and a sale reclaim spot jobs (spot/reclaim)",
-    ("capacity", "jobs"): "the pool counts pods and PAYG counts jobs by rule job-demand",
-}
+# Bottom up: a domain of this list imports only the ones before it.
+LAYERS = ("workload", "queues", "policy", "hybrid", "jobs", "spot", "capacity")
 
 
 def domain_arrows() -> dict[tuple[str, str], set[str]]:
@@ -89,17 +83,25 @@ def test_the_import_graph_is_read():
     assert ("tenants", "queues") in arrows and len(arrows) > 40
 
 
-def test_no_new_arrow_joins_a_circle_between_domains():
+def test_no_circle_between_domains():
     arrows = domain_arrows()
-    new = sorted(circle_arrows(arrows) - set(KNOWN_CIRCLE))
-    assert not new, "new circle between domains: " + "; ".join(
-        f"{a} -> {b} ({', '.join(sorted(arrows[(a, b)]))})" for a, b in new
+    inside = sorted(circle_arrows(arrows))
+    assert not inside, "circle between domains: " + "; ".join(
+        f"{a} -> {b} ({', '.join(sorted(arrows[(a, b)]))})" for a, b in inside
     )
 
 
-def test_an_arrow_that_left_the_circle_leaves_the_list():
-    gone = sorted(set(KNOWN_CIRCLE) - circle_arrows(domain_arrows()))
-    assert not gone, f"no longer in a circle, remove from KNOWN_CIRCLE: {gone}"
+def test_the_layered_domains_import_only_downward():
+    upward = sorted(
+        (a, b)
+        for a, b in domain_arrows()
+        if a in LAYERS and b in LAYERS and LAYERS.index(b) > LAYERS.index(a)
+    )
+    assert not upward, f"arrows up the layers {LAYERS}: {upward}"
+
+
+def test_the_pool_and_job_demand_import_no_other_domain():
+    assert {b for a, b in domain_arrows() if a == "workload"} <= {"common"}
 
 
 def test_tenants_and_catalog_are_no_circle():

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 import yaml
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import POOL_OPTIONS
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import (
     RECLAIM_OPTIONS,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (
     TREE_OPTIONS,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import POOL_OPTIONS
 from ansible_collections.gpucloud.platform.plugins.modules import spot_reclaim
 
 ROOT = Path(__file__).resolve().parents[4]

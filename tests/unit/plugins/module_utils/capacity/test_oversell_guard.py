@@ -14,11 +14,11 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.oversel
     check_oversell,
     tenant_oversell_errors,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
-    TenantCommitment,
-)
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import (
+    TenantCommitment,
 )
 
 GPU = "nvidia.com/gpu"

@@ -21,15 +21,15 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.cloud i
     idc_available,
     payg_split,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
-    commitments_from_queues,
-    committed_total,
-)
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims import (
     unsold_reclaim_need,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import (
+    commitments_from_queues,
+    committed_total,
 )
 from ansible_collections.gpucloud.platform.tests.unit.plugins.spot_fixtures import (
     hybrid_queues as node_groups,

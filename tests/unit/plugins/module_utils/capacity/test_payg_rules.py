@@ -20,11 +20,11 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.payg im
     resize_table,
     validate_payg_input,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
-    commitments_from_queues,
-)
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import (
+    commitments_from_queues,
 )
 from ansible_collections.gpucloud.platform.tests.unit.plugins.spot_fixtures import queue, vcjob
 

@@ -215,7 +215,7 @@ def test_a_growth_past_the_idc_takes_the_rest_from_the_burst_quota():
     assert capability(cluster, "tenant-alpha-payg") == {GPU: 30}
     assert cloud_record(cluster) == "6"
     # What the IDC sold is the IDC part only: nothing is left unsold, none oversold.
-    from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
+    from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import (
         commitments_from_queues,
         committed_total,
     )

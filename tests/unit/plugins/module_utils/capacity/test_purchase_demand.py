@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
-    TenantCommitment,
-)
 from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.purchase import (
     purchase_demand,
     purchase_growth,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import (
+    TenantCommitment,
 )
 
 GPU = "nvidia.com/gpu"

@@ -15,9 +15,6 @@ from hypothesis import strategies as st
 from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.oversell import (
     catalog_oversell_errors,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
-    commitments_from_queues,
-)
 from ansible_collections.gpucloud.platform.plugins.module_utils.catalog import (
     fleet,
     gather,
@@ -33,6 +30,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.objects i
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import render, service
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.network import (
     ClusterNetworks,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import (
+    commitments_from_queues,
 )
 from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.tenants.tenant_objects import (
     GPU,

@@ -10,10 +10,6 @@ from decimal import Decimal
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
-    POOL_RESOURCES,
-    TenantCommitment,
-)
 from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.purchase import (
     CatalogSale,
     catalog_purchase,
@@ -24,6 +20,10 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.catalog.sale imp
     sale_line,
     sale_reclaim_errors,
     spot_after,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import (
+    POOL_RESOURCES,
+    TenantCommitment,
 )
 
 GPU = "nvidia.com/gpu"

@@ -10,10 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
-    label_selector,
-    selector_errors,
-)
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
     label_key_errors,
     label_map_errors,
@@ -21,6 +17,10 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.names imp
     label_value_errors,
     namespace_name,
     tenant_namespace_errors,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import (
+    label_selector,
+    selector_errors,
 )
 
 ALNUM = string.ascii_letters + string.digits

@@ -19,9 +19,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.classes imp
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.completion import (
     complete_manifest,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.demand import job_demand
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.kinds import KINDS
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.manifest import build_job
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.demand import job_demand
 
 BASE = {"tenant": "alpha", "queue": "tenant-alpha-algo", "queue_type": "team", "image": "img:v1"}
 COMMAND = {"pytorch_ddp": ["train.py"], "mpi": ["python", "train.py"], "ray": None}

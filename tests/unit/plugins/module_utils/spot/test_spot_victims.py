@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.demand import job_demand
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.candidates import (
     candidates_from_vcjobs,
 )
@@ -24,6 +23,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims imp
     unsold_reclaim_need,
     victim_order_key,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.demand import job_demand
 from ansible_collections.gpucloud.platform.tests.unit.plugins.spot_fixtures import NOW, vcjob
 
 T0 = NOW.timestamp()

@@ -28,7 +28,6 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.times imp
     api_seconds,
     read_rfc3339,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.demand import job_demand
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.candidates import (
     candidates_from_vcjobs,
 )
@@ -41,6 +40,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot.victims imp
     read_time,
     victim_order_key,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.demand import job_demand
 from ansible_collections.gpucloud.platform.tests.unit.outcomes import outcome
 
 # --- prices -------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Rule job-demand has one home, ``jobs/demand``: the quick way it reads the GPUs and pods
+"""Rule job-demand has one home, ``workload/demand``: the quick way it reads the GPUs and pods
 of a listed job (``gpus_and_pods``, which the spot reclaim, the arbiter, the large-job
 throttle and job feasibility ask) gives exactly what ``job_demand`` gives, and the
 quantity memo it depends on gives what a quantity read anew gives."""
@@ -15,8 +15,10 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common import qu
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import demand as jobs_demand
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.demand import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload import (
+    demand as jobs_demand,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.demand import (
     gpus_and_pods,
     job_demand,
 )

@@ -1,7 +1,7 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Rule pool-excludes-cloud: cloud GPUs are the provider's quota, never part of the pool
-that subscriptions, pay-as-you-go and spot are sold from (capacity/pool)."""
+that subscriptions, pay-as-you-go and spot are sold from (workload/pool)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import (
     is_cloud_node,
     node_in_pool,
     pool_from_nodes,

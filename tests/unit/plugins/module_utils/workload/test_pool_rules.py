@@ -8,7 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
+    PlatformValidationError,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import (
     allocated_from_pods,
     commitments_from_queues,
     committed_total,
@@ -18,9 +21,6 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.pool im
     pool_from_nodes,
     selector_errors,
     validate_node_selector,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
-    PlatformValidationError,
 )
 from ansible_collections.gpucloud.platform.tests.unit.plugins.spot_fixtures import node, pod, queue
 

@@ -1,6 +1,8 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The GPU pool, what is committed out of it, and what is left idle for spot.
+"""The GPU pool, what is committed out of it, and what is left idle for spot: read by
+spot, pay-as-you-go and catalog sales (``capacity``), jobs, the arbiter and tenants, so
+it sits below them all with rule job-demand (``workload/demand``).
 
 Rules held here:
 
@@ -8,13 +10,14 @@ Rules held here:
   and ``memory`` of the Ready, schedulable nodes that match a node selector.
 * Rule committed (``commitments_from_queues``): per tenant, the subscription
   queue's deserved and the pay-as-you-go queue's granted capacity, less the GPUs
-  of that grant that are cloud GPUs (rule payg-cloud-part, ``capacity.cloud``).
+  of that grant that are cloud GPUs (rule payg-cloud-part, ``capacity/cloud``).
 * Rule idle-for-spot (``idle_for_spot``): pool - subscriptions - PAYG, never
   below 0.
 * Rule allocated (``allocated_from_pods``): what the pods on pool nodes hold now.
 * Rule node-selector (``selector_errors``): which nodes a pool is made of.
 
-The oversell guard is in ``oversell``, what a purchase sells in ``purchase``.
+The oversell guard is in ``capacity/oversell``, what a purchase sells in
+``capacity/purchase``.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from ..common.names import (
     label_map_errors,
 )
 from ..common.quantity import GPU, Resources, parse
-from ..jobs.demand import DEMAND_RESOURCES, pod_demand
+from .demand import DEMAND_RESOURCES, pod_demand
 
 POOL_RESOURCES = DEMAND_RESOURCES
 

@@ -18,7 +18,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.quantity 
     GPU,
     MEMORY,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.demand import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.demand import (
     DEMAND_RESOURCES,
     job_demand,
     pod_demand,
