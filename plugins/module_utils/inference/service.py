@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from ..common.errors import Refused
 from ..common.names import (
@@ -116,8 +116,7 @@ def apply_service(
     what = f"inference service {request.name}"
     done = write_in_order(cluster, list(planned.writes), what)
     done += remove_unwanted(cluster, planned.removals, done)
-    desired = planned.desired
-    assert desired is not None  # a plan present has its service
+    desired = cast(ServiceSpec, planned.desired)  # a plan present has its service
     reroutes = planned.reroutes
     if reroutes is None:
         graphs = cluster.list(
