@@ -47,10 +47,19 @@ options:
     type: str
     required: true
   state:
-    description: C(present) deploys or changes the service; C(absent) removes it, its HPA and its NetworkPolicy.
+    description:
+      - C(present) deploys or changes the service; C(absent) removes it, its HPA and its NetworkPolicy.
+      - C(gathered) reads what a C(present) run with the same options judges the service by and returns it as
+        RV(gathered), writing nothing.
+      - "C(parsed) answers as C(present) in check mode from O(facts), without connecting: the change another
+        cluster would get, reviewed offline. It writes and waits for nothing."
     type: str
-    choices: [present, absent]
+    choices: [present, absent, gathered, parsed]
     default: present
+  facts:
+    description:
+      - With O(state=parsed), what O(state=gathered) returned (its RV(gathered)).
+    type: dict
   action:
     description:
       - C(deploy) makes the service match O(model), O(canaries) and O(autoscaling).
@@ -196,6 +205,24 @@ EXAMPLES = r"""
     name: llm
     tenant: alpha
     action: rollback
+
+- name: Read what a canary step is judged by
+  gpucloud.platform.inference_service:
+    name: llm
+    tenant: alpha
+    action: step
+    traffic: {v2: 50}
+    state: gathered
+  register: llm_facts
+
+- name: What the step would write, from those facts, without connecting
+  gpucloud.platform.inference_service:
+    name: llm
+    tenant: alpha
+    action: step
+    traffic: {v2: 50}
+    state: parsed
+    facts: "{{ llm_facts.gathered }}"
 """
 
 RETURN = r"""
@@ -229,6 +256,21 @@ summary:
   returned: on success
   type: list
   elements: str
+gathered:
+  description:
+    - With O(state=gathered), the facts the run judges by, for O(facts) of O(state=parsed); a kind the run did
+      not need (it refused first) is left out.
+    - "C(inferenceservices), C(horizontalpodautoscalers), C(networkpolicies) and C(inferencegraphs): the service, its
+      GPU-utilisation HPA, its NetworkPolicy and its canary router (none or one each); C(configmaps) and
+      C(namespaces): the tenant's queue list and Namespace; C(queues): the service's queue and its ancestors up to
+      root; C(graphs): the tenant's InferenceGraphs in the first O(gateway_namespaces), the A/B tests a new stable
+      version re-routes."
+  returned: when O(state=gathered)
+  type: dict
+state:
+  description: The offline state answered, C(parsed).
+  returned: when O(state=parsed)
+  type: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -243,18 +285,17 @@ done:
 from ansible_collections.gpucloud.platform.plugins.module_utils.inference import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.inference.inputs import (
     SERVICE_OPTIONS,
-    validate_service,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.inference.summary import (
     service_summary,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 
 OPTIONS = SERVICE_OPTIONS
 
 
 def main() -> None:
-    run_module(OPTIONS, service.run_service, validate=validate_service, summary=service_summary)
+    run_flow(OPTIONS, service.SERVICE_FLOW, summary=service_summary)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,12 @@ SERVICE_NAME_MAX = 63 - len("--predictor") - 20
 SERVICE_OPTIONS: dict[str, dict[str, Any]] = {
     "name": {"type": "str", "required": True},
     "tenant": {"type": "str", "required": True},
-    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    "state": {
+        "type": "str",
+        "choices": ["present", "absent", "gathered", "parsed"],
+        "default": "present",
+    },
+    "facts": {"type": "dict"},
     "action": {"type": "str", "choices": list(ACTIONS), "default": "deploy"},
     "queue": {"type": "str"},
     "job_class": {"type": "str", "choices": list(INFERENCE_CLASSES)},

@@ -27,7 +27,17 @@ RENDER_KEYS = (
     *(
         k
         for k in SERVICE_OPTIONS
-        if k not in ("state", "action", "traffic", "version", "wait", "wait_timeout", "wait_sleep")
+        if k
+        not in (
+            "state",
+            "facts",
+            "action",
+            "traffic",
+            "version",
+            "wait",
+            "wait_timeout",
+            "wait_sleep",
+        )
     ),
     "queue_type",
     "capability",

@@ -218,3 +218,43 @@ def parse_autoscaling(
     if errors:
         return Autoscaling(), errors
     return Autoscaling(low, high, metric, target, util), []
+
+
+def view(spec: ServiceSpec | None, history: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The parts of a service its diff shows and its change is judged by."""
+    if spec is None:
+        return None
+    auto = spec.autoscaling
+    return {
+        "mode": spec.mode,
+        "queue": spec.queue,
+        "job_class": spec.job_class,
+        "spot_price": spec.spot_price,
+        "stable": _model_view(spec.stable),
+        "canaries": [
+            {
+                **_model_view(c.model),
+                "traffic_percent": c.traffic_percent,
+                "min_replicas": c.min_replicas,
+            }
+            for c in spec.canaries
+        ],
+        "autoscaling": {
+            "min_replicas": auto.min_replicas,
+            "max_replicas": auto.max_replicas,
+            "scale_metric": auto.scale_metric,
+            "scale_target": auto.scale_target,
+            "gpu_util_target": auto.gpu_util_target,
+        },
+        "versions": [e["version"] for e in history],
+    }
+
+
+def _model_view(model: Any) -> dict[str, Any]:
+    return {
+        "version": model.version,
+        "storage_uri": model.storage_uri,
+        "format": model.format,
+        "runtime": model.runtime,
+        "gpus": model.gpus,
+    }

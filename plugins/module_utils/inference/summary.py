@@ -21,14 +21,17 @@ _ACTIONS = {
 def service_summary(
     params: Mapping[str, Any], result: Mapping[str, Any], check_mode: bool
 ) -> list[str]:
-    """What the run did to the service, then its version, queue and traffic split."""
+    """What the run did to the service, then its version, queue and traffic split.
+    ``state: parsed`` writes nothing (``changed: false``) and says what it would write
+    (``writes``) as a check-mode run does, in the same words."""
     name = f"tenant-{params['tenant']}/{params['name']}"
+    changed = bool(result.get("changed") or result.get("writes"))
     if params.get("state") == "absent":
-        if not result.get("changed"):
+        if not changed:
             return [f"model service {name}: there is none; nothing deleted"]
         return [f"model service {name}: {did(check_mode, 'deleted', 'would be deleted')}"]
     action = params.get("action") or "deploy"
-    if not result.get("changed"):
+    if not changed:
         verb = "unchanged"
     elif action in _ACTIONS:
         verb = did(check_mode, *_ACTIONS[action])

@@ -10,13 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter import model
-from ansible_collections.gpucloud.platform.plugins.module_utils.inference import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.inference import placement
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import feasibility
 from ansible_collections.gpucloud.platform.plugins.module_utils.queues import capability, plan
 from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model import Queue
 from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster
 
 GPU = "nvidia.com/gpu"
+QUEUE_API = "scheduling.volcano.sh/v1beta1"
 
 
 def queue(name: str, parent: str, cap: int | None) -> dict:
@@ -49,7 +50,9 @@ def answers(manifests: list[dict], name: str) -> dict[str, int | None]:
         "queues.plan": None if planned is None else int(planned),
         "arbiter.model": model.effective_capability(model.queue_states(manifests), name),
         "jobs.feasibility": feasibility.effective_capability(feasibility.chain_of(limits, name)),
-        "inference.service": service._effective_capability(FakeCluster(manifests), name),
+        "inference.placement": placement.chain_capability(
+            name, lambda _depth, queue: FakeCluster(manifests).get(QUEUE_API, "Queue", queue)
+        ),
     }
 
 

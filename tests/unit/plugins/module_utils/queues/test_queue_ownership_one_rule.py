@@ -7,8 +7,8 @@ queues with the same types, and refuses the same ones.
 * ``vcjob``: the tenant's ``platform-queues`` list as the ``tenant`` module writes it
   (``tenants/tenant_queues.leaf_queue_types``), read back (``ownership.listed_leaves``) and
   judged by ``kinds.leaf_queue_type``;
-* ``inference_service``: the same list read from the cluster
-  (``inference/service._tenant_queue_type``);
+* ``inference_service``: the same list as read from the cluster
+  (``inference/placement.tenant_queue_type``);
 * ``queue_arbiter``: the managed Queues it lists (``arbiter/model.queue_states``,
   ``arbiter/inputs.queue_scope_refusal``);
 * any module that lists the Queues: ``kinds.tenant_leaves`` over ``kinds.queue_facts``.
@@ -33,7 +33,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.names imp
     is_managed,
     owner_tenant,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.inference import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.inference import placement
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.admission import (
     tenant_queues_configmap,
 )
@@ -42,7 +42,6 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.queues.model imp
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.tenant_queues import (
     leaf_queue_types,
 )
-from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster
 
 TENANTS = ("alpha", "beta")
 
@@ -110,9 +109,8 @@ def by_vcjob(snapshot, tenant, name):
 
 
 def by_inference(snapshot, tenant, name):
-    cluster = FakeCluster([written_list(snapshot, tenant)])
     try:
-        return service._tenant_queue_type(cluster, tenant, name)
+        return placement.tenant_queue_type(written_list(snapshot, tenant), tenant, name)
     except PlatformValidationError:
         return None
 
@@ -173,7 +171,7 @@ def test_a_tenant_without_a_queue_list_is_refused_in_the_callers_terms():
     with pytest.raises(PlatformValidationError, match="'gamma' has no queue list"):
         ownership.listed_leaves(None, "gamma")
     with pytest.raises(PlatformValidationError, match="'gamma' has no queue list"):
-        service._tenant_queue_type(FakeCluster([]), "gamma", "tenant-gamma-payg")
+        placement.tenant_queue_type(None, "gamma", "tenant-gamma-payg")
 
 
 def test_owner_tenant_reads_the_label_and_nothing_else():
