@@ -182,14 +182,33 @@ def _parent_list_change(
 ) -> Mapping[str, Any] | None:
     """Rule parent-queues-list as ``write_io.sync_parent_queues`` applies it, recorded;
     the ConfigMap as it would be afterwards."""
+    manifest = parent_list_manifest(live, parents, owned)
+    if manifest is None:
+        return live
+    changes.record(manifest, CREATE if live is None else UPDATE, live)
+    return parent_list_after(live, manifest)
+
+
+def parent_list_manifest(
+    live: Mapping[str, Any] | None, parents: Sequence[str], owned: Sequence[str]
+) -> dict[str, Any] | None:
+    """The parent-queues ConfigMap listing ``parents`` and not the rest of ``owned``
+    (rule parent-queues-list), or None when its value already says that."""
     data = (live or {}).get("data") or {}
     value = updated_queue_list(data.get(PARAM_KEY_QUEUES), parents, owned)
     if value is None:
-        return live
+        return None
     manifest = parent_queues_configmap()
     manifest["data"] = {PARAM_KEY_QUEUES: value}
-    changes.record(manifest, CREATE if live is None else UPDATE, live)
-    return {**(live or manifest), "data": {**data, PARAM_KEY_QUEUES: value}}
+    return manifest
+
+
+def parent_list_after(
+    live: Mapping[str, Any] | None, manifest: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The ConfigMap as it is once ``manifest``'s value is written over ``live``."""
+    data = (live or {}).get("data") or {}
+    return {**(live or manifest), "data": {**data, **manifest["data"]}}
 
 
 def report(request: TeamQueueRequest, planned: TeamQueuePlan) -> dict[str, Any]:

@@ -29,10 +29,9 @@ from ..kube.cluster import TransportError
 from ..policy.admission import (
     PARAM_KEY_QUEUES,
     PARENT_QUEUES_CONFIGMAP,
-    parent_queues_configmap,
 )
 from ..queues.model import Queue
-from ..queues.parent_list import parent_queue_names, updated_queue_list
+from ..queues.parent_list import parent_queue_names
 from ..queues.plan import CAPACITY, CREATE, DELETE, UPDATE, QueueStep, queue_steps
 from .changes import (
     Changes,
@@ -45,7 +44,7 @@ from .changes import (
 from .live import TenantLive, queues_in_delete_order
 from .plan import TenantPlan
 from .read_io import CLUSTER_SCOPED_KINDS, TENANT_KINDS, read_parent_queues
-from .teams import access_changes, access_objects
+from .teams import access_changes, access_objects, parent_list_after, parent_list_manifest
 
 # How long a queue write waits for Volcano's webhook cache to catch up.
 QUEUE_WRITE_TIMEOUT = 30.0
@@ -127,16 +126,14 @@ def sync_parent_queues(
     for attempt in range(PARENT_QUEUES_ATTEMPTS):
         if attempt:
             live = read_parent_queues(cluster)
-        data = (live or {}).get("data") or {}
-        value = updated_queue_list(data.get(PARAM_KEY_QUEUES), parents, owned)
-        if value is None:
+        manifest = parent_list_manifest(live, parents, owned)
+        if manifest is None:
             return live
-        manifest = parent_queues_configmap()
-        manifest["data"] = {PARAM_KEY_QUEUES: value}
+        value = manifest["data"][PARAM_KEY_QUEUES]
         action = CREATE if live is None else UPDATE
         changes.record(manifest, action, live)
         if check_mode and not cluster.dry_run:
-            return {**(live or manifest), "data": {**data, PARAM_KEY_QUEUES: value}}
+            return parent_list_after(live, manifest)
         try:
             if live is None:
                 written = cluster.create(manifest)
@@ -158,7 +155,7 @@ def sync_parent_queues(
                 raise
             continue
         if check_mode:  # a server-side dry run: the live object is unchanged
-            return {**(live or manifest), "data": {**data, PARAM_KEY_QUEUES: value}}
+            return parent_list_after(live, manifest)
         changes.wrote(manifest, action)
         return written
     return live
