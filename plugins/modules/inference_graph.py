@@ -115,6 +115,12 @@ state:
   description: The offline state answered, C(parsed).
   returned: when O(state=parsed)
   type: str
+summary:
+  description: What the run did (in check mode or with O(state=parsed), would do) to the graph, and its routes.
+  returned: always
+  type: list
+  elements: str
+  sample: ["A/B graph alpha-llm-ab: written; routes llm 50%, llm-distilled 50%"]
 requests:
   description: How many API requests the run made.
   returned: always
@@ -130,13 +136,16 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.inference import
 from ansible_collections.gpucloud.platform.plugins.module_utils.inference.inputs import (
     GRAPH_OPTIONS,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.inference.summary import (
+    graph_summary,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 
 OPTIONS = GRAPH_OPTIONS
 
 
 def main() -> None:
-    run_flow(OPTIONS, service.GRAPH_FLOW)
+    run_flow(OPTIONS, service.GRAPH_FLOW, summary=graph_summary)
 
 
 if __name__ == "__main__":

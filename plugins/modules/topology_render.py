@@ -149,7 +149,10 @@ gathered:
     nodes: [{name: gpu-0, labels: {topology.volcano.sh/tor: tor-0}}]
     hypernodes: []
 summary:
-  description: With O(state=gathered), a line saying what was read; empty otherwise.
+  description:
+    - The tree drawn (its HyperNodes, whether it keeps the topology rules, the nodes in no leaf) and the files written,
+      already as drawn, or (in check mode, with O(state=rendered) or O(state=parsed)) that a run would write.
+    - With O(state=gathered), a line saying what was read.
   returned: always
   type: list
   elements: str
@@ -175,6 +178,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner impo
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.discovery import (
     TREE_OPTIONS,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.topology.summary import (
+    render_summary,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.view import (
     RENDERING_FORMATS,
@@ -202,6 +208,7 @@ def main() -> None:
     run_flow(
         OPTIONS,
         service.RENDER_FLOW,
+        summary=render_summary,
         required_if=[("source", "inventory", ["switches"]), ("state", "parsed", ["facts"])],
     )
 

@@ -51,3 +51,20 @@ def service_summary(
     if status.get("waited_seconds") is not None:
         lines.append(f"Ready after {status['waited_seconds']} s")
     return lines
+
+
+def graph_summary(
+    params: Mapping[str, Any], result: Mapping[str, Any], check_mode: bool
+) -> list[str]:
+    """What the run did to the A/B graph, and its routes. ``state: parsed`` writes nothing
+    and says what it would write, as a check-mode run does."""
+    graph = result.get("graph") or params.get("name")
+    absent = params.get("state") == "absent"
+    if not result.get("writes"):
+        if absent:
+            return [f"A/B graph {graph}: not in the cluster; nothing to delete"]
+        return [f"A/B graph {graph}: routes as asked already; nothing to change"]
+    if absent:
+        return [f"A/B graph {graph}: {did(check_mode, 'deleted', 'would be deleted')}"]
+    routes = names(f"{r.get('service')} {r.get('weight')}%" for r in params.get("routes") or [])
+    return [f"A/B graph {graph}: {did(check_mode, 'written', 'would be written')}; routes {routes}"]

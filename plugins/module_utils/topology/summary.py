@@ -53,3 +53,24 @@ def hypernode_summary(
         f"HyperNode {name}: {done} (tier {params.get('tier')}, "
         f"{count(len(members), 'member')} of type {kinds})"
     ]
+
+
+def render_summary(
+    params: Mapping[str, Any], result: Mapping[str, Any], check_mode: bool
+) -> list[str]:
+    """The tree drawn (its HyperNodes, the rules it breaks, the nodes left out), then the
+    files: written, already as drawn, or (check mode, rendered, parsed) would be written."""
+    errors = result.get("errors") or []
+    kept = "keeps every topology rule" if not errors else f"breaks {count(len(errors), 'rule')}"
+    lines = [f"topology drawn: {count(len(result.get('hypernodes') or []), 'HyperNode')}; {kept}"]
+    if result.get("unplaced_nodes"):
+        lines.append(f"nodes in no leaf HyperNode: {names(result['unplaced_nodes'])}")
+    files = result.get("files") or []
+    if files:
+        if check_mode:
+            lines.append(f"would write: {names(files)}")
+        elif result.get("changed"):
+            lines.append(f"files written: {names(files)}")
+        else:
+            lines.append(f"files already as drawn: {names(files)}")
+    return lines

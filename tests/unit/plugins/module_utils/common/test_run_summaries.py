@@ -16,6 +16,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.summary i
     node_groups_summary,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.inference.summary import (
+    graph_summary,
     service_summary,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.summary import (
@@ -32,6 +33,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.summary 
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.topology.summary import (
     hypernode_summary,
+    render_summary,
     sync_summary,
 )
 
@@ -146,6 +148,13 @@ GROUPS = {
     "writes": ["Node/gpu-0", "Node/gpu-1", "Queue/root"],
 }
 
+AB = {
+    "tenant": "alpha",
+    "name": "llm-ab",
+    "routes": [{"service": "llm", "weight": 50}, {"service": "llm-distilled", "weight": 50}],
+}
+AB_GRAPH = "InferenceGraph/platform-serving/alpha-llm-ab"
+
 LEAF = {
     "name": "tor-0",
     "state": "present",
@@ -177,6 +186,8 @@ CASES = [
     (service_summary, {"tenant": "acme", "name": "llm", "action": "canary"}, SERVICE),
     (sync_summary, {}, TOPOLOGY),
     (hypernode_summary, LEAF, {"action": "created"}),
+    (graph_summary, AB, {"graph": "alpha-llm-ab", "writes": [AB_GRAPH]}),
+    (graph_summary, {"state": "absent"}, {"graph": "alpha-llm-ab", "writes": [AB_GRAPH]}),
     (hypernode_summary, {"name": "tor-7", "state": "absent"}, {"action": "deleted"}),
     (node_groups_summary, {}, GROUPS),
 ]
@@ -266,4 +277,38 @@ def test_hypernode_says_its_tier_members_and_action():
     ]
     assert hypernode_summary({"name": "tor-7", "state": "absent"}, {"action": "none"}, True) == [
         "HyperNode tor-7: not in the cluster; nothing to delete"
+    ]
+
+
+def test_an_ab_graph_says_its_routes():
+    assert graph_summary(AB, {"graph": "alpha-llm-ab", "writes": [AB_GRAPH]}, False) == [
+        "A/B graph alpha-llm-ab: written; routes llm 50%, llm-distilled 50%"
+    ]
+    assert graph_summary(AB, {"graph": "alpha-llm-ab", "writes": []}, True) == [
+        "A/B graph alpha-llm-ab: routes as asked already; nothing to change"
+    ]
+    assert graph_summary({"state": "absent"}, {"graph": "alpha-llm-ab", "writes": []}, False) == [
+        "A/B graph alpha-llm-ab: not in the cluster; nothing to delete"
+    ]
+
+
+def test_a_drawing_says_its_tree_and_files():
+    drawn = {
+        "hypernodes": [{"name": "spine-0"}, {"name": "tor-0"}],
+        "errors": [],
+        "unplaced_nodes": ["gpu-9"],
+        "files": ["/tmp/topo/topology.md"],
+        "changed": True,
+    }
+    assert render_summary({}, drawn, False) == [
+        "topology drawn: 2 HyperNodes; keeps every topology rule",
+        "nodes in no leaf HyperNode: gpu-9",
+        "files written: /tmp/topo/topology.md",
+    ]
+    assert render_summary({}, drawn | {"changed": False}, False)[-1] == (
+        "files already as drawn: /tmp/topo/topology.md"
+    )
+    assert render_summary({}, drawn | {"errors": ["x"]}, True)[::2] == [
+        "topology drawn: 2 HyperNodes; breaks 1 rule",
+        "would write: /tmp/topo/topology.md",
     ]
