@@ -105,6 +105,13 @@ QUEUE_ARBITER_LEASE = "queue-arbiter"
 QUEUE_ARBITER_HISTORY = "queue-arbiter-history"
 EVENT_REASON_ARBITER_EVICTED = "ArbiterEvicted"
 EVENT_REASON_ARBITER_MADE_ROOM = "ArbiterMadeRoom"
+# Counts of the jobs a platform action stopped, kept as annotations on the job's Queue
+# (as ANNOTATION_SPOT_RECLAIMED is on the spot queue), exported by kube-state-metrics and
+# alerted per tenant, so each tenant's alert route hears of them.
+ANNOTATION_ARBITER_EVICTED = PREFIX + "arbiter-evicted-jobs"
+ANNOTATION_GPU_QUARANTINE_DISRUPTED = PREFIX + "gpu-quarantine-disrupted-jobs"
+# GPU health (gpu_health): the taint on a node whose GPUs failed, with effect NoSchedule.
+TAINT_GPU_UNHEALTHY = PREFIX + "gpu-unhealthy"
 
 PLATFORM_NAMESPACE = "platform-system"
 VOLCANO_NAMESPACE = "volcano-system"
