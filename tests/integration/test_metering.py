@@ -7,7 +7,7 @@ rule evaluation every 5 s).
 One mixed period, every GPU pod's Running interval recorded by a watch on the API:
 
 * tenant T1 (the job tests' namespace and leaf queues): a 20 s job in its team queue
-  (subscription), a 45 s job in its pay-as-you-go queue, a 2-minute spot job, a cheaper
+  (subscription), a 45 s job in its pay-as-you-go queue, an 80 s spot job, a cheaper
   spot job that a real ``spot_reclaim`` deletes part-way, and a job on a cloud node;
 * tenant T2, made by the ``tenant`` module after the period began and resized within it,
   running a plain Volcano Job with no platform label or annotation, submitted by a tenant
@@ -70,14 +70,14 @@ CLOUD_NODE = "vk-metering-0"
 T1_JOBS = {
     "short": ("algo", "normal", 1, None, 20),
     "medium": ("payg", "normal", 2, None, 45),
-    "long": ("spot", "spot", 1, "0.3", 120),
+    "long": ("spot", "spot", 1, "0.3", 80),
     "cheap": ("spot", "spot", 1, "0.1", None),
     "cloud": ("payg", "normal", 12, None, 30),
 }
 CLOUD_JOB = {"placement": "cloud-ok", "max_gpus_per_node": 16, "checkpoint_command": ["save"]}
-HAND_SECONDS = 100
-RECLAIM_AFTER = 60
-RESIZE_AFTER = 50
+HAND_SECONDS = 70
+RECLAIM_AFTER = 50
+RESIZE_AFTER = 35
 PRICES = {
     "subscription": {"gpu_hour": "2.00", "overage_gpu_hour": "3.00"},
     "payg": {"gpu_hour": "3.50"},
