@@ -7,9 +7,11 @@ they never import it."""
 from __future__ import annotations
 
 from ..common.rule_index import RuleRef
-from . import alert_rules, heartbeats, metering_rules
+from . import alert_routes, alert_rules, heartbeats, metering_rules
 
 RULES: tuple[RuleRef, ...] = (
+    RuleRef("alert-routing", alert_routes.alertmanager_config),
+    RuleRef("alert-routing-input", alert_routes.alerting_errors),
     RuleRef("alert-thresholds", alert_rules.threshold_errors),
     RuleRef("billing-follows-queue", metering_rules.metering_rules),
     RuleRef("billing-type-of-queue", metering_rules._billing_type_of_queue),
