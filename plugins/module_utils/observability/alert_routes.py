@@ -233,7 +233,8 @@ def _routes(alerting: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _inhibit_rules() -> list[dict[str, Any]]:
     """A critical alert silences the warning and info alerts of the same name, tenant and
-    node, a warning the info ones (kube-prometheus-stack's own rules, by this grouping)."""
+    node, a warning the info ones (kube-prometheus-stack's own rules, by this grouping);
+    the chart's InfoInhibitor silences the info alerts of its namespace."""
     return [
         {
             "source_matchers": ['severity="critical"'],
@@ -244,6 +245,11 @@ def _inhibit_rules() -> list[dict[str, Any]]:
             "source_matchers": ['severity="warning"'],
             "target_matchers": ['severity="info"'],
             "equal": list(GROUP_BY),
+        },
+        {
+            "source_matchers": ['alertname="InfoInhibitor"'],
+            "target_matchers": ['severity="info"'],
+            "equal": ["namespace"],
         },
     ]
 
