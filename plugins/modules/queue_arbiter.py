@@ -34,10 +34,14 @@ description:
     one list request and writes nothing. Safe to run every minute."
   - "To evict, it holds the C(coordination.k8s.io/v1) Lease C(queue-arbiter) in C(platform-system), reads and decides
     again under it, evicts every pod of each victim Volcano Job through the Eviction API (PodDisruptionBudgets apply)
-    in victim order, records an Event of reason C(ArbiterEvicted) on each evicted job and one of reason
+    in victim order, raises each victim queue's count of evicted jobs (annotation
+    C(platform.io/arbiter-evicted-jobs), rule arbiter-eviction-count, which the monitoring role's alert
+    C(ArbiterJobsEvicted) reads per tenant; a GET and a merge patch per queue), records an Event of reason
+    C(ArbiterEvicted) on each evicted job and one of reason
     C(ArbiterMadeRoom) on the waiting job, adds the run at the head of the ConfigMap C(queue-arbiter-history) in
     C(platform-system) and gives the Lease back. When another run holds the Lease the module fails naming the holder."
-  - In check mode it reports the victims it would evict and writes nothing, not even the Lease.
+  - In check mode it reports the victims it would evict and the counts it would raise, and writes nothing, not even
+    the Lease.
 version_added: 0.1.0
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
@@ -121,8 +125,8 @@ attributes:
   diff_mode:
     support: partial
     details:
-      - The diff holds the evicted jobs (running before, evicted after); the Events and the history entry are not in
-        it (RV(history) is the history after the run).
+      - The diff holds the evicted jobs (running before, evicted after) and each victim queue's eviction count; the
+        Events and the history entry are not in it (RV(history) is the history after the run).
 notes:
   - Pass RV(job), RV(decision), RV(victims) and RV(reason) to M(ansible.builtin.set_stats) to show the decision in AWX
     (the playbook C(arbiter_reconcile.yml) does).
@@ -247,8 +251,18 @@ history:
   returned: always
   type: list
   elements: dict
+counted:
+  description:
+    - Each queue the victims came from, with its count of evicted jobs (annotation C(platform.io/arbiter-evicted-jobs),
+      rule arbiter-eviction-count) before and after this run; in check mode, what the run would write. A count that
+      could not be written is left out (and warned about).
+  returned: when the run evicts (in check mode, would evict)
+  type: dict
+  sample: {tenant-alpha-algo: {before: 5, after: 7}}
 diff:
-  description: The victims before (running) and after (evicted).
+  description:
+    - The victims before (running) and after (evicted), keyed C(<namespace>/<name>), and each victim queue's eviction
+      count before and after, keyed C(<queue> platform.io/arbiter-evicted-jobs).
   returned: when diff mode is on
   type: dict
 done:

@@ -43,6 +43,7 @@ from .candidates import (
     podgroup_key,
     settled_waiting,
 )
+from .count import counts_to_raise
 from .inputs import job_scope_refusal, queue_scope_refusal, validate_arbiter_input
 from .model import (
     QueueState,
@@ -116,6 +117,8 @@ class ArbiterPlan:
     vcjobs: Sequence[Mapping[str, Any]] = ()
     pods: Sequence[Mapping[str, Any]] = ()
     states: Mapping[str, QueueState] | None = None
+    # The managed Queues as read: the victims' eviction counts (rule arbiter-eviction-count).
+    queues: Sequence[Mapping[str, Any]] = ()
 
     @property
     def evicts(self) -> bool:
@@ -265,7 +268,9 @@ def _decide(request: ArbiterRequest, facts: ArbiterFacts) -> ArbiterPlan:
     }
     after = restart_may_preempt(decision.victims, running, returning)
     result = arbiter_result(first, decision, candidates[1:], after_restart=aftermath_dicts(after))
-    planned = ArbiterPlan(result, facts.now, facts.holder, first, decision, vcjobs, pods, states)
+    planned = ArbiterPlan(
+        result, facts.now, facts.holder, first, decision, vcjobs, pods, states, queues
+    )
     return _settled(request, facts, planned)
 
 
@@ -310,10 +315,12 @@ def warnings(planned: ArbiterPlan) -> list[str]:
 
 
 def report(request: ArbiterRequest, planned: ArbiterPlan) -> dict[str, Any]:
-    """The result a check-mode run returns for the plan: the victims it would evict."""
+    """The result a check-mode run returns for the plan: the victims it would evict, and
+    each victim queue's eviction count now and after (rule arbiter-eviction-count)."""
     result = dict(planned.result)
     if planned.evicts:
-        result.update(changed=True, diff=arbiter_diff(result["victims"]))
+        counted = counts_to_raise(planned.queues, result["victims"])
+        result.update(changed=True, counted=counted, diff=arbiter_diff(result["victims"], counted))
     return result
 
 

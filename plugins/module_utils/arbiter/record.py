@@ -12,7 +12,8 @@
   ``platform-system/queue-arbiter-history`` (key ``history.json``), newest first, at most
   ``history_size`` entries.
 * ``kube/run_record`` writes the Events and the history, as it does the spot reclaim's.
-* The result every run returns (``arbiter_result``) and its diff (``arbiter_diff``).
+* The result every run returns (``arbiter_result``) and its diff (``arbiter_diff``, with
+  each victim queue's eviction count, rule arbiter-eviction-count in ``arbiter/count``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 from ..common import history as _history
 from ..common.errors import Refused
 from ..common.names import (
+    ANNOTATION_ARBITER_EVICTED,
     EVENT_REASON_ARBITER_EVICTED,
     EVENT_REASON_ARBITER_MADE_ROOM,
     JOB_API,
@@ -182,13 +184,19 @@ def arbiter_result(
     }
 
 
-def arbiter_diff(victims: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """The victims before (running) and after (evicted)."""
+def arbiter_diff(
+    victims: Iterable[Mapping[str, Any]], counted: Mapping[str, Mapping[str, int]] | None = None
+) -> dict[str, Any]:
+    """The victims before (running) and after (evicted), and each victim queue's eviction
+    count (``counted``: before and after, by queue; rule arbiter-eviction-count) under the
+    key ``<queue> platform.io/arbiter-evicted-jobs``."""
     names = victim_refs(victims)
-    return {
-        "before": {name: "running" for name in names},
-        "after": {name: "evicted" for name in names},
-    }
+    before: dict[str, str] = {name: "running" for name in names}
+    after: dict[str, str] = {name: "evicted" for name in names}
+    for queue, count in sorted((counted or {}).items()):
+        key = f"{queue} {ANNOTATION_ARBITER_EVICTED}"
+        before[key], after[key] = str(count["before"]), str(count["after"])
+    return {"before": before, "after": after}
 
 
 def report(result: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,10 +7,11 @@ they never import it."""
 from __future__ import annotations
 
 from ..common.rule_index import RuleRef
-from . import aftermath, candidates, hold, inputs, model, plan, record, rules
+from . import aftermath, candidates, count, hold, inputs, model, plan, record, rules
 
 RULES: tuple[RuleRef, ...] = (
     RuleRef("arbiter-candidates", candidates.arbiter_candidates),
+    RuleRef("arbiter-eviction-count", count.evicted_jobs),
     RuleRef("arbiter-input", inputs.arbiter_input_errors),
     RuleRef("arbiter-job-scope", inputs.job_scope_refusal),
     RuleRef("arbiter-need", rules.arbiter_need),

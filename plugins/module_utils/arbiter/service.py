@@ -25,8 +25,9 @@ are written by ``kube/run_record.py``:
   Lease: it reads it, to warn when another run holds it); otherwise holds the
   ``queue-arbiter`` Lease in ``platform-system`` (``kube/lease_io``), gathers and plans
   again under it (the cluster may have moved since), evicts every pod of each victim Job
-  through the Eviction API in victim order, records an ``ArbiterEvicted`` Event on each
-  evicted Job and an ``ArbiterMadeRoom`` Event on the waiting one, adds the run to the
+  through the Eviction API in victim order, raises each victim queue's eviction count
+  (rule arbiter-eviction-count: a GET and a merge patch per queue), records an
+  ``ArbiterEvicted`` Event on each evicted Job and an ``ArbiterMadeRoom`` Event on the waiting one, adds the run to the
   ConfigMap ``queue-arbiter-history`` and gives the Lease back. After a team reclaim it
   holds the victims' queues (rule reclaim-hold) and reads the waiting Job once a second
   until it runs.
@@ -72,6 +73,7 @@ from .read_io import read_facts
 from .record import arbiter_diff, history_entry, made_room_event, victim_dict
 from .record import report as known_report
 from .write_io import (
+    count_evictions,
     evict_victims,
     hold_victim_queues,
     release_victim_queues,
@@ -174,12 +176,14 @@ def _evict(request: ArbiterRequest, planned: ArbiterPlan, cluster: Cluster) -> d
     finally:
         release_victim_queues(cluster, held)
     victims = [victim_dict(v) for v in jobs]
+    counted = count_evictions(cluster, victims) if victims else {}
     result.update(
         changed=bool(pods),
         victims=victims,
         freed=sum(v.gpus for v in jobs),
         evicted=pods,
-        diff=arbiter_diff(victims),
+        counted=counted,
+        diff=arbiter_diff(victims, counted),
     )
     if jobs:
         _warn_aftermath(result)

@@ -57,6 +57,8 @@ def ksm_annotations_allowlist() -> str:
 
 # Exported by kube-state-metrics from every Queue and Volcano Job (ksm_custom_resource_state).
 SPOT_RECLAIMED_JOBS = "platform_queue_spot_reclaimed_jobs"
+ARBITER_EVICTED_JOBS = "platform_queue_arbiter_evicted_jobs"
+GPU_QUARANTINE_DISRUPTED_JOBS = "platform_queue_gpu_quarantine_disrupted_jobs"
 QUEUE_INFO = "platform_queue_info"
 QUEUE_CAPABILITY_GPUS = "platform_queue_capability_gpus"
 VCJOB_INFO = "platform_vcjob_info"
@@ -64,6 +66,8 @@ ANNOTATION_SPOT_RECLAIMED = (
     "platform.io/spot-reclaimed-jobs"  # common/names.py (this file is stdlib only)
 )
 ANNOTATION_SPOT_PRICE = "platform.io/spot-price"  # common/names.py
+ANNOTATION_ARBITER_EVICTED = "platform.io/arbiter-evicted-jobs"  # common/names.py
+ANNOTATION_GPU_QUARANTINE_DISRUPTED = "platform.io/gpu-quarantine-disrupted-jobs"  # common/names.py
 
 
 def _info(name: str, help_text: str, labels: dict[str, list[str]]) -> dict[str, Any]:
@@ -74,12 +78,28 @@ def _info(name: str, help_text: str, labels: dict[str, list[str]]) -> dict[str, 
     }
 
 
+def _count(name: str, help_text: str, annotation: str) -> dict[str, Any]:
+    """A count the platform keeps in a Queue's annotation, 0 while it has none. It only
+    grows; kube-state-metrics' custom resource state has no counter type, so a gauge."""
+    return {
+        "name": name,
+        "help": help_text,
+        "each": {
+            "type": "Gauge",
+            "gauge": {"path": ["metadata", "annotations", annotation], "nilIsZero": True},
+        },
+    }
+
+
 def ksm_custom_resource_state() -> dict[str, Any]:
     """kube-state-metrics' ``--custom-resource-state-config``.
 
     From every Volcano Queue (platform state: cluster-scoped, no tenant can write one):
     ``platform_queue_spot_reclaimed_jobs{queue, tenant, queue_type}`` (0 until a job is
-    reclaimed from it, read from the annotation rule spot-reclaim-count keeps) and
+    reclaimed from it, read from the annotation rule spot-reclaim-count keeps),
+    ``platform_queue_arbiter_evicted_jobs`` and ``platform_queue_gpu_quarantine_disrupted_jobs``
+    (the same labels, 0 until the arbiter evicts a job of it or a GPU quarantine stops one:
+    rules arbiter-eviction-count and disruption-count) and
     ``platform_queue_info{queue, tenant, queue_type}`` (rule billing-follows-queue: the
     queue's tenant and type) and ``platform_queue_capability_gpus`` (its GPU capability,
     the subscription's size over time). From every Volcano Job: ``platform_vcjob_info{namespace, job_name, queue,
@@ -103,17 +123,21 @@ def ksm_custom_resource_state() -> dict[str, Any]:
                     "metricNamePrefix": "platform_queue",
                     "labelsFromPath": queue_labels,
                     "metrics": [
-                        {
-                            "name": "spot_reclaimed_jobs",
-                            "help": "Jobs the platform has reclaimed from this spot queue, ever.",
-                            "each": {
-                                "type": "Gauge",
-                                "gauge": {
-                                    "path": ["metadata", "annotations", ANNOTATION_SPOT_RECLAIMED],
-                                    "nilIsZero": True,
-                                },
-                            },
-                        },
+                        _count(
+                            "spot_reclaimed_jobs",
+                            "Jobs the platform has reclaimed from this spot queue, ever.",
+                            ANNOTATION_SPOT_RECLAIMED,
+                        ),
+                        _count(
+                            "arbiter_evicted_jobs",
+                            "Jobs of this queue the queue arbiter has evicted, ever.",
+                            ANNOTATION_ARBITER_EVICTED,
+                        ),
+                        _count(
+                            "gpu_quarantine_disrupted_jobs",
+                            "Jobs of this queue stopped by a GPU node's quarantine, ever.",
+                            ANNOTATION_GPU_QUARANTINE_DISRUPTED,
+                        ),
                         # An Info metric is left out for an object that lacks one of its
                         # own label paths (and has no sample without one), so it names a
                         # path every Queue has, and the capability is a gauge of its own.

@@ -27,7 +27,9 @@ Where the series come from (the names are the exporters' own):
 * kube-state-metrics' custom resource state
   (``kube_state_metrics.ksm_custom_resource_state``):
   ``platform_queue_spot_reclaimed_jobs``, each spot Queue's count of reclaimed
-  jobs (the annotation rule spot-reclaim-count keeps).
+  jobs (the annotation rule spot-reclaim-count keeps), and each Queue's counts of jobs
+  the arbiter evicted and a GPU quarantine stopped (``disruptions``); kube-state-metrics'
+  ``kube_node_spec_taint`` (a quarantined GPU node).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .alert_rules import Thresholds, gpu_rules, queue_rules, spot_rules
+from .disruptions import DISRUPTIONS_GROUP, disruption_rules
 from .heartbeats import heartbeat_rules
 from .metering_rules import DEFAULT_VGPU_GPU_MEMORY_MIB, METERING_GROUP, metering_rules
 
@@ -63,6 +66,7 @@ def rule_groups(
         {"name": "platform-queues", "rules": queue_rules(t)},
         {"name": "platform-spot", "rules": spot_rules(t)},
         {"name": "platform-reconcile", "rules": heartbeat_rules(reconcile_periods)},
+        {"name": DISRUPTIONS_GROUP, "rules": disruption_rules()},
     ]
 
 

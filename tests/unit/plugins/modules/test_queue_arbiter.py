@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter import service, write_io
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube import (
     flow,
     lease_io,
@@ -64,6 +64,7 @@ def warnings(monkeypatch):
     monkeypatch.setattr(flow, "warn", seen.append)
     monkeypatch.setattr(lease_io, "warn", seen.append)
     monkeypatch.setattr(run_record, "warn", seen.append)
+    monkeypatch.setattr(write_io, "warn", seen.append)
     return seen
 
 
@@ -106,12 +107,17 @@ def test_scenario_one_preempts_debug_then_normal_jobs_newest_first(run_module):
     }
     pods = [f"{NS}/{name}-worker-0" for name in SCENARIO_ONE_VICTIMS]
     assert out["evicted"] == pods and out["waiting"] == []
+    # rule arbiter-eviction-count: the victims' queue counts the four jobs it lost
+    count = "tenant-a-algo platform.io/arbiter-evicted-jobs"
+    assert out["counted"] == {"tenant-a-algo": {"before": 0, "after": 4}}
     assert out["diff"] == {
-        "before": {f"{NS}/{n}": "running" for n in SCENARIO_ONE_VICTIMS},
-        "after": {f"{NS}/{n}": "evicted" for n in SCENARIO_ONE_VICTIMS},
+        "before": {**{f"{NS}/{n}": "running" for n in SCENARIO_ONE_VICTIMS}, count: "0"},
+        "after": {**{f"{NS}/{n}": "evicted" for n in SCENARIO_ONE_VICTIMS}, count: "4"},
     }
-    # the Lease first, each victim's pods then its Event, the waiting job's Event, the
-    # history, the Lease given back; task-a keeps running
+    queue = cluster.get("scheduling.volcano.sh/v1beta1", "Queue", "tenant-a-algo")
+    assert queue["metadata"]["annotations"]["platform.io/arbiter-evicted-jobs"] == "4"
+    # the Lease first, each victim's pods then its Event, the victim queue's count, the
+    # waiting job's Event, the history, the Lease given back; task-a keeps running
     assert cluster.real_writes == [
         ("create", "Lease", "queue-arbiter"),
         ("evict", "Pod", "task-d-worker-0"),
@@ -122,6 +128,7 @@ def test_scenario_one_preempts_debug_then_normal_jobs_newest_first(run_module):
         ("create", "Event", f"task-c.{STAMP + 3:x}"),
         ("evict", "Pod", "task-b-worker-0"),
         ("create", "Event", f"task-b.{STAMP + 4:x}"),
+        ("merge-patch", "Queue", "tenant-a-algo"),
         ("create", "Event", f"big.{STAMP + 5:x}"),
         ("apply", "ConfigMap", "queue-arbiter-history"),
         ("delete", "Lease", "queue-arbiter"),
@@ -130,7 +137,8 @@ def test_scenario_one_preempts_debug_then_normal_jobs_newest_first(run_module):
     assert cluster.objects("Lease") == []
     # five lists before the Lease and five under it
     assert cluster.lists == ["PodGroup", "Job", "Pod", "Queue", "Node"] * 2
-    assert out["requests"] == 23
+    # ... and the victim queue's count: a GET and a merge patch
+    assert out["requests"] == 25
 
 
 def test_scenario_one_records_events_and_history(run_module):
@@ -399,6 +407,69 @@ def test_check_mode_reports_the_victims_and_writes_nothing(run_module):
     assert out["evicted"] == [] and out["history"] == []
     assert cluster.writes == []
     assert len(cluster.objects("Pod")) == 5 and cluster.objects("Lease") == []
+
+
+def test_check_mode_reports_the_counts_it_would_raise_from_the_queues_read(run_module):
+    """Rule arbiter-eviction-count in check mode: the counts now and after, read from the
+    Queues the decision read (no other request), nothing written."""
+    counted = queue("tenant-a-algo", "team", "tenant-a-subscription", deserved=40, allocated=30)
+    counted["metadata"]["annotations"] = {"platform.io/arbiter-evicted-jobs": "3"}
+    objects = [o for o in scenario_one() if o["metadata"]["name"] != "tenant-a-algo"]
+    cluster = arbiter_cluster([*objects, counted], dry_run=True)
+    out = run_module(queue_arbiter, cluster, _ansible_check_mode=True)
+    assert out["counted"] == {"tenant-a-algo": {"before": 3, "after": 7}}
+    key = "tenant-a-algo platform.io/arbiter-evicted-jobs"
+    assert (out["diff"]["before"][key], out["diff"]["after"][key]) == ("3", "7")
+    assert cluster.writes == [] and cluster.lists == ["PodGroup", "Job", "Pod", "Queue", "Node"]
+
+
+def test_the_count_goes_on_from_the_queues_annotation(run_module):
+    counted = queue("tenant-a-algo", "team", "tenant-a-subscription", deserved=40, allocated=30)
+    counted["metadata"]["annotations"] = {"platform.io/arbiter-evicted-jobs": "3"}
+    objects = [o for o in scenario_one() if o["metadata"]["name"] != "tenant-a-algo"]
+    cluster = arbiter_cluster([*objects, counted])
+    out = run_module(queue_arbiter, cluster)
+    assert out["counted"] == {"tenant-a-algo": {"before": 3, "after": 7}}
+    live = cluster.get("scheduling.volcano.sh/v1beta1", "Queue", "tenant-a-algo")
+    assert live["metadata"]["annotations"]["platform.io/arbiter-evicted-jobs"] == "7"
+
+
+class CountConflictOnce(FakeCluster):
+    """Volcano writes the queue's status between the count's read and its patch, once."""
+
+    conflicts = 0
+
+    def merge_patch(self, api_version, kind, name, body, namespace=None):
+        if kind == "Queue" and not self.conflicts:
+            self.conflicts += 1
+            live = self.store[self.key("Queue", None, name)]
+            live["metadata"]["resourceVersion"] = str(int(live["metadata"]["resourceVersion"]) + 1)
+        return super().merge_patch(api_version, kind, name, body, namespace)
+
+
+def test_a_count_changed_under_the_patch_is_read_again_not_lost(run_module):
+    cluster = arbiter_cluster(cls=CountConflictOnce)
+    out = run_module(queue_arbiter, cluster)
+    assert cluster.conflicts == 1 and out["counted"] == {"tenant-a-algo": {"before": 0, "after": 4}}
+    live = cluster.get("scheduling.volcano.sh/v1beta1", "Queue", "tenant-a-algo")
+    assert live["metadata"]["annotations"]["platform.io/arbiter-evicted-jobs"] == "4"
+
+
+class RefusingCount(FakeCluster):
+    def merge_patch(self, api_version, kind, name, body, namespace=None):
+        self.requests += 1
+        raise api_error(403, "forbidden")
+
+
+def test_a_count_that_cannot_be_written_is_warned_about_and_the_evictions_stand(
+    run_module, warnings
+):
+    out = run_module(queue_arbiter, arbiter_cluster(cls=RefusingCount))
+    assert out["changed"] is True and len(out["evicted"]) == 4
+    assert out["counted"] == {}
+    assert any(
+        "eviction count of queue tenant-a-algo could not be raised by 4" in w for w in warnings
+    )
 
 
 def test_check_mode_warns_about_a_held_lease(run_module, warnings):

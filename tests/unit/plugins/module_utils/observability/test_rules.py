@@ -121,6 +121,7 @@ def test_the_filter_gives_the_groups():
         "platform-queues",
         "platform-spot",
         "platform-reconcile",
+        "platform-disruptions",
     ]
 
 
