@@ -215,7 +215,7 @@ def _email_global(email: Mapping[str, Any]) -> dict[str, Any]:
 
 def _routes(alerting: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Dropped alerts first, then one route per tenant (continuing, so the severity routes
-    still see the alert), then one per severity."""
+    still see the alert), then one per severity, then (with tenant routes) the default."""
     routes: list[dict[str, Any]] = [
         {"receiver": NULL_RECEIVER, "matchers": [_matcher("alertname", name)]}
         for name in SILENT_ALERTS
@@ -228,6 +228,11 @@ def _routes(alerting: Mapping[str, Any]) -> list[dict[str, Any]]:
     for level in SEVERITIES:
         if level in severity:
             routes.append({"receiver": severity[level], "matchers": [_matcher("severity", level)]})
+    if alerting.get("tenants"):
+        # Alertmanager hands an alert to the parent's receiver only when no child route
+        # matched it, and a tenant route did: a tenant's alert of a severity with no route
+        # of its own reaches the default receiver only through this last route.
+        routes.append({"receiver": alerting["default"]})
     return routes
 
 

@@ -187,6 +187,8 @@ def test_the_routes_tenant_first_continuing_then_severity_then_default():
         {"receiver": "gamma-discord", "matchers": ['tenant="gamma"'], "continue": True},
         {"receiver": "oncall", "matchers": ['severity="critical"']},
         {"receiver": "ops-mail", "matchers": ['severity="warning"']},
+        # a tenant's alert of a severity with no route still reaches the default
+        {"receiver": "oncall"},
     ]
 
 
@@ -265,13 +267,16 @@ def test_every_receiver_a_route_names_exists(alerting):
 @given(alertings())
 def test_every_tenant_route_precedes_the_severity_routes(alerting):
     routes = alertmanager_config(alerting)["route"]["routes"]
-    kinds = [r["matchers"][0].split("=")[0] for r in routes]
+    kinds = [r["matchers"][0].split("=")[0] if "matchers" in r else "default" for r in routes]
     tenant_at = [i for i, k in enumerate(kinds) if k == "tenant"]
     severity_at = [i for i, k in enumerate(kinds) if k == "severity"]
     assert len(tenant_at) == len(alerting["tenants"])
     assert all(t < s for t in tenant_at for s in severity_at)
     assert all(routes[i].get("continue") is True for i in tenant_at)
     assert not any(routes[i].get("continue") for i in severity_at)
+    # with tenant routes, the last route is the default's, after every other
+    if tenant_at:
+        assert routes[-1] == {"receiver": alerting["default"]}
 
 
 # --- Alertmanager's own checks -----------------------------------------------------
@@ -308,6 +313,7 @@ def test_amtool_accepts_the_example_and_routes_it(tmp_path):
     assert checked.returncode == 0, checked.stdout + checked.stderr
     cases = {
         ("tenant=alpha", "severity=warning"): "alpha-chat,ops-mail",
+        ("tenant=alpha", "severity=info"): "alpha-chat,oncall",
         ("tenant=beta", "severity=critical"): "beta-teams,oncall",
         ("tenant=delta", "severity=critical"): "oncall",
         ("severity=info",): "oncall",
