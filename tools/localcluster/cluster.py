@@ -11,6 +11,7 @@ simulated by kwok.
     cluster.py kubeconfig [--user U --group G ...]   admin kubeconfig, or one for a given identity
     cluster.py logs COMPONENT [-n LINES]             tail a component's log
     cluster.py stop COMPONENT                        stop one component (a fault); `up` starts it again
+    cluster.py alert-routes [TENANT ...]             route these tenants' alerts to their own receiver path
 
 State (certificates, etcd data, logs, pids) lives in
 ``$XDG_STATE_HOME/gpucloud-localcluster/<name>`` (default ``~/.local/state``).
@@ -34,10 +35,13 @@ sys.path.insert(0, str(HERE))
 import kubernetes.client  # noqa: E402
 import urllib3  # noqa: E402
 
+import alert_sink  # noqa: E402
 import build  # noqa: E402
+import build_alerting  # noqa: E402
 import pins  # noqa: E402
 import pki  # noqa: E402
 import topology  # noqa: E402
+from alerting_files import reload_alertmanager, routed_tenants, write_alertmanager_files  # noqa: E402
 from components import (  # noqa: E402
     COMPONENTS,
     ORDER,
@@ -87,6 +91,7 @@ from prometheus_files import (  # noqa: E402
     write_prometheus_files,
 )
 from settings import (  # noqa: E402
+    ALERT_SINK,
     APISERVER,
     ENABLED_ADMISSIONS,
     FIELD_MANAGER,
@@ -212,6 +217,7 @@ def _binaries() -> Path:
     if missing:
         log(f"binaries missing ({', '.join(missing)}); building them first")
         build.build(build.Budget(None))
+    build_alerting.build(build.Budget(None))  # its own cache; a no-op once built
     return bins
 
 
@@ -345,6 +351,25 @@ def cmd_sync_scheduler_conf(args: argparse.Namespace) -> int:
         time.sleep(1)
 
 
+def cmd_alert_sink(args: argparse.Namespace) -> int:
+    """Serve the webhook receiver every local alert route posts to (alert_sink.py)."""
+    alert_sink.serve(state_dir(args.name) / "alert-sink", HOST, PORTS["alert-sink"])
+    return 0
+
+
+def cmd_alert_routes(args: argparse.Namespace) -> int:
+    """Route each named tenant's alerts to the receiver's /tenant/<name> (kept across `up`)."""
+    state = state_dir(args.name)
+    if not (state / "alertmanager.yml").exists():
+        print("localcluster: not set up; run `cluster.py up` first", file=sys.stderr)
+        return 1
+    if write_alertmanager_files(state, args.tenant):
+        reload_alertmanager()
+    for tenant in routed_tenants(state):
+        print(f"{tenant}: {ALERT_SINK}/tenant/{tenant}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -374,8 +399,11 @@ def main(argv: list[str] | None = None) -> int:
     stop.add_argument("component", choices=ORDER)
     stop.add_argument("--timeout", type=float, default=15, help="seconds of SIGTERM before SIGKILL")
     sync = sub.add_parser("sync-scheduler-conf", help=argparse.SUPPRESS)
+    sink = sub.add_parser("alert-sink", help=argparse.SUPPRESS)
+    routes = sub.add_parser("alert-routes", help="route tenants' alerts to their own receiver path")
+    routes.add_argument("tenant", nargs="*", help="tenants to route (added to those routed)")
     # Accept --name after the subcommand too.
-    for p in (up, down, kc, lg, stop, sync):
+    for p in (up, down, kc, lg, stop, sync, sink, routes):
         p.add_argument("--name", dest="name", default=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     handler = {
@@ -386,6 +414,8 @@ def main(argv: list[str] | None = None) -> int:
         "logs": cmd_logs,
         "stop": cmd_stop,
         "sync-scheduler-conf": cmd_sync_scheduler_conf,
+        "alert-sink": cmd_alert_sink,
+        "alert-routes": cmd_alert_routes,
     }[args.command]
     return handler(args)
 

@@ -17,11 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import build_alerting
 import pins
 import topology
 from credentials import SERVICE_USERS, kubeconfig_for
 from prometheus_files import KSM, KSM_CUSTOM_RESOURCE_STATE
 from settings import (
+    ALERT_SINK,
+    ALERTMANAGER,
     APISERVER,
     CLUSTER_PY,
     ENABLED_ADMISSIONS,
@@ -47,6 +50,8 @@ class ComponentSpec:
     args: tuple[str, ...]
     health: str | None  # URL template (https: checked against the cluster's CA), or None
     env: tuple[tuple[str, str], ...] = ()  # added to the launcher's environment
+    # Whose binaries directory holds it: build.py's ("core") or build_alerting.py's.
+    binaries: str = "core"
 
     @property
     def program(self) -> str:
@@ -267,6 +272,26 @@ COMPONENTS: tuple[ComponentSpec, ...] = (
         ),
         health="http://{host}:{ports[kube-state-metrics]}/healthz",
     ),
+    # Keeps what Alertmanager posts (alert_sink.py): the receiver of every local route.
+    ComponentSpec(
+        name="alert-sink",
+        binary=None,
+        args=("{cluster_py}", "alert-sink", "--name", "{name}"),
+        health="{alert_sink}/healthz",
+    ),
+    ComponentSpec(
+        name="alertmanager",
+        binary="alertmanager",
+        args=(
+            "--config.file={state}/alertmanager.yml",
+            "--storage.path={state}/alertmanager",
+            "--web.listen-address={host}:{ports[alertmanager]}",
+            "--cluster.listen-address=",  # one instance: no gossip port
+            "--log.level=warn",
+        ),
+        health="{alertmanager}/-/ready",
+        binaries="alerting",
+    ),
     ComponentSpec(
         name="prometheus",
         binary="prometheus",
@@ -310,6 +335,8 @@ def render_context(state: Path) -> dict[str, Any]:
         "ports": PORTS,
         "apiserver": APISERVER,
         "prometheus": PROMETHEUS,
+        "alertmanager": ALERTMANAGER,
+        "alert_sink": ALERT_SINK,
         "state": state,
         "name": state.name,
         "pki": state / "pki",
@@ -329,8 +356,8 @@ def render_context(state: Path) -> dict[str, Any]:
     }
 
 
-def render(spec: ComponentSpec, bins: Path, context: dict[str, Any]) -> Component:
-    argv0 = str(bins / spec.binary) if spec.binary else sys.executable
+def render(spec: ComponentSpec, bins: dict[str, Path], context: dict[str, Any]) -> Component:
+    argv0 = str(bins[spec.binaries] / spec.binary) if spec.binary else sys.executable
     return Component(
         spec.name,
         [argv0, *(arg.format(**context) for arg in spec.args)],
@@ -343,4 +370,5 @@ def render(spec: ComponentSpec, bins: Path, context: dict[str, Any]) -> Componen
 def components(state: Path, bins: Path) -> list[Component]:
     """Every component rendered for the cluster in `state`, in ORDER."""
     context = render_context(state)
-    return [render(spec, bins, context) for spec in COMPONENTS]
+    dirs = {"core": bins, "alerting": build_alerting.bin_dir()}
+    return [render(spec, dirs, context) for spec in COMPONENTS]

@@ -15,14 +15,14 @@ from typing import Any
 
 import yaml
 
-from settings import HERE, HOST, PORTS, PROMETHEUS, SCRAPE_INTERVAL_SECONDS
+from settings import ALERTMANAGER, HERE, HOST, PORTS, PROMETHEUS, SCRAPE_INTERVAL_SECONDS
 
 OBSERVABILITY = HERE.parents[1] / "plugins" / "module_utils" / "observability"
 # The name the collection's observability package is loaded under here.
 _PACKAGE = "gpucloud_platform_observability"
 
 
-def _load_observability(module: str) -> Any:
+def load_observability(module: str) -> Any:
     """A module of the collection's observability package (stdlib only), so the
     local Prometheus evaluates exactly the groups the monitoring role applies.
     It is loaded by path as a package of its own: its modules import each
@@ -37,15 +37,20 @@ def _load_observability(module: str) -> Any:
     return importlib.import_module(f"{_PACKAGE}.{module}")
 
 
-RULES = _load_observability("rules")
+RULES = load_observability("rules")
 # kube-state-metrics' allow-lists and custom resource state.
-KSM = _load_observability("kube_state_metrics")
+KSM = load_observability("kube_state_metrics")
 # In the state directory; kube-state-metrics' --custom-resource-state-config-file.
 KSM_CUSTOM_RESOURCE_STATE = "ksm-custom-resource-state.yml"
+# In the state directory: the DCGM exporters Prometheus scrapes, as a file_sd target list.
+# The local cluster has no GPUs and so none; a test that serves DCGM's series over HTTP
+# writes its address here (GPU health reads them back from Prometheus).
+DCGM_TARGETS = "dcgm-targets.json"
 
 
 def prometheus_config(state: Path) -> dict[str, Any]:
-    """Scrapes kube-state-metrics, the API server and Volcano's two metrics servers."""
+    """Scrapes kube-state-metrics, the API server, Volcano's two metrics servers and any
+    DCGM exporter listed in DCGM_TARGETS; sends alerts to the local Alertmanager."""
     p = state / "pki"
     every = f"{SCRAPE_INTERVAL_SECONDS}s"
 
@@ -55,11 +60,22 @@ def prometheus_config(state: Path) -> dict[str, Any]:
     return {
         "global": {"scrape_interval": every, "evaluation_interval": every},
         "rule_files": [str(state / "prometheus-rules.yml")],
+        "alerting": {
+            "alertmanagers": [{"static_configs": [{"targets": [ALERTMANAGER.split("//", 1)[1]]}]}]
+        },
         "scrape_configs": [
             # honor_labels: the pods' namespace and pod, not the exporter's
             {**static("kube-state-metrics", "kube-state-metrics"), "honor_labels": True},
             static("volcano-scheduler", "vc-scheduler"),
             static("volcano-controllers", "vc-controller-manager"),
+            {
+                "job_name": "dcgm-exporter",
+                # the exporter's own labels (Hostname, gpu), as the role's ServiceMonitor keeps them
+                "honor_labels": True,
+                "file_sd_configs": [
+                    {"files": [str(state / DCGM_TARGETS)], "refresh_interval": every}
+                ],
+            },
             {
                 **static("kube-apiserver", "kube-apiserver"),
                 "scheme": "https",
@@ -85,6 +101,9 @@ def write_ksm_files(state: Path) -> bool:
 
 def write_prometheus_files(state: Path) -> bool:
     """prometheus.yml and the platform's rules; True when either changed."""
+    targets = state / DCGM_TARGETS
+    if not targets.exists():
+        targets.write_text("[]\n")
     files = {
         state / "prometheus.yml": yaml.safe_dump(prometheus_config(state), sort_keys=False),
         state / "prometheus-rules.yml": yaml.safe_dump(

@@ -33,6 +33,8 @@ _BASE_PORTS = {
     "kserve-webhook": 29443,
     "kserve-metrics": 28085,
     "kserve-healthz": 28086,
+    "alertmanager": 29093,
+    "alert-sink": 29095,
 }
 # A second cluster beside the default one (its own --name) needs its own
 # ports: GPUCLOUD_LOCALCLUSTER_PORT_OFFSET shifts every port by that much.
@@ -52,6 +54,10 @@ SCHEDULER_CONF_KEY = "volcano-scheduler.conf"
 ENABLED_ADMISSIONS = "/jobs/mutate,/jobs/validate,/podgroups/validate,/queues/mutate,/queues/validate,/hypernodes/validate,/cronjobs/validate"
 FIELD_MANAGER = "gpucloud-localcluster"
 PROMETHEUS = f"http://{HOST}:{PORTS['prometheus']}"
+ALERTMANAGER = f"http://{HOST}:{PORTS['alertmanager']}"
+# A webhook receiver that keeps what Alertmanager sends it (alert_sink.py): a tenant's
+# notices at /tenant/<name>, everything else at /platform.
+ALERT_SINK = f"http://{HOST}:{PORTS['alert-sink']}"
 # Short intervals so a test sees a job's GPU-hours within seconds; production
 # keeps the monitoring role's 30 s (monitoring_scrape_interval). A fleet-scale
 # benchmark sets the production value: over 30,000 queues a 5 s scrape keeps

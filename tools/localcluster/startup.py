@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import topology
+from alerting_files import reload_alertmanager, write_alertmanager_files
 from components import ORDER, Component, components
 from credentials import ensure_pki
 from kube_client import Kube
@@ -85,6 +86,9 @@ def refresh_files(up: Up, name: str, pid: int | None, running: bool) -> bool:
         assert pid is not None  # it runs
         stop_pid(pid)
         return False
+    if name == "alertmanager" and write_alertmanager_files(up.state) and running:
+        log("alertmanager: routes changed; reloading")
+        reload_alertmanager()
     if name == "prometheus" and write_prometheus_files(up.state) and running:
         log("prometheus: configuration or rules changed; reloading")
         reload_prometheus()

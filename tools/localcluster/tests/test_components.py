@@ -71,3 +71,15 @@ def test_the_specs_are_frozen_and_named_once():
     with pytest.raises(dataclasses.FrozenInstanceError):
         components.COMPONENTS[0].name = "other"  # type: ignore[misc]
     assert len(set(cluster.ORDER)) == len(components.COMPONENTS)
+
+
+def test_alertmanager_runs_from_its_own_binaries_with_no_gossip_port(rendered, state: Path):
+    alertmanager = rendered["alertmanager"]
+    assert alertmanager.argv[0] == str(cluster.build_alerting.bin_dir() / "alertmanager")
+    assert f"--config.file={state / 'alertmanager.yml'}" in alertmanager.argv
+    assert "--cluster.listen-address=" in alertmanager.argv
+    assert alertmanager.health == f"{components.ALERTMANAGER}/-/ready"
+    sink = rendered["alert-sink"]
+    assert sink.argv[1:] == [str(HERE / "cluster.py"), "alert-sink", "--name", "test"]
+    # Prometheus starts after both: its first alert has somewhere to go.
+    assert cluster.ORDER.index("alertmanager") < cluster.ORDER.index("prometheus")
