@@ -282,3 +282,72 @@ def volcano_webhook_serves(custom) -> bool:
             return False
         raise
     return True
+
+
+# -- alert delivery and DCGM's series -------------------------------------------
+# The local Alertmanager posts to the cluster's webhook receiver (alert_sink.py), which
+# keeps each notification by path; a tenant's path exists once the tenant is routed.
+
+
+def route_tenant_alerts(tenant: str) -> None:
+    """Route ``tenant``'s alerts to the receiver's /tenant/<tenant> (cluster.py alert-routes)."""
+    cluster_tool("alert-routes", tenant)
+
+
+def notifications(path: str) -> list[dict[str, Any]]:
+    """What the local webhook receiver kept at ``path`` (``platform``, ``tenant/<name>``)."""
+    import json
+    import urllib.request
+
+    sink = (state_dir() / "alert-sink-url").read_text().strip()
+    with urllib.request.urlopen(f"{sink}/{path}", timeout=10) as answer:
+        return [json.loads(line) for line in answer.read().decode().splitlines()]
+
+
+def notified_alerts(path: str, alertname: str) -> list[dict[str, Any]]:
+    """The firing alerts named ``alertname`` among the notifications kept at ``path``."""
+    return [
+        alert
+        for post in notifications(path)
+        for alert in post.get("alerts", [])
+        if alert["labels"].get("alertname") == alertname and alert.get("status") == "firing"
+    ]
+
+
+class DcgmExporter:
+    """DCGM exporter series served over HTTP in the exporter's text format and listed in
+    the local Prometheus's ``dcgm-targets.json``, so Prometheus scrapes them as a real
+    exporter's. ``series`` is changed in place to change what the next scrape reads."""
+
+    def __init__(self, series: str) -> None:
+        self.series = series
+
+    def __enter__(self) -> DcgmExporter:
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        exporter = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = exporter.series.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.targets = state_dir() / "dcgm-targets.json"
+        target = f"127.0.0.1:{self.server.server_port}"
+        self.targets.write_text(json.dumps([{"targets": [target]}]) + "\n")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.targets.write_text("[]\n")
+        self.server.shutdown()

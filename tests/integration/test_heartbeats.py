@@ -3,7 +3,8 @@
 """Rule reconcile-heartbeat on the local cluster: a scheduled playbook renews its two
 heartbeat Leases, the real kube-state-metrics exports their renew times, and when the
 schedule stops (the Leases' last renewal 20 minutes ago) the real Prometheus fires
-``PlatformReconcileStopped`` for that playbook, from the rules the monitoring role applies.
+``PlatformReconcileStopped`` for that playbook, from the rules the monitoring role applies,
+and the real Alertmanager delivers it to the platform's webhook receiver.
 The rules' every case (stopped, failing, never succeeded, healthy) is promtool's
 ``tests/unit/promtool/heartbeat.test.yml``.
 """
@@ -19,6 +20,7 @@ import urllib.request
 import pytest
 
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    notified_alerts,
     prometheus_url,
     run_playbook,
     wait_until,
@@ -105,3 +107,15 @@ def test_a_stopped_schedule_fires_its_heartbeat_alert(ansible_env, leases):
     assert alert["annotations"]["summary"].startswith("throttle_reconcile has not run for 20m ")
     # Not running is not failing.
     assert not firing("PlatformReconcileFailing")
+    # And the real Alertmanager delivers it to the platform's receiver: no tenant label,
+    # so no tenant's route.
+    (sent,) = wait_until(
+        lambda: [
+            a
+            for a in notified_alerts("platform", "PlatformReconcileStopped")
+            if a["labels"].get("playbook") == PLAYBOOK and a["startsAt"] >= started.isoformat()
+        ][-1:],
+        timeout=30,
+        what="PlatformReconcileStopped at the platform's webhook receiver",
+    )
+    assert sent["labels"]["severity"] == "warning"
