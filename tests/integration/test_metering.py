@@ -16,7 +16,8 @@ One mixed period, every GPU pod's Running interval recorded by a watch on the AP
 The ledger's GPU-seconds per job are within one evaluation interval per edge of the
 truth at every step tried, the ledgers of all steps are equal, T2 pays for its
 subscription only from its creation, at each size for as long as it had it, and the
-reconciliation finds nothing unclaimed. A second period has a GPU pod an administrator
+reconciliation finds nothing unclaimed; the reclaim's notice reaches T1's alert receiver
+through the real Alertmanager, and not T2's. A second period has a GPU pod an administrator
 placed in T1's namespace outside its queues: the reconciliation names it.
 """
 
@@ -45,7 +46,9 @@ from ansible_collections.gpucloud.platform.tests.integration import test_jobs as
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     apply_admission,
     identity,
+    notified_alerts,
     prometheus_url,
+    route_tenant_alerts,
     run_playbook,
     wait_until,
 )
@@ -289,6 +292,9 @@ def test_the_ledger_of_a_mixed_period_is_what_ran(
     )
     t2 = f"mt{uuid.uuid4().hex[:6]}"
     ns2 = f"tenant-{t2}"
+    # Each tenant's alerts to its own receiver: the reclaim's notice reaches T1's only.
+    route_tenant_alerts(t1)
+    route_tenant_alerts(t2)
     start = math.floor(time.time() / RES) * RES
     deadlines: dict[str, float] = {}
     with PodWatch(api_client, {ns1, ns2}) as truth:
@@ -349,10 +355,33 @@ def test_the_ledger_of_a_mixed_period_is_what_ran(
         time.sleep(max(0.0, end - time.time()) + 2 * RES)
     try:
         assert [v["name"] for v in reclaimed["victims"]] == ["cheap"], reclaimed["victims"]
+        check_reclaim_notice(t1, ns1, t2)
         check_ledger(run_module, truth, start, end, (t1, ns1), (t2, ns2), created, resized)
         check_unclaimed_pod(dyn, run_module, t1, ns1)
     finally:
         run_module("tenant", {"name": t2, "state": "absent", "force": True, "wait": True})
+
+
+def check_reclaim_notice(t1: str, ns1: str, t2: str) -> None:
+    """The reclaim's count on T1's spot queue, exported by kube-state-metrics, fired
+    SpotJobsReclaimed in the real Prometheus, and the real Alertmanager sent it to T1's
+    receiver (and on to the platform's), not to T2's."""
+    (notice,) = wait_until(
+        lambda: [
+            a
+            for a in notified_alerts(f"tenant/{t1}", "SpotJobsReclaimed")
+            if a["labels"].get("queue") == f"{ns1}-spot"
+        ][-1:],
+        60,
+        1,
+        "SpotJobsReclaimed at T1's webhook receiver",
+    )
+    assert notice["labels"]["tenant"] == t1 and notice["labels"]["cause"] == "spot-reclaim"
+    assert notice["labels"]["severity"] == "warning"
+    assert any(
+        a["labels"].get("tenant") == t1 for a in notified_alerts("platform", "SpotJobsReclaimed")
+    )
+    assert not notified_alerts(f"tenant/{t2}", "SpotJobsReclaimed")
 
 
 def _created(client, body: dict) -> bool:
