@@ -243,3 +243,19 @@ def release_step(
     return NodeAction(
         action=RELEASE, patch=patch, after=_after(before, patch), healthy_since=stamp, **common
     )
+
+
+def replan(
+    node: Mapping[str, Any], previous: NodeAction, now: datetime, healthy_period: int
+) -> NodeAction:
+    """A node's step planned again from the node read after a write conflict: a node
+    quarantined meanwhile (another run) is held, not quarantined twice (its record of who
+    cordoned it stays); a quarantined node released meanwhile by hand is left alone;
+    otherwise the same step over what the node carries now (a taint added meanwhile is
+    kept)."""
+    state = view(node)
+    if is_quarantined(node) == (previous.action == QUARANTINE):
+        return NodeAction(previous.name, HOLD, previous.reasons, None, state, state)
+    if previous.action == QUARANTINE:
+        return plan_quarantine(node, previous.reasons, now)
+    return release_step(node, previous.reasons, now, healthy_period)

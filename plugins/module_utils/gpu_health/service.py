@@ -34,7 +34,7 @@ from .health import (
     report_health,
     warnings_of,
 )
-from .quarantine import QUARANTINE, RELEASE, plan_quarantine, release_step
+from .quarantine import QUARANTINE, RELEASE, replan
 from .record import history_entry, job_event, node_event
 from .signals import ROW_REMAP_QUERY, xid_query
 from .write_io import failed, patch_node, raise_counts, stop_job
@@ -72,14 +72,9 @@ def _write_nodes(
     for action in planned.nodes:
         if action.patch is None:
             continue
-        if action.action == QUARANTINE:
 
-            def again(node: Any, a: Any = action) -> Any:
-                return plan_quarantine(node, a.reasons, now)
-        else:
-
-            def again(node: Any, a: Any = action) -> Any:
-                return release_step(node, a.reasons, now, request.healthy_period)
+        def again(node: Any, a: Any = action) -> Any:
+            return replan(node, a, now, request.healthy_period)
 
         try:
             written = patch_node(cluster, action, again)

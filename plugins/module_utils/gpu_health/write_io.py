@@ -47,7 +47,7 @@ def patch_node(
 ) -> NodeAction:
     """One node's patch; on a conflict the node is read again and ``again`` plans its
     step from it. Returns the step written (a hold when, read again, nothing is due)."""
-    for _attempt in range(ATTEMPTS):
+    for attempt in range(ATTEMPTS):
         if action.patch is None:
             return action
         try:
@@ -55,10 +55,10 @@ def patch_node(
             return action
         except ConflictError:
             node = cluster.get("v1", "Node", action.name)
-            if node is None:
+            if node is None or attempt == ATTEMPTS - 1:
                 raise
             action = again(node)
-    raise ConflictError(f"node {action.name} kept changing")  # type: ignore[call-arg]
+    return action
 
 
 def stop_job(cluster: Cluster, job: JobAction) -> bool:

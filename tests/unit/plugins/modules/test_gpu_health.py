@@ -236,3 +236,18 @@ def test_parsed_of_gathered_is_the_check_mode_run(objects):
         return answer
 
     assert_parsed_is_the_check_run(HEALTH_FLOW, run, {**PARAMS, "state": "parsed", "facts": facts})
+
+
+def test_a_node_changed_since_the_read_is_read_again_and_its_new_taint_kept():
+    cluster = FakeCluster([node("n1", sick=True)])
+    request = service.parse_health(PARAMS)
+    planned = service.plan_health(request, service.gather_health(request, cluster))
+    other = {"key": "maintenance", "effect": "NoSchedule"}
+    cluster.put(node("n1", sick=True, taints=[other]))  # a new resourceVersion
+    service.apply_health(request, planned, cluster, False)
+    taints = cluster.kinds("Node")["n1"]["spec"]["taints"]
+    assert taints == [
+        other,
+        {"key": names.TAINT_GPU_UNHEALTHY, "value": "true", "effect": "NoSchedule"},
+    ]
+    assert [w for w in cluster.writes if w[1] == "Node"] == [("merge-patch", "Node", "n1")]

@@ -19,6 +19,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
 from ansible_collections.gpucloud.platform.plugins.module_utils.gpu_health import (
     disruption,
     health,
+    quarantine,
     signals,
 )
 from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.gpu_health.fixtures import (
@@ -355,3 +356,16 @@ def test_the_invariants(fleet, limit):
     for job in planned.jobs:
         if job.job_class == "critical":
             assert job.action == "left running" and not job.stopped
+
+
+def test_after_a_conflict_the_step_is_planned_again_from_the_node_read():
+    (first,) = plan([node("n1", sick=True)]).nodes
+    other = {"key": "maintenance", "effect": "NoSchedule"}
+    again = quarantine.replan(node("n1", sick=True, taints=[other]), first, NOW, 1800)
+    assert again.action == "quarantine" and again.patch["spec"]["taints"][0] == other
+    # quarantined meanwhile by another run: held, its record of who cordoned it kept
+    held = quarantine.replan(quarantined("n1", sick=True), first, NOW, 1800)
+    assert (held.action, held.patch) == ("hold", None)
+    (release,) = plan([quarantined("q", healthy_since="2026-01-01T00:00:00Z")]).nodes
+    by_hand = quarantine.replan(node("q"), release, NOW, 1800)
+    assert (by_hand.action, by_hand.patch) == ("hold", None)
