@@ -28,7 +28,8 @@ description:
     C(platform.io/gpu-healthy-since); once healthy for O(healthy_period) without a break, its taint and annotations
     are removed and it is uncordoned when the platform cordoned it."
   - "Each quarantine and release records an Event on the node (C(GpuQuarantined), C(GpuReleased)), each stopped job
-    a C(GpuQuarantined) Event, and the run an entry in ConfigMap C(platform-system/gpu-health-history)."
+    a C(GpuQuarantined) Event, and a run that quarantined, released or stopped anything an entry in ConfigMap
+    C(platform-system/gpu-health-history) (at most O(history_size) entries, newest first)."
   - "Reads one list of Nodes and, with O(prometheus_url), two Prometheus queries; only when a GPU node is or becomes
     quarantined, one list each of unfinished Pods, Volcano Jobs and Queues. Writes only what changes; safe to run
     every few minutes."

@@ -20,12 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..bringup.rollout import go_duration_seconds
 from ..common.errors import FieldError, PlatformValidationError, Refused, raise_if
 from ..common.times import as_utc, read_rfc3339, write_rfc3339
 from ..kube.flow import fact_lists
-from ..metering.inputs import url_errors
 from ..workload.pool import node_matches, selector_errors
 from .disruption import LEFT_RUNNING, JobAction, disrupted_jobs, jobs_on_nodes, stopped_per_queue
 from .quarantine import (
@@ -101,8 +101,16 @@ def input_errors(params: Mapping[str, Any]) -> list[FieldError]:
     ``fatal_xids`` whole numbers, the limits whole numbers, the node selector (rule
     node-selector)."""
     errors: list[FieldError] = []
-    if params.get("prometheus_url"):
-        errors += url_errors(params["prometheus_url"])
+    url = params.get("prometheus_url")
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if url and (parts is None or parts.scheme not in ("http", "https") or not parts.netloc):
+        errors.append(
+            FieldError(
+                "prometheus_url",
+                f"{url!r} is not an http(s) URL; for example http://prometheus:9090, or none "
+                "to judge by the node conditions only",
+            )
+        )
     window = params.get("xid_window")
     if not isinstance(window, str) or not _PROM_DURATION.match(window):
         errors.append(FieldError("xid_window", f"{window!r} is not a PromQL duration such as 10m"))

@@ -106,7 +106,9 @@ def apply_health(
             done.append(f"{job.action} Job/{job.namespace}/{job.name}")
     queues = {str(q["metadata"]["name"]): q for q in planned.queues}
     result["disrupted"] = raise_counts(cluster, queues, stopped_per_queue(stopped))
-    if check_mode or not done:
+    # Marking a node healthy again is bookkeeping: only a quarantine, a release or a
+    # stopped job is recorded.
+    if check_mode or not (result["quarantined"] or result["released"] or stopped):
         return result
     _record(cluster, request, planned, stopped, result)
     return result

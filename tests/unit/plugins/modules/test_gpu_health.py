@@ -251,3 +251,9 @@ def test_a_node_changed_since_the_read_is_read_again_and_its_new_taint_kept():
         {"key": names.TAINT_GPU_UNHEALTHY, "value": "true", "effect": "NoSchedule"},
     ]
     assert [w for w in cluster.writes if w[1] == "Node"] == [("merge-patch", "Node", "n1")]
+
+
+def test_marking_a_node_healthy_records_no_history_or_event(run_module):
+    cluster = FakeCluster([quarantined("n1")])
+    run_module(gpu_health, cluster)
+    assert cluster.objects("Event") == [] and cluster.objects("ConfigMap") == []
