@@ -161,6 +161,7 @@ MODULES: dict[str, list[dict[str, Any]]] = {
     "usage_report": [USAGE],
     "vcjob": [job_args("ck-new"), {"tenant": TENANT, "name": "ck-held", "state": "absent"}],
     "large_job_throttle": [{}],
+    "gpu_health": [{}],
     "queue_arbiter": [{}],
     "topology": [{"prune": True}],
     "topology_info": [{}],
@@ -269,6 +270,7 @@ PLAYBOOKS: dict[str, dict[str, Any] | None] = {
     "throttle_reconcile.yml": {},
     "arbiter_reconcile.yml": {},
     "hypernode_sync.yml": {},
+    "gpu_health.yml": {},
     "node_groups.yml": {"platform_node_groups": NODE_GROUPS},
     "inference_deploy.yml": {
         "tenant": TENANT,

@@ -112,6 +112,16 @@ ANNOTATION_ARBITER_EVICTED = PREFIX + "arbiter-evicted-jobs"
 ANNOTATION_GPU_QUARANTINE_DISRUPTED = PREFIX + "gpu-quarantine-disrupted-jobs"
 # GPU health (gpu_health): the taint on a node whose GPUs failed, with effect NoSchedule.
 TAINT_GPU_UNHEALTHY = PREFIX + "gpu-unhealthy"
+# On a quarantined node (gpu_health): when the platform quarantined it (RFC 3339), why (the
+# failing signals), whether the platform cordoned it ("true") or found it cordoned already
+# ("false": never uncordoned by the release), and since when it has been healthy again.
+ANNOTATION_GPU_QUARANTINED_AT = PREFIX + "gpu-quarantined-at"
+ANNOTATION_GPU_QUARANTINE_REASON = PREFIX + "gpu-quarantine-reason"
+ANNOTATION_GPU_QUARANTINE_CORDONED = PREFIX + "gpu-quarantine-cordoned"
+ANNOTATION_GPU_HEALTHY_SINCE = PREFIX + "gpu-healthy-since"
+GPU_HEALTH_HISTORY = "gpu-health-history"
+EVENT_REASON_GPU_QUARANTINED = "GpuQuarantined"
+EVENT_REASON_GPU_RELEASED = "GpuReleased"
 
 PLATFORM_NAMESPACE = "platform-system"
 VOLCANO_NAMESPACE = "volcano-system"

@@ -44,6 +44,7 @@ RECONCILE_PERIODS_MINUTES: dict[str, int] = {
     "arbiter_reconcile": 5,
     "tenant_catalog": 30,
     "hypernode_sync": 15,
+    "gpu_health": 5,
     "usage_report": 1440,
 }
 MISSED_PERIODS = 3

@@ -19,7 +19,7 @@ from pathlib import Path
 MODULE_UTILS = Path(__file__).resolve().parents[4] / "plugins" / "module_utils"
 
 # Bottom up: a domain of this list imports only the ones before it.
-LAYERS = ("workload", "queues", "policy", "hybrid", "jobs", "spot", "capacity")
+LAYERS = ("workload", "queues", "policy", "hybrid", "jobs", "spot", "capacity", "gpu_health")
 
 
 def domain_arrows() -> dict[tuple[str, str], set[str]]:
