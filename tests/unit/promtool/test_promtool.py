@@ -115,7 +115,7 @@ def test_every_dashboard_query_is_promql(tmp_path):
     ``$variables`` sit inside label matchers, where any text is valid)."""
     queries = dashboard_queries()
     rules_ = [
-        {"record": f"dashboard:query_{i}:check", "expr": e} for i, (_, e) in enumerate(queries)
+        {"record": f"dashboard:query_{i}:check", "expr": e} for i, (_where, e) in enumerate(queries)
     ]
     write_rules(tmp_path, [{"name": "dashboards", "rules": rules_}])
     out = subprocess.run(
