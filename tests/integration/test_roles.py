@@ -638,6 +638,8 @@ def test_monitoring_stack_objects_and_logs(tmp_path, kubeconfig, api_client, nam
         "monitoring_alloy_chart_ref": chart("alloy"),
         "monitoring_alloy_chart_repo_url": "",
         "monitoring_image_registry": MIRROR,
+        # as with the kserve role in the play
+        "monitoring_inference": True,
     }
     first = run_role(tmp_path, kubeconfig, "monitoring", extra)
     assert first.failed == 0, first.messages()
@@ -653,6 +655,10 @@ def test_monitoring_stack_objects_and_logs(tmp_path, kubeconfig, api_client, nam
         "volcano-controllers",
         "dcgm-exporter",
     }
+    pod_monitors = custom.list_namespaced_custom_object(
+        "monitoring.coreos.com", "v1", namespace, "podmonitors"
+    )["items"]
+    assert [m["metadata"]["name"] for m in pod_monitors] == ["kserve-predictors"]
     rule = custom.get_namespaced_custom_object(
         "monitoring.coreos.com", "v1", namespace, "prometheusrules", "gpucloud-platform"
     )
@@ -666,6 +672,8 @@ def test_monitoring_stack_objects_and_logs(tmp_path, kubeconfig, api_client, nam
         "JobFailureRateHigh",
         "SpotReclaimBurst",
         "ClusterGpuWatermarkHigh",
+        "InferenceLatencyHigh",
+        "InferenceErrorsHigh",
     } <= names
     temp = next(
         r
@@ -677,7 +685,7 @@ def test_monitoring_stack_objects_and_logs(tmp_path, kubeconfig, api_client, nam
     assert "{{ $labels.gpu }}" in temp["annotations"]["summary"]
 
     core = client.CoreV1Api(api_client)
-    for board in ("gpu", "queues", "spot"):
+    for board in ("gpu", "queues", "spot", "inference"):
         cm = core.read_namespaced_config_map(f"gpucloud-dashboard-{board}", namespace)
         assert cm.metadata.labels["grafana_dashboard"] == "1"
         assert json.loads(cm.data[f"{board}.json"])["uid"] == f"gpucloud-{board}"

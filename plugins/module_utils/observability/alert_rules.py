@@ -40,6 +40,8 @@ class Thresholds:
     job_failure_ratio: float = 0.2
     spot_reclaims_per_hour: int = 20
     gpu_watermark_ratio: float = 0.9
+    inference_p99_seconds: float = 5
+    inference_error_ratio: float = 0.05
 
 
 def threshold_errors(values: Any) -> list[str]:

@@ -7,7 +7,7 @@ they never import it."""
 from __future__ import annotations
 
 from ..common.rule_index import RuleRef
-from . import alert_routes, alert_rules, disruptions, heartbeats, metering_rules
+from . import alert_routes, alert_rules, disruptions, heartbeats, inference_rules, metering_rules
 
 RULES: tuple[RuleRef, ...] = (
     RuleRef("alert-routing", alert_routes.alertmanager_config),
@@ -17,6 +17,10 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("billing-type-of-queue", metering_rules._billing_type_of_queue),
     RuleRef("disruption-count", disruptions.grown),
     RuleRef("gpu-milli-units", alert_rules._queue_gpus),
+    RuleRef("inference-error-ratio", inference_rules.error_ratio),
+    RuleRef("inference-latency-quantiles", inference_rules.latency_quantile),
+    RuleRef("inference-request-rate", inference_rules.request_rate),
+    RuleRef("inference-slo-alerts", inference_rules.slo_alerts),
     RuleRef("metering-interval", metering_rules.interval_errors),
     RuleRef("reconcile-heartbeat", heartbeats.heartbeat_lease),
     RuleRef("vgpu-metered-by-memory", metering_rules._running_gpu_equivalents),

@@ -4,7 +4,8 @@
 file. Pure and stdlib only (the local cluster loads the observability package by path).
 
 One builder, ``rule_groups``, makes the ``groups`` of a Prometheus rule file: the
-metering group (``metering_rules``) and the GPU, queue and spot groups (``alert_rules``).
+metering group (``metering_rules``), the GPU, queue and spot groups (``alert_rules``),
+the reconcile heartbeats (``heartbeats``) and the inference group (``inference_rules``).
 The monitoring role wraps them in the PrometheusRule ``gpucloud-platform``
 (filter ``prometheus_rule_groups``), the local cluster's Prometheus loads the
 same groups from a file, and ``tests/unit/promtool/`` tests every rule with
@@ -24,6 +25,8 @@ Where the series come from (the names are the exporters' own):
   ``volcano_job_{completed,failed}_phase_count``;
 * dcgm-exporter (4.x labels: ``hostname``, ``gpu``, ``namespace``, ``pod``):
   ``DCGM_FI_DEV_*``;
+* KServe's model servers and vLLM (``inference_rules``): ``request_predict_seconds``,
+  ``vllm:e2e_request_latency_seconds``, ``vllm:request_success_total``;
 * kube-state-metrics' custom resource state
   (``kube_state_metrics.ksm_custom_resource_state``):
   ``platform_queue_spot_reclaimed_jobs``, each spot Queue's count of reclaimed
@@ -40,6 +43,7 @@ from typing import Any
 from .alert_rules import Thresholds, gpu_rules, queue_rules, spot_rules
 from .disruptions import DISRUPTIONS_GROUP, disruption_rules
 from .heartbeats import heartbeat_rules
+from .inference_rules import INFERENCE_GROUP, inference_rules
 from .metering_rules import DEFAULT_VGPU_GPU_MEMORY_MIB, METERING_GROUP, metering_rules
 
 
@@ -67,6 +71,7 @@ def rule_groups(
         {"name": "platform-spot", "rules": spot_rules(t)},
         {"name": "platform-reconcile", "rules": heartbeat_rules(reconcile_periods)},
         {"name": DISRUPTIONS_GROUP, "rules": disruption_rules()},
+        {"name": INFERENCE_GROUP, "rules": inference_rules(t)},
     ]
 
 

@@ -139,7 +139,7 @@ def test_version_table_lists_the_rdma_image():
     )
 
 
-@pytest.mark.parametrize("board", ["gpu", "queues", "spot"])
+@pytest.mark.parametrize("board", ["gpu", "queues", "spot", "inference"])
 def test_dashboards_are_grafana_json(board):
     data = json.loads(
         (ROOT / "roles" / "monitoring" / "files" / "dashboards" / f"{board}.json").read_text()

@@ -18,6 +18,7 @@ from ansible_collections.gpucloud.platform.plugins.filter.prometheus_rule_groups
 from ansible_collections.gpucloud.platform.plugins.module_utils.common import names
 from ansible_collections.gpucloud.platform.plugins.module_utils.observability import (
     alert_rules,
+    inference_rules,
     kube_state_metrics,
     metering_rules,
     rules,
@@ -122,6 +123,7 @@ def test_the_filter_gives_the_groups():
         "platform-spot",
         "platform-reconcile",
         "platform-disruptions",
+        "platform-inference",
     ]
 
 
@@ -372,3 +374,48 @@ def test_the_roles_default_metering_interval_is_one():
         "monitoring_reconcile_periods_minutes)" in template
     )
     assert defaults["monitoring_vgpu_gpu_memory_mib"] == metering_rules.DEFAULT_VGPU_GPU_MEMORY_MIB
+
+
+def inference_group():
+    (group,) = (g for g in rules.rule_groups() if g["name"] == inference_rules.INFERENCE_GROUP)
+    return group["rules"]
+
+
+def test_inference_thresholds_reach_the_slo_alerts():
+    groups = rules.rule_groups(
+        alert_rules.thresholds_of({"inference_p99_seconds": "0.75", "inference_error_ratio": 0.01})
+    )
+    by_name = {r.get("alert") or r["record"]: r for g in groups for r in g["rules"]}
+    assert by_name["InferenceLatencyHigh"]["expr"] == f"{inference_rules.LATENCY_P99} > 0.75"
+    assert by_name["InferenceErrorsHigh"]["expr"] == f"{inference_rules.ERRORS_RATIO} > 0.01"
+    defaults = {r["alert"]: r["expr"] for r in inference_group() if "alert" in r}
+    assert defaults["InferenceLatencyHigh"].endswith("> 5")
+    assert defaults["InferenceErrorsHigh"].endswith("> 0.05")
+
+
+def test_every_inference_record_is_per_service_and_tenant():
+    """The alerts carry ``tenant`` (routing) only if every record keeps it."""
+    for rule in inference_group():
+        if "record" not in rule:
+            continue
+        for by in re.findall(r"sum by \(([^)]*)\)", rule["expr"]):
+            assert set(by.split(", ")) - {"le"} == {"namespace", "inferenceservice", "tenant"}, rule
+    alerts = [r for r in inference_group() if "alert" in r]
+    assert {a["alert"] for a in alerts} == {"InferenceLatencyHigh", "InferenceErrorsHigh"}
+    assert all(a["labels"]["severity"] and a["expr"].startswith("platform:") for a in alerts)
+
+
+def test_inference_records_come_before_the_alerts_that_read_them():
+    order = [r.get("record") or r["alert"] for r in inference_group()]
+    for index, rule in enumerate(inference_group()):
+        read = set(re.findall(r"platform:\w+:\w+", rule["expr"]))
+        assert read <= set(order[:index]), rule
+
+
+def test_inference_rules_read_the_exporters_series_by_their_names():
+    exprs = "\n".join(r["expr"] for r in inference_group())
+    for series in inference_rules.EXPORTER_SERIES:
+        assert series in exprs
+    # KServe v0.20.0's kserve.metrics: the predict histogram, in seconds
+    assert "request_predict_seconds_bucket" in exprs
+    assert 'finished_reason="error"' in exprs
