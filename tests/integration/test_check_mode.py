@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import uuid
@@ -108,7 +109,12 @@ def job_args(name: str, **extra: Any) -> dict[str, Any]:
 def recorded_prometheus() -> str:
     """The local cluster's Prometheus, without failing at collection when it is not up."""
     path = state_dir() / "prometheus-url"
-    return path.read_text().strip() if path.exists() else "http://127.0.0.1:29090"
+    if path.exists():
+        return path.read_text().strip()
+    # not up yet (the session's fixture starts it after collection): where it will listen
+    return (
+        f"http://127.0.0.1:{29090 + int(os.environ.get('GPUCLOUD_LOCALCLUSTER_PORT_OFFSET', '0'))}"
+    )
 
 
 USAGE = {
