@@ -248,7 +248,7 @@ def test_the_changes_alternate_and_the_last_says_the_node_as_it_is(history):
     unhealthy, and the last one says whether its GPUs have failed (none: they never did)."""
     snapshot, old, seen = Snapshot(), None, []
     for new in history:
-        seen += [c for _, c, _ in health(observe(snapshot, KIND_NODE, old, new, AT))]
+        seen += [one[1] for one in health(observe(snapshot, KIND_NODE, old, new, AT))]
         old = new
     assert all(a != b for a, b in itertools.pairwise(seen))
     assert not seen or seen[0] == "unhealthy"
