@@ -112,6 +112,11 @@ ANNOTATION_ARBITER_EVICTED = PREFIX + "arbiter-evicted-jobs"
 ANNOTATION_GPU_QUARANTINE_DISRUPTED = PREFIX + "gpu-quarantine-disrupted-jobs"
 # GPU health (gpu_health): the taint on a node whose GPUs failed, with effect NoSchedule.
 TAINT_GPU_UNHEALTHY = PREFIX + "gpu-unhealthy"
+# The Node condition types whose status True says a node's GPUs failed, by default: a
+# node-problem-detector custom plugin reporting the GPUs sets a condition of its own name,
+# GpuUnhealthy in the platform's docs (gpu_health's unhealthy_conditions and the event
+# source's gpu_unhealthy_conditions).
+GPU_UNHEALTHY_CONDITIONS = ("GpuUnhealthy",)
 # On a quarantined node (gpu_health): when the platform quarantined it (RFC 3339), why (the
 # failing signals), whether the platform cordoned it ("true") or found it cordoned already
 # ("false": never uncordoned by the release), and since when it has been healthy again.

@@ -13,7 +13,8 @@ An event is a plain, JSON-serialisable dict::
 is, else ""), ``reason`` and ``at`` are always there; each event adds its own keys.
 
 The rules that make them are ``events.rules`` (which runs them) and one file per event:
-``paying_job_blocked``, ``large_job``, ``pool_changed`` and ``subscription_changed``.
+``paying_job_blocked``, ``large_job``, ``pool_changed``, ``subscription_changed`` and
+``gpu_health_changed``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ LARGE_JOB_RUNNING = "large_job_running"
 LARGE_JOB_GONE = "large_job_gone"
 POOL_CHANGED = "pool_changed"
 SUBSCRIPTION_CHANGED = "subscription_changed"
+GPU_HEALTH_CHANGED = "gpu_health_changed"
 PLATFORM_EVENTS = (
     PAYING_JOB_BLOCKED,
     LARGE_JOB_WAITING,
@@ -36,6 +38,7 @@ PLATFORM_EVENTS = (
     LARGE_JOB_GONE,
     POOL_CHANGED,
     SUBSCRIPTION_CHANGED,
+    GPU_HEALTH_CHANGED,
 )
 # The keys every event has.
 EVENT_KEYS = ("platform_event", "kind", "name", "namespace", "tenant", "reason", "at")

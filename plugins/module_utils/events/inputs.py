@@ -6,8 +6,11 @@ Rule event-source-args (``source_args``): kubernetes.core's connection options (
 unset one read from its ``K8S_AUTH_*`` variable, and with none of them the kubeconfig of
 ``KUBECONFIG``, as every module of the collection connects), ``resync_seconds`` (a
 number above 0, default 30), ``coalesce_seconds`` (rule event-coalesce's window, 0 or
-more, default 5; 0 passes every event) and ``kinds`` (some of Queue, PodGroup, Node, ConfigMap,
-default all). Any other argument is refused by name, so a misspelt option is not
+more, default 5; 0 passes every event), ``kinds`` (some of Queue, PodGroup, Node, ConfigMap,
+default all) and ``gpu_unhealthy_conditions`` (the Node condition types whose status True
+says a node's GPUs failed, for rule event-gpu-health-changed: a list of distinct condition
+type names, never ``Ready``, default ``[GpuUnhealthy]`` as module ``gpu_health``'s
+``unhealthy_conditions``). Any other argument is refused by name, so a misspelt option is not
 silently ignored; ``eda_*`` arguments are ansible-rulebook's own and are left alone.
 """
 
@@ -19,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.errors import FieldError, raise_if
-from .model import KINDS
+from ..common.names import GPU_UNHEALTHY_CONDITIONS
+from .model import KINDS, READY
 
 # kubernetes.core's connection options a source takes (its k8s_auth_options, less the
 # ones that only make sense for one module run).
@@ -38,7 +42,13 @@ CONNECTION_OPTIONS = (
 )
 DEFAULT_RESYNC_SECONDS = 30.0
 DEFAULT_COALESCE_SECONDS = 5.0
-SOURCE_OPTIONS = (*CONNECTION_OPTIONS, "resync_seconds", "coalesce_seconds", "kinds")
+SOURCE_OPTIONS = (
+    *CONNECTION_OPTIONS,
+    "resync_seconds",
+    "coalesce_seconds",
+    "kinds",
+    "gpu_unhealthy_conditions",
+)
 _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 
@@ -46,12 +56,14 @@ _FALSE = ("false", "no", "off", "0")
 @dataclass(frozen=True)
 class SourceArgs:
     """What the source runs with: the connection options given (None left out), the
-    resync period, the kinds it watches and the coalescing window."""
+    resync period, the kinds it watches, the coalescing window and the Node condition
+    types that mean failed GPUs."""
 
     connection: dict[str, Any] = field(default_factory=dict)
     resync_seconds: float = DEFAULT_RESYNC_SECONDS
     kinds: tuple[str, ...] = KINDS
     coalesce_seconds: float = DEFAULT_COALESCE_SECONDS
+    gpu_unhealthy_conditions: tuple[str, ...] = GPU_UNHEALTHY_CONDITIONS
 
 
 def _boolean(value: object) -> bool | None:
@@ -107,6 +119,32 @@ def _kinds(value: object) -> tuple[tuple[str, ...], list[FieldError]]:
     return tuple(k for k in KINDS if k in value), []
 
 
+def _condition_types(value: object) -> tuple[tuple[str, ...], list[FieldError]]:
+    """The GPU-fault condition types: a non-empty list of distinct names, without spaces,
+    never Ready (a Ready node is no failed GPU)."""
+    name = "gpu_unhealthy_conditions"
+    words = "a list of Node condition types, such as [GpuUnhealthy]"
+    if not isinstance(value, list | tuple) or not value:
+        return GPU_UNHEALTHY_CONDITIONS, [FieldError(name, f"{value!r} must be {words}")]
+    bad = [t for t in value if not isinstance(t, str) or not t or t.strip() != t or " " in t]
+    if bad:
+        return GPU_UNHEALTHY_CONDITIONS, [
+            FieldError(name, f"{bad!r} are not condition types; {words}")
+        ]
+    if READY in value:
+        return GPU_UNHEALTHY_CONDITIONS, [
+            FieldError(
+                name,
+                f"{READY} is every healthy node's condition, not a GPU fault; {words}",
+            )
+        ]
+    if len(set(value)) != len(value):
+        return GPU_UNHEALTHY_CONDITIONS, [
+            FieldError(name, f"{list(value)!r} names a condition type twice")
+        ]
+    return tuple(value), []
+
+
 def source_args(args: Mapping[str, Any] | None) -> SourceArgs:
     """Rule event-source-args: the source's arguments checked (PlatformValidationError
     naming each bad one) and read."""
@@ -138,5 +176,10 @@ def source_args(args: Mapping[str, Any] | None) -> SourceArgs:
         else (DEFAULT_COALESCE_SECONDS, [])
     )
     kinds, kind_errors = _kinds(args["kinds"]) if args.get("kinds") is not None else (KINDS, [])
-    raise_if(errors + resync_errors + coalesce_errors + kind_errors)
-    return SourceArgs(connection, resync, kinds, coalesce)
+    unhealthy, unhealthy_errors = (
+        _condition_types(args["gpu_unhealthy_conditions"])
+        if args.get("gpu_unhealthy_conditions") is not None
+        else (GPU_UNHEALTHY_CONDITIONS, [])
+    )
+    raise_if(errors + resync_errors + coalesce_errors + kind_errors + unhealthy_errors)
+    return SourceArgs(connection, resync, kinds, coalesce, unhealthy)

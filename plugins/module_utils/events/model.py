@@ -10,26 +10,31 @@ watches four kinds and keeps, for each object, only what the event rules
   GPUs of ``spec.deserved``, ``spec.capability`` and ``status.allocated``;
 * PodGroup (Volcano): ``spec.queue``, ``spec.priorityClassName``, ``status.phase`` and
   its ``Unschedulable`` conditions;
-* Node: ``spec.unschedulable``, the allocatable GPUs and the ``Ready`` condition;
+* Node: ``spec.unschedulable``, the allocatable GPUs, the ``Ready`` condition and the
+  conditions of the GPU-fault types (the source's ``gpu_unhealthy_conditions``), each as
+  its type and status, and of its taints only ``platform.io/gpu-unhealthy``'s key;
 * ConfigMap (the platform's, ``platform.io/managed-by``): its ``data``.
 
 Two versions of an object that slim to the same thing are the same to every rule, so a
 status heartbeat or a change to a field no rule reads is no change at all.
 
 The ``Snapshot`` answers what the rules ask of everything else: the ``QueueFacts`` of a
-queue by name (``queues/kinds.facts_from_manifests``: labels, managed, parent) and the
-GPUs the spot queues hold (``status.allocated`` of the managed spot queues).
+queue by name (``queues/kinds.facts_from_manifests``: labels, managed, parent), the
+GPUs the spot queues hold (``status.allocated`` of the managed spot queues) and the Node
+condition types that mean failed GPUs (``gpu_unhealthy_conditions``, which its ``slim``
+keeps).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 from ..common.errors import PlatformValidationError
 from ..common.names import (
+    GPU_UNHEALTHY_CONDITIONS,
     LABEL_MANAGED_BY,
     MANAGED_BY,
     PODGROUP_UNSCHEDULABLE,
@@ -38,6 +43,7 @@ from ..common.names import (
     QUEUE_TYPE_SUBSCRIPTION,
     QUEUE_TYPE_TEAM,
     ROOT_QUEUE,
+    TAINT_GPU_UNHEALTHY,
     namespace_name,
     tenant_namespace_errors,
 )
@@ -129,16 +135,27 @@ def _gpu_only(resources: object) -> dict[str, Any]:
     )
 
 
-def _conditions(status: Mapping[str, Any], wanted: str) -> list[dict[str, str]]:
-    """The conditions of type ``wanted``, with only their type and status."""
+def _conditions(status: Mapping[str, Any], *wanted: str) -> list[dict[str, str]]:
+    """The conditions of the types ``wanted``, with only their type and status, in the
+    object's order."""
     conditions = status.get("conditions")
     if not isinstance(conditions, list):
         return []
     return [
-        {"type": wanted, "status": text(c.get("status"))}
+        {"type": text(c.get("type")), "status": text(c.get("status"))}
         for c in conditions
-        if isinstance(c, Mapping) and c.get("type") == wanted
+        if isinstance(c, Mapping) and c.get("type") in wanted
     ]
+
+
+def _gpu_taint_keys(spec: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Of a node's taints, only ``platform.io/gpu-unhealthy``, as its key (rule
+    event-standing reads whether the node carries it)."""
+    taints = spec.get("taints")
+    if not isinstance(taints, list):
+        return []
+    found = any(isinstance(t, Mapping) and t.get("key") == TAINT_GPU_UNHEALTHY for t in taints)
+    return [{"key": TAINT_GPU_UNHEALTHY}] if found else []
 
 
 def _slim_meta(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -154,11 +171,14 @@ def _slim_meta(obj: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def slim(kind: str, obj: Mapping[str, Any]) -> Object:
+def slim(
+    kind: str, obj: Mapping[str, Any], unhealthy: Sequence[str] = GPU_UNHEALTHY_CONDITIONS
+) -> Object:
     """What the rules read of an object of a watched kind, in the object's own shape (so a
     rule reads a whole object and its slim form alike); ``slim`` of a slim object is
     itself. No ``resourceVersion``: two versions that differ only in what no rule reads
-    slim to the same object."""
+    slim to the same object. ``unhealthy``: the Node condition types that mean failed
+    GPUs (a Node keeps those and ``Ready``)."""
     obj = mapping(obj)
     spec, status = mapping(obj.get("spec")), mapping(obj.get("status"))
     out: Object = {"kind": kind, "metadata": _slim_meta(obj)}
@@ -179,10 +199,13 @@ def slim(kind: str, obj: Mapping[str, Any]) -> Object:
             "conditions": _conditions(status, PODGROUP_UNSCHEDULABLE),
         }
     elif kind == KIND_NODE:
-        out["spec"] = {"unschedulable": spec.get("unschedulable") is True}
+        out["spec"] = {
+            "unschedulable": spec.get("unschedulable") is True,
+            "taints": _gpu_taint_keys(spec),
+        }
         out["status"] = {
             "allocatable": _gpu_only(status.get("allocatable")),
-            "conditions": _conditions(status, READY),
+            "conditions": _conditions(status, READY, *unhealthy),
         }
     elif kind == KIND_CONFIGMAP:
         data = mapping(obj.get("data"))
@@ -245,14 +268,21 @@ def tenant_of(namespace: str, facts: QueueFacts | None = None) -> str:
 
 class Snapshot:
     """The slim objects the source has seen, by kind and key, with the queue facts and the
-    spot GPUs kept up to date as objects are applied. Not thread-safe: the service holds
-    one lock around every change and every read."""
+    spot GPUs kept up to date as objects are applied, and the Node condition types that
+    mean failed GPUs (what its ``slim`` keeps of a Node and rule event-gpu-health-changed
+    reads). Not thread-safe: the service holds one lock around every change and every
+    read."""
 
-    def __init__(self) -> None:
+    def __init__(self, gpu_unhealthy_conditions: Sequence[str] = GPU_UNHEALTHY_CONDITIONS) -> None:
+        self.gpu_unhealthy_conditions = tuple(gpu_unhealthy_conditions)
         self.objects: dict[str, dict[Key, Object]] = {kind: {} for kind in KINDS}
         self._children: Counter[str] = Counter()  # queue name -> queues naming it parent
         self._spot: dict[str, int] = {}  # spot queue name -> GPUs it holds
         self.spot_gpus = 0
+
+    def slim(self, kind: str, obj: Mapping[str, Any]) -> Object:
+        """``slim`` with this snapshot's GPU-fault condition types."""
+        return slim(kind, obj, self.gpu_unhealthy_conditions)
 
     def get(self, kind: str, key: Key) -> Object | None:
         return self.objects.setdefault(kind, {}).get(key)
@@ -291,7 +321,7 @@ class Snapshot:
             if kind == KIND_QUEUE and gone is not None:
                 self._forget_queue(gone)
         if new is not None:
-            kept = slim(kind, new)
+            kept = self.slim(kind, new)
             key = key_of(kept)
             if kind == KIND_QUEUE and key in held:
                 self._forget_queue(held[key])

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..common.rule_index import RuleRef
 from . import (
     coalesce,
+    gpu_health_changed,
     inputs,
     large_job,
     paying_job_blocked,
@@ -19,6 +20,7 @@ from . import (
 
 RULES: tuple[RuleRef, ...] = (
     RuleRef("event-coalesce", coalesce.Coalescer),
+    RuleRef("event-gpu-health-changed", gpu_health_changed.gpu_health_changed),
     RuleRef("event-large-job", large_job.large_job),
     RuleRef("event-paying-job-blocked", paying_job_blocked.paying_job_blocked),
     RuleRef("event-pool-changed", pool_changed.pool_changed),

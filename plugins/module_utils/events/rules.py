@@ -12,12 +12,14 @@ their own; this file runs them, by kind:
 * Rule event-large-job (``large_job``): ``events.large_job``;
 * Rule event-pool-changed (``pool_changed``): ``events.pool_changed``;
 * Rule event-subscription-changed (``subscription_changed``, ``tenant_queues_changed``):
-  ``events.subscription_changed``.
+  ``events.subscription_changed``;
+* Rule event-gpu-health-changed (``gpu_health_changed``): ``events.gpu_health_changed``.
 
 And on a whole snapshot, here:
 
 * Rule event-standing (``standing``): what still holds in a whole snapshot, the paying jobs
-  still blocked and the large jobs still waiting, for the source to emit again on its
+  still blocked, the large jobs still waiting and the GPU nodes whose GPUs failed and
+  that are not quarantined yet, for the source to emit again on its
   periodic resync and after a re-list: an edge missed while the watch was down is acted
   on all the same.
 * Rule event-relist (``relist_pairs``, ``relist``): a fresh LIST of a kind is the old/new
@@ -35,6 +37,7 @@ from typing import Any
 
 from ..common.names import PODGROUP_WAITING_PHASES
 from .event import LARGE_JOB_WAITING, Event, Rule
+from .gpu_health_changed import gpu_health_changed, unquarantined
 from .large_job import large, large_event, large_job
 from .model import (
     KIND_CONFIGMAP,
@@ -46,7 +49,6 @@ from .model import (
     key_of,
     phase_of,
     queue_name_of,
-    slim,
     uid_of,
 )
 from .paying_job_blocked import blocked, blocked_event, paying_job_blocked, spot_took_gpus
@@ -56,7 +58,7 @@ from .subscription_changed import subscription_changed, tenant_queues_changed
 RULES: dict[str, tuple[Rule, ...]] = {
     KIND_QUEUE: (subscription_changed, spot_took_gpus),
     KIND_PODGROUP: (paying_job_blocked, large_job),
-    KIND_NODE: (pool_changed,),
+    KIND_NODE: (pool_changed, gpu_health_changed),
     KIND_CONFIGMAP: (tenant_queues_changed,),
 }
 
@@ -95,8 +97,8 @@ def observe(
 ) -> list[Event]:
     """Apply one change (``old`` None: added; ``new`` None: gone) to the snapshot and return
     its events. The rules read the slim forms, so a change of nothing they read is none."""
-    before = slim(kind, old) if old is not None else None
-    after = slim(kind, new) if new is not None else None
+    before = snapshot.slim(kind, old) if old is not None else None
+    after = snapshot.slim(kind, new) if new is not None else None
     if before == after:
         if after is not None:
             snapshot.apply(kind, before, after)
@@ -108,9 +110,14 @@ def observe(
     return out
 
 
+# The kinds a standing condition reads: a re-list of one of them emits them again.
+STANDING_KINDS = (KIND_QUEUE, KIND_PODGROUP, KIND_NODE)
+
+
 def standing(snapshot: Snapshot, at: str) -> list[Event]:
     """Rule event-standing: the paying jobs still blocked and the large jobs still waiting,
-    in key order."""
+    in key order, then the GPU nodes whose GPUs failed and that do not carry the taint
+    ``platform.io/gpu-unhealthy`` yet (``gpu_health_changed.unquarantined``)."""
     out: list[Event] = []
     spot = snapshot.spot_gpus
     for podgroup in snapshot.all(KIND_PODGROUP):
@@ -119,7 +126,7 @@ def standing(snapshot: Snapshot, at: str) -> list[Event]:
             out.append(blocked_event(podgroup, facts, spot, at, still=True))
         if large(podgroup) and phase_of(podgroup) in PODGROUP_WAITING_PHASES:
             out.append(large_event(LARGE_JOB_WAITING, podgroup, snapshot, at, still=True))
-    return out
+    return out + unquarantined(snapshot, at)
 
 
 def relist_pairs(
@@ -130,7 +137,7 @@ def relist_pairs(
     then added) and gone. An object the LIST holds as the snapshot does is no change."""
     now = {}
     for obj in listed:
-        kept = slim(kind, obj)
+        kept = snapshot.slim(kind, obj)
         now[key_of(kept)] = kept
     held = snapshot.objects.get(kind, {})
     out: list[tuple[Object | None, Object | None]] = []
@@ -150,11 +157,11 @@ def relist(
 ) -> list[Event]:
     """Rule event-relist: the events of a fresh LIST of ``kind`` (its changes through the
     rules, the snapshot updated), then, when the kind is one a standing condition reads
-    (Queue, PodGroup), the standing conditions not among them."""
+    (Queue, PodGroup, Node), the standing conditions not among them."""
     out: list[Event] = []
     for old, new in relist_pairs(snapshot, kind, listed):
         out += observe(snapshot, kind, old, new, at)
-    if kind in (KIND_QUEUE, KIND_PODGROUP):
+    if kind in STANDING_KINDS:
         emitted = {identity(e) for e in out}
         out += [e for e in standing(snapshot, at) if identity(e) not in emitted]
     return out

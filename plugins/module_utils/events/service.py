@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from ..common.names import MANAGED_SELECTOR, PODGROUP_API, QUEUE_API
+from ..common.names import GPU_UNHEALTHY_CONDITIONS, MANAGED_SELECTOR, PODGROUP_API, QUEUE_API
 from ..common.times import write_rfc3339
 from ..kube.cluster import Cluster, decode
 from .coalesce import Coalescer
@@ -253,13 +253,14 @@ class ClusterEvents:
         clock: Callable[[], datetime] | None = None,
         coalesce_seconds: float = 0.0,
         monotonic: Callable[[], float] = time.monotonic,
+        gpu_unhealthy_conditions: Sequence[str] = GPU_UNHEALTHY_CONDITIONS,
     ):
         self.transport = transport
         self.emit = emit
         self.kinds = tuple(kinds)
         self.resync_seconds = resync_seconds
         self.watch_timeout = watch_timeout
-        self.snapshot = Snapshot()
+        self.snapshot = Snapshot(gpu_unhealthy_conditions)
         # kind -> the resourceVersion to watch from; None: LIST first
         self.versions: dict[str, str | None] = dict.fromkeys(self.kinds)
         self.lists: dict[str, int] = dict.fromkeys(self.kinds, 0)  # LISTs made, per kind
@@ -427,4 +428,5 @@ def run_source(args: SourceArgs, emit: Callable[[Event], Any], stop: threading.E
         args.kinds,
         args.resync_seconds,
         coalesce_seconds=args.coalesce_seconds,
+        gpu_unhealthy_conditions=args.gpu_unhealthy_conditions,
     ).run(stop)

@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..common.names import GPU_UNHEALTHY_CONDITIONS
+
 XID_METRIC = "DCGM_FI_DEV_XID_ERRORS"
 ROW_REMAP_METRIC = "DCGM_FI_DEV_ROW_REMAP_FAILURE"
 # dcgm-exporter names the node in Hostname (its own label) and, as the platform's
@@ -31,8 +33,8 @@ _BY = "max by (Hostname, hostname, gpu)"
 
 # A node-problem-detector custom plugin reporting the GPUs (for example on nvidia-smi or
 # DCGM health checks) sets a condition of its own name; GpuUnhealthy is the name the
-# platform's docs give it.
-DEFAULT_UNHEALTHY_CONDITIONS = ("GpuUnhealthy",)
+# platform's docs give it (common/names, shared with the event source).
+DEFAULT_UNHEALTHY_CONDITIONS = GPU_UNHEALTHY_CONDITIONS
 # The XIDs of NVIDIA's XID catalogue whose recommended action is a GPU reset, a node
 # reboot or a hardware check, not an application fix: 48 double-bit ECC error, 63 and 64
 # ECC page retirement / row remapping event and failure, 74 NVLink error, 79 GPU has

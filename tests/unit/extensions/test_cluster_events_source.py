@@ -25,6 +25,12 @@ import ansible_collections.gpucloud.platform as collection
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+    GPU_UNHEALTHY_CONDITIONS,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.events.event import (
+    PLATFORM_EVENTS,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.events.inputs import (
     DEFAULT_RESYNC_SECONDS,
     SOURCE_OPTIONS,
@@ -142,13 +148,11 @@ def test_the_documentation_is_the_sources_arguments(plugin):
     example = yaml.safe_load(plugin.EXAMPLES)
     (source,) = example[0]["sources"]
     assert set(source["gpucloud.platform.cluster_events"]) <= set(SOURCE_OPTIONS)
-    for event in (
-        "paying_job_blocked",
-        "large_job_waiting",
-        "pool_changed",
-        "subscription_changed",
-    ):
-        assert event in plugin.DOCUMENTATION
+    assert tuple(doc["options"]["gpu_unhealthy_conditions"]["default"]) == (
+        GPU_UNHEALTHY_CONDITIONS
+    )
+    for event in PLATFORM_EVENTS:
+        assert f"C({event})" in plugin.DOCUMENTATION, event
 
 
 def clean_env(**extra: str) -> dict[str, str]:

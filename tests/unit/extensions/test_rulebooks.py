@@ -18,6 +18,9 @@ import yaml
 from ansible_collections.gpucloud.platform.plugins.module_utils.events.event import (
     PLATFORM_EVENTS as EVENTS,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.gpu_health.signals import (
+    DEFAULT_UNHEALTHY_CONDITIONS,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 RULEBOOKS = ROOT / "extensions" / "eda" / "rulebooks"
@@ -65,6 +68,31 @@ def test_each_local_rule_runs_a_playbook_of_the_collection():
         action = rule["action"]["run_playbook"]
         assert (ROOT / action["name"]).is_file(), action["name"]
         assert action["lock"] == Path(action["name"]).stem
+
+
+def test_every_event_the_source_emits_runs_a_playbook():
+    (ruleset,) = load(LOCAL)
+    named = {
+        part.split('"')[1]
+        for rule in ruleset["rules"]
+        for part in rule["condition"].split("event.platform_event ==")[1:]
+    }
+    assert named == set(EVENTS)
+
+
+def test_gpu_health_changed_runs_gpu_health_with_the_sources_condition_types():
+    for path in (LOCAL, CONTROLLER):
+        (ruleset,) = load(path)
+        source = ruleset["sources"][0]["gpucloud.platform.cluster_events"]
+        # The source judges a node as the playbook's default does (gpu_health's own).
+        assert tuple(source["gpu_unhealthy_conditions"]) == DEFAULT_UNHEALTHY_CONDITIONS
+        (rule,) = [r for r in ruleset["rules"] if "gpu_health_changed" in r["condition"]]
+        assert rule["condition"] == 'event.platform_event == "gpu_health_changed"'
+        (action,) = rule["action"].values()
+        assert action["lock"] == "gpu_health"
+    (local,) = load(LOCAL)
+    (rule,) = [r for r in local["rules"] if "gpu_health_changed" in r["condition"]]
+    assert rule["action"]["run_playbook"]["name"] == "playbooks/gpu_health.yml"
 
 
 def test_the_controller_rulebook_is_the_local_one_launching_the_awx_job_templates():

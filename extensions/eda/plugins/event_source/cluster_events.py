@@ -42,6 +42,12 @@ description:
     C(queue_type), C(change) (added, removed, deserved, capability), C(deserved_gpus) and
     C(capability_gpus), null when unset); or the ConfigMap C(platform-queues) of a tenant
     namespace added, removed or changed (adds C(change) added, removed or changed).
+  - C(gpu_health_changed) - a GPU node added with its GPUs failed or whose GPUs fail (a
+    condition of one of the types O(gpu_unhealthy_conditions) turns C(True)), C(change)
+    C(unhealthy); or whose last such condition stops being C(True) or is removed,
+    C(change) C(healthy); never for a condition that stays C(True) with another message
+    or heartbeat, another condition type, or a removed node. Adds C(change),
+    C(conditions) (the failing types, empty for C(healthy)) and C(gpus).
   - Every event has C(platform_event), C(kind), C(name), C(namespace) (empty when
     cluster-scoped), C(tenant) (empty when none), C(reason) (a sentence) and C(at) (RFC
     3339, UTC).
@@ -49,8 +55,10 @@ description:
   - The first LIST is a change of every object (each GPU node and paying queue is
     C(added)). After 410 Gone a kind is listed again and what changed meanwhile is
     emitted; while the API server is away the source waits (0.5 s doubling to 5 s) and
-    watches again from where it was. The paying jobs still blocked and the large jobs
-    still waiting are emitted again every C(resync_seconds) and after a re-list.
+    watches again from where it was. The paying jobs still blocked, the large jobs
+    still waiting and the GPU nodes whose GPUs have failed and that do not carry the taint
+    C(platform.io/gpu-unhealthy) yet (not quarantined) are emitted again every
+    C(resync_seconds) and after a re-list.
 options:
   kubeconfig:
     description:
@@ -103,11 +111,23 @@ options:
   kinds:
     description:
       - The kinds watched. C(paying_job_blocked) needs Queue and PodGroup, the large-job
-        events PodGroup, C(pool_changed) Node, C(subscription_changed) Queue and ConfigMap.
+        events PodGroup, C(pool_changed) and C(gpu_health_changed) Node,
+        C(subscription_changed) Queue and ConfigMap.
     type: list
     elements: str
     choices: [Queue, Node, ConfigMap, PodGroup]
     default: [Queue, Node, ConfigMap, PodGroup]
+  gpu_unhealthy_conditions:
+    description:
+      - The Node condition types whose status C(True) says a node's GPUs failed
+        (C(gpu_health_changed)); a node-problem-detector custom plugin reporting the GPUs
+        sets one of its own name.
+      - The same list as the C(gpu_health_unhealthy_conditions) of C(playbooks/gpu_health.yml)
+        (module C(gpucloud.platform.gpu_health)'s C(unhealthy_conditions)), so that the
+        run an event starts judges the node as the event did. Distinct names, never C(Ready).
+    type: list
+    elements: str
+    default: [GpuUnhealthy]
 """
 
 EXAMPLES = r"""

@@ -125,7 +125,12 @@ def node(
     uid: str | None = None,
     version: str = "1",
     heartbeat: str = "2026-01-01T12:00:00Z",
+    gpu_conditions: dict[str, str] | None = None,
+    taints: tuple[str, ...] = (),
+    message: str = "nvidia-smi failed",
 ) -> dict[str, Any]:
+    """A node; ``gpu_conditions``: condition type -> status (a node-problem-detector's
+    GPU conditions), ``taints``: the keys of its taints (effect NoSchedule)."""
     allocatable: dict[str, Any] = {"cpu": "96", "memory": "1Ti", "pods": "110"}
     if gpus is not None:
         allocatable[GPU] = gpus
@@ -141,9 +146,21 @@ def node(
                 "reason": "KubeletReady",
             }
         )
+    for kind, status in (gpu_conditions or {}).items():
+        conditions.append(
+            {
+                "type": kind,
+                "status": status,
+                "reason": "GpuCheckFailed" if status == "True" else "GpuCheckPassed",
+                "message": message,
+                "lastHeartbeatTime": heartbeat,
+            }
+        )
     spec: dict[str, Any] = {"podCIDR": "10.0.0.0/24"}
     if unschedulable:
         spec["unschedulable"] = True
+    if taints:
+        spec["taints"] = [{"key": k, "value": "true", "effect": "NoSchedule"} for k in taints]
     return {
         "apiVersion": "v1",
         "kind": "Node",

@@ -15,6 +15,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.events.inputs im
     source_args,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.events.model import KINDS
+from ansible_collections.gpucloud.platform.plugins.module_utils.gpu_health.signals import (
+    DEFAULT_UNHEALTHY_CONDITIONS,
+)
 
 
 def test_no_arguments_is_every_kind_every_30_seconds_and_the_environment_connection():
@@ -64,6 +67,14 @@ def test_ansible_rulebooks_own_arguments_are_left_alone():
         ({"validate_certs": "maybe"}, "validate_certs"),
         ({"host": ""}, "host"),
         ({"api_key": 12}, "api_key"),
+        ({"gpu_unhealthy_conditions": "GpuUnhealthy"}, "gpu_unhealthy_conditions"),
+        ({"gpu_unhealthy_conditions": []}, "gpu_unhealthy_conditions"),
+        ({"gpu_unhealthy_conditions": ["GpuUnhealthy", ""]}, "gpu_unhealthy_conditions"),
+        ({"gpu_unhealthy_conditions": ["Gpu Unhealthy"]}, "gpu_unhealthy_conditions"),
+        ({"gpu_unhealthy_conditions": [7]}, "gpu_unhealthy_conditions"),
+        ({"gpu_unhealthy_conditions": ["Ready"]}, "gpu_unhealthy_conditions"),
+        ({"gpu_unhealthy_conditions": ["GpuX", "GpuX"]}, "gpu_unhealthy_conditions"),
+        ({"gpu_unhealthy_condition": ["GpuUnhealthy"]}, "gpu_unhealthy_condition"),
     ],
 )
 def test_a_bad_argument_is_refused_by_name(args, field):
@@ -76,3 +87,29 @@ def test_every_bad_argument_is_named_at_once():
     with pytest.raises(PlatformValidationError) as caught:
         source_args({"resync": 1, "resync_seconds": 0, "kinds": ["Pod"]})
     assert sorted(e.field for e in caught.value.errors) == ["kinds", "resync", "resync_seconds"]
+
+
+def test_the_gpu_fault_condition_types_default_to_gpu_healths():
+    assert source_args({}).gpu_unhealthy_conditions == DEFAULT_UNHEALTHY_CONDITIONS
+    read = source_args({"gpu_unhealthy_conditions": ["GpuUnhealthy", "example.com/GpuXid"]})
+    assert read.gpu_unhealthy_conditions == ("GpuUnhealthy", "example.com/GpuXid")
+
+
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        (
+            ["Ready"],
+            "gpu_unhealthy_conditions: Ready is every healthy node's condition, not a GPU fault",
+        ),
+        (
+            "GpuUnhealthy",
+            "gpu_unhealthy_conditions: 'GpuUnhealthy' must be a list of Node condition types",
+        ),
+        (["A", "A"], "gpu_unhealthy_conditions: ['A', 'A'] names a condition type twice"),
+    ],
+)
+def test_a_bad_condition_type_list_is_refused_in_words(value, words):
+    with pytest.raises(PlatformValidationError) as caught:
+        source_args({"gpu_unhealthy_conditions": value})
+    assert words in str(caught.value)

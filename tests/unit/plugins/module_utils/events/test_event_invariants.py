@@ -27,6 +27,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.events.model imp
     slim,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.events.rules import (
+    STANDING_KINDS,
     observe,
     relist,
     relist_pairs,
@@ -89,6 +90,11 @@ nodes = st.builds(
     ready=st.sampled_from([None, True, False]),
     unschedulable=st.booleans(),
     uid=uids,
+    gpu_conditions=st.sampled_from(
+        [None, {"GpuUnhealthy": "True"}, {"GpuUnhealthy": "False"}, {"GpuDegraded": "True"}]
+    ),
+    taints=st.sampled_from([(), ("platform.io/gpu-unhealthy",), ("dedicated",)]),
+    message=st.sampled_from(["nvidia-smi failed", "XID 79"]),
 )
 configmaps = st.builds(
     configmap,
@@ -134,7 +140,7 @@ def test_relisting_what_the_snapshot_holds_emits_only_the_standing_conditions(hi
     final = {kind: [dict(o) for o in snapshot.all(kind)] for kind in KINDS}
     for kind in KINDS:
         assert relist_pairs(snapshot, kind, final[kind]) == []
-        expected = standing(snapshot, AT) if kind in (KIND_QUEUE, KIND_PODGROUP) else []
+        expected = standing(snapshot, AT) if kind in STANDING_KINDS else []
         assert relist(snapshot, kind, final[kind], AT) == expected
 
 

@@ -652,3 +652,36 @@ def test_run_source_connects_with_the_connection_options(monkeypatch):
         SourceArgs({"kubeconfig": "/k", "context": "c"}, 5.0, (KIND_NODE,)), lambda e: None, stop
     )
     assert made == [{"kubeconfig": "/k", "context": "c"}]
+
+
+def test_the_sources_gpu_fault_types_judge_the_nodes_it_watches():
+    stop, emitted = Stop(), []
+    degraded = {"GpuDegraded": "True"}
+    script = Script(
+        stop,
+        lists={KIND_NODE: [([node("n1"), node("n2", gpu_conditions=degraded)], "10")]},
+        watches={
+            KIND_NODE: [
+                events_of(
+                    KIND_NODE,
+                    ("MODIFIED", versioned(node("n1", gpu_conditions=degraded), "11")),
+                    (
+                        "MODIFIED",
+                        versioned(node("n2", gpu_conditions={"GpuUnhealthy": "True"}), "12"),
+                    ),
+                )
+            ]
+        },
+    )
+    svc_ = source(script, emitted, kinds=[KIND_NODE], gpu_unhealthy_conditions=("GpuDegraded",))
+    assert svc_.snapshot.gpu_unhealthy_conditions == ("GpuDegraded",)
+    svc_.follow(KIND_NODE, stop)
+    health = [c for c in changes(emitted) if c[0] == "gpu_health_changed"]
+    assert health == [
+        ("gpu_health_changed", "n2", "unhealthy"),  # listed failed
+        ("gpu_health_changed", "n1", "unhealthy"),  # the watch saw it fail
+        ("gpu_health_changed", "n2", "healthy"),  # GpuUnhealthy is not this source's type
+    ]
+    emitted.clear()
+    svc_.resync()  # rule event-standing: n1 failed and is not tainted yet
+    assert changes(emitted) == [("gpu_health_changed", "n1", "unhealthy")]
