@@ -15,9 +15,11 @@ real vc-scheduler, and the queue arbiter where Volcano cannot make the room.
 * design 6.2's worked example: the text (never below deserved) holds, not the example;
   the arbiter reports beforehand what Volcano may evict for a restarted victim;
 * two arbiter runs started together evict once; a second run changes nothing;
-* the other guarantees in the same runs: critical jobs stay (scenario one's own set and
-  scenario two), another tenant waiting for the same nodes takes nothing (scenario two),
-  debug jobs never preempt and the throttle holds new submissions (as above).
+* the other guarantees in the same runs: critical jobs stay (scenario two), another
+  tenant waiting for the same nodes takes nothing (scenario two), debug jobs never preempt
+  and the throttle holds new submissions (as above). Gangpreempt's own order (debug first,
+  then normal newest first) and a critical job never preempted are the conformance suite's
+  (``tests/conformance/test_scheduling_policy.py``), on raw queues.
 
 Each test pins its jobs to nodes of its own (label platform.io/conformance), so the
 victims depend only on the rules. Needs free 8-GPU nodes (it skips otherwise).
@@ -222,28 +224,6 @@ def test_scenario_one_volcano_preempts_the_design_set_and_the_throttle_holds(sit
     assert released["throttles"] in ({}, {ns: {"queues": [], "until": "", "reason": ""}})
     print(f"scenario one: large job submitted to running in {took:.1f} s")
     assert took < 60
-
-
-def test_scenario_one_own_set_newest_normal_job_goes_first(site):
-    """A set of our own: a subscription of 48 with 8 GPUs free, a critical job, two normal
-    jobs and two debug jobs, of 8 each; the large job (32) needs 24 more: both debug jobs
-    and the newer normal job (LIFO). The critical job is never evicted."""
-    s = site(6)
-    tenant = s.tenant(48, [{"name": "algo", "deserved": {GPU: 48}}], allow_critical=True)
-    ns = f"tenant-{tenant}"
-    for name, pc in (
-        ("crit", "critical-job"),
-        ("old-normal", "normal-job"),
-        ("new-normal", "normal-job"),
-        ("debug-1", "debug-job"),
-        ("debug-2", "debug-job"),
-    ):
-        s.running(tenant, "algo", name, pc, 1, 8)
-    with PodDeletions(s.kube, [ns]) as deletions:
-        s.submit(tenant, "algo", "large", "large-job", 4, 8)
-        s.kube.wait_running(ns, "large", 4, timeout=120)
-    assert evicted_jobs(deletions) == {"debug-1", "debug-2", "new-normal"}, deletions.order
-    assert s.kube.running(ns, "old-normal", 1) and s.kube.running(ns, "crit", 1)
 
 
 def test_scenario_two_the_arbiter_takes_back_what_team_a_borrowed(site, ansible_env, run_module):
