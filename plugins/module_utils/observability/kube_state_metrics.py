@@ -105,78 +105,75 @@ def ksm_custom_resource_state() -> dict[str, Any]:
     the subscription's size over time). From every Volcano Job: ``platform_vcjob_info{namespace, job_name, queue,
     spot_price}``, the bid admission checked (rule billing-fits-queue). kube-state-metrics
     finds both kinds by discovery; they are not among its ``--resources``."""
-    queue_labels = {
-        "queue": ["metadata", "name"],
-        "tenant": ["metadata", "labels", "platform.io/tenant"],
-        "queue_type": ["metadata", "labels", "platform.io/queue-type"],
-    }
     return {
         "kind": "CustomResourceStateMetrics",
-        "spec": {
-            "resources": [
-                {
-                    "groupVersionKind": {
-                        "group": "scheduling.volcano.sh",
-                        "version": "v1beta1",
-                        "kind": "Queue",
-                    },
-                    "metricNamePrefix": "platform_queue",
-                    "labelsFromPath": queue_labels,
-                    "metrics": [
-                        _count(
-                            "spot_reclaimed_jobs",
-                            "Jobs the platform has reclaimed from this spot queue, ever.",
-                            ANNOTATION_SPOT_RECLAIMED,
-                        ),
-                        _count(
-                            "arbiter_evicted_jobs",
-                            "Jobs of this queue the queue arbiter has evicted, ever.",
-                            ANNOTATION_ARBITER_EVICTED,
-                        ),
-                        _count(
-                            "gpu_quarantine_disrupted_jobs",
-                            "Jobs of this queue stopped by a GPU node's quarantine, ever.",
-                            ANNOTATION_GPU_QUARANTINE_DISRUPTED,
-                        ),
-                        # An Info metric is left out for an object that lacks one of its
-                        # own label paths (and has no sample without one), so it names a
-                        # path every Queue has, and the capability is a gauge of its own.
-                        _info("info", "A queue's tenant and type.", {"name": ["metadata", "name"]}),
-                        {
-                            "name": "capability_gpus",
-                            "help": "A queue's GPU capability (0 without one).",
-                            "each": {
-                                "type": "Gauge",
-                                "gauge": {
-                                    "path": ["spec", "capability", "nvidia.com/gpu"],
-                                    "nilIsZero": True,
-                                },
-                            },
-                        },
-                    ],
-                },
-                {
-                    "groupVersionKind": {
-                        "group": "batch.volcano.sh",
-                        "version": "v1alpha1",
-                        "kind": "Job",
-                    },
-                    "metricNamePrefix": "platform_vcjob",
-                    "labelsFromPath": {
-                        "namespace": ["metadata", "namespace"],
-                        "job_name": ["metadata", "name"],
-                        "queue": ["spec", "queue"],
-                    },
-                    "metrics": [
-                        _info(
-                            "info",
-                            "A Volcano Job's queue and, for a spot job, its bid per GPU-hour.",
-                            {"spot_price": ["metadata", "annotations", ANNOTATION_SPOT_PRICE]},
-                        )
-                    ],
-                },
-            ]
+        "spec": {"resources": [_queue_resource(), _vcjob_resource()]},
+    }
+
+
+def _queue_resource() -> dict[str, Any]:
+    """Every Volcano Queue's stop counts, tenant and type, and GPU capability."""
+    return {
+        "groupVersionKind": {
+            "group": "scheduling.volcano.sh",
+            "version": "v1beta1",
+            "kind": "Queue",
         },
+        "metricNamePrefix": "platform_queue",
+        "labelsFromPath": {
+            "queue": ["metadata", "name"],
+            "tenant": ["metadata", "labels", "platform.io/tenant"],
+            "queue_type": ["metadata", "labels", "platform.io/queue-type"],
+        },
+        "metrics": [
+            _count(
+                "spot_reclaimed_jobs",
+                "Jobs the platform has reclaimed from this spot queue, ever.",
+                ANNOTATION_SPOT_RECLAIMED,
+            ),
+            _count(
+                "arbiter_evicted_jobs",
+                "Jobs of this queue the queue arbiter has evicted, ever.",
+                ANNOTATION_ARBITER_EVICTED,
+            ),
+            _count(
+                "gpu_quarantine_disrupted_jobs",
+                "Jobs of this queue stopped by a GPU node's quarantine, ever.",
+                ANNOTATION_GPU_QUARANTINE_DISRUPTED,
+            ),
+            # An Info metric is left out for an object that lacks one of its own label
+            # paths (and has no sample without one), so it names a path every Queue has,
+            # and the capability is a gauge of its own.
+            _info("info", "A queue's tenant and type.", {"name": ["metadata", "name"]}),
+            {
+                "name": "capability_gpus",
+                "help": "A queue's GPU capability (0 without one).",
+                "each": {
+                    "type": "Gauge",
+                    "gauge": {"path": ["spec", "capability", "nvidia.com/gpu"], "nilIsZero": True},
+                },
+            },
+        ],
+    }
+
+
+def _vcjob_resource() -> dict[str, Any]:
+    """Every Volcano Job's queue and bid."""
+    return {
+        "groupVersionKind": {"group": "batch.volcano.sh", "version": "v1alpha1", "kind": "Job"},
+        "metricNamePrefix": "platform_vcjob",
+        "labelsFromPath": {
+            "namespace": ["metadata", "namespace"],
+            "job_name": ["metadata", "name"],
+            "queue": ["spec", "queue"],
+        },
+        "metrics": [
+            _info(
+                "info",
+                "A Volcano Job's queue and, for a spot job, its bid per GPU-hour.",
+                {"spot_price": ["metadata", "annotations", ANNOTATION_SPOT_PRICE]},
+            )
+        ],
     }
 
 
