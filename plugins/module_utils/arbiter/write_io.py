@@ -21,27 +21,28 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ansible.module_utils.common.warnings import warn
-
 from ..common.errors import PartialWrite, Refused
-from ..common.names import EVENT_REASON_ARBITER_EVICTED, JOB_API, QUEUE_API
+from ..common.names import (
+    ANNOTATION_ARBITER_EVICTED,
+    EVENT_REASON_ARBITER_EVICTED,
+    JOB_API,
+    QUEUE_API,
+)
 from ..kube.cluster import (
     ApiException,
     Cluster,
     ConflictError,
     NotFoundError,
     TransportError,
-    api_error_message,
 )
-from ..kube.run_record import record_event
+from ..kube.run_record import raise_stop_counts, record_event
 from .arbitrate import ArbiterPlan as Plan
-from .count import eviction_count_patch, evictions_per_queue, raised_count
+from .count import evictions_per_queue
 from .hold import gpu_capability, held_capability, hold_text, taken_by_queue, with_gpu_capability
 from .model import RunningJob, WaitingJob, pods_of
 from .record import evicted_event, report, victim_dict
 
 WHAT = "evicting jobs for the queue arbiter"
-COUNT_ATTEMPTS = 5
 
 
 # --- evicting ----------------------------------------------------------------------
@@ -117,31 +118,13 @@ def count_evictions(
     cluster: Cluster, evicted: Iterable[Mapping[str, Any]]
 ) -> dict[str, dict[str, int]]:
     """Raise each victim queue's eviction count by the jobs evicted from it (rule
-    arbiter-eviction-count); returns the counts written, before and after, by queue. Under
-    the arbiter's Lease no other run counts at the same time; Volcano or a hold may change
-    the queue in between, which the patch's resourceVersion turns into a conflict and
-    another read. The jobs are evicted either way: a count that cannot be written is only
-    warned about (and left out of what is returned)."""
-    counted: dict[str, dict[str, int]] = {}
-    for name, jobs in evictions_per_queue(evicted).items():
-        for _attempt in range(COUNT_ATTEMPTS):
-            try:
-                queue = cluster.get(QUEUE_API, "Queue", name)
-                if queue is not None:
-                    cluster.merge_patch(QUEUE_API, "Queue", name, eviction_count_patch(queue, jobs))
-                    counted[name] = raised_count(queue, jobs)
-                break
-            except ConflictError:
-                continue
-            except (ApiException, TransportError) as exc:
-                warn(
-                    f"the eviction count of queue {name} could not be raised by {jobs}: "
-                    f"{api_error_message(exc)}"
-                )
-                break
-        else:
-            warn(f"the eviction count of queue {name} kept changing; {jobs} evictions not counted")
-    return counted
+    arbiter-eviction-count, written by ``kube/run_record.raise_stop_counts``); returns the
+    counts written, before and after, by queue. Under the arbiter's Lease no other run
+    counts at the same time; Volcano or a hold may change the queue in between, which the
+    patch's resourceVersion turns into a conflict and another read."""
+    return raise_stop_counts(
+        cluster, ANNOTATION_ARBITER_EVICTED, evictions_per_queue(evicted), "eviction", "evictions"
+    )
 
 
 # --- holding the room (rule reclaim-hold) --------------------------------------------

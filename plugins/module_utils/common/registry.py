@@ -6,7 +6,7 @@ they never import it."""
 
 from __future__ import annotations
 
-from . import history, names, quantity, variables
+from . import history, names, quantity, stop_counts, variables
 from .rule_index import RuleRef
 
 RULES: tuple[RuleRef, ...] = (
@@ -18,6 +18,7 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("playbook-variables", variables.unknown_variables),
     RuleRef("quantity", quantity.parse),
     RuleRef("reclaim-history", history.push_history),
+    RuleRef("stop-count", stop_counts.stopped_jobs),
     RuleRef("team-name", names.team_name_errors),
     RuleRef("tenant-name", names.tenant_name_errors),
     RuleRef("tenant-namespace", names.tenant_namespace_errors),

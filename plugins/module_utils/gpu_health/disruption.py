@@ -8,16 +8,16 @@ or fails (policies PodEvicted and PodFailed -> RestartJob, ``jobs/manifest``); w
 node cordoned and tainted, the restarted pods land on healthy nodes.
 
 * Rule quarantine-jobs (``quarantine_action``, applied by ``jobs_on_nodes``).
-* Rule quarantine-count (``disrupted_jobs``, ``disrupted_count_patch``).
+* Rule quarantine-count (``disrupted_jobs``; the count itself is rule stop-count).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..common import stop_counts
 from ..common.names import (
     ANNOTATION_GPU_QUARANTINE_DISRUPTED,
     BILLING_TYPE_OF_QUEUE_TYPE,
@@ -190,30 +190,12 @@ def jobs_on_nodes(
 
 
 def disrupted_jobs(queue: Mapping[str, Any]) -> int:
-    """Rule quarantine-count: the jobs a GPU quarantine stopped in this Queue so far (its
-    ``platform.io/gpu-quarantine-disrupted-jobs`` annotation; missing or not a whole
-    number of 0 or more counts 0, as rule spot-reclaim-count reads its own)."""
-    raw = ((queue.get("metadata") or {}).get("annotations") or {}).get(
-        ANNOTATION_GPU_QUARANTINE_DISRUPTED
-    )
-    text = raw.strip() if isinstance(raw, str) else ""
-    return int(text) if text.isascii() and text.isdigit() else 0
+    """Rule quarantine-count: the jobs a GPU quarantine stopped in this Queue so far, its
+    ``platform.io/gpu-quarantine-disrupted-jobs`` annotation (rule stop-count)."""
+    return stop_counts.stopped_jobs(queue, ANNOTATION_GPU_QUARANTINE_DISRUPTED)
 
 
 def stopped_per_queue(actions: Iterable[JobAction]) -> dict[str, int]:
     """Rule quarantine-count: how many stopped (deleted or evicted) jobs each Queue
     counts, by name."""
-    return dict(sorted(Counter(a.queue for a in actions if a.stopped and a.queue).items()))
-
-
-def disrupted_count_patch(queue: Mapping[str, Any], jobs: int) -> dict[str, Any]:
-    """Rule quarantine-count: the merge patch that adds ``jobs`` to the Queue's count,
-    against the version read (a concurrent change is a conflict, and the count is read
-    again rather than lost)."""
-    meta = queue.get("metadata") or {}
-    return {
-        "metadata": {
-            "resourceVersion": meta.get("resourceVersion"),
-            "annotations": {ANNOTATION_GPU_QUARANTINE_DISRUPTED: str(disrupted_jobs(queue) + jobs)},
-        }
-    }
+    return stop_counts.per_queue(a.queue for a in actions if a.stopped)

@@ -23,19 +23,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ansible.module_utils.common.warnings import warn
-
 from ..common.errors import PartialWrite
-from ..common.names import JOB_API, QUEUE_API
+from ..common.names import ANNOTATION_GPU_QUARANTINE_DISRUPTED, JOB_API
 from ..kube.cluster import (
-    ApiException,
     Cluster,
     ConflictError,
     NotFoundError,
-    TransportError,
-    api_error_message,
 )
-from .disruption import DELETE, EVICT, JobAction, disrupted_count_patch, disrupted_jobs
+from ..kube.run_record import raise_stop_counts
+from .disruption import DELETE, EVICT, JobAction
 from .quarantine import NodeAction
 
 WHAT = "GPU health"
@@ -89,30 +85,13 @@ def stop_job(cluster: Cluster, job: JobAction) -> bool:
 def raise_counts(
     cluster: Cluster, queues: Mapping[str, Mapping[str, Any]], per_queue: Mapping[str, int]
 ) -> dict[str, dict[str, int]]:
-    """Raise each Queue's disrupted count (rule quarantine-count); the Queue listed is
-    patched first, read again on a conflict. A count that cannot be written is warned
-    about: the jobs are stopped either way."""
-    counted: dict[str, dict[str, int]] = {}
-    for name, jobs in per_queue.items():
-        queue = queues.get(name)
-        for _attempt in range(ATTEMPTS):
-            if queue is None:
-                break
-            try:
-                cluster.merge_patch(QUEUE_API, "Queue", name, disrupted_count_patch(queue, jobs))
-                before = disrupted_jobs(queue)
-                counted[name] = {"before": before, "after": before + jobs}
-                break
-            except ConflictError:
-                queue = cluster.get(QUEUE_API, "Queue", name)
-            except (ApiException, TransportError) as exc:
-                warn(
-                    f"the GPU quarantine count of queue {name} could not be raised by {jobs}: {api_error_message(exc)}"
-                )
-                break
-        else:
-            warn(f"the GPU quarantine count of queue {name} kept changing; {jobs} jobs not counted")
-    return counted
+    """Raise each Queue's disrupted count (rule quarantine-count, written by
+    ``kube/run_record.raise_stop_counts``): the Queue as listed is patched first, read
+    again on a conflict. A count that cannot be written is warned about: the jobs are
+    stopped either way."""
+    return raise_stop_counts(
+        cluster, ANNOTATION_GPU_QUARANTINE_DISRUPTED, per_queue, "GPU quarantine", "jobs", queues
+    )
 
 
 def failed(done: list[str], exc: Exception, report: Mapping[str, Any]) -> PartialWrite:

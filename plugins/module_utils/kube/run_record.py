@@ -40,8 +40,12 @@ from typing import Any
 from ansible.module_utils.common.warnings import warn
 
 from ..common.history import history_manifest, push_history, read_history
-from ..common.names import PLATFORM_NAMESPACE
-from .cluster import ApiException, Cluster, TransportError, api_error_message
+from ..common.names import PLATFORM_NAMESPACE, QUEUE_API
+from ..common.stop_counts import count_patch, raised_count
+from .cluster import ApiException, Cluster, ConflictError, TransportError, api_error_message
+
+# Reads and patches of one Queue's stop count before it is given up as changing too often.
+STOP_COUNT_ATTEMPTS = 5
 
 
 def record_event(cluster: Cluster, manifest: Mapping[str, Any], what: str) -> bool:
@@ -93,3 +97,43 @@ def record_history(
     except (ApiException, TransportError) as exc:  # best effort: see the module docstring
         warn(f"{what} could not be added to ConfigMap {namespace}/{name}: {api_error_message(exc)}")
         return []
+
+
+def raise_stop_counts(
+    cluster: Cluster,
+    annotation: str,
+    jobs_per_queue: Mapping[str, int],
+    what: str,
+    noun: str,
+    listed: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, dict[str, int]]:
+    """Raise each Queue's count in ``annotation`` by the jobs a run stopped in it (rule
+    stop-count, ``common/stop_counts``); returns the counts written, before and after, by
+    queue. Each Queue is read (one GET) and patched against that version; a conflict reads
+    it again. With ``listed`` (the Queues the run already listed, by name) the listed
+    version is patched first, and a Queue not listed counts nothing. Best effort, as the
+    Events are: the jobs are stopped either way, so a count that cannot be written is
+    warned about, as ``the <what> count of queue <name> ...``, and left out."""
+    counted: dict[str, dict[str, int]] = {}
+    for name, jobs in jobs_per_queue.items():
+        queue = listed.get(name) if listed is not None else None
+        for attempt in range(STOP_COUNT_ATTEMPTS):
+            try:
+                if listed is None or attempt > 0:
+                    queue = cluster.get(QUEUE_API, "Queue", name)
+                if queue is None:
+                    break
+                cluster.merge_patch(QUEUE_API, "Queue", name, count_patch(queue, annotation, jobs))
+                counted[name] = raised_count(queue, annotation, jobs)
+                break
+            except ConflictError:
+                continue
+            except (ApiException, TransportError) as exc:  # best effort: see above
+                warn(
+                    f"the {what} count of queue {name} could not be raised by {jobs}: "
+                    f"{api_error_message(exc)}"
+                )
+                break
+        else:
+            warn(f"the {what} count of queue {name} kept changing; {jobs} {noun} not counted")
+    return counted

@@ -9,7 +9,7 @@ writes (the Events and the history through ``kube/run_record``). Rules held here
   so that this run must not delete (the rule is ``kube/lease.lease_blocker``, shared
   with the queue arbiter; rule reclaim-lease-holder is ``kube/lease.run_holder``).
 * Rule reclaim-history (``push_history``, ``common/history``): newest first, bounded.
-* Rule spot-reclaim-count (``reclaimed_jobs``, ``reclaim_count_patch``): each spot
+* Rule spot-reclaim-count (``reclaimed_jobs``; the count itself is rule stop-count): each spot
   Queue counts the jobs reclaimed from it, ever, in an annotation that
   kube-state-metrics exports, so Prometheus counts reclaims per hour.
 * Rule reclaim-input (``reclaim_option_errors``, ``reclaim_input_errors``):
@@ -22,13 +22,13 @@ from there).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from ..common import history as _history
+from ..common import stop_counts
 from ..common.errors import FieldError, Refused, raise_if
 from ..common.names import (
     ANNOTATION_SPOT_RECLAIMED,
@@ -257,37 +257,19 @@ def history_entry(
 
 
 def reclaimed_jobs(queue: Mapping[str, Any]) -> int:
-    """Rule spot-reclaim-count: the jobs reclaimed from this spot Queue so far (its
-    ``platform.io/spot-reclaimed-jobs`` annotation; missing or not a whole number
-    of 0 or more counts 0, so a hand-edited value restarts the count instead of
-    stopping it)."""
-    raw = ((queue.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_SPOT_RECLAIMED)
-    text = raw.strip() if isinstance(raw, str) else ""
-    return int(text) if text.isascii() and text.isdigit() else 0
+    """Rule spot-reclaim-count: the jobs reclaimed from this spot Queue so far, its
+    ``platform.io/spot-reclaimed-jobs`` annotation (rule stop-count)."""
+    return stop_counts.stopped_jobs(queue, ANNOTATION_SPOT_RECLAIMED)
 
 
 def reclaims_per_queue(victims: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     """Rule spot-reclaim-count: how many of the victims each spot Queue loses, by name."""
-    return dict(sorted(Counter(v["queue"] for v in victims if v.get("queue")).items()))
+    return stop_counts.per_queue(v.get("queue") for v in victims)
 
 
 def raised_count(queue: Mapping[str, Any], jobs: int) -> dict[str, int]:
     """Rule spot-reclaim-count: the Queue's count before and after ``jobs`` more reclaims."""
-    before = reclaimed_jobs(queue)
-    return {"before": before, "after": before + jobs}
-
-
-def reclaim_count_patch(queue: Mapping[str, Any], jobs: int) -> dict[str, Any]:
-    """Rule spot-reclaim-count: the merge patch that adds ``jobs`` to the Queue's
-    count, made against the version read (a concurrent change is a conflict, and the
-    count is read again rather than lost)."""
-    meta = queue.get("metadata") or {}
-    return {
-        "metadata": {
-            "resourceVersion": meta.get("resourceVersion"),
-            "annotations": {ANNOTATION_SPOT_RECLAIMED: str(raised_count(queue, jobs)["after"])},
-        }
-    }
+    return stop_counts.raised_count(queue, ANNOTATION_SPOT_RECLAIMED, jobs)
 
 
 def history_manifest(entries: list[Any]) -> dict[str, Any]:

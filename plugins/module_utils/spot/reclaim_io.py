@@ -28,6 +28,7 @@ from ansible.module_utils.common.warnings import warn
 
 from ..common.errors import PartialWrite, PlatformValidationError
 from ..common.names import (
+    ANNOTATION_SPOT_RECLAIMED,
     EVENT_REASON_SPOT_RECLAIMED,
     JOB_API,
     QUEUE_API,
@@ -40,10 +41,9 @@ from ..kube.cluster import (
     Cluster,
     ConflictError,
     TransportError,
-    api_error_message,
 )
 from ..kube.lease import SPOT_RECLAIM
-from ..kube.run_record import record_event, record_history
+from ..kube.run_record import raise_stop_counts, record_event, record_history
 from ..workload.pool import commitments_from_queues, committed_total
 from .read_io import read_live_history, read_pool, read_queues, read_spot_candidates
 from .reclaim import (
@@ -55,7 +55,6 @@ from .reclaim import (
     history_entry,
     lease_blocker,
     raised_count,
-    reclaim_count_patch,
     reclaim_report,
     reclaims_per_queue,
     too_little_spot,
@@ -65,7 +64,6 @@ from .victims import SpotJob, choose_victims, reclaim_need, unsold_reclaim_need
 
 # Attempts at raising a queue's reclaim count when a spot recompute changes the queue
 # between the read and the patch.
-COUNT_ATTEMPTS = 5
 
 
 def utc_now() -> datetime:
@@ -190,31 +188,13 @@ def count_reclaims(
     cluster: Cluster, deleted: Iterable[Mapping[str, Any]]
 ) -> dict[str, dict[str, int]]:
     """Raise each spot queue's reclaim count by the jobs deleted from it (rule
-    spot-reclaim-count); returns the counts written, before and after, by queue. Under
-    the reclaim Lease no other reclaim counts at the same time; a spot recompute may
-    change the queue in between, which the patch's resourceVersion turns into a
-    conflict and another read. The jobs are gone either way: a count that cannot be
-    written is only warned about (and left out of what is returned)."""
-    counted: dict[str, dict[str, int]] = {}
-    for name, jobs in reclaims_per_queue(deleted).items():
-        for _attempt in range(COUNT_ATTEMPTS):
-            try:
-                queue = cluster.get(QUEUE_API, "Queue", name)
-                if queue is not None:
-                    cluster.merge_patch(QUEUE_API, "Queue", name, reclaim_count_patch(queue, jobs))
-                    counted[name] = raised_count(queue, jobs)
-                break
-            except ConflictError:
-                continue
-            except (ApiException, TransportError) as exc:
-                warn(
-                    f"the reclaim count of queue {name} could not be raised by {jobs}: "
-                    f"{api_error_message(exc)}"
-                )
-                break
-        else:
-            warn(f"the reclaim count of queue {name} kept changing; {jobs} reclaims not counted")
-    return counted
+    spot-reclaim-count, written by ``kube/run_record.raise_stop_counts``); returns the
+    counts written, before and after, by queue. Under the reclaim Lease no other reclaim
+    counts at the same time; a spot recompute may change the queue in between, which the
+    patch's resourceVersion turns into a conflict and another read."""
+    return raise_stop_counts(
+        cluster, ANNOTATION_SPOT_RECLAIMED, reclaims_per_queue(deleted), "reclaim", "reclaims"
+    )
 
 
 def counts_to_raise(

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter import service, write_io
+from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube import (
     flow,
     lease_io,
@@ -64,7 +64,6 @@ def warnings(monkeypatch):
     monkeypatch.setattr(flow, "warn", seen.append)
     monkeypatch.setattr(lease_io, "warn", seen.append)
     monkeypatch.setattr(run_record, "warn", seen.append)
-    monkeypatch.setattr(write_io, "warn", seen.append)
     return seen
 
 

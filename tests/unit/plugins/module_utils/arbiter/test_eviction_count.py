@@ -11,11 +11,13 @@ from hypothesis import strategies as st
 from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter.count import (
     counts_to_raise,
     evicted_jobs,
-    eviction_count_patch,
     evictions_per_queue,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
     ANNOTATION_ARBITER_EVICTED,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.stop_counts import (
+    count_patch,
 )
 
 
@@ -45,7 +47,7 @@ def test_a_count_that_is_not_a_whole_number_restarts_at_0(count, expected):
 
 
 def test_the_patch_raises_the_count_against_the_version_read():
-    assert eviction_count_patch(queue(count="3"), 2) == {
+    assert count_patch(queue(count="3"), ANNOTATION_ARBITER_EVICTED, 2) == {
         "metadata": {"resourceVersion": "7", "annotations": {ANNOTATION_ARBITER_EVICTED: "5"}}
     }
 
@@ -59,6 +61,6 @@ def test_victims_are_counted_per_queue_and_check_mode_reads_the_queues_given():
 
 @given(st.integers(min_value=0, max_value=10**9), st.integers(min_value=1, max_value=100))
 def test_the_count_only_grows_by_the_jobs_evicted(before, jobs):
-    patched = eviction_count_patch(queue(count=str(before)), jobs)
+    patched = count_patch(queue(count=str(before)), ANNOTATION_ARBITER_EVICTED, jobs)
     after = patched["metadata"]["annotations"][ANNOTATION_ARBITER_EVICTED]
     assert evicted_jobs(queue(count=after)) == before + jobs

@@ -11,12 +11,17 @@ import pytest
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+    ANNOTATION_SPOT_RECLAIMED,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.stop_counts import (
+    count_patch,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import (
     history_entry,
     lease_manifest,
     lease_takeover,
     raised_count,
-    reclaim_count_patch,
     reclaim_diff,
     reclaim_input_errors,
     reclaim_option_errors,
@@ -141,15 +146,15 @@ def test_the_count_patch_adds_to_the_version_read():
             "annotations": {"platform.io/spot-reclaimed-jobs": "5"},
         }
     }
-    assert reclaim_count_patch(queue, 3) == {
+    assert count_patch(queue, ANNOTATION_SPOT_RECLAIMED, 3) == {
         "metadata": {
             "resourceVersion": "41",
             "annotations": {"platform.io/spot-reclaimed-jobs": "8"},
         }
     }
-    assert reclaim_count_patch({"metadata": {}}, 2)["metadata"]["annotations"] == {
-        "platform.io/spot-reclaimed-jobs": "2"
-    }
+    assert count_patch({"metadata": {}}, ANNOTATION_SPOT_RECLAIMED, 2)["metadata"][
+        "annotations"
+    ] == {"platform.io/spot-reclaimed-jobs": "2"}
     assert raised_count(queue, 3) == {"before": 5, "after": 8}
 
 

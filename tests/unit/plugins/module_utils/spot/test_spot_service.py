@@ -11,6 +11,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
     PartialWrite,
     Refused,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube import run_record
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot import reclaim_io, service
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import ReclaimError
 from ansible_collections.gpucloud.platform.plugins.modules import spot_capacity, spot_reclaim
@@ -136,6 +137,7 @@ def test_a_count_changed_under_the_patch_is_read_again_not_lost():
 def test_a_count_that_cannot_be_written_is_warned_about_and_the_reclaim_stands(monkeypatch):
     warned = []
     monkeypatch.setattr(reclaim_io, "warn", warned.append)
+    monkeypatch.setattr(run_record, "warn", warned.append)  # the count's writer
 
     class Refusing(RefusingCluster):
         def merge_patch(self, api_version, kind, name, body, namespace=None):
