@@ -8,6 +8,8 @@ collection's event source against the local cluster, and no playbook is started 
   are deleted (``paying_job_blocked`` -> ``spot_recompute.yml``);
 * a GPU node added to the pool raises the spot capabilities, also after the API server
   was stopped and started under the watch (``pool_changed``);
+* a GPU node whose GPUs fail is quarantined in seconds
+  (``gpu_health_changed`` -> ``gpu_health.yml``);
 * a large job's throttle is released when the job runs, and when it is deleted
   (``large_job_running``, ``large_job_gone`` -> ``throttle_reconcile.yml``);
 * a storm of 100 queue updates is a handful of runs, not a run per update.
@@ -48,6 +50,8 @@ from ansible_collections.gpucloud.platform.tests.integration.test_spot_sold impo
 dyn, platform_objects, tenant = job_tests.dyn, job_tests.platform_objects, job_tests.tenant
 
 pytestmark = pytest.mark.integration
+
+GPU_HEALTH_PLAY = "PLAY [GPU health]"
 
 # The source's coalescing window is 5 s; a reaction is at most one window, a playbook
 # run (a few seconds on two cores) and a scheduling period or two.
@@ -186,6 +190,44 @@ def test_a_node_added_after_an_api_server_restart_raises_the_spot_capabilities(
         0.5,
         f"{spot_queue}'s capability back to {before}",
     )
+
+
+def test_a_gpu_node_that_fails_is_quarantined_in_seconds(api_client, rulebook, two_tenants):
+    """A GPU node whose GpuUnhealthy condition turns True (as node-problem-detector would
+    set it) is quarantined by the GPU health run the event starts (``gpu_health_changed``),
+    and the spot capabilities settle without its GPUs (its cordon is a ``pool_changed``).
+    The whole quarantine, its jobs and the spot pool's drop are ``test_gpu_health.py``'s."""
+    from kubernetes import client
+
+    custom = client.CustomObjectsApi(api_client)
+    core = client.CoreV1Api(api_client)
+    spot_queue = f"tenant-{two_tenants[0]}-spot"
+    rulebook.settle()
+    before = spot_capability(custom, spot_queue)
+    runs = rulebook.runs(GPU_HEALTH_PLAY)
+    name = f"eda-sick-{uuid.uuid4().hex[:5]}"
+    try:
+        add_node(core, name)
+        fault = {
+            "type": "GpuUnhealthy",
+            "status": "True",
+            "reason": "XidError",
+            "message": "XID 79",
+        }
+        core.patch_node_status(name, {"status": {"conditions": [fault]}})
+        node = wait_until(
+            lambda: (n := core.read_node(name)).spec.unschedulable and n,
+            REACTION_S,
+            0.5,
+            f"{name} quarantined",
+        )
+        assert "platform.io/gpu-unhealthy" in [t.key for t in node.spec.taints or []]
+        assert rulebook.runs(GPU_HEALTH_PLAY) > runs
+        rulebook.settle()
+        assert spot_capability(custom, spot_queue) == before
+    finally:
+        with contextlib.suppress(Exception):
+            core.delete_node(name)
 
 
 def test_a_large_jobs_throttle_is_released_when_it_runs_and_when_it_is_deleted(
