@@ -67,7 +67,7 @@ from .arbitrate import (
     report,
     warnings,
 )
-from .candidates import admission_due
+from .candidates import admission_due, podgroup_phase
 from .plan import RECLAIM
 from .read_io import read_facts
 from .record import arbiter_diff, history_entry, made_room_event, victim_dict
@@ -95,17 +95,30 @@ def _warn_aftermath(result: Mapping[str, Any]) -> None:
 # --- gather ----------------------------------------------------------------------------
 
 
+# How long a run waiting for admission waits for the job's PodGroup to exist and have a
+# phase: Volcano's controller makes it within a second of the Job, later on a busy
+# machine, and deciding before it exists would say the job is not waiting.
+PODGROUP_APPEAR_SECONDS = 30
+
+
 def wait_for_admission(cluster: Cluster, request: ArbiterRequest) -> None:
-    """Option ``wait_for_admission`` (with ``job``): while the job's PodGroup is Pending
-    until sla admits it (rule arbiter-settle, ``admission_due``), re-read the tenant's
-    PodGroups every second, at most until it is due."""
+    """Option ``wait_for_admission`` (with ``job``): until the job's PodGroup exists with a
+    phase (at most PODGROUP_APPEAR_SECONDS), then while it is Pending until sla admits it
+    (rule arbiter-settle, ``admission_due``), re-read the tenant's PodGroups every second,
+    at most until it is due."""
     if not (request.wait_for_admission and request.job):
         return
     namespace = namespace_name(str(request.tenant))
+    appear_by = time.monotonic() + PODGROUP_APPEAR_SECONDS
     while True:
         podgroups = cluster.list(PODGROUP_API, "PodGroup", namespace=namespace)
         own = [pg for pg in podgroups if owner_job(pg)[0] == request.job]
-        due = admission_due(own[0], utc_now().timestamp(), request.settle_seconds) if own else 0
+        if not (own and podgroup_phase(own[0])):
+            if time.monotonic() >= appear_by:
+                return
+            time.sleep(1.0)
+            continue
+        due = admission_due(own[0], utc_now().timestamp(), request.settle_seconds)
         if due <= 0:
             return
         time.sleep(min(1.0, due))

@@ -750,6 +750,35 @@ def test_wait_for_admission_reads_until_sla_admits_the_job(run_module, monkeypat
     assert cluster.lists.count("PodGroup") >= 4
 
 
+def test_wait_for_admission_waits_for_the_podgroup_volcano_has_not_made_yet(
+    run_module, monkeypatch
+):
+    """On a busy machine Volcano's controller makes the job's PodGroup after the run starts:
+    deciding then would say the job is not waiting. The run waits for it, and its phase."""
+    cluster = FakeCluster(scenario_two())
+    key = ("PodGroup", NS, "b2-uid-b2")
+    made = cluster.store.pop(key)
+    naps = []
+
+    def nap(seconds):
+        naps.append(seconds)
+        if len(naps) == 2:
+            cluster.store[key] = made  # Volcano made it, Inqueue (sla admitted it at once)
+
+    monkeypatch.setattr(service.time, "sleep", nap)
+    out = run_module(
+        queue_arbiter,
+        cluster,
+        tenant="a",
+        job="b2",
+        settle_seconds=0,
+        wait_for_admission=True,
+        hold_seconds=0,
+    )
+    assert naps == [1.0, 1.0]
+    assert out["decision"] == "reclaim" and out["job"] == "tenant-a/b2"
+
+
 # -- rule reclaim-hold --------------------------------------------------------------------------
 
 
