@@ -230,6 +230,15 @@ requests:
 """
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.gpu_health import service
+from ansible_collections.gpucloud.platform.plugins.module_utils.gpu_health.quarantine import (
+    DEFAULT_HEALTHY_PERIOD,
+    DEFAULT_MAX_QUARANTINE,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.gpu_health.signals import (
+    DEFAULT_FATAL_XIDS,
+    DEFAULT_UNHEALTHY_CONDITIONS,
+    DEFAULT_XID_WINDOW,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.gpu_health.summary import (
     health_summary,
 )
@@ -238,13 +247,13 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner impo
 OPTIONS = dict(
     prometheus_url=dict(type="str"),
     timeout=dict(type="int", default=30),
-    unhealthy_conditions=dict(type="list", elements="str", default=["GpuUnhealthy"]),
-    fatal_xids=dict(
-        type="list", elements="int", default=[48, 63, 64, 74, 79, 92, 94, 95, 119, 120]
+    unhealthy_conditions=dict(
+        type="list", elements="str", default=list(DEFAULT_UNHEALTHY_CONDITIONS)
     ),
-    xid_window=dict(type="str", default="10m"),
-    max_quarantine=dict(type="int", default=2),
-    healthy_period=dict(type="str", default="30m"),
+    fatal_xids=dict(type="list", elements="int", default=list(DEFAULT_FATAL_XIDS)),
+    xid_window=dict(type="str", default=DEFAULT_XID_WINDOW),
+    max_quarantine=dict(type="int", default=DEFAULT_MAX_QUARANTINE),
+    healthy_period=dict(type="str", default=DEFAULT_HEALTHY_PERIOD),
     node_selector=dict(type="dict", default={}),
     history_size=dict(type="int", default=50),
     state=dict(type="str", choices=["present", "gathered", "parsed"], default="present"),

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from prometheus_files import load_observability
+from prometheus_files import load_observability, write_changed
 from settings import ALERT_SINK, ALERTMANAGER
 
 ROUTES = load_observability("alert_routes")
@@ -54,12 +54,7 @@ def write_alertmanager_files(state: Path, add_tenants: list[str] = ()) -> bool:
         state / "alertmanager-url": ALERTMANAGER + "\n",
         state / "alert-sink-url": ALERT_SINK + "\n",
     }
-    changed = False
-    for path, text in files.items():
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
-            changed = True
-    return changed
+    return write_changed(files)
 
 
 def reload_alertmanager() -> None:

@@ -113,6 +113,11 @@ def write_prometheus_files(state: Path) -> bool:
         # where tests and tools find this cluster's Prometheus (ports shift per cluster)
         state / "prometheus-url": PROMETHEUS + "\n",
     }
+    return write_changed(files)
+
+
+def write_changed(files: dict[Path, str]) -> bool:
+    """Write each file whose text differs; True when any did (the component then reloads)."""
     changed = False
     for path, text in files.items():
         if not path.exists() or path.read_text() != text:
