@@ -133,19 +133,18 @@ class Scenario:
             time.sleep(3)
         for ns in self.namespaces:
             self.kube.delete_namespace(ns)
+        # The next scenario needs the GPUs, not the namespaces: their pods go within a
+        # second, while the namespace controller takes 5 s or more to finish each namespace.
         for ns in self.namespaces:
-            wait_for(f"namespace {ns} gone", lambda ns=ns: not _exists(self.kube, ns), timeout=180)
+            wait_for(
+                f"the pods of namespace {ns} gone",
+                lambda ns=ns: not self.kube.core.list_namespaced_pod(ns).items,
+                timeout=180,
+                interval=0.5,
+            )
         for q in reversed(self.queues):  # children before parents
             self.kube.delete_queue(q)
         self.kube.label_nodes(self.nodes, None)
-
-
-def _exists(kube: Kube, ns: str) -> bool:
-    try:
-        kube.core.read_namespace(ns)
-        return True
-    except ApiException as exc:
-        return exc.status != 404
 
 
 @contextlib.contextmanager
