@@ -16,6 +16,9 @@ description:
     with O(rdma), the devices under C(/sys/class/infiniband).
   - Returns what it observed and the report of rule node-preflight, the same the
     P(gpucloud.platform.gpu_node_preflight#filter) filter builds. It changes nothing.
+  - Runs through the module contract (parse, gather, plan, apply) with the host as what it gathers from;
+    V(gathered) returns the observations and V(parsed) reports from saved ones. V(rendered) is not offered, a host
+    with nothing on it is not a host to preflight.
 version_added: 0.2.0
 options:
   nvidia_smi:
@@ -47,6 +50,20 @@ options:
     description: The name the report is for (the inventory host name).
     type: str
     required: true
+  state:
+    description:
+      - V(present) looks at the host and reports.
+      - V(gathered) looks at the host and returns, in RV(gathered), what it observed (as RV(observed)), without a
+        report.
+      - V(parsed) reports from O(facts) (what V(gathered) returned, from this or another host, or edited as a
+        what-if) without looking at the host; the answer is the one a run on a host showing those facts gives.
+    type: str
+    choices: [present, gathered, parsed]
+    default: present
+  facts:
+    description:
+      - With O(state=parsed), the observations to report from, as RV(gathered) holds them.
+    type: dict
 attributes:
   check_mode:
     description: Can run in check mode and return changed status prediction without modifying target.
@@ -72,20 +89,42 @@ EXAMPLES = r"""
 - name: Report it
   ansible.builtin.debug:
     msg: "{{ probe.report.lines }}"
+
+- name: What the host shows, saved
+  gpucloud.platform.gpu_node_probe:
+    host: "{{ inventory_hostname }}"
+    driver_min_version: "550.54.15"
+    state: gathered
+  register: seen
+
+- name: The report with a newer minimum driver, from what was saved, without looking at the host again
+  gpucloud.platform.gpu_node_probe:
+    host: "{{ inventory_hostname }}"
+    driver_min_version: "570.0"
+    state: parsed
+    facts: "{{ seen.gathered }}"
 """
 
 RETURN = r"""
+gathered:
+  description: With O(state=gathered), what the host showed, as RV(observed) holds it.
+  returned: when O(state=gathered)
+  type: dict
+state:
+  description: The offline state answered (V(parsed)).
+  returned: when O(state=parsed)
+  type: str
 observed:
   description:
     - What was seen, the input of rule node-preflight - C(smi) (C(rc), C(stdout), C(stderr), C(msg); C(rc) 127 when
       nvidia-smi is not installed), C(kmod_loaded), C(runtime_rc) (0 when the pattern was found) and
       C(rdma_devices) (names, or null when not looked for).
-  returned: always
+  returned: unless O(state=gathered)
   type: dict
 report:
   description: Rule node-preflight - C(host), C(driver), C(gpus), C(checks) (C(check), C(ok), C(detail)), C(failed)
     (the names of the failed checks) and C(lines) (the report as printed).
-  returned: always
+  returned: unless O(state=gathered)
   type: dict
   sample:
     host: gpu-node-0
@@ -94,14 +133,13 @@ report:
     failed: []
 """
 
-import os
-
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.gpucloud.platform.plugins.module_utils.nodes.preflight import (
-    SMI_NOT_FOUND,
-    preflight_report,
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.flow import (
+    READ_STATE_OPTIONS,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.host_runner import (
+    run_host_flow,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.nodes.probe_io import PROBE_FLOW
 
 # Runs on the GPU host, not against the cluster: no kubernetes.core connection options,
 # so it is not in the "platform" action group (module_defaults would hand it those).
@@ -117,79 +155,12 @@ OPTIONS = {
     },
     "rdma": {"type": "bool", "default": False},
     "host": {"type": "str", "required": True},
+    **READ_STATE_OPTIONS,
 }
-SMI_QUERY = ["--query-gpu=driver_version,name,pci.bus_id", "--format=csv,noheader"]
-KMOD_FILE = "/proc/driver/nvidia/version"
-INFINIBAND = "/sys/class/infiniband"
-
-
-def run_smi(module: AnsibleModule, binary: str) -> dict:
-    """nvidia-smi's answer; rc 127 (as a shell's) when it is not installed."""
-    path = binary if os.path.isabs(binary) else module.get_bin_path(binary)
-    if not path or not os.access(path, os.X_OK):
-        return {"rc": SMI_NOT_FOUND, "stdout": "", "stderr": "", "msg": f"{binary}: not found"}
-    rc, out, err = module.run_command([path, *SMI_QUERY])
-    return {"rc": rc, "stdout": out, "stderr": err, "msg": ""}
-
-
-def _files(path: str):
-    if os.path.isfile(path):
-        yield path
-        return
-    for root, _dirs, names in os.walk(path):
-        for name in names:
-            yield os.path.join(root, name)
-
-
-def runtime_configured(pattern: str, paths: list[str]) -> bool:
-    """``grep -rqsF pattern paths``: the fixed string in any readable file under the paths."""
-    needle = pattern.encode()
-    for path in paths:
-        for name in _files(path):
-            try:
-                with open(name, "rb") as handle:
-                    if needle in handle.read():
-                        return True
-            except OSError:
-                continue  # as grep -s: unreadable files are skipped
-    return False
-
-
-def rdma_devices() -> list[str]:
-    try:
-        return sorted(os.listdir(INFINIBAND))
-    except OSError:
-        return []
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec=OPTIONS,
-        supports_check_mode=True,
-    )
-    p = module.params
-    observed = {
-        "smi": run_smi(module, p["nvidia_smi"]),
-        "kmod_loaded": os.path.exists(KMOD_FILE),
-        "runtime_rc": 0
-        if runtime_configured(p["runtime_pattern"], p["runtime_config_paths"])
-        else 1,
-        "rdma_devices": rdma_devices() if p["rdma"] else None,
-    }
-    settings = {
-        k: p[k]
-        for k in (
-            "nvidia_smi",
-            "driver_min_version",
-            "expected_gpus",
-            "runtime_pattern",
-            "runtime_config_paths",
-            "rdma",
-        )
-    }
-    module.exit_json(
-        changed=False, observed=observed, report=preflight_report(p["host"], observed, settings)
-    )
+    run_host_flow(OPTIONS, PROBE_FLOW)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,9 @@ description:
     (another field manager's ownership, a new C(resourceVersion)) is not a change.
   - The roles of the collection apply their objects with it, so C(--check --diff) of C(site.yml) lists what would
     change, object by object, and nothing on an unchanged cluster.
+  - Runs through the module contract's steps (parse, gather, plan, apply) without an offline state - what an apply,
+    a patch or a dry run makes of a live object is the API server's to decide, so there is no V(rendered),
+    V(gathered) or V(parsed). Its requests are kubernetes.core's, so its result has no C(requests).
 version_added: 0.1.0
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
@@ -124,17 +127,12 @@ diff:
   elements: dict
 """
 
-from typing import Any
-
-from ansible_collections.gpucloud.platform.plugins.module_utils.common.diffs import (
-    changes,
-    object_diff,
-)
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.module import (
     argument_spec,
     platform_module,
     require_client,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.writes_io import run_writes
 
 OPTIONS = dict(
     definition=dict(type="raw", required=True),
@@ -155,78 +153,6 @@ OPTIONS = dict(
     continue_on_error=dict(type="bool", default=False),
 )
 
-# kubernetes.core.k8s's parameters this module leaves at their defaults.
-K8S_DEFAULTS = dict(
-    src=None,
-    template=None,
-    kind=None,
-    api_version=None,
-    name=None,
-    namespace=None,
-    generate_name=None,
-    label_selectors=None,
-    hidden_fields=None,
-    delete_options=None,
-    delete_all=False,
-    wait_condition=None,
-    validate=None,
-    append_hash=False,
-)
-
-# What kubernetes.core.k8s compares with the live object (a create or a deletion it
-# reports as a change without a diff).
-COMPARED = ("apply", "update", "replace", "patch")
-
-
-def header(definition: dict[str, Any], index: int) -> str:
-    """``Kind/namespace/name`` (``Kind/name`` when cluster-scoped)."""
-    meta = definition.get("metadata") or {}
-    parts = [definition.get("kind"), meta.get("namespace"), meta.get("name")]
-    return "/".join(str(p) for p in parts if p) or f"object {index}"
-
-
-def entry_of(
-    definition: dict[str, Any], index: int, result: dict[str, Any]
-) -> dict[str, Any] | None:
-    """The object's diff entry (rule diff-shows-change), or None when nothing it says
-    changes; sets the result's ``changed`` to match for what kubernetes.core compared."""
-    secret = definition.get("kind") == "Secret"
-    method = result.get("method")
-    name = header(definition, index)
-    if method in COMPARED:
-        raw = result.get("diff") or {}
-        entry = object_diff(name, raw.get("before") or {}, raw.get("after") or {}, secret=secret)
-        result["changed"] = changes(entry)
-    elif result.get("changed") and method == "create":
-        entry = object_diff(name, None, result.get("result") or definition, secret=secret)
-    elif result.get("changed") and method == "delete":
-        gone = result.get("result") or {}
-        entry = object_diff(name, gone if gone.get("kind") else definition, None, secret=secret)
-    else:
-        return None
-    return entry if changes(entry) else None
-
-
-def unreachable(exc: BaseException) -> bool:
-    """The API server could not be reached: a connection error anywhere in the chain
-    (urllib3's, or Python's own), as the collection's other modules judge it."""
-    import urllib3.exceptions
-
-    seen = 0
-    current: BaseException | None = exc
-    while current is not None and seen < 10:
-        if isinstance(current, ConnectionError | urllib3.exceptions.HTTPError):
-            return True
-        current = current.__cause__ or current.__context__
-        seen += 1
-    return False
-
-
-def fail_unreachable(module: Any, exc: BaseException) -> None:
-    """One line naming the server, as every module of the collection says it."""
-    why = " ".join(str(exc).split())
-    module.fail_json(msg=f"cannot reach the Kubernetes API server: {why}", changed=False)
-
 
 def main() -> None:
     module = platform_module(
@@ -235,56 +161,7 @@ def main() -> None:
         mutually_exclusive=[("merge_type", "apply")],
     )
     require_client(module)
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import (
-        CoreException,
-    )
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.resource import (
-        create_definitions,
-    )
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.runner import perform_action
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.service import K8sService
-
-    shown = module._diff
-    # kubernetes.core compares with the live object only in diff mode; the comparison
-    # decides "changed" here, so it is always made and dropped at the end when not asked.
-    module._module._diff = True
-    module.params.update(K8S_DEFAULTS, resource_definition=module.params["definition"])
-    try:
-        svc = K8sService(get_api_client(module), module)
-        definitions = create_definitions(module.params)
-    except CoreException as exc:
-        if unreachable(exc):
-            fail_unreachable(module, exc)
-        module.fail_from_exception(exc)
-    results, entries = [], []
-    for index, definition in enumerate(definitions):
-        try:
-            result = perform_action(svc, definition, module.params)
-        except Exception as exc:  # as kubernetes.core.k8s: the error names the object
-            if unreachable(exc):
-                fail_unreachable(module, exc)
-            error = dict(getattr(exc, "result", None) or {})
-            reason = getattr(exc.__cause__, "reason", None)
-            if reason is not None:
-                error["reason"] = reason
-            error["msg"] = f"{header(definition, index)}: {exc}"
-            if not module.params["continue_on_error"]:
-                module.fail_json(**error)
-            results.append({"changed": False, "result": {}, "error": error})
-            continue
-        entry = entry_of(definition, index, result)
-        result.pop("diff", None)
-        if entry is not None:
-            entries.append(entry)
-        results.append(result)
-    if len(results) == 1:
-        out = results[0]
-    else:
-        out = {"changed": any(r["changed"] for r in results), "result": {"results": results}}
-    if shown:
-        out["diff"] = entries
-    module.exit_json(**out)
+    run_writes(module)
 
 
 if __name__ == "__main__":

@@ -21,13 +21,19 @@ So a module also answers, as Ansible's resource modules do (option ``state``):
   them, ``facts_in``), without connecting: the plan of another cluster, reviewed offline.
 
 The runner (``kube.runner.run_flow``) makes these the only ways a module runs.
+
+A flow that reads the host the module runs on instead of the API server (a GPU node's
+devices) is a host flow, run by ``kube.host_runner.run_host_flow``: its ``gather`` and
+``apply`` take the running module as a ``Host`` (``get_bin_path``, ``run_command``) where
+a cluster flow's take the ``Cluster``; no client is loaded and no connection option is
+taken, and the result has no ``requests``. Every other step is the same.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ansible.module_utils.common.warnings import warn
 
@@ -50,6 +56,14 @@ READ_STATE_OPTIONS: dict[str, dict[str, Any]] = {
     "state": {"type": "str", "choices": ["present", GATHERED, PARSED], "default": "present"},
     "facts": {"type": "dict"},
 }
+
+
+class Host(Protocol):
+    """What a host flow reads the host through: the running module."""
+
+    def get_bin_path(self, arg: str) -> str | None: ...
+
+    def run_command(self, args: list[str]) -> tuple[int, str, str]: ...
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ansible_collections.gpucloud.platform.plugins.modules import gpu_node_probe
+from ansible_collections.gpucloud.platform.plugins.module_utils.nodes import probe_io
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -93,7 +93,7 @@ def test_an_old_driver_and_a_missing_runtime_fail_with_the_numbers(tmp_path):
 def test_runtime_search_is_a_fixed_string_over_files_and_directories(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "b.toml").write_text("x = 'nvidia-container-runtime.*'")
-    assert gpu_node_probe.runtime_configured("runtime.*", [str(tmp_path / "a")])
-    assert not gpu_node_probe.runtime_configured("runtime.+", [str(tmp_path / "a")])
-    assert gpu_node_probe.runtime_configured("x =", [str(tmp_path / "a" / "b.toml")])
-    assert not gpu_node_probe.runtime_configured("x =", [str(tmp_path / "nothing")])
+    assert probe_io.runtime_configured("runtime.*", [str(tmp_path / "a")])
+    assert not probe_io.runtime_configured("runtime.+", [str(tmp_path / "a")])
+    assert probe_io.runtime_configured("x =", [str(tmp_path / "a" / "b.toml")])
+    assert not probe_io.runtime_configured("x =", [str(tmp_path / "nothing")])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import urllib3.exceptions
 
-from ansible_collections.gpucloud.platform.plugins.modules.k8s_objects import unreachable
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.writes_io import unreachable
 
 
 def test_a_connection_error_anywhere_in_the_chain_is_unreachable():
