@@ -40,6 +40,9 @@ from ansible_collections.gpucloud.platform.tests.conformance.conformance_kube im
     evictions,
     wait_for,
 )
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    remove_tenants,
+)
 from ansible_collections.gpucloud.platform.tests.integration.test_spot import run_playbook
 
 pytestmark = pytest.mark.integration
@@ -109,10 +112,7 @@ class Site:
         time.sleep(1.1)  # distinct start times (seconds resolution): victims go newest first
 
     def close(self) -> None:
-        for name in self.tenants:
-            self.run_module(
-                "tenant", {"name": name, "state": "absent", "force": True, "wait": True}
-            )
+        remove_tenants(self.run_module, self.kube.api_client, self.tenants)
         self.kube.label_nodes(self.nodes, None)
 
 

@@ -28,7 +28,10 @@ import uuid
 
 import pytest
 
-from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import wait_until
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    remove_tenants,
+    wait_until,
+)
 from ansible_collections.gpucloud.platform.tests.integration.test_spot import (
     GPU,
     VCJOBS,
@@ -45,7 +48,7 @@ WATCH_SECONDS = 20
 
 
 @pytest.fixture
-def two_tenants(run_module, priority_classes):
+def two_tenants(run_module, api_client, priority_classes):
     suffix = uuid.uuid4().hex[:6]
     names = (f"sda{suffix}", f"sdb{suffix}")
     for name in names:
@@ -55,8 +58,7 @@ def two_tenants(run_module, priority_classes):
         )
         assert not created.get("failed"), created.get("msg")
     yield names
-    for name in names:
-        run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
+    remove_tenants(run_module, api_client, list(names))
 
 
 def start(custom, body):

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import wait_until
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    remove_tenants,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -99,13 +102,11 @@ def job_body(name, namespace, queue):
 
 
 @pytest.fixture(scope="module")
-def tenants(run_module):
+def tenants(run_module, api_client):
     """No tenant A or B before the tests of this file, and none after them."""
-    for name in (A, B):
-        run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
+    remove_tenants(run_module, api_client, [A, B])
     yield
-    for name in (A, B):
-        run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
+    remove_tenants(run_module, api_client, [A, B])
 
 
 def test_create_tenant_with_three_teams(tenants, run_module, api_client):

@@ -14,7 +14,10 @@ import copy
 
 import pytest
 
-from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import wait_until
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    remove_tenants,
+    wait_until,
+)
 from ansible_collections.gpucloud.platform.tests.integration.test_tenant import (
     job_body,
     parent_queues,
@@ -43,13 +46,12 @@ def mine():
 
 
 @pytest.fixture(scope="module")
-def others(run_module):
+def others(run_module, api_client):
     """Every other tenant of the cluster as a catalog entry; none of this file's before
     or after the tests."""
 
     def clean():
-        for name in OURS:
-            run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
+        remove_tenants(run_module, api_client, list(OURS))
 
     clean()
     gathered = run_module("tenant_catalog", {"state": "gathered"})

@@ -24,6 +24,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool im
     pool_from_nodes,
 )
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    remove_tenants,
     run_playbook,
 )
 from ansible_collections.gpucloud.platform.tests.integration.test_tenant import custom
@@ -43,10 +44,9 @@ def ours():
 
 
 @pytest.fixture(scope="module")
-def clean(run_module):
+def clean(run_module, api_client):
     def remove():
-        for name in OURS:
-            run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
+        remove_tenants(run_module, api_client, list(OURS))
 
     remove()
     yield
