@@ -44,7 +44,7 @@ def steps(name: str, timeout_s: int, grace_min: int, settle_s: int) -> tuple[Ste
         "spot_recompute": (
             Step(
                 "spot_reclaim",
-                "spot.service:run_reclaim",
+                "spot.service:RECLAIM_FLOW",
                 {
                     "need": 0,
                     "need_from": "unsold",
