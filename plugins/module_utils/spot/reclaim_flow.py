@@ -113,11 +113,15 @@ def parse_reclaim(params: Mapping[str, Any]) -> ReclaimRun:
     return ReclaimRun(request, bool(params.get("wait")), int(params.get("wait_timeout") or 0))
 
 
-def pool_state(request: ReclaimRequest, facts: ReclaimFacts) -> PoolState:
+def pool_of(node_selector: Mapping[str, str] | None, nodes: Any, pods: Any) -> PoolState:
     """The pool (rule pool) and what its unfinished pods hold (rule allocated)."""
-    pool, members = pool_from_nodes(facts.nodes, request.node_selector)
-    held, leaving = allocated_from_pods(facts.pods, members)
+    pool, members = pool_from_nodes(nodes, node_selector)
+    held, leaving = allocated_from_pods(pods, members)
     return PoolState(pool, members, held, leaving)
+
+
+def pool_state(request: ReclaimRequest, facts: ReclaimFacts) -> PoolState:
+    return pool_of(request.node_selector, facts.nodes, facts.pods)
 
 
 def needs_candidates(request: ReclaimRequest, facts: ReclaimFacts) -> bool:
@@ -187,7 +191,7 @@ def counted_from(queues: Any, victims: list[Mapping[str, Any]]) -> dict[str, dic
     }
 
 
-def report_reclaim(run: ReclaimRun, planned: ReclaimPlan) -> dict[str, Any]:
+def report_reclaim(run: ReclaimRun | None, planned: ReclaimPlan) -> dict[str, Any]:
     """What the plan says (the answer of ``parsed``): the victims a check-mode run names
     and each victim queue's count, with the diff; the refusal raised as a run raises it."""
     planned.refuse()
