@@ -16,9 +16,11 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.capacity import 
 from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.purchase import (
     catalog_sale,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.service import PAYG_FLOW
 from ansible_collections.gpucloud.platform.plugins.module_utils.catalog.sale_io import (
     reclaim_for_sale,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import Refused
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.service import RECLAIM_FLOW
 from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import (
     commitments_from_queues,
@@ -84,3 +86,39 @@ def test_a_growth_a_catalog_sale_and_a_purchase_find_the_same_shortfall_and_vict
     if not check_mode:
         left = [{o["metadata"]["name"] for o in c.objects("Job")} for _r, c in answers]
         assert left[0] == left[1] == left[2] and len(left[0]) == 4 - victims
+
+
+@pytest.mark.parametrize("grant", [4, 12, 20])
+def test_the_pure_sale_plan_is_what_the_reclaims_find(grant):
+    """payg_capacity's plan from gathered facts (``capacity/sale.plan_sale``) names the
+    shortfall the three reclaims above find, and its parsed answer the same victims."""
+    options = defaults(payg_capacity, tenant="alpha", capability={GPU: grant})
+    cluster = spot_cluster(alpha_subscription=28)
+    gathered = PAYG_FLOW.run({**options, "state": "gathered"}, cluster, False)["gathered"]
+    request = PAYG_FLOW.parse(options)
+    planned = PAYG_FLOW.plan(request, PAYG_FLOW.facts_in(request, gathered))
+    assert planned.sale is not None and planned.sale.shortfall == grant
+    parsed = PAYG_FLOW.offline({**options, "state": "parsed", "facts": gathered})
+    reclaimed, _cluster = by_tenant_create(grant, True)
+    assert meaning(parsed["reclaim"]) == meaning(reclaimed)
+
+
+def test_without_reclaim_a_growth_and_a_catalog_sale_are_refused_with_the_same_numbers():
+    cluster = spot_cluster(alpha_subscription=28)
+    options = defaults(payg_capacity, tenant="alpha", capability={GPU: 12}, reclaim=False)
+    with pytest.raises(Refused) as growth:
+        payg.run(options, cluster, False)
+    queues = [o for o in spot_objects(alpha_subscription=28) if o.get("kind") == "Queue"]
+    desired = {"alpha": ({GPU: Decimal(28)}, {GPU: Decimal(12)})}
+    sale = catalog_sale({GPU: Decimal(64)}, commitments_from_queues(queues), desired)
+    with pytest.raises(Refused) as catalog:
+        reclaim_for_sale(
+            {"reclaim": False, "node_selector": {}},
+            spot_cluster(alpha_subscription=28),
+            False,
+            sale,
+        )
+    numbers = "12 GPUs needs 12 spot GPUs reclaimed: 24 GPUs are unsold and spot jobs hold 24"
+    assert (
+        numbers in growth.value.extra["errors"][0] and numbers in catalog.value.extra["errors"][0]
+    )
