@@ -165,7 +165,7 @@ def plan_reclaim(request: ReclaimRequest, facts: ReclaimFacts) -> ReclaimPlan:
     else:
         shortfall = reclaim_need(state.pool_gpus, state.allocated_gpus, request.demand)
         result = reclaim_report(request.demand, state, shortfall)
-    planned = ReclaimPlan(result, warnings=warnings)
+    planned = ReclaimPlan(result, [], None, warnings)
     if shortfall == 0:
         return planned
     try:
