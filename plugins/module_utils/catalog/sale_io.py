@@ -1,8 +1,9 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A catalog run sells like a purchase, once for the whole run: before its first write
-the spot reclaim ``tenant_create.yml`` makes for a purchase (``spot.service.run_reclaim``,
-the code behind ``spot_reclaim``, as a sale: rule unsold-reclaim-need), after its last
+the spot reclaim ``tenant_create.yml`` makes for a purchase (``spot.service.RECLAIM_FLOW``,
+the code behind ``spot_reclaim``, as a sale: rule unsold-reclaim-need; it decides again
+under the ``spot-reclaim`` Lease, as ``payg_capacity``'s growth does), after its last
 write the spot recompute (``spot.service.RECOMPUTE_FLOW``, the code behind
 ``spot_capacity``). What the run sells, and whether it reclaims and recomputes, is rule
 catalog-sale (``capacity.purchase``); the refusal without ``reclaim`` and the summary
