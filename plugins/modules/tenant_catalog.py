@@ -310,21 +310,14 @@ requests:
   type: int
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.catalog.inputs import (
-    STATES,
-    check_options,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.catalog.rendered import (
-    rendered_catalog,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.catalog.source_io import (
-    catalog_from,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.catalog.flow import CATALOG_FLOW
+from ansible_collections.gpucloud.platform.plugins.module_utils.catalog.inputs import STATES
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import RECLAIM_OPTIONS
 
 OPTIONS = {
     "state": {"type": "str", "choices": list(STATES), "default": "present"},
+    "facts": {"type": "dict"},
     "tenants": {"type": "list", "elements": "dict"},
     "src": {"type": "path"},
     "defaults": {"type": "dict", "default": {}},
@@ -346,33 +339,19 @@ OPTIONS = {
 
 
 def rendered(params: dict) -> dict | None:
-    """``state: rendered`` answers without connecting: the catalog (O(tenants) or the
-    file O(src)), rendered."""
-    if params.get("state") != "rendered":
-        return None
-    catalog = catalog_from(params)
-    if catalog is None:  # only gathered takes no catalog
-        raise AssertionError("rendered needs a catalog")
-    return rendered_catalog(catalog)
+    """The answer of ``state: rendered`` (and ``parsed``) without connecting; None for a
+    run that connects."""
+    return CATALOG_FLOW.offline(params)
 
 
-def converge(params: dict, cluster, check_mode: bool) -> dict:
-    """``present`` and ``gathered``. The service, and with it the Kubernetes client, is
-    imported once the module connects: ``rendered`` answers without either."""
-    from ansible_collections.gpucloud.platform.plugins.module_utils.catalog import service
-
-    return service.run_catalog(params, cluster, check_mode)
+def rows(params: dict, result: dict, check_mode: bool) -> list:
+    """The run's per-tenant table (RV(summary)), kept as the result's ``summary``."""
+    return list(result.get("summary") or [])
 
 
 def main() -> None:
     # Every input is checked before the module connects.
-    run_module(
-        OPTIONS,
-        converge,
-        validate=check_options,
-        offline=rendered,
-        diff_by_object=True,
-    )
+    run_flow(OPTIONS, CATALOG_FLOW, summary=rows, diff_by_object=True)
 
 
 if __name__ == "__main__":
