@@ -19,8 +19,8 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
     yaml_load = None
     YAMLError = ValueError
 
-from ..common.errors import FieldError, PlatformValidationError
-from .inputs import parse_options
+from ..common.errors import FieldError, PlatformValidationError, raise_if
+from .inputs import option_errors, parse_options
 from .plan import PRUNE_MAX_DEFAULT
 from .spec import Catalog
 from .steps import CatalogRequest
@@ -65,6 +65,13 @@ def load_catalog_file(path: str) -> Any:
 
 
 def catalog_from(params: Mapping[str, Any]) -> Catalog | None:
+    """The catalog, every option checked; None for ``state: gathered``, which reads no
+    catalog unless it gathers for a prune. The options are checked before the ``src``
+    file is read."""
+    if params.get("state") == "gathered" and not params.get("prune"):
+        return parse_options(params, None)
+    if params.get("src"):
+        raise_if(option_errors(params))
     tenants_given = load_catalog_file(params["src"]) if params.get("src") else params.get("tenants")
     return parse_options(params, tenants_given)
 

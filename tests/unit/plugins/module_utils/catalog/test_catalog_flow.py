@@ -181,3 +181,14 @@ def test_rendered_is_a_run_on_an_empty_cluster_without_one():
     for manifest in rendered["manifests"]:
         assert after[diff_key(manifest)] == manifest
     assert CATALOG_FLOW.offline(params(tenants)) is None  # present connects
+
+
+def test_parse_reads_the_catalog_file_only_when_the_state_takes_a_catalog(tmp_path):
+    missing = str(tmp_path / "missing.yml")
+    assert CATALOG_FLOW.parse(params(None, state="gathered", src=missing)).catalog is None
+    with pytest.raises(PlatformValidationError, match="cannot read the catalog file"):
+        CATALOG_FLOW.parse(params(None, state="gathered", src=missing, prune=True))
+    # The options are checked before the file is read.
+    with pytest.raises(PlatformValidationError, match="workers") as exc:
+        CATALOG_FLOW.parse(params(None, src=missing, workers=0))
+    assert "cannot read" not in str(exc.value)
