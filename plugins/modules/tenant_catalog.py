@@ -332,7 +332,7 @@ spot:
 gathered:
   description:
     - The reads of a run, as read - C(objects) (each tenant kind's list, selected by C(platform.io/tenant), in the
-      order read), C(queues), C(podgroups), C(nodes), C(service_cidrs), C(parent_list) and C(running) (for a prune:
+      order read), C(queues), C(podgroups), C(nodes), C(service_cidrs), C(parent_list) and C(running) (for a prune,
       each tenant to prune's active Volcano Jobs and pods and the claims and Secrets it holds). Give it to
       O(facts) with O(state=parsed).
   returned: with O(state=gathered)
