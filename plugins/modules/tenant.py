@@ -370,13 +370,13 @@ requests:
   type: int
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.inputs import check_tenant
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.rendered import (
-    run_rendered,
-)
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.summary import (
     tenant_summary,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.tenant_flow import (
+    STATES,
+    tenant_flow,
 )
 
 TEAM_OPTIONS = {
@@ -388,7 +388,8 @@ TEAM_OPTIONS = {
 
 OPTIONS = {
     "name": {"type": "str", "required": True},
-    "state": {"type": "str", "choices": ["present", "absent", "rendered"], "default": "present"},
+    "state": {"type": "str", "choices": list(STATES), "default": "present"},
+    "facts": {"type": "dict"},
     "subscription": {"type": "dict"},
     "subscription_guarantee": {"type": "dict"},
     "payg": {"type": "dict"},
@@ -410,21 +411,26 @@ OPTIONS = {
 }
 
 
-def converge(params: dict, cluster, check_mode: bool) -> dict:
-    """``present`` and ``absent``. The service, and with it the Kubernetes client, is
-    imported once the module connects: ``rendered`` answers without either."""
+# The service, and with it the Kubernetes client, is imported once the module connects:
+# rendered and parsed answer without either.
+def gather(request, cluster):
     from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
 
-    return service.run_tenant(params, cluster, check_mode)
+    return service.gather_tenant(request, cluster)
+
+
+def apply(request, planned, cluster, check_mode):
+    from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
+
+    return service.apply_tenant(request, planned, cluster, check_mode)
 
 
 def main() -> None:
     # Every input is checked before the module connects.
-    run_module(
+    run_flow(
         OPTIONS,
-        converge,
-        validate=check_tenant,
-        offline=run_rendered,
+        tenant_flow(gather, apply),
+        required_if=[("state", "parsed", ["facts"])],
         diff_by_object=True,
         summary=tenant_summary,
     )

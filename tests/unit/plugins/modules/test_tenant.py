@@ -14,6 +14,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
     PlatformValidationError,
     Refused,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube import flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
 from ansible_collections.gpucloud.platform.plugins.modules import tenant
 from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster
@@ -286,7 +287,7 @@ def test_absent_forced_deletes_children_first_namespace_last():
 
 def test_absent_of_missing_tenant_changes_nothing_and_says_so(monkeypatch):
     said: list[str] = []
-    monkeypatch.setattr(service, "warn", said.append)
+    monkeypatch.setattr(flow, "warn", said.append)  # the plan's warning, said by the flow
     cluster = pool()
     result = service.run_tenant({"name": "a", "state": "absent"}, cluster)
     assert result["changed"] is False
