@@ -30,7 +30,7 @@ from ..queues.parent_list import parent_queue_names
 from ..queues.plan import CREATE, DELETE, UPDATE, queue_steps
 from ..workload.pool import commitments_from_queues, pool_from_nodes
 from .changes import Changes, step_action, step_manifest, tenant_object_changes
-from .inputs import DEFAULT_WAIT_TIMEOUT, parse_absent, parse_present, rendered_network_errors
+from .inputs import DEFAULT_WAIT_TIMEOUT, parse_absent, parse_writing
 from .live import TENANT_KINDS, TenantLive, active_jobs, active_pods, busy_queues
 from .network import discovered_networks
 from .plan import TenantPlan, plan_tenant
@@ -110,12 +110,7 @@ def parse(params: Mapping[str, Any]) -> TenantRequest:
     }
     if state == ABSENT:
         return TenantRequest(name=parse_absent(params), spec=None, **common)
-    errors = rendered_network_errors(params)
-    try:
-        spec = parse_present(params)
-    except PlatformValidationError as exc:
-        raise PlatformValidationError([*exc.errors, *errors]) from None
-    raise_if(errors)
+    spec = parse_writing(params)
     return TenantRequest(
         name=spec.name,
         spec=spec,

@@ -815,11 +815,11 @@ def test_module_partial_delete_fails_with_changed_and_done(run_module):
 
 
 def test_module_parses_its_options_once(run_module, monkeypatch):
-    from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import tenant_flow
+    from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import inputs
 
     parsed = []
-    real = tenant_flow.parse_present
-    monkeypatch.setattr(tenant_flow, "parse_present", lambda p: parsed.append(p) or real(p))
+    real = inputs.parse_present
+    monkeypatch.setattr(inputs, "parse_present", lambda p: parsed.append(p) or real(p))
     result = run_module(tenant, pool(), **module_args())
     assert result["changed"] is True and len(parsed) == 1
 
