@@ -252,7 +252,7 @@ def first_run(cluster):
 
 # (case, cluster, options)
 CLUSTERS = [
-    ("an empty pool", lambda: pool(), {}),
+    ("an empty pool", pool, {}),
     ("a re-run", lambda: first_run(pool()), {}),
     (
         "a resize",
