@@ -92,7 +92,7 @@ class TenantRun:
     added: dict[str, Any] = field(default_factory=dict)
     jobs: tuple[Mapping[str, Any], ...] = ()
     running: dict[str, int] = field(default_factory=dict)
-    warnings: tuple[str, ...] = ()
+    said: tuple[str, ...] = ()  # what the run warns about
 
 
 # -- parse -----------------------------------------------------------------------------------
@@ -187,9 +187,9 @@ def plan_absent(request: TenantRequest, facts: TenantFacts) -> TenantRun:
     ``force``; a tenant with nothing to delete is said (a typo'd name must not pass
     silently), not refused."""
     live, name = facts.live, request.name
-    warnings: tuple[str, ...] = ()
+    said: tuple[str, ...] = ()
     if not live.queues and not any(live.objects.values()) and not facts.gateway:
-        warnings = (
+        said = (
             f"tenant {name!r} does not exist: no namespace, queue or other object carries "
             f"platform.io/tenant={name}, so nothing was deleted",
         )
@@ -201,7 +201,7 @@ def plan_absent(request: TenantRequest, facts: TenantFacts) -> TenantRun:
             f"namespace {namespace_name(name)}; wait for them, or force: true to delete the tenant anyway",
             running=running,
         )
-    return TenantRun(facts=facts, jobs=tuple(jobs), running=running, warnings=warnings)
+    return TenantRun(facts=facts, jobs=tuple(jobs), running=running, said=said)
 
 
 def plan(request: TenantRequest, facts: TenantFacts) -> TenantRun:
@@ -222,7 +222,7 @@ def refusal(request: TenantRequest, facts: TenantFacts) -> Exception | None:
 
 
 def warnings_of(planned: TenantRun) -> list[str]:
-    return list(planned.warnings)
+    return list(planned.said)
 
 
 # -- report ----------------------------------------------------------------------------------

@@ -212,7 +212,7 @@ ABSENT = [
 def test_what_absent_deletes(options, live, running, jobs):
     request = parse({"name": "a", "state": "absent", **options})
     planned = plan(request, TenantFacts(live=live))
-    assert (planned.running, len(planned.jobs), planned.warnings) == (running, jobs, ())
+    assert (planned.running, len(planned.jobs), planned.said) == (running, jobs, ())
 
 
 def test_absent_is_refused_while_a_job_runs_and_says_a_missing_tenant():
@@ -221,7 +221,7 @@ def test_absent_is_refused_while_a_job_runs_and_says_a_missing_tenant():
         plan(request, TenantFacts(live=created(jobs=[vcjob()])))
     assert exc.value.extra["running"] == {"jobs": 1, "pods": 0}
     missing = plan(request, tenant_flow.empty_facts(request))
-    assert "tenant 'a' does not exist" in missing.warnings[0]
+    assert "tenant 'a' does not exist" in missing.said[0]
 
 
 def test_parsed_needs_facts_shaped_as_gathered():
