@@ -250,7 +250,8 @@ def sale_planned(
     prunes: Sequence[TenantWork],
 ) -> CatalogSale:
     """Rule catalog-sale for the tenants this run writes and prunes (a refused one keeps
-    its live purchase), as ``sale_io.sale_of`` says it, without importing the client."""
+    its live purchase): the one place a catalog run's sale is worked out, pure, so that
+    ``parsed`` says it too."""
     pool, live = fleet_purchases(options, fleet)
     desired = {
         w.spec.name: (w.spec.subscription, w.spec.payg) for w in works if w.spec and not w.refused
