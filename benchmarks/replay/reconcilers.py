@@ -44,7 +44,7 @@ def steps(name: str, timeout_s: int, grace_min: int, settle_s: int) -> tuple[Ste
         "spot_recompute": (
             Step(
                 "spot_reclaim",
-                "spot.service:run_reclaim",
+                "spot.service:RECLAIM_FLOW",
                 {
                     "need": 0,
                     "need_from": "unsold",
@@ -68,7 +68,7 @@ def steps(name: str, timeout_s: int, grace_min: int, settle_s: int) -> tuple[Ste
         "payg_reconcile": (
             Step(
                 "payg_capacity",
-                "capacity.service:run",
+                "capacity.service:PAYG_FLOW",
                 {"fit_to_use": True, "grace_minutes": grace_min, "node_selector": {}},
             ),
             Step(

@@ -67,6 +67,25 @@ options:
   demand_reason:
     description: What the growth is for, written into the reclaim Events and history. Defaults to the tenant and the growth.
     type: str
+  state:
+    description:
+      - V(present) resizes (in check mode, says what it would write and which spot jobs it would reclaim).
+      - V(gathered) makes the reads the resize decides on and returns them in RV(gathered) (C(read_at), the billing
+        C(queues) and the Volcano C(jobs); when a queue grows, the pool's C(nodes), its unfinished C(pods) and the
+        Running Volcano C(running_pods); when the IDC cannot give a growth in full, the C(burst) queues); nothing is
+        written.
+      - V(parsed) plans from O(facts) as of their C(read_at) without connecting, and returns what a check-mode run on a
+        cluster holding them returns (the queues, the updates, the diff and the reclaim with its victims) except the
+        reclaim's C(history), which only the cluster holds; a refusal is refused as in a run.
+      - A run that reclaims reads and decides the reclaim again under the C(spot-reclaim) Lease, on what the cluster
+        then is (as M(gpucloud.platform.spot_reclaim) does).
+    type: str
+    choices: [present, gathered, parsed]
+    default: present
+  facts:
+    description:
+      - With O(state=parsed), the facts to plan from, as RV(gathered) holds them.
+    type: dict
 attributes:
   diff_mode:
     support: partial
@@ -95,6 +114,22 @@ EXAMPLES = r"""
 - name: Shrink every pay-as-you-go queue to what it uses
   gpucloud.platform.payg_capacity:
     fit_to_use: true
+
+- name: Save what a growth of tenant alpha decides on
+  gpucloud.platform.payg_capacity:
+    tenant: alpha
+    capability:
+      nvidia.com/gpu: 16
+    state: gathered
+  register: payg_facts
+
+- name: The growth and the spot jobs it would reclaim, from the saved facts (no connection)
+  gpucloud.platform.payg_capacity:
+    tenant: alpha
+    capability:
+      nvidia.com/gpu: 16
+    state: parsed
+    facts: "{{ payg_facts.gathered }}"
 """
 
 RETURN = r"""
@@ -104,7 +139,7 @@ queues:
     - C(kept_until) (when present) is when a fit-to-use run may shrink the grant unused (rule payg-grace).
     - "C(from_idc) and C(from_cloud): how many GPUs of C(growth) come from the IDC and how many from the cloud
       (rule payg-idc-first); C(cloud_gpus): the cloud GPUs of the new grant (rule payg-cloud-part)."
-  returned: always
+  returned: unless O(state=gathered)
   type: list
   elements: dict
   sample:
@@ -113,12 +148,12 @@ queues:
        kept_until: "2026-01-01T12:30:00Z"}
 updated:
   description: Queues whose capability was changed (in check mode, would be).
-  returned: always
+  returned: unless O(state=gathered)
   type: list
   elements: str
 reclaim:
   description: The spot reclaim the growth needed (same fields as M(gpucloud.platform.spot_reclaim) returns), or null.
-  returned: always
+  returned: unless O(state=gathered)
   type: dict
 diff:
   description:
@@ -135,6 +170,15 @@ done:
   returned: when the run fails part-way
   type: list
   elements: str
+gathered:
+  description:
+    - The facts the resize decides on, as listed (see O(state)), for O(facts) of a V(parsed) run.
+  returned: when O(state=gathered)
+  type: dict
+state:
+  description: V(parsed) when the answer is a plan from O(facts); nothing was written.
+  returned: when O(state=parsed)
+  type: str
 requests:
   description: How many API requests the run made.
   returned: always
@@ -145,10 +189,10 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.capacity import 
 from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.grace import (
     DEFAULT_GRACE_MINUTES,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.capacity.payg import (
-    validate_payg_input,
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.flow import (
+    READ_STATE_OPTIONS,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import RECLAIM_OPTIONS
 
 OPTIONS = dict(
@@ -159,14 +203,15 @@ OPTIONS = dict(
     reclaim=dict(type="bool", default=True),
     demand_reason=dict(type="str"),
     **RECLAIM_OPTIONS,
+    **READ_STATE_OPTIONS,
 )
 
 
 def main() -> None:
-    run_module(
+    run_flow(
         OPTIONS,
-        service.run,
-        validate=validate_payg_input,
+        service.PAYG_FLOW,
+        required_if=[("state", "parsed", ["facts"])],
         mutually_exclusive=[("capability", "fit_to_use")],
         required_by={"capability": ("tenant",)},
         diff_by_object=True,

@@ -48,6 +48,23 @@ options:
     type: str
     choices: [free, unsold]
     default: free
+  state:
+    description:
+      - V(present) reclaims (in check mode, names the victims).
+      - V(gathered) makes the reads the reclaim decides on without the Lease and returns them in RV(gathered) (the
+        pool's C(nodes) and unfinished C(pods); when the decision needs them, the billing C(queues), the spot Volcano
+        C(jobs) and the Running Volcano C(running_pods)); nothing is written.
+      - V(parsed) plans from O(facts) without connecting and returns what a check-mode run on a cluster holding them
+        returns (the shortfall, the victims, each victim queue's reclaim count, the diff, the summary) except
+        RV(history), which only the cluster holds; a shortfall spot cannot cover is refused as a run refuses it.
+      - A run that deletes reads and decides again under the Lease, on what the cluster then is.
+    type: str
+    choices: [present, gathered, parsed]
+    default: present
+  facts:
+    description:
+      - With O(state=parsed), the facts to plan from, as RV(gathered) holds them.
+    type: dict
   allow_partial:
     description:
       - When the spot jobs together hold fewer GPUs than are missing, delete them all instead of failing.
@@ -93,6 +110,21 @@ EXAMPLES = r"""
     need_from: unsold
     demand_reason: spot above the unsold GPUs
 
+- name: Save what the reclaim decides on
+  gpucloud.platform.spot_reclaim:
+    need: 20
+    need_from: unsold
+    state: gathered
+  register: reclaim_facts
+
+- name: Which jobs a 20-GPU sale would take on the saved cluster (no connection)
+  gpucloud.platform.spot_reclaim:
+    need: 20
+    need_from: unsold
+    state: parsed
+    facts: "{{ reclaim_facts.gathered }}"
+  register: what_if
+
 - name: Which jobs would go (nothing is deleted)
   gpucloud.platform.spot_reclaim:
     need: 12
@@ -103,23 +135,23 @@ EXAMPLES = r"""
 RETURN = r"""
 demand:
   description: The GPUs asked for (O(need)).
-  returned: always
+  returned: unless O(state=gathered)
   type: int
 pool:
   description: GPUs in the pool.
-  returned: always
+  returned: unless O(state=gathered)
   type: int
 allocated:
   description: GPUs held by unfinished pods on pool nodes when the run read them (pods being deleted not counted).
-  returned: always
+  returned: unless O(state=gathered)
   type: int
 free:
   description: Pool - allocated.
-  returned: always
+  returned: unless O(state=gathered)
   type: int
 shortfall:
   description: GPUs that had to be reclaimed (0 when enough were free).
-  returned: always
+  returned: unless O(state=gathered)
   type: int
 need_from:
   description: C(unsold), when the need was counted as a sale.
@@ -135,14 +167,14 @@ spot:
   type: int
 freed:
   description: GPUs held by the deleted jobs.
-  returned: always
+  returned: unless O(state=gathered)
   type: int
 victims:
   description:
     - The deleted jobs and pods (in check mode, those that would be deleted), in the order they were deleted.
     - C(kind) is C(Job) for a Volcano Job, C(Pod) for a pod of any other workload in a spot queue (an
       InferenceService's predictor, say; rule spot-candidate-pod), which its controller makes again, Pending.
-  returned: always
+  returned: unless O(state=gathered)
   type: list
   elements: dict
   sample:
@@ -150,16 +182,16 @@ victims:
        started_at: "2026-01-01T11:50:00Z"}
 history:
   description: The reclaim history after this run, newest first.
-  returned: always
+  returned: when O(state=present)
   type: list
   elements: dict
 reclaim:
   description: This run's summary (time, reason, demand, pool, allocated, free, shortfall, freed, victims), for M(ansible.builtin.set_stats).
-  returned: always
+  returned: unless O(state=gathered)
   type: dict
 waited:
   description: Whether the run waited for the GPUs to be free.
-  returned: always
+  returned: unless O(state=gathered)
   type: bool
 free_after:
   description: Free GPUs (pods on their way out counted as holding) when the wait ended.
@@ -170,7 +202,7 @@ counted:
     - Each spot queue the victims came from, with its reclaim count (annotation C(platform.io/spot-reclaimed-jobs))
       before and after this run; in check mode, what the run would write. A count that could not be written is
       left out (and warned about).
-  returned: always
+  returned: unless O(state=gathered)
   type: dict
   sample: {tenant-alpha-spot: {before: 5, after: 7}}
 diff:
@@ -193,17 +225,29 @@ summary:
   returned: on success
   type: list
   elements: str
+gathered:
+  description:
+    - The facts the reclaim decides on, as listed (C(nodes), C(pods); C(queues), C(jobs), C(running_pods) when the
+      decision needs the spot candidates), for O(facts) of a V(parsed) run.
+  returned: when O(state=gathered)
+  type: dict
+state:
+  description: V(parsed) when the answer is a plan from O(facts); nothing was written.
+  returned: when O(state=parsed)
+  type: str
 requests:
   description: How many API requests the run made.
   returned: always
   type: int
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.flow import (
+    READ_STATE_OPTIONS,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import (
     RECLAIM_OPTIONS,
-    validate_reclaim_input,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.summary import (
     reclaim_summary_lines,
@@ -215,12 +259,16 @@ OPTIONS = dict(
     need_from=dict(type="str", choices=["free", "unsold"], default="free"),
     allow_partial=dict(type="bool", default=False),
     **RECLAIM_OPTIONS,
+    **READ_STATE_OPTIONS,
 )
 
 
 def main() -> None:
-    run_module(
-        OPTIONS, service.run_reclaim, validate=validate_reclaim_input, summary=reclaim_summary_lines
+    run_flow(
+        OPTIONS,
+        service.RECLAIM_FLOW,
+        summary=reclaim_summary_lines,
+        required_if=[("state", "parsed", ["facts"])],
     )
 
 

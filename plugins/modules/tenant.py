@@ -74,9 +74,21 @@ options:
       - V(rendered) returns the tenant's manifests (RV(manifests)) as its first run writes them, sorted, without a
         cluster - no kubeconfig is read and no request is made; O(pod_cidr) and O(service_cidr) are then required.
         M(gpucloud.platform.tenant_catalog) renders many tenants the same way.
+      - V(gathered) makes the reads of a V(present) run and returns them in RV(gathered) (the tenant's objects,
+        queues and pod groups, the Nodes and ServiceCIDRs, the queues of a name the tenant is to get, the oversell
+        guard's Nodes and Queues when the purchase grows, the parent-queues ConfigMap); nothing is written. The
+        reads stop where the run would be refused, as a V(present) run's do.
+      - V(parsed) plans a V(present) run from O(facts) (what V(gathered) returned, from this or another cluster)
+        without connecting, and returns what a check-mode run on that cluster returns, with C(changed=false); a
+        change the cluster's state forbids is refused as that run refuses it.
     type: str
-    choices: [present, absent, rendered]
+    choices: [present, absent, rendered, gathered, parsed]
     default: present
+  facts:
+    description:
+      - With O(state=parsed), the facts to plan from, as RV(gathered) holds them (C(objects) per kind, C(queues),
+        C(podgroups), C(nodes), C(service_cidrs), C(taken), C(pool_nodes), C(committed), C(parent_list)).
+    type: dict
   subscription:
     description:
       - "The purchase - resource name to quantity, for example C({nvidia.com/gpu: 40, cpu: 160, memory: 640Gi})."
@@ -303,6 +315,20 @@ EXAMPLES = r"""
     subscription: {nvidia.com/gpu: 80, cpu: 320, memory: 1280Gi}
     oversell_check: false
 
+- name: Read what a run of tenant alpha decides from ...
+  gpucloud.platform.tenant:
+    name: alpha
+    subscription: {nvidia.com/gpu: 40, cpu: 160, memory: 640Gi}
+    state: gathered
+  register: alpha_facts
+
+- name: "... and plan a larger purchase from it offline (the oversell guard judges it on the saved pool)"
+  gpucloud.platform.tenant:
+    name: alpha
+    subscription: {nvidia.com/gpu: 48, cpu: 192, memory: 768Gi}
+    state: parsed
+    facts: "{{ alpha_facts.gathered }}"
+
 - name: Retire tenant alpha even though jobs still run
   gpucloud.platform.tenant:
     name: alpha
@@ -336,7 +362,7 @@ added:
       O(subscription) plus the growth of O(payg) over the live queues; what shrinks counts 0 (rule purchase-demand).
     - The purchase flows (C(tenant_create.yml), C(tenant_update.yml)) run the module in check mode first and reclaim
       this many GPUs from spot jobs before they apply the purchase.
-  returned: when O(state=present)
+  returned: when O(state=present) or O(state=parsed)
   type: dict
   sample: {nvidia.com/gpu: 8, cpu: "32", memory: 128Gi}
 manifests:
@@ -345,6 +371,16 @@ manifests:
   returned: when O(state=rendered)
   type: list
   elements: dict
+gathered:
+  description:
+    - The objects a V(present) run reads, as read - C(objects) (per kind), C(queues), C(podgroups), C(nodes),
+      C(service_cidrs), C(taken), C(parent_list) and, when the purchase grows, C(pool_nodes) and C(committed).
+  returned: when O(state=gathered)
+  type: dict
+state:
+  description: The offline state answered (V(rendered) or V(parsed)); nothing was read or written.
+  returned: when O(state=rendered) or O(state=parsed)
+  type: str
 running:
   description: Active Volcano Jobs and pods found in the tenant namespace (O(state=absent)).
   returned: when O(state=absent)
@@ -359,7 +395,8 @@ done:
   elements: str
 summary:
   description:
-    - The tenant, what was written (in check mode, would be) and its queues with their sizes.
+    - The tenant, what was written (in check mode, would be) and its queues with their sizes; with
+      O(state=rendered), how many manifests were rendered.
     - In a few lines a person reads (rule run-summary); a playbook's last task prints them.
   returned: on success
   type: list
@@ -370,13 +407,13 @@ requests:
   type: int
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.inputs import check_tenant
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.rendered import (
-    run_rendered,
-)
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.summary import (
     tenant_summary,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.tenant_flow import (
+    STATES,
+    tenant_flow,
 )
 
 TEAM_OPTIONS = {
@@ -388,7 +425,8 @@ TEAM_OPTIONS = {
 
 OPTIONS = {
     "name": {"type": "str", "required": True},
-    "state": {"type": "str", "choices": ["present", "absent", "rendered"], "default": "present"},
+    "state": {"type": "str", "choices": list(STATES), "default": "present"},
+    "facts": {"type": "dict"},
     "subscription": {"type": "dict"},
     "subscription_guarantee": {"type": "dict"},
     "payg": {"type": "dict"},
@@ -410,21 +448,26 @@ OPTIONS = {
 }
 
 
-def converge(params: dict, cluster, check_mode: bool) -> dict:
-    """``present`` and ``absent``. The service, and with it the Kubernetes client, is
-    imported once the module connects: ``rendered`` answers without either."""
+# The service, and with it the Kubernetes client, is imported once the module connects:
+# rendered and parsed answer without either.
+def gather(request, cluster):
     from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
 
-    return service.run_tenant(params, cluster, check_mode)
+    return service.gather_tenant(request, cluster)
+
+
+def apply(request, planned, cluster, check_mode):
+    from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
+
+    return service.apply_tenant(request, planned, cluster, check_mode)
 
 
 def main() -> None:
     # Every input is checked before the module connects.
-    run_module(
+    run_flow(
         OPTIONS,
-        converge,
-        validate=check_tenant,
-        offline=run_rendered,
+        tenant_flow(gather, apply),
+        required_if=[("state", "parsed", ["facts"])],
         diff_by_object=True,
         summary=tenant_summary,
     )

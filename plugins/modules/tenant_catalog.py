@@ -30,8 +30,13 @@ description:
     O(progress_file), appends a progress line to that file every two seconds while it writes.
   - With O(state=rendered), returns the manifests without a cluster (no kubeconfig, no request), stable and sorted,
     for a GitOps repository.
-  - With O(state=gathered), reads the live tenants back into catalog entries (RV(tenants)); applying them with
-    O(state=present) to the same cluster writes nothing.
+  - With O(state=gathered), makes the reads of a run and returns them in RV(gathered), and reads the live tenants
+    back into catalog entries (RV(tenants)); applying them with O(state=present) to the same cluster writes nothing.
+    Nothing is written.
+  - With O(state=parsed), plans the catalog against O(facts) (what O(state=gathered) returned) without connecting,
+    and returns what a check-mode run on that cluster returns, with C(changed=false) - every refusal included. The
+    sale's spot reclaim reads the spot jobs under its Lease when a run applies, so a plan whose sale reclaims says
+    the sale but no victims (RV(reclaim) is empty).
   - "A run that sells GPUs sells like a purchase (C(tenant_create.yml)), once for the whole run (rule catalog-sale):
     what the catalog sells after the run less what is sold before is the demand of one spot reclaim made before the
     first write, counted from the GPUs nobody has bought (rule unsold-reclaim-need; the same code, Lease, Events and
@@ -43,18 +48,29 @@ description:
 options:
   state:
     description:
-      - V(present) converges the cluster to the catalog, V(rendered) returns its manifests without a cluster,
-        V(gathered) reads the live tenants into catalog form.
+      - V(present) converges the cluster to the catalog, V(rendered) returns its manifests without a cluster.
+      - V(gathered) makes the reads of a run and returns them in RV(gathered), with the live tenants in catalog form
+        (RV(tenants)); nothing is written. With O(prune=true) it needs the catalog too, and also reads what runs in
+        and is held by each tenant the catalog would prune.
+      - V(parsed) plans from O(facts) without connecting, and returns what a check-mode run returns, with
+        C(changed=false).
     type: str
-    choices: [present, rendered, gathered]
+    choices: [present, rendered, gathered, parsed]
     default: present
+  facts:
+    description:
+      - With O(state=parsed), the cluster to plan against, as RV(gathered) holds it (C(objects), C(queues),
+        C(podgroups), C(nodes), C(service_cidrs), C(parent_list), C(running)).
+      - A plan with O(prune=true) needs facts gathered with the same catalog and O(prune=true).
+    type: dict
   tenants:
     description:
       - The catalog, one entry per tenant. An entry takes the per-tenant options of M(gpucloud.platform.tenant) -
         C(name), C(subscription), C(subscription_guarantee), C(payg), C(teams), C(subjects), C(egress_cidrs),
         C(egress_to_nodes), C(egress_to_metadata) and C(allow_critical) - with the same meaning and defaults;
         any other key is refused, naming C(tenants[<i>].<key>).
-      - Required with O(state=present) and O(state=rendered) unless O(src) is given.
+      - Required with O(state=present), O(state=rendered) and O(state=parsed) unless O(src) is given, and with
+        O(state=gathered) and O(prune=true).
     type: list
     elements: dict
   src:
@@ -99,6 +115,7 @@ options:
     description:
       - Remove the tenants the platform manages that the catalog does not name, as
         M(gpucloud.platform.tenant) with O(gpucloud.platform.tenant#module:state=absent) does.
+      - With O(state=parsed), plans the prune; with O(state=gathered), reads what the plan needs for it.
       - A tenant with active Volcano Jobs or pods is refused unless O(force=true).
       - "A catalog that names no tenant never prunes (rule catalog-prune-empty): a catalog file that is empty, or a
         misspelt variable that left the catalog empty, would otherwise delete every tenant. The run is refused before
@@ -206,6 +223,13 @@ EXAMPLES = r"""
   gpucloud.platform.tenant_catalog:
     state: gathered
   register: gathered
+
+- name: Review offline what the catalog would change on the cluster gathered above
+  gpucloud.platform.tenant_catalog:
+    state: parsed
+    tenants: "{{ platform_tenants }}"
+    facts: "{{ gathered.gathered }}"
+  register: plan
 """
 
 RETURN = r"""
@@ -218,18 +242,19 @@ summary:
     - One row per catalog tenant and per tenant to prune - C(name), C(status) (V(created), V(changed),
       V(unchanged), V(refused), V(pruned), or V(failed) when its writes failed), C(objects) (how many it changed),
       and C(errors) for a refused tenant, C(running) for one to prune, C(error) for a failed one.
-  returned: with O(state=present)
+    - With O(state=gathered), one line saying what was read; empty with O(state=rendered).
+  returned: always
   type: list
   elements: dict
   sample: [{name: alpha, status: created, objects: 10}, {name: beta, status: unchanged, objects: 0}]
 counts:
   description: How many tenants ended in each status.
-  returned: with O(state=present)
+  returned: with O(state=present) or O(state=parsed)
   type: dict
   sample: {created: 998, changed: 1, unchanged: 0, refused: 1, pruned: 0}
 objects:
   description: The objects written or deleted (in check mode, that would be), tenant by tenant.
-  returned: with O(state=present)
+  returned: with O(state=present) or O(state=parsed)
   type: list
   elements: dict
   sample: [{kind: Queue, name: tenant-alpha-subscription, action: create}]
@@ -276,7 +301,7 @@ sale:
     - What the run sells, in GPUs (rule catalog-sale) - C(pool), C(sold_before), C(sold_after), C(added) (the demand
       of the spot reclaim), C(unsold_after), C(growing) (the tenants buying more), C(reclaims), C(recomputes) - and
       C(summary), one line saying what was sold, what was reclaimed and the spot capacity after.
-  returned: with O(state=present)
+  returned: with O(state=present) or O(state=parsed)
   type: dict
   sample:
     pool: 64
@@ -294,37 +319,42 @@ reclaim:
     - The sale's spot reclaim as M(gpucloud.platform.spot_reclaim) reports it (C(time), C(reason), C(demand),
       C(pool), C(allocated), C(free), C(shortfall), C(freed), C(victims)); empty when the run sells nothing more. In
       check mode the victims it would take.
-  returned: with O(state=present)
+  returned: with O(state=present) or O(state=parsed)
   type: dict
 spot:
   description:
     - The spot capacity after the run - C(gpus), what every spot queue's capability adds up to (the idle pool), and
       C(updated), the spot queues whose capability changed. C(recomputed) is false in check mode and when no purchase
       changed; C(gpus) is then the unsold GPUs the recompute would share out.
-  returned: with O(state=present)
+  returned: with O(state=present) or O(state=parsed)
   type: dict
   sample: {recomputed: true, gpus: 16, spot_queues: 3, updated: [tenant-alpha-spot, tenant-beta-spot]}
+gathered:
+  description:
+    - The reads of a run, as read - C(objects) (each tenant kind's list, selected by C(platform.io/tenant), in the
+      order read), C(queues), C(podgroups), C(nodes), C(service_cidrs), C(parent_list) and C(running) (for a prune,
+      each tenant to prune's active Volcano Jobs and pods and the claims and Secrets it holds). Give it to
+      O(facts) with O(state=parsed).
+  returned: with O(state=gathered)
+  type: dict
+state:
+  description: V(rendered) or V(parsed) when the answer is a plan made without connecting; nothing was written.
+  returned: with O(state=rendered) or O(state=parsed)
+  type: str
 requests:
-  description: How many API requests the run made (0 with O(state=rendered)).
+  description: How many API requests the run made (0 with O(state=rendered) and O(state=parsed)).
   returned: always
   type: int
 """
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.catalog.inputs import (
-    STATES,
-    check_options,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.catalog.rendered import (
-    rendered_catalog,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.catalog.source_io import (
-    catalog_from,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_module
+from ansible_collections.gpucloud.platform.plugins.module_utils.catalog.flow import CATALOG_FLOW
+from ansible_collections.gpucloud.platform.plugins.module_utils.catalog.inputs import STATES
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.reclaim import RECLAIM_OPTIONS
 
 OPTIONS = {
     "state": {"type": "str", "choices": list(STATES), "default": "present"},
+    "facts": {"type": "dict"},
     "tenants": {"type": "list", "elements": "dict"},
     "src": {"type": "path"},
     "defaults": {"type": "dict", "default": {}},
@@ -346,33 +376,19 @@ OPTIONS = {
 
 
 def rendered(params: dict) -> dict | None:
-    """``state: rendered`` answers without connecting: the catalog (O(tenants) or the
-    file O(src)), rendered."""
-    if params.get("state") != "rendered":
-        return None
-    catalog = catalog_from(params)
-    if catalog is None:  # only gathered takes no catalog
-        raise AssertionError("rendered needs a catalog")
-    return rendered_catalog(catalog)
+    """The answer of ``state: rendered`` (and ``parsed``) without connecting; None for a
+    run that connects."""
+    return CATALOG_FLOW.offline(params)
 
 
-def converge(params: dict, cluster, check_mode: bool) -> dict:
-    """``present`` and ``gathered``. The service, and with it the Kubernetes client, is
-    imported once the module connects: ``rendered`` answers without either."""
-    from ansible_collections.gpucloud.platform.plugins.module_utils.catalog import service
-
-    return service.run_catalog(params, cluster, check_mode)
+def rows(params: dict, result: dict, check_mode: bool) -> list:
+    """The run's per-tenant table (RV(summary)), kept as the result's ``summary``."""
+    return list(result.get("summary") or [])
 
 
 def main() -> None:
     # Every input is checked before the module connects.
-    run_module(
-        OPTIONS,
-        converge,
-        validate=check_options,
-        offline=rendered,
-        diff_by_object=True,
-    )
+    run_flow(OPTIONS, CATALOG_FLOW, summary=rows, diff_by_object=True)
 
 
 if __name__ == "__main__":

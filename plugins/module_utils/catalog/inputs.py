@@ -15,7 +15,9 @@ from ..workload.pool import selector_errors
 from .plan import prune_empty_errors
 from .spec import Catalog, parse_catalog
 
-STATES = ("present", "rendered", "gathered")
+STATES = ("present", "rendered", "gathered", "parsed")
+# The states that plan against a cluster's facts, and may prune.
+PRUNING_STATES = ("present", "parsed", "gathered")
 ON_REFUSAL = ("fail", "skip")
 MAX_WORKERS = 64
 
@@ -49,9 +51,12 @@ def option_errors(params: Mapping[str, Any]) -> list[FieldError]:
                 "prune (rule catalog-options)",
             )
         )
-    if params.get("prune") and state != "present":
+    if params.get("prune") and state not in PRUNING_STATES:
         errors.append(
-            FieldError("prune", f"applies to state: present, not {state} (rule catalog-options)")
+            FieldError(
+                "prune",
+                f"applies to state: present, parsed or gathered, not {state} (rule catalog-options)",
+            )
         )
     if state == "rendered":
         for key in ("pod_cidr", "service_cidr"):
@@ -68,11 +73,11 @@ def option_errors(params: Mapping[str, Any]) -> list[FieldError]:
 
 
 def parse_options(params: Mapping[str, Any], tenants: object) -> Catalog | None:
-    """The catalog (None for ``state: gathered``, which takes none), after every
-    option is checked; raises once with every error."""
+    """The catalog (None for ``state: gathered``, which takes none unless it gathers for a
+    prune), after every option is checked; raises once with every error."""
     errors = option_errors(params)
     state = params.get("state", "present")
-    if state == "gathered":
+    if state == "gathered" and not params.get("prune"):
         raise_if(errors)
         return None
     if tenants is None:
@@ -85,15 +90,7 @@ def parse_options(params: Mapping[str, Any], tenants: object) -> Catalog | None:
         catalog = parse_catalog(tenants, params.get("defaults"), shared)
     except PlatformValidationError as exc:
         raise PlatformValidationError([*errors, *exc.errors]) from None
-    if state == "present":
+    if state in PRUNING_STATES:
         errors += prune_empty_errors(bool(params.get("prune")), catalog.names)
     raise_if(errors)
     return catalog
-
-
-def check_options(params: Mapping[str, Any]) -> None:
-    """The module's ``validate``: with ``src`` the file is read later, by the service."""
-    if params.get("src"):
-        raise_if(option_errors(params))
-        return
-    parse_options(params, params.get("tenants"))

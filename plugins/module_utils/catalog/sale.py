@@ -8,7 +8,8 @@ here:
 
 * Rule catalog-sale-reclaim (``sale_reclaim_errors``): with ``reclaim: false`` a run
   whose sale needs spot jobs reclaimed (rule unsold-reclaim-need finds a shortfall) is
-  refused before any write, with the numbers, as ``payg_capacity`` refuses a growth.
+  refused before any write, with the numbers, by the refusal ``payg_capacity``'s growth
+  meets (``capacity/sale.sale_refusal``, the one sale's).
 * Rule catalog-oversell-guard (``capacity.oversell.catalog_oversell_errors``) over the
   whole catalog (``oversell_check``), before the first write.
 * Rule catalog-sale-summary (``spot_after``, ``sale_line``): the spot capacity the run
@@ -25,8 +26,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..capacity.oversell import catalog_oversell_errors
-from ..capacity.payg import no_reclaim_error
 from ..capacity.purchase import CatalogSale
+from ..capacity.sale import SaleBook, sale_refusal
 from ..common.errors import FieldError, raise_if
 from ..common.quantity import GPU
 from ..spot.reclaim import victim_names
@@ -40,20 +41,14 @@ def sale_reclaim_errors(
     """Rule catalog-sale-reclaim: with ``reclaim: false`` a sale that needs spot jobs
     reclaimed is refused before any write, with the numbers. ``planned`` is the reclaim's plan for the sale (its
     ``shortfall``, and the GPUs ``spot`` jobs hold), made without writing."""
-    shortfall = int(planned.get("shortfall") or 0)
-    if reclaim or not sale.reclaims or shortfall == 0:
+    if not sale.reclaims:
         return []
-    unsold = max(0, sale.pool_gpus - sale.sold_before)
-    return [
-        no_reclaim_error(
-            sale.added,
-            shortfall,
-            unsold,
-            int(planned.get("spot") or 0),
-            field=f"tenants.{GPU}",
-            sale="the catalog selling",
-        )
-    ]
+    book = SaleBook(sale.pool_gpus, sale.sold_before, int(planned.get("spot") or 0), 0)
+    shortfall = int(planned.get("shortfall") or 0)
+    refusal = sale_refusal(
+        book, sale.added, shortfall, reclaim, f"tenants.{GPU}", "the catalog selling"
+    )
+    return [] if refusal is None else [refusal]
 
 
 def spot_after(sale: CatalogSale, recomputed: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -1,44 +1,29 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A catalog run sells like a purchase, once for the whole run: before its first write
-the spot reclaim ``tenant_create.yml`` makes for a purchase (``spot.service.run_reclaim``,
-the code behind ``spot_reclaim``, as a sale: rule unsold-reclaim-need), after its last
+the spot reclaim ``tenant_create.yml`` makes for a purchase (``spot.service.RECLAIM_FLOW``,
+the code behind ``spot_reclaim``, as a sale: rule unsold-reclaim-need; it decides again
+under the ``spot-reclaim`` Lease, as ``payg_capacity``'s growth does), after its last
 write the spot recompute (``spot.service.RECOMPUTE_FLOW``, the code behind
 ``spot_capacity``). What the run sells, and whether it reclaims and recomputes, is rule
-catalog-sale (``capacity.purchase``); the refusal without ``reclaim`` and the summary
+catalog-sale (``capacity.purchase``, worked out in the plan by
+``catalog.steps.sale_planned``); the refusal without ``reclaim`` and the summary
 are ``catalog.sale``. This file only gathers and applies.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from ..capacity.purchase import CatalogSale, catalog_sale
+from ..capacity.purchase import CatalogSale
 from ..common.errors import PlatformValidationError, Refused
 from ..kube import cluster as kube
 from ..kube.lease_io import default_holder
 from ..spot import reclaim_io
 from ..spot import service as spot
 from ..spot.reclaim import NEED_FROM_UNSOLD, RECLAIM_OPTIONS, ReclaimError, reclaim_request
-from .fleet import Fleet, fleet_purchases
-from .plan import TenantWork
 from .sale import sale_reclaim_errors
-
-
-def sale_of(
-    params: Mapping[str, Any],
-    fleet: Fleet,
-    works: Sequence[TenantWork],
-    prunes: Sequence[TenantWork],
-) -> CatalogSale:
-    """Rule catalog-sale for the tenants this run writes and prunes (a refused one
-    keeps its live purchase)."""
-    pool, live = fleet_purchases(params, fleet)
-    desired = {
-        w.spec.name: (w.spec.subscription, w.spec.payg) for w in works if w.spec and not w.refused
-    }
-    return catalog_sale(pool, live, desired, [w.name for w in prunes if not w.refused])
 
 
 def reclaim_params(params: Mapping[str, Any], sale: CatalogSale) -> dict[str, Any]:

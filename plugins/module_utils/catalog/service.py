@@ -20,10 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ansible.module_utils.common.warnings import warn
-
 from ..capacity.purchase import CatalogSale
-from ..common.errors import PartialWrite, PlatformValidationError, Refused, raise_if
+from ..common.errors import PartialWrite, PlatformValidationError
 from ..common.names import (
     JOB_API,
     LABEL_MANAGED_BY,
@@ -36,11 +34,8 @@ from ..common.names import (
 )
 from ..kube import cluster as kube
 from ..kube.cluster import NotFoundError, ResourceNotFoundError
-from ..queues.model import reading_once
-from ..queues.parent_list import parent_queue_names
 from ..tenants.changes import Changes
 from ..tenants.live import active_jobs, active_pods
-from ..tenants.network import discovered_networks
 from ..tenants.read_io import TENANT_KINDS, read_parent_queues
 from ..tenants.write_io import (
     delete_tenant,
@@ -48,26 +43,17 @@ from ..tenants.write_io import (
     sync_parent_queues,
     write_tenant_objects,
 )
-from .fleet import Fleet, group_fleet
-from .gather import gather_fleet
-from .inputs import parse_options
-from .plan import (
-    PRUNE_MAX_DEFAULT,
-    PRUNED,
-    TenantWork,
-    counts,
-    plan_tenant_work,
-    prune_candidates,
-    prune_data_refusal,
-    prune_max_errors,
-    prune_refusal,
-    summary_row,
-    tenant_status,
+from .plan import PRUNED, TenantWork
+from .sale_io import reclaim_for_sale, recompute_after_sale
+from .steps import (
+    PARENT_LIST_WHAT,
+    CatalogFacts,
+    CatalogPlan,
+    CatalogRequest,
+    prune_names,
+    run_result,
+    sold_of,
 )
-from .sale import oversell_check, sale_line, spot_after
-from .sale_io import reclaim_for_sale, recompute_after_sale, sale_of
-from .source_io import catalog_from
-from .spec import Catalog
 
 # The kinds read for the fleet, each with one LIST selected by the tenant label: the
 # kinds a tenant owns besides its queues.
@@ -80,13 +66,20 @@ class Progress:
     """Lines appended to ``progress_file`` while the run writes (``tail -f`` it):
     an Ansible module prints nothing until it ends."""
 
-    def __init__(self, path: str | None, total: int, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        path: str | None,
+        total: int,
+        clock: Callable[[], float] = time.monotonic,
+        start: float | None = None,
+    ):
         self.path = Path(path) if path else None
         self.total = total
         self.done = 0
         self.by_status: dict[str, int] = {}
         self._clock = clock
-        self._start = clock()
+        # The lines count from ``start``: when the run began to read, for a run's writes.
+        self._start = clock() if start is None else start
         self._last = 0.0
         self._lock = threading.Lock()
 
@@ -95,6 +88,10 @@ class Progress:
             return
         with self.path.open("a", encoding="utf-8") as out:
             out.write(f"[{self._clock() - self._start:7.1f}s] {text}\n")
+
+    @property
+    def started(self) -> float:
+        return self._start
 
     def tenant_done(self, status: str) -> None:
         with self._lock:
@@ -111,7 +108,7 @@ class Progress:
 # -- reads -----------------------------------------------------------------------------------
 
 
-def read_fleet(cluster: kube.Cluster, workers: int) -> Fleet:
+def read_fleet(cluster: kube.Cluster, workers: int) -> CatalogFacts:
     """One LIST per kind, sent side by side: the tenants' objects by the tenant label,
     every Queue, PodGroup and Node, the ServiceCIDRs, and the parent-queues list."""
 
@@ -137,9 +134,10 @@ def read_fleet(cluster: kube.Cluster, workers: int) -> Fleet:
             raise result
     objects = {kind: results[i] for i, (_api, kind) in enumerate(FLEET_KINDS)}
     queues, podgroups, nodes, cidrs, parent_list = results[len(FLEET_KINDS) :]
-    return Fleet(
-        tenants=group_fleet(objects, queues, podgroups),
-        queues={q["metadata"]["name"]: q for q in queues},
+    return CatalogFacts(
+        objects=objects,
+        queues=queues,
+        podgroups=podgroups,
         nodes=nodes,
         service_cidrs=cidrs,
         parent_list=parent_list,
@@ -176,49 +174,28 @@ def read_running(cluster: kube.Cluster, names: Sequence[str], workers: int) -> d
     return out
 
 
-# -- checks before the first write -----------------------------------------------------------
+# -- the flow -------------------------------------------------------------------------------
 
 
-def plan_all(
-    params: Mapping[str, Any], catalog: Catalog, fleet: Fleet, cluster: kube.Cluster
-) -> tuple[list[TenantWork], list[TenantWork]]:
-    """Every catalog tenant's work, and the tenants to prune with what runs in them."""
-    # What every tenant's egress cuts out, discovered once (given CIDRs win in the plan).
-    networks = discovered_networks(fleet.nodes, fleet.service_cidrs)
-    force = bool(params.get("force"))
-    works = [
-        plan_tenant_work(spec, fleet.live(spec.name), fleet.queues, networks, force)
-        for spec in catalog.tenants
-    ]
-    prunes: list[TenantWork] = []
-    if params.get("prune"):
-        names = prune_candidates(fleet.tenants, catalog.names)
-        # Before anything is read per tenant: too many to prune stops the whole run.
-        raise_if(prune_max_errors(names, params.get("max_prune", PRUNE_MAX_DEFAULT)))
-        running = read_running(cluster, names, params.get("workers", 8))
-        confirmed = params.get("prune_confirm") or []
-        for name in names:
-            work = TenantWork(name=name, live=fleet.live(name), prune=True)
-            work.live.jobs = list(running[name]["jobs"])
-            work.live.pods = list(running[name]["pods"])
-            work.running = {"jobs": len(work.live.jobs), "pods": len(work.live.pods)}
-            work.errors = prune_refusal(name, work.running, force)
-            work.errors += prune_data_refusal(name, running[name]["data"], confirmed)
-            prunes.append(work)
-    return works, prunes
+def gather_catalog(request: CatalogRequest, cluster: kube.Cluster) -> CatalogFacts:
+    """The fleet (``read_fleet``), then, for a run that prunes no more than ``max_prune``
+    tenants, what runs in each tenant to prune and the data it holds (``read_running``)."""
+    progress = Progress(request.progress_file, catalog_size(request))
+    if request.catalog is not None and request.state != "gathered":
+        progress.say(f"reading the fleet for {len(request.catalog.tenants)} catalog tenants")
+    facts = read_fleet(cluster, request.workers)
+    facts.started = progress.started
+    names = prune_names(request, facts)
+    if names:
+        facts.running = read_running(cluster, names, request.workers)
+    return facts
+
+
+def catalog_size(request: CatalogRequest) -> int:
+    return len(request.catalog.tenants) if request.catalog is not None else 0
 
 
 # -- writes ----------------------------------------------------------------------------------
-
-
-def has_writes(work: TenantWork) -> bool:
-    """Whether ``write_one`` would send anything for ``work``: a prune, a queue step, or
-    an object that differs. An unchanged tenant is not handed to the write pool at all."""
-    if work.prune:
-        return True
-    if work.plan is None:
-        return False
-    return bool(work.steps) or bool(work.object_changes)
 
 
 def write_one(
@@ -245,45 +222,26 @@ def write_one(
     return changes
 
 
-def run_present(
-    params: Mapping[str, Any], catalog: Catalog, cluster: kube.Cluster, check_mode: bool
+def apply_catalog(
+    request: CatalogRequest, planned: CatalogPlan, cluster: kube.Cluster, check_mode: bool
 ) -> dict[str, Any]:
-    workers = params.get("workers", 8)
-    progress = Progress(params.get("progress_file"), len(catalog.tenants))
-    progress.say(f"reading the fleet for {len(catalog.tenants)} catalog tenants")
-    fleet = read_fleet(cluster, workers)
-    with reading_once():  # each live Queue is parsed once for the whole plan
-        works, prunes = plan_all(params, catalog, fleet, cluster)
-        oversell_check(params, catalog, fleet, [w.name for w in prunes if not w.refused])
-    refused = [w for w in (*works, *prunes) if w.refused]
-    if refused and params.get("on_refusal", "fail") == "fail":
-        rows = [summary_row(w, tenant_status(w, False), []) for w in (*works, *prunes)]
-        raise Refused(
-            f"{len(refused)} tenant(s) of the catalog are refused, so nothing was written: "
-            + "; ".join(f"{w.name}: {' / '.join(w.errors)}" for w in refused[:20])
-            + ("; ..." if len(refused) > 20 else "")
-            + " (on_refusal: skip writes the others)",
-            summary=[r for r in rows if r["status"] == "refused"],
-            counts=counts(rows),
-        )
-    todo = [w for w in (*works, *prunes) if not w.refused]
-    progress.total = len(todo)
-    # Rule catalog-sale: the run is one purchase; its reclaim comes before any write.
-    sale = sale_of(params, fleet, works, prunes)
-    reclaimed = reclaim_for_sale(params, cluster, check_mode, sale)
+    """The writes in the plan's order: the sale's reclaim (rule catalog-sale: before any
+    write), the parent-queues list gaining its new parents, each tenant's writes
+    (``workers`` tenants side by side), the list dropping the parents no tenant has any
+    more, then the sale's spot recompute."""
+    sale = planned.sale
+    if sale is None:
+        raise AssertionError("a plan of state present has a sale")
+    workers = request.workers
+    progress = Progress(request.progress_file, len(planned.todo), start=planned.started)
+    reclaimed = reclaim_for_sale(request.options, cluster, check_mode, sale)
     run_changes = Changes()  # the shared parent-queues list
-    parents: set[str] = set()
-    owned: set[str] = set()
-    for work in todo:
-        if work.plan is not None:
-            parents |= parent_queue_names(work.plan.queues)
-            owned |= {q.name for q in work.plan.queues} | set(work.plan.queue_deletes)
-        owned |= set(work.live.queues)
-    with reported_part_way("writing the tenant catalog's parent-queues list", run_changes):
+    parents = planned.parents
+    with reported_part_way(PARENT_LIST_WHAT, run_changes):
         parent_list = sync_parent_queues(
-            cluster, fleet.parent_list, parents, parents, run_changes, check_mode
+            cluster, planned.parent_list, parents, parents, run_changes, check_mode
         )
-    busy = [has_writes(w) for w in todo]
+    busy = planned.busy
     progress.total = sum(busy)
     progress.say(
         f"writing {sum(busy)} tenants, {workers} at a time ({busy.count(False)} unchanged)"
@@ -292,19 +250,25 @@ def run_present(
         cluster.concurrently(
             [
                 lambda w=w: write_one(cluster, w, check_mode, progress)
-                for w, writes in zip(todo, busy, strict=True)
+                for w, writes in zip(planned.todo, busy, strict=True)
                 if writes
             ],
             workers,
         )
     )
     results: list[Changes | BaseException] = [next(written) if b else Changes() for b in busy]
-    failed = {w.name: r for w, r in zip(todo, results, strict=True) if isinstance(r, BaseException)}
+    failed = {
+        w.name: r
+        for w, r in zip(planned.todo, results, strict=True)
+        if isinstance(r, BaseException)
+    }
     if not failed:
-        with reported_part_way("writing the tenant catalog's parent-queues list", run_changes):
-            sync_parent_queues(cluster, parent_list, parents, owned, run_changes, check_mode)
-    sold = sold_report(params, cluster, check_mode, sale, reclaimed, failed)
-    return report(works, prunes, todo, results, run_changes, failed, sold)
+        with reported_part_way(PARENT_LIST_WHAT, run_changes):
+            sync_parent_queues(
+                cluster, parent_list, parents, planned.owned, run_changes, check_mode
+            )
+    sold = sold_report(request.options, cluster, check_mode, sale, reclaimed, failed)
+    return run_result(planned, results, run_changes, failed, sold, kube.api_error_message)
 
 
 def sold_report(
@@ -317,7 +281,7 @@ def sold_report(
 ) -> dict[str, Any]:
     """After the writes: the sale's spot recompute (also after a tenant failed: what was
     written is sold, and a second run would find no purchase changing), then what the
-    run sold, reclaimed and left to spot (rule catalog-sale-summary)."""
+    run sold, reclaimed and left to spot (``steps.sold_of``)."""
     notes: list[str] = []
     try:
         recomputed = recompute_after_sale(params, cluster, check_mode, sale)
@@ -326,102 +290,13 @@ def sold_report(
             raise
         recomputed = None
         notes.append(f"the spot capacity was not recomputed: {exc}")
-    spot = spot_after(sale, recomputed)
-    # The reclaim's jobs and counts, as spot_reclaim shows them (check mode the same).
-    # The recompute's queues are in spot.updated, not in the diff: check mode, which
-    # does not recompute, shows the same diff as the run.
-    reclaim_diff = (reclaimed or {}).get("diff") or {}
-    diff = {
-        side: {f"spot reclaim {k}": v for k, v in (reclaim_diff.get(side) or {}).items()}
-        for side in ("before", "after")
-    }
-    return {
-        "sale": {**sale.as_dict(), "summary": sale_line(sale, reclaimed, spot, check_mode)},
-        "reclaim": dict((reclaimed or {}).get("reclaim") or {}),
-        "spot": spot,
-        "changed": bool((reclaimed or {}).get("changed")) or bool(spot["updated"]),
-        "diff": diff,
-        "notes": notes,
-    }
-
-
-def report(
-    works: Sequence[TenantWork],
-    prunes: Sequence[TenantWork],
-    todo: Sequence[TenantWork],
-    results: Sequence[Any],
-    run_changes: Changes,
-    failed: Mapping[str, BaseException],
-    sold: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The per-tenant table, the objects written and the diff, with the sale (``sold``:
-    ``sold_report``); a failed tenant makes the run fail, naming what every tenant wrote
-    (each write is idempotent: run again)."""
-    sold = sold or {}
-    by_name = {w.name: r for w, r in zip(todo, results, strict=True)}
-    rows, objects, done = [], list(run_changes.objects), list(run_changes.done)
-    before, after = dict(run_changes.before), dict(run_changes.after)
-    for work in (*works, *prunes):
-        result = by_name.get(work.name)
-        changes = getattr(result, "changes", None) if isinstance(result, BaseException) else result
-        written = changes.objects if changes is not None else []
-        row = summary_row(work, tenant_status(work, bool(written)), written)
-        if work.name in failed:
-            row["status"], row["error"] = "failed", kube.api_error_message(failed[work.name])
-        rows.append(row)
-        if changes is not None:
-            objects += changes.objects
-            done += changes.done
-            before.update(changes.before)
-            after.update(changes.after)
-    before.update((sold.get("diff") or {}).get("before") or {})
-    after.update((sold.get("diff") or {}).get("after") or {})
-    result: dict[str, Any] = {
-        "changed": bool(objects) or bool(sold.get("changed")),
-        "summary": rows,
-        "counts": counts([r for r in rows if r["status"] != "failed"]),
-        "objects": objects,
-        "diff": {"before": before, "after": after},
-        **{k: sold[k] for k in ("sale", "reclaim", "spot") if k in sold},
-    }
-    # Warned through Ansible's collector (module.warn), never a result key: ansible-core
-    # 2.19 deprecates ``warnings`` passed to exit_json.
-    notes = list(sold.get("notes") or [])
-    refused = [r["name"] for r in rows if r["status"] == "refused"]
-    if refused:
-        notes.append(
-            f"{len(refused)} tenant(s) refused and left as they are (on_refusal: skip): "
-            + ", ".join(refused[:20])
-        )
-    for note in notes:
-        warn(note)
-    if failed:
-        first = next(iter(failed.values()))
-        raise PartialWrite(
-            f"the tenant catalog ({len(failed)} tenant(s) failed: {', '.join(sorted(failed)[:10])})",
-            done,
-            first,
-            summary=rows,
-            counts=result["counts"],
-            **{k: sold[k] for k in ("sale", "reclaim", "spot") if k in sold},
-        )
-    return result
-
-
-# -- the module ------------------------------------------------------------------------------
+    return sold_of(sale, reclaimed, recomputed, check_mode, notes)
 
 
 def run_catalog(
     params: Mapping[str, Any], cluster: kube.Cluster, check_mode: bool = False
 ) -> dict[str, Any]:
-    """The ``tenant_catalog`` module (``state: present`` or ``gathered``)."""
-    state = params.get("state", "present")
-    if state == "gathered":
-        parse_options(params, None)
-        fleet = read_fleet(cluster, params.get("workers", 8))
-        networks = discovered_networks(fleet.nodes, fleet.service_cidrs)
-        return {"changed": False, "tenants": gather_fleet(fleet.tenants, networks)}
-    catalog = catalog_from(params)
-    if catalog is None:
-        raise AssertionError("present needs a catalog")
-    return run_present(params, catalog, cluster, check_mode)
+    """The ``tenant_catalog`` module run against a cluster (``present`` or ``gathered``)."""
+    from .flow import CATALOG_FLOW
+
+    return CATALOG_FLOW.run(params, cluster, check_mode)

@@ -19,9 +19,15 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
     yaml_load = None
     YAMLError = ValueError
 
-from ..common.errors import FieldError, PlatformValidationError
-from .inputs import parse_options
+from ..common.errors import FieldError, PlatformValidationError, raise_if
+from .inputs import option_errors, parse_options
+from .plan import PRUNE_MAX_DEFAULT
 from .spec import Catalog
+from .steps import CatalogRequest
+
+# The options the sale, its reclaim and the oversell guard read (``catalog.sale``,
+# ``catalog.sale_io``): every option but the catalog and the run's own.
+NOT_SALE_OPTIONS = ("tenants", "src", "defaults", "facts", "prune_confirm")
 
 
 def resolved(path: str, cwd: str | None = None) -> Path:
@@ -59,5 +65,30 @@ def load_catalog_file(path: str) -> Any:
 
 
 def catalog_from(params: Mapping[str, Any]) -> Catalog | None:
+    """The catalog, every option checked; None for ``state: gathered``, which reads no
+    catalog unless it gathers for a prune. The options are checked before the ``src``
+    file is read."""
+    if params.get("state") == "gathered" and not params.get("prune"):
+        return parse_options(params, None)
+    if params.get("src"):
+        raise_if(option_errors(params))
     tenants_given = load_catalog_file(params["src"]) if params.get("src") else params.get("tenants")
     return parse_options(params, tenants_given)
+
+
+def parse_request(params: Mapping[str, Any]) -> CatalogRequest:
+    """The flow's ``parse``: every option checked and the catalog read (``tenants``, or the
+    file ``src``), before the module connects."""
+    catalog = catalog_from(params)
+    return CatalogRequest(
+        state=params.get("state") or "present",
+        catalog=catalog,
+        options={k: v for k, v in params.items() if k not in NOT_SALE_OPTIONS},
+        prune=bool(params.get("prune")),
+        max_prune=params.get("max_prune", PRUNE_MAX_DEFAULT),
+        prune_confirm=tuple(params.get("prune_confirm") or ()),
+        force=bool(params.get("force")),
+        on_refusal=params.get("on_refusal", "fail"),
+        workers=params.get("workers", 8),
+        progress_file=params.get("progress_file"),
+    )

@@ -87,24 +87,34 @@ class Flow(Generic[Request, Facts, Planned]):
             warn(warning)
         return planned
 
-    def run(self, params: Mapping[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+    def run(
+        self,
+        params: Mapping[str, Any],
+        cluster: Cluster,
+        check_mode: bool,
+        request: Request | None = None,
+    ) -> dict[str, Any]:
         """A run that connected: ``gathered`` reads and returns the facts; any other state
-        gathers, plans and applies."""
-        request = self.parse(params)
+        gathers, plans and applies. ``request``: ``params`` already parsed (the runner
+        parses once, before it connects)."""
+        if request is None:
+            request = self.parse(params)
         facts = self.gather(request, cluster)
         if params.get("state") == GATHERED and self.facts_out is not None:
             return {"changed": False, "gathered": self.facts_out(facts)}
         return self.apply(request, self._planned(request, facts), cluster, check_mode)
 
-    def offline(self, params: Mapping[str, Any]) -> dict[str, Any] | None:
+    def offline(
+        self, params: Mapping[str, Any], request: Request | None = None
+    ) -> dict[str, Any] | None:
         """The answer of ``rendered`` and ``parsed``, which need no cluster; None for a run
-        that connects."""
+        that connects. ``request``: ``params`` already parsed."""
         state = params.get("state")
         if state == RENDERED and self.empty is not None:
-            request = self.parse(params)
+            request = self.parse(params) if request is None else request
             facts = self.empty(request)
         elif state == PARSED and self.facts_in is not None:
-            request = self.parse(params)
+            request = self.parse(params) if request is None else request
             facts = self.facts_in(request, facts_option(params))
         else:
             return None

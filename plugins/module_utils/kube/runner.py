@@ -134,8 +134,15 @@ def run_flow(
     summary a check-mode run would give; ``gathered`` reading only; any other state
     gathered, planned and applied. ``kwargs`` as ``run_module``'s."""
 
+    # The options are parsed once, before the module connects; every step after gets the
+    # request.
+    parsed: dict[str, Any] = {}
+
+    def parse(params: dict[str, Any]) -> None:
+        parsed["request"] = flow.parse(params)
+
     def offline(params: dict[str, Any]) -> dict[str, Any] | None:
-        answer = flow.offline(params)
+        answer = flow.offline(params, parsed.get("request"))
         if answer is not None and summary is not None:
             answer["summary"] = summary(params, answer, True)
         return answer
@@ -146,4 +153,7 @@ def run_flow(
             return [f"gathered {kinds} from the cluster; nothing was written"]
         return summary(params, result, check_mode) if summary is not None else []
 
-    run_module(options, flow.run, validate=flow.parse, offline=offline, summary=said, **kwargs)
+    def run(params: dict[str, Any], cluster: Any, check_mode: bool) -> dict[str, Any]:
+        return flow.run(params, cluster, check_mode, parsed.get("request"))
+
+    run_module(options, run, validate=parse, offline=offline, summary=said, **kwargs)

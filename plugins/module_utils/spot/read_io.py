@@ -51,11 +51,28 @@ def warn_all(warnings: Iterable[str]) -> None:
         warn(warning)
 
 
+def list_pool(
+    cluster: Cluster, node_selector: Mapping[str, str] | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One list of Nodes (label selector = node selector) and one of unfinished Pods."""
+    nodes = cluster.list("v1", "Node", label_selector=label_selector(node_selector))
+    return nodes, cluster.list("v1", "Pod", field_selector=_UNFINISHED_PODS)
+
+
+def list_spot(
+    cluster: Cluster,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The spot candidates as listed: the billing Queues, the spot Volcano Jobs and the
+    Running pods Volcano schedules (one list each, in that order)."""
+    queues = read_queues(cluster)
+    jobs = cluster.list(JOB_API, "Job", label_selector=f"{LABEL_BILLING_TYPE}=spot")
+    return queues, jobs, cluster.list("v1", "Pod", field_selector=RUNNING_VOLCANO_PODS)
+
+
 def read_pool(cluster: Cluster, node_selector: Mapping[str, str] | None) -> PoolState:
     """One list of Nodes and one of unfinished Pods."""
-    nodes = cluster.list("v1", "Node", label_selector=label_selector(node_selector))
+    nodes, pods = list_pool(cluster, node_selector)
     pool, members = pool_from_nodes(nodes, node_selector)
-    pods = cluster.list("v1", "Pod", field_selector=_UNFINISHED_PODS)
     held, leaving = allocated_from_pods(pods, members)
     return PoolState(pool, members, held, leaving)
 

@@ -21,12 +21,13 @@ victims (``preview``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from ansible.module_utils.common.warnings import warn
 
-from ..common.errors import PartialWrite, PlatformValidationError
+from ..common.errors import PartialWrite
 from ..common.names import (
     ANNOTATION_SPOT_RECLAIMED,
     EVENT_REASON_SPOT_RECLAIMED,
@@ -34,7 +35,6 @@ from ..common.names import (
     QUEUE_API,
     SPOT_RECLAIM_HISTORY,
 )
-from ..common.quantity import GPU
 from ..kube import lease_io
 from ..kube.cluster import (
     ApiException,
@@ -44,8 +44,7 @@ from ..kube.cluster import (
 )
 from ..kube.lease import SPOT_RECLAIM
 from ..kube.run_record import raise_stop_counts, record_event, record_history
-from ..workload.pool import commitments_from_queues, committed_total
-from .read_io import read_live_history, read_pool, read_queues, read_spot_candidates
+from .read_io import list_pool, list_spot, read_live_history, warn_all
 from .reclaim import (
     NEED_FROM_UNSOLD,
     SUMMARY_FIELDS,
@@ -55,12 +54,11 @@ from .reclaim import (
     history_entry,
     lease_blocker,
     raised_count,
-    reclaim_report,
     reclaims_per_queue,
-    too_little_spot,
     victim_names,
 )
-from .victims import SpotJob, choose_victims, reclaim_need, unsold_reclaim_need
+from .reclaim_flow import ReclaimFacts, ReclaimPlan, needs_candidates, plan_reclaim
+from .victims import SpotJob
 
 # Attempts at raising a queue's reclaim count when a spot recompute changes the queue
 # between the read and the patch.
@@ -91,43 +89,30 @@ def release_lease(cluster: Cluster, lease: Mapping[str, Any]) -> bool:
 # --- deleting and recording --------------------------------------------------------
 
 
-def _unsold(result: Mapping[str, Any]) -> int | None:
-    """The unsold GPUs a sale's reclaim counted against (None: counted against free)."""
-    if result.get("need_from") != NEED_FROM_UNSOLD:
-        return None
-    return max(0, int(result["pool"]) - int(result["sold"]))
+def gather(request: ReclaimRequest, cluster: Cluster) -> ReclaimFacts:
+    """The reclaim's reads: one list of the pool's Nodes and one of unfinished Pods; then,
+    when the decision needs them (``reclaim_flow.needs_candidates``), one of the billing
+    Queues, one of the spot Volcano Jobs and one of the Running Volcano pods."""
+    nodes, pods = list_pool(cluster, request.node_selector)
+    facts = ReclaimFacts(tuple(nodes), tuple(pods))
+    if not needs_candidates(request, facts):
+        return facts
+    queues, jobs, running = list_spot(cluster)
+    return replace(facts, queues=tuple(queues), jobs=tuple(jobs), running_pods=tuple(running))
+
+
+def decide(request: ReclaimRequest, cluster: Cluster) -> ReclaimPlan:
+    """Read and plan (``reclaim_flow.plan_reclaim``), warning what the plan warns of."""
+    planned = plan_reclaim(request, gather(request, cluster))
+    warn_all(planned.warnings)
+    return planned
 
 
 def plan(cluster: Cluster, request: ReclaimRequest) -> tuple[dict[str, Any], list[SpotJob]]:
-    """Read the cluster once and choose the victims (no writes)."""
-    state = read_pool(cluster, request.node_selector)
-    candidates: list[SpotJob] | None = None
-    if request.need_from == NEED_FROM_UNSOLD:
-        queues = read_queues(cluster)
-        sold = int(committed_total(commitments_from_queues(queues).values())[GPU])
-        candidates = read_spot_candidates(cluster, queues)
-        spot = sum(c.gpus for c in candidates)
-        shortfall = unsold_reclaim_need(
-            state.pool_gpus, sold, spot, state.allocated_gpus, request.demand
-        )
-        result = reclaim_report(request.demand, state, shortfall)
-        result.update(need_from=NEED_FROM_UNSOLD, sold=sold, spot=spot)
-    else:
-        shortfall = reclaim_need(state.pool_gpus, state.allocated_gpus, request.demand)
-        result = reclaim_report(request.demand, state, shortfall)
-    if shortfall == 0:
-        return result, []
-    if candidates is None:
-        candidates = read_spot_candidates(cluster)
-    try:
-        victims = choose_victims(candidates, shortfall, allow_partial=request.allow_partial)
-    except PlatformValidationError as exc:
-        raise ReclaimError(
-            too_little_spot(request.demand, state, shortfall, exc, _unsold(result)), **result
-        ) from None
-    result["victims"] = [v.as_dict() for v in victims]
-    result["freed"] = sum(v.gpus for v in victims)
-    return result, victims
+    """Read the cluster once and choose the victims (no writes); the refusal raised."""
+    planned = decide(request, cluster)
+    planned.refuse()
+    return planned.result, planned.victims
 
 
 def _deleted_so_far(result: Mapping[str, Any], deleted: list[dict[str, Any]]) -> dict[str, Any]:
@@ -213,9 +198,12 @@ def counts_to_raise(
 # --- the whole reclaim -------------------------------------------------------------
 
 
-def preview(cluster: Cluster, request: ReclaimRequest, now: datetime) -> dict[str, Any]:
+def preview(
+    cluster: Cluster, request: ReclaimRequest, planned: ReclaimPlan, now: datetime
+) -> dict[str, Any]:
     """The reclaim in check mode: the victims it would delete, nothing written."""
-    result, _unused = plan(cluster, request)
+    planned.refuse()
+    result = planned.result
     live = lease_io.read_lease(cluster, SPOT_RECLAIM)
     blocker = lease_blocker(live, request.holder, now)
     if blocker:
@@ -229,26 +217,36 @@ def preview(cluster: Cluster, request: ReclaimRequest, now: datetime) -> dict[st
 def reclaim(
     cluster: Cluster, request: ReclaimRequest, check_mode: bool, now: datetime | None = None
 ) -> dict[str, Any]:
-    """The spot reclaim end to end: the plan in check mode; otherwise, under the
-    lease, plan again, delete, record Events and history. Raises ReclaimError
-    (a Refused) when the lease is held or the spot jobs hold too little."""
+    """The spot reclaim end to end (``decide`` then ``apply_reclaim``). Raises
+    ReclaimError (a Refused) when the lease is held or the spot jobs hold too little."""
+    return apply_reclaim(cluster, request, decide(request, cluster), check_mode, now)
+
+
+def apply_reclaim(
+    cluster: Cluster,
+    request: ReclaimRequest,
+    planned: ReclaimPlan,
+    check_mode: bool,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """The reclaim ``planned`` (made without the lease): in check mode its victims;
+    otherwise, under the lease, read and plan again, delete, record Events and history."""
     now = now or utc_now()
     if check_mode:
-        return preview(cluster, request, now)
-    # A first plan without the lease: a run with nothing to reclaim (a scheduled
-    # recompute, most minutes) writes nothing at all, not even the Lease. Anything
-    # else, a refusal included, is decided again under the lease, so a second run
-    # meets the first one's Lease first.
-    try:
-        result, victims = plan(cluster, request)
-    except ReclaimError:
-        victims = None
-    if victims == []:
+        return preview(cluster, request, planned, now)
+    # The first plan was made without the lease: a run with nothing to reclaim (a
+    # scheduled recompute, most minutes) writes nothing at all, not even the Lease.
+    # Anything else, a refusal included, is decided again under the lease, so a second
+    # run meets the first one's Lease first and never deletes the same GPUs twice.
+    if planned.refusal is None and not planned.victims:
+        result = planned.result
         result.update(changed=False, history=read_live_history(cluster), counted={})
         return result
     lease = acquire_lease(cluster, request.holder, request.lease_duration, now)
     try:
-        result, victims = plan(cluster, request)
+        planned = decide(request, cluster)
+        planned.refuse()
+        result, victims = planned.result, planned.victims
         if not victims:
             result.update(changed=False, history=read_live_history(cluster), counted={})
             return result

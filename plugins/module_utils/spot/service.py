@@ -1,14 +1,17 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Spot against the cluster: the ``spot_reclaim``, ``spot_capacity`` and ``spot_info``
-modules (``run_reclaim``, ``RECOMPUTE_FLOW``, ``MARKET_FLOW``).
+modules (``RECLAIM_FLOW``, ``RECOMPUTE_FLOW``, ``MARKET_FLOW``).
 
 The decisions are the pure rules of ``workload.pool``, ``spot.capacity_plan``,
 ``spot.market`` and, for the reclaim, ``spot.victims``, ``spot.candidates`` and
 ``spot.reclaim``; the reads are ``spot/read_io``, the one reclaim (also used by
 ``payg_capacity`` and a catalog sale) ``spot/reclaim_io``. This file runs the modules:
 
-* ``spot_reclaim``: the reclaim, then (``wait``) the poll until the GPUs are free;
+* ``spot_reclaim`` (``RECLAIM_FLOW``, through ``kube.flow``; its pure steps are
+  ``spot/reclaim_flow``): the reclaim's reads without the Lease, the plan, then
+  ``reclaim_io.apply_reclaim`` (under the Lease it reads and plans again, deletes, counts
+  and records), then (``wait``) the poll until the GPUs are free;
 * ``spot_capacity`` (``RECOMPUTE_FLOW``, through ``kube.flow``; its pure steps are
   ``spot/recompute``): one list of Nodes and one of billing Queues, then a server-side
   apply of just the capability and deserved of each spot queue whose value changes;
@@ -22,6 +25,7 @@ reports its victims, and the applies are the cluster's server-side dry runs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..common.errors import PartialWrite, Refused, raise_if
@@ -30,6 +34,7 @@ from ..kube.cluster import ApiException, Cluster, TransportError, written_or_rai
 from ..kube.flow import Flow
 from ..kube.lease_io import default_holder, run_id
 from ..workload.pool import label_selector
+from . import reclaim_io
 from .capacity_plan import SpotCapacityPlan
 from .info import MarketFacts, MarketRequest
 from .info import facts_in as market_facts_in
@@ -44,8 +49,19 @@ from .read_io import (
     read_spot_candidates,
     wait_until_free,
 )
-from .reclaim import ReclaimRequest, reclaim_diff, reclaim_request, reclaim_summary, victim_names
-from .reclaim_io import reclaim, utc_now
+from .reclaim import ReclaimRequest, reclaim_diff, reclaim_summary, victim_names
+from .reclaim_flow import (
+    ReclaimFacts,
+    ReclaimPlan,
+    ReclaimRun,
+    parse_reclaim,
+    plan_reclaim,
+    report_reclaim,
+)
+from .reclaim_flow import facts_in as reclaim_facts_in
+from .reclaim_flow import facts_out as reclaim_facts_out
+from .reclaim_flow import warnings_of as reclaim_warnings
+from .reclaim_io import utc_now
 from .recompute import (
     RecomputeFacts,
     RecomputeRequest,
@@ -60,26 +76,60 @@ from .recompute import (
 # --- spot_reclaim ------------------------------------------------------------------
 
 
-def run_reclaim(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
-    """The ``spot_reclaim`` module: free ``need`` GPUs, then (``wait``) wait until
-    they are free."""
-    request = reclaim_request(
-        params,
-        params["need"],
-        params["demand_reason"],
-        default_holder(),
-        allow_partial=params["allow_partial"],
-        run_id=run_id(),
-        need_from=params["need_from"],
-    )
-    now = utc_now()
-    result = reclaim(cluster, request, check_mode, now)
+def parse_run(params: Mapping[str, Any]) -> ReclaimRun:
+    """``spot_reclaim``'s options (``reclaim_flow.parse_reclaim``), held as this
+    controller's host and process with a fresh run id unless ``holder_identity`` says."""
+    return parse_reclaim({**params, "holder": default_holder(), "run_id": run_id()})
+
+
+def gather_reclaim(run: ReclaimRun, cluster: Cluster) -> ReclaimFacts:
+    """The reclaim's reads without the Lease (``reclaim_io.gather``)."""
+    return reclaim_io.gather(run.request, cluster)
+
+
+def plan_run(run: ReclaimRun, facts: ReclaimFacts) -> ReclaimPlan:
+    return plan_reclaim(run.request, facts)
+
+
+def apply_reclaim(
+    run: ReclaimRun, planned: ReclaimPlan, cluster: Cluster, check_mode: bool
+) -> dict[str, Any]:
+    """The reclaim (``reclaim_io.apply_reclaim``: under the Lease it reads and plans again
+    on what the cluster then is), then (``wait``) the poll until the GPUs are free."""
+    request, now = run.request, utc_now()
+    result = reclaim_io.apply_reclaim(cluster, request, planned, check_mode, now)
     result["reclaim"] = reclaim_summary(result, request.reason, now)
     result["waited"] = False
-    if params["wait"] and not check_mode:
-        _wait_after_reclaim(cluster, request, params["wait_timeout"], result)
+    if run.wait and not check_mode:
+        _wait_after_reclaim(cluster, request, run.wait_timeout, result)
     result["diff"] = reclaim_diff(result["victims"], result["counted"])
     return result
+
+
+def report_run(run: ReclaimRun, planned: ReclaimPlan) -> dict[str, Any]:
+    """What the plan says, with the run's summary for ``set_stats`` as of now."""
+    result = report_reclaim(run, planned)
+    result["reclaim"] = reclaim_summary(result, run.request.reason, utc_now())
+    return result
+
+
+# Module spot_reclaim: free GPUs by deleting spot jobs, cheapest first.
+RECLAIM_FLOW: Flow[ReclaimRun, ReclaimFacts, ReclaimPlan] = Flow(
+    parse=parse_run,
+    gather=gather_reclaim,
+    plan=plan_run,
+    apply=apply_reclaim,
+    report=report_run,
+    facts_out=reclaim_facts_out,
+    facts_in=reclaim_facts_in,
+    warnings_of=reclaim_warnings,
+)
+
+
+def run_reclaim(params: dict[str, Any], cluster: Cluster, check_mode: bool) -> dict[str, Any]:
+    """The ``spot_reclaim`` module's run (``RECLAIM_FLOW``), for the callers that hold its
+    options (a catalog sale)."""
+    return RECLAIM_FLOW.run(params, cluster, check_mode)
 
 
 def _wait_after_reclaim(

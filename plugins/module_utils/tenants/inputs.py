@@ -64,17 +64,24 @@ def rendered_network_errors(params: Mapping[str, Any]) -> list[FieldError]:
     ]
 
 
+def parse_writing(params: Mapping[str, Any]) -> TenantSpec:
+    """Every input of a state that writes the tenant or plans it (``present``, ``rendered``,
+    ``gathered``, ``parsed``), with ``rendered``'s networks, checked at once."""
+    errors = rendered_network_errors(params)
+    try:
+        spec = parse_present(params)
+    except PlatformValidationError as exc:
+        raise PlatformValidationError([*exc.errors, *errors]) from None
+    raise_if(errors)
+    return spec
+
+
 def check_tenant(params: Mapping[str, Any]) -> None:
     """The ``tenant`` module's input, for any state."""
     if params.get("state", "present") == "absent":
         parse_absent(params)
         return
-    errors = rendered_network_errors(params)
-    try:
-        parse_present(params)
-    except PlatformValidationError as exc:
-        raise PlatformValidationError([*exc.errors, *errors]) from None
-    raise_if(errors)
+    parse_writing(params)
 
 
 def parse_team_queue(params: Mapping[str, Any]) -> TeamSpec | None:

@@ -13,6 +13,20 @@ from typing import Any
 from ..common.names import JOB_FINISHED_PHASES, POD_ACTIVE_PHASES, ROOT_QUEUE
 from ..queues.model import allocated
 
+# Kinds a tenant owns besides its queues, in write order.
+TENANT_KINDS = (
+    ("v1", "Namespace"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("networking.k8s.io/v1", "NetworkPolicy"),
+    ("v1", "ConfigMap"),
+    ("v1", "ResourceQuota"),
+    ("v1", "LimitRange"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+)
+CLUSTER_SCOPED_KINDS = ("Namespace", "ClusterRole", "ClusterRoleBinding")
+
 
 @dataclass
 class TenantLive:

@@ -32,24 +32,12 @@ from ..kube.cluster import NotFoundError, ResourceNotFoundError
 from ..policy.admission import PARENT_QUEUES_CONFIGMAP
 from ..queues.model import Queue
 from ..workload.pool import commitments_from_queues, label_selector, pool_from_nodes
-from .live import TenantLive
+
+# TENANT_KINDS and CLUSTER_SCOPED_KINDS: imported from here by the catalog too.
+from .live import CLUSTER_SCOPED_KINDS, TENANT_KINDS, TenantLive
 from .network import ClusterNetworks, discovered_networks
 from .spec import TenantSpec
 from .tenant_queues import queue_name_collisions
-
-# Kinds a tenant owns besides its queues, in write order.
-TENANT_KINDS = (
-    ("v1", "Namespace"),
-    ("rbac.authorization.k8s.io/v1", "Role"),
-    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
-    ("networking.k8s.io/v1", "NetworkPolicy"),
-    ("v1", "ConfigMap"),
-    ("v1", "ResourceQuota"),
-    ("v1", "LimitRange"),
-    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
-)
-CLUSTER_SCOPED_KINDS = ("Namespace", "ClusterRole", "ClusterRoleBinding")
 
 
 def tenant_selector(tenant: str) -> str:
@@ -120,9 +108,27 @@ def check_purchase_fits(
     raise_if(tenant_oversell_errors(tenant, pool, commitments, subscription, payg))
 
 
+def read_oversell_objects(
+    cluster: kube.Cluster, node_selector: Mapping[str, str] | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Rule oversell-guard's input: one Node list (by the node selector) and one list of the
+    subscription and pay-as-you-go Queues."""
+    nodes = cluster.list("v1", "Node", label_selector=label_selector(node_selector))
+    queues = cluster.list(QUEUE_API, "Queue", label_selector=COMMITTED_SELECTOR)
+    return nodes, queues
+
+
 def read_cluster_networks(cluster: kube.Cluster, spec: TenantSpec) -> ClusterNetworks:
     """Rule cluster-networks' input: one Node list (pod CIDRs, node addresses) and, unless
     the service CIDR is given, one ServiceCIDR list."""
+    return discovered_networks(*read_network_objects(cluster, spec))
+
+
+def read_network_objects(
+    cluster: kube.Cluster, spec: TenantSpec
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The Nodes (one list) and, unless the service CIDR is given, the ServiceCIDRs (one
+    list) that rule cluster-networks reads."""
     nodes = cluster.list("v1", "Node")
     service_cidrs: list[dict[str, Any]] = []
     if spec.service_cidr is None:
@@ -132,7 +138,7 @@ def read_cluster_networks(cluster: kube.Cluster, spec: TenantSpec) -> ClusterNet
             # An API server that does not serve ServiceCIDRs: service_cidr is required. Any
             # other error (a forbidden list, say) goes through as it is.
             service_cidrs = []
-    return discovered_networks(nodes, service_cidrs)
+    return nodes, service_cidrs
 
 
 def check_queue_names_free(

@@ -22,7 +22,7 @@ from ..policy.admission import PARAM_KEY_QUEUES, parent_queues_configmap
 from ..queues.model import Queue
 from ..queues.parent_list import parent_queue_names
 from .network import ClusterNetworks
-from .plan import plan_tenant
+from .plan import TenantPlan, plan_tenant
 from .spec import TenantSpec
 
 KIND_ORDER = (
@@ -82,6 +82,22 @@ def parent_list_manifest(specs: Sequence[TenantSpec], networks: ClusterNetworks)
     manifest = parent_queues_configmap()
     manifest["data"] = {PARAM_KEY_QUEUES: ",".join(sorted(parents))}
     return manifest
+
+
+def render_plans(plans: Sequence[TenantPlan]) -> list[dict[str, Any]]:
+    """Every manifest of tenants already planned on an empty cluster, with the parent-queues
+    list they need, sorted (rule rendered-order): ``render_catalog`` without planning
+    again (the ``tenant`` module's ``rendered``, planned by its flow)."""
+    manifests: list[dict[str, Any]] = []
+    parents: set[str] = set()
+    for plan in plans:
+        manifests += [*plan.objects, *(queue_manifest(q) for q in plan.queues)]
+        parents |= parent_queue_names(plan.queues)
+    if parents:
+        parent_list = parent_queues_configmap()
+        parent_list["data"] = {PARAM_KEY_QUEUES: ",".join(sorted(parents))}
+        manifests.append(parent_list)
+    return sorted_manifests(manifests)
 
 
 def render_catalog(specs: Sequence[TenantSpec], networks: ClusterNetworks) -> list[dict[str, Any]]:

@@ -19,9 +19,6 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ansible.module_utils.common.warnings import warn
-
-from ..capacity.purchase import purchase_added
 from ..common.errors import Refused
 from ..common.names import (
     GRAPH_API,
@@ -38,23 +35,14 @@ from .changes import Changes
 from .info import TenantInfoFacts, TenantInfoRequest, parse_info, plan_info, report_info
 from .info import facts_in as info_facts_in
 from .info import facts_out as info_facts_out
-from .inputs import (
-    DEFAULT_WAIT_TIMEOUT,
-    parse_absent,
-    parse_present,
-)
-from .live import active_jobs, active_pods, busy_queues
-from .plan import plan_tenant
 from .read_io import (
-    check_purchase_fits,
-    check_queue_names_free,
-    read_cluster_networks,
     read_gateway_objects,
+    read_network_objects,
+    read_oversell_objects,
     read_parent_queues,
     read_tenant,
     tenant_selector,
 )
-from .spec import kept_guarantee
 from .teams import (
     TeamQueueFacts,
     TeamQueuePlan,
@@ -68,91 +56,96 @@ from .teams import facts_out as team_facts_out
 from .teams import plan as plan_team
 from .teams import refusal as team_refusal
 from .teams import report as report_team
+from .tenant_flow import (
+    TenantFacts,
+    TenantRequest,
+    TenantRun,
+    purchase_grows,
+    tenant_flow,
+    tenant_new_queues,
+)
+from .tenant_flow import refusal as tenant_refusal
 from .write_io import (
     delete_tenant,
     reported_part_way,
     run_queue_steps,
     sync_parent_queues,
     write_queue_access,
-    write_tenant,
+    write_tenant_over,
 )
 
 # Seconds between two looks at what is left of a tenant with ``wait: true``.
 WAIT_INTERVAL = 2.0
 
 
-# -- tenant, state: present ----------------------------------------------------------------
+# -- tenant ----------------------------------------------------------------------------------
 
 
-def ensure_present(
-    params: Mapping[str, Any], cluster: kube.Cluster, check_mode: bool
+def gather_tenant(request: TenantRequest, cluster: kube.Cluster) -> TenantFacts:
+    """``absent``: the tenant's kinds, Queues and PodGroups, its Volcano Jobs and pods (one
+    list each) and its InferenceGraphs. Else: the tenant's kinds, Queues and PodGroups, the
+    cluster networks (Nodes, ServiceCIDRs unless given), one GET per queue it is to get and
+    lacks, the oversell guard's Nodes and Queues when the purchase grows, and the
+    parent-queues ConfigMap, in that order; the reads stop where the plan refuses."""
+    if request.absent:
+        live = read_tenant(cluster, request.name, workloads=True)
+        return TenantFacts(live=live, gateway=tuple(read_gateway_objects(cluster, request.name)))
+    if request.spec is None:  # narrows the type: parse gives present a spec
+        raise AssertionError("a present request has a spec")
+    facts = TenantFacts(live=read_tenant(cluster, request.name))
+    nodes, service_cidrs = read_network_objects(cluster, request.spec)
+    facts = replace(facts, nodes=tuple(nodes), service_cidrs=tuple(service_cidrs))
+    if tenant_refusal(request, facts) is not None:
+        return facts
+    taken = [cluster.get(QUEUE_API, "Queue", name) for name in tenant_new_queues(request, facts)]
+    facts = replace(facts, taken=tuple(q for q in taken if q is not None))
+    if tenant_refusal(request, facts) is not None:
+        return facts
+    if purchase_grows(request, facts):
+        pool_nodes, committed = read_oversell_objects(cluster, request.node_selector)
+        facts = replace(facts, pool_nodes=tuple(pool_nodes), committed=tuple(committed))
+        if tenant_refusal(request, facts) is not None:
+            return facts
+    return replace(facts, parent_list=read_parent_queues(cluster))
+
+
+def apply_tenant(
+    request: TenantRequest, planned: TenantRun, cluster: kube.Cluster, check_mode: bool
 ) -> dict[str, Any]:
-    spec = parse_present(params)  # raises before any request
-    live = read_tenant(cluster, spec.name)
-    spec = kept_guarantee(spec, params.get("subscription_guarantee"), live.queues)
-    busy = busy_queues(live.podgroups, live.queues)
-    plan = plan_tenant(
-        spec,
-        live.queues,
-        busy,
-        force=params.get("force", False),
-        discovered=read_cluster_networks(cluster, spec),
-    )
-    check_queue_names_free(cluster, spec.name, plan.queues, live.queues)
-    if params.get("oversell_check", True):
-        check_purchase_fits(
-            cluster,
-            spec.name,
-            live.queues,
-            spec.subscription,
-            spec.payg,
-            params.get("node_selector") or {},
-        )
+    """The writes of the plan (``absent``: its deletes, then with ``wait`` the wait for the
+    namespace and queues to go)."""
+    if request.absent:
+        return apply_absent(request, planned, cluster, check_mode)
+    if planned.plan is None:  # narrows the type: a present plan has objects
+        raise AssertionError("a present plan has objects")
+    live, parent_list = planned.facts.live, planned.facts.parent_list
     changes = Changes()
-    with reported_part_way(f"writing tenant {spec.name!r}", changes):
-        write_tenant(cluster, plan, live, changes, check_mode)
+    with reported_part_way(f"writing tenant {request.name!r}", changes):
+        write_tenant_over(cluster, planned.plan, live, parent_list, changes, check_mode)
     return {
         "changed": changes.changed,
         "objects": changes.objects,
         "diff": changes.diff(),
-        "added": purchase_added(spec.name, live.queues, spec.subscription, spec.payg),
+        "added": planned.added,
     }
 
 
-# -- tenant, state: absent -----------------------------------------------------------------
-
-
-def ensure_absent(
-    params: Mapping[str, Any], cluster: kube.Cluster, check_mode: bool
+def apply_absent(
+    request: TenantRequest, planned: TenantRun, cluster: kube.Cluster, check_mode: bool
 ) -> dict[str, Any]:
-    name = parse_absent(params)  # raises before any request
-    live = read_tenant(cluster, name, workloads=True)
-    gateway = read_gateway_objects(cluster, name)
-    if not live.queues and not any(live.objects.values()) and not gateway:
-        # Nothing to delete is no failure (the run is idempotent), but a typo'd name must
-        # not pass silently either.
-        warn(
-            f"tenant {name!r} does not exist: no namespace, queue or other object carries "
-            f"platform.io/tenant={name}, so nothing was deleted"
-        )
-    jobs, pods = active_jobs(live.jobs), active_pods(live.pods)
-    running = {"jobs": len(jobs), "pods": len(pods)}
-    if (jobs or pods) and not params.get("force"):
-        raise Refused(
-            f"tenant {name!r} still has {len(jobs)} active Volcano Job(s) and {len(pods)} active pod(s) in "
-            f"namespace {namespace_name(name)}; wait for them, or force: true to delete the tenant anyway",
-            running=running,
-        )
+    """The deletes, children first (``write_io.delete_tenant``: it reads the parent-queues
+    ConfigMap after the queues are gone, as it always has); with ``wait`` the wait."""
+    name, running, gateway = request.name, planned.running, planned.facts.gateway
     changes = Changes()
     with reported_part_way(f"deleting tenant {name!r}", changes, running=running):
-        delete_tenant(cluster, live, jobs, changes, check_mode, gateway)
-    if params.get("wait") and not check_mode and changes.changed:
-        timeout = params.get("wait_timeout", DEFAULT_WAIT_TIMEOUT)
-        left = wait_gone(cluster, name, timeout, gateway=bool(gateway))
+        delete_tenant(cluster, planned.facts.live, planned.jobs, changes, check_mode, gateway)
+    if request.wait and not check_mode and changes.changed:
+        left = wait_gone(cluster, name, request.wait_timeout, gateway=bool(gateway))
         if left:
             # Everything was deleted; the API server is still removing these.
             raise Refused(
-                f"after {timeout}s these objects of tenant {name!r} still exist: {', '.join(left)}",
+                f"after {request.wait_timeout}s these objects of tenant {name!r} still exist: "
+                f"{', '.join(left)}",
                 changed=True,
                 objects=changes.objects,
                 running=running,
@@ -193,15 +186,18 @@ def wait_gone(cluster: kube.Cluster, name: str, timeout: float, gateway: bool = 
     return [f"{o.get('kind')}/{o['metadata']['name']}" for o in left]
 
 
+# Module tenant: a tenant created, resized or retired (``tenants/tenant_flow`` its pure steps).
+TENANT_FLOW: Flow[TenantRequest, TenantFacts, TenantRun] = tenant_flow(gather_tenant, apply_tenant)
+
+
 def run_tenant(
     params: Mapping[str, Any], cluster: kube.Cluster, check_mode: bool = False
 ) -> dict[str, Any]:
-    """The ``tenant`` module: bad input raises PlatformValidationError before any
-    request, what the cluster's state forbids raises Refused, a write that fails
-    part-way PartialWrite; other API errors go through as ApiException."""
-    if params.get("state", "present") == "absent":
-        return ensure_absent(params, cluster, check_mode)
-    return ensure_present(params, cluster, check_mode)
+    """The ``tenant`` module's run on a cluster (``TENANT_FLOW``): bad input raises
+    PlatformValidationError before any request, what the cluster's state forbids raises
+    Refused (a refused input PlatformValidationError), a write that fails part-way
+    PartialWrite; other API errors go through as ApiException."""
+    return TENANT_FLOW.run(params, cluster, check_mode)
 
 
 # -- team_queue ------------------------------------------------------------------------------

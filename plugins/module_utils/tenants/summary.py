@@ -48,6 +48,9 @@ def tenant_summary(
     """What a ``tenant`` run did to the tenant, its queues and their sizes in GPUs."""
     name = params["name"]
     objects = result.get("objects") or []
+    if params.get("state") == "rendered":
+        manifests = result.get("manifests") or []
+        return [f"tenant {name}: rendered {len(manifests)} manifests; nothing was read or written"]
     if params.get("state") == "absent":
         running = result.get("running") or {}
         lines = [f"tenant {name}: {object_counts(objects, check_mode)}"]

@@ -180,9 +180,22 @@ def write_tenant(
     """The parent-queues list, the Namespace, RBAC and NetworkPolicy, then the queues."""
     # A subscription queue is listed as a parent before it gets its first team
     # and unlisted only after its last team is gone.
+    write_tenant_over(cluster, plan, live, read_parent_queues(cluster), changes, check_mode)
+
+
+def write_tenant_over(
+    cluster: kube.Cluster,
+    plan: TenantPlan,
+    live: TenantLive,
+    parent_list: Mapping[str, Any] | None,
+    changes: Changes,
+    check_mode: bool,
+) -> None:
+    """``write_tenant`` over the parent-queues ConfigMap already read (``parent_list``,
+    None when it does not exist): the list, the tenant's objects and queues, the list
+    again."""
     parents = parent_queue_names(plan.queues)
     owned = {q.name for q in plan.queues} | set(live.queues) | set(plan.queue_deletes)
-    parent_list = read_parent_queues(cluster)
     parent_list = sync_parent_queues(cluster, parent_list, parents, parents, changes, check_mode)
     write_tenant_objects(cluster, plan, live, changes, check_mode)
     sync_parent_queues(cluster, parent_list, parents, owned, changes, check_mode)

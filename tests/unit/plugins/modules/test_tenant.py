@@ -14,6 +14,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
     PlatformValidationError,
     Refused,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.kube import flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import service
 from ansible_collections.gpucloud.platform.plugins.modules import tenant
 from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster
@@ -286,7 +287,7 @@ def test_absent_forced_deletes_children_first_namespace_last():
 
 def test_absent_of_missing_tenant_changes_nothing_and_says_so(monkeypatch):
     said: list[str] = []
-    monkeypatch.setattr(service, "warn", said.append)
+    monkeypatch.setattr(flow, "warn", said.append)  # the plan's warning, said by the flow
     cluster = pool()
     result = service.run_tenant({"name": "a", "state": "absent"}, cluster)
     assert result["changed"] is False
@@ -811,6 +812,39 @@ def test_module_partial_delete_fails_with_changed_and_done(run_module):
     assert "namespaces is forbidden: delete" in result["msg"]
     assert result["done"][-1] == "delete Role/tenant-a/tenant-user"
     assert result["running"] == {"jobs": 0, "pods": 0}
+
+
+def test_module_parses_its_options_once(run_module, monkeypatch):
+    from ansible_collections.gpucloud.platform.plugins.module_utils.tenants import inputs
+
+    parsed = []
+    real = inputs.parse_present
+    monkeypatch.setattr(inputs, "parse_present", lambda p: parsed.append(p) or real(p))
+    result = run_module(tenant, pool(), **module_args())
+    assert result["changed"] is True and len(parsed) == 1
+
+
+def test_module_parsed_of_gathered_answers_as_its_check_mode_run(run_module):
+    cluster = created()
+    grow = module_args(subscription={GPU: 48, "cpu": 160, "memory": "640Gi"})
+    gathered = run_module(tenant, cluster, **{**grow, "state": "gathered"})
+    assert gathered["changed"] is False and gathered["requests"] > 0
+    assert {"objects", "queues", "nodes", "pool_nodes", "parent_list"} <= set(gathered["gathered"])
+    cluster.dry_run = True
+    check = run_module(tenant, cluster, _ansible_check_mode=True, **grow)
+    parsed = run_module(
+        tenant, cluster, **{**grow, "state": "parsed", "facts": gathered["gathered"]}
+    )
+    assert (parsed.pop("state"), parsed.pop("changed"), parsed.pop("requests")) == (
+        "parsed",
+        False,
+        0,
+    )
+    # the check-mode run makes the reads gathered made, then its two dry runs
+    assert check.pop("changed") is True and check.pop("requests") == gathered["requests"] + 2
+    parsed.pop("invocation"), check.pop("invocation")  # the options, state and facts differ
+    assert parsed == check
+    assert check["summary"][0].startswith("tenant a: would update 2 objects")
 
 
 def test_rendered_is_the_catalog_of_one_and_needs_the_networks():

@@ -10,7 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.catalog import service, source_io
+from ansible_collections.gpucloud.platform.plugins.module_utils.catalog import (
+    service,
+    source_io,
+    steps,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PartialWrite,
     PlatformValidationError,
@@ -137,7 +141,7 @@ def test_a_refused_tenant_stops_the_run_before_any_write_unless_skipped(monkeypa
     assert exc.value.extra["summary"][0]["name"] == "t0"
     assert cluster.writes == []
     warned = []
-    monkeypatch.setattr(service, "warn", warned.append)
+    monkeypatch.setattr(steps, "warn", warned.append)
     result = service.run_catalog(params(tenants, on_refusal="skip"), cluster)
     statuses = {r["name"]: r["status"] for r in result["summary"]}
     assert statuses == {"t0": "refused", "t1": "unchanged", "t2": "changed"}
