@@ -49,10 +49,16 @@ class CatalogFlow(Flow[CatalogRequest, CatalogFacts, CatalogPlan]):
     entries (``tenants``, rule gathered-entry), as it did before it returned the facts:
     applying them with ``state: present`` to the same cluster writes nothing."""
 
-    def run(self, params: Mapping[str, Any], cluster: Cluster, check_mode: bool) -> dict:
+    def run(
+        self,
+        params: Mapping[str, Any],
+        cluster: Cluster,
+        check_mode: bool,
+        request: CatalogRequest | None = None,
+    ) -> dict:
         if params.get("state") != GATHERED:
-            return super().run(params, cluster, check_mode)
-        facts = self.gather(self.parse(params), cluster)
+            return super().run(params, cluster, check_mode, request)
+        facts = self.gather(self.parse(params) if request is None else request, cluster)
         return {"changed": False, "gathered": facts_out(facts), "tenants": gathered_entries(facts)}
 
 

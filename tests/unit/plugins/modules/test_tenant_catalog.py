@@ -365,3 +365,17 @@ def test_check_mode_progress_says_what_would_be_done(tmp_path):
     progress = tmp_path / "progress"
     service.run_catalog(params(fleet(2), progress_file=str(progress)), cluster, check_mode=True)
     assert progress.read_text().splitlines()[-1].endswith("tenants 2/2 (would be written 2)")
+
+
+def test_the_module_answers_gathered_with_the_facts_and_the_catalog_entries(run_module):
+    """Through ``main()``, as a playbook runs it: ``gathered`` returns the facts and the
+    live tenants as catalog entries, and writes nothing."""
+    cluster = pool(nodes=8)
+    service.run_catalog(params(fleet()), cluster)
+    cluster.writes.clear()
+    out = run_module(tenant_catalog, cluster, state="gathered")
+    assert not out.get("failed"), out.get("msg")
+    assert out["changed"] is False and cluster.writes == []
+    assert [t["name"] for t in out["tenants"]] == ["t0", "t1", "t2"]
+    queues = {q["metadata"]["name"] for q in out["gathered"]["queues"]}
+    assert "tenant-t0-subscription" in queues, sorted(queues)
