@@ -22,6 +22,8 @@ RESOURCES = {
     "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
     "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
     "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies", True),
+    "ResourceQuota": ("/api/v1", "resourcequotas", True),
+    "LimitRange": ("/api/v1", "limitranges", True),
     "Queue": ("/apis/scheduling.volcano.sh/v1beta1", "queues", False),
     "PodGroup": ("/apis/scheduling.volcano.sh/v1beta1", "podgroups", True),
     "Node": ("/api/v1", "nodes", False),
