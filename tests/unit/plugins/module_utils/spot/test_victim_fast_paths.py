@@ -69,6 +69,7 @@ PRICES = st.one_of(
 )
 
 
+@settings(deadline=None)  # an invariant, not a timing: a busy machine must not fail it
 @given(values=st.lists(PRICES, max_size=12))
 def test_a_remembered_price_is_the_price_read_anew(values):
     # In any order, twice over: 1, 1.0 and True, or 0.0 and -0.0, are equal keys of
@@ -109,6 +110,7 @@ TIMES = st.one_of(
 )
 
 
+@settings(deadline=None)  # an invariant, not a timing: a busy machine must not fail it
 @given(value=TIMES)
 def test_a_time_read_the_quick_way_is_the_time_read_the_general_way(value):
     assert outcome(parse_time, value, "t") == outcome(read_time, value, "t")
@@ -159,6 +161,7 @@ def sort_and_prefix(jobs, need, allow_partial=False):
     return chosen
 
 
+@settings(deadline=None)  # an invariant, not a timing: a busy machine must not fail it
 @given(jobs=SPOT_JOBS, need=st.integers(0, 100), allow_partial=st.booleans())
 def test_the_heap_chooses_what_a_full_sort_and_a_prefix_choose(jobs, need, allow_partial):
     try:
@@ -190,6 +193,7 @@ JOB_MAPS = st.lists(
 )
 
 
+@settings(deadline=None)  # an invariant, not a timing: a busy machine must not fail it
 @given(maps=JOB_MAPS, need=st.integers(0, 60))
 def test_the_filter_chooses_what_a_full_sort_of_its_records_chooses(maps, need):
     records = [_record(m, i) for i, m in enumerate(maps)]
@@ -291,7 +295,7 @@ LISTED = st.lists(
 )
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(vcjobs=LISTED, need=st.integers(0, 40))
 def test_candidates_and_victims_are_those_of_the_rules_read_one_by_one(vcjobs, need):
     got = outcome(candidates_from_vcjobs, vcjobs, ["tenant-a-spot"])
