@@ -93,6 +93,13 @@ def plan_writes(_request: WritesRequest, definitions: list[dict[str, Any]]) -> t
     )
 
 
+def report_writes(_request: WritesRequest, planned: tuple[Write, ...]) -> dict[str, Any]:
+    """What the plan says without the API server: the objects it writes, in order (their
+    headers, as the diff names them). What each write changes is the server's to say, so
+    the flow offers no offline state that would answer with this alone."""
+    return {"writes": [w.name for w in planned]}
+
+
 def entry_of(
     definition: Mapping[str, Any], index: int, result: dict[str, Any]
 ) -> dict[str, Any] | None:

@@ -22,6 +22,7 @@ from .writes import (
     failed_entry,
     parse_writes,
     plan_writes,
+    report_writes,
     result_of,
 )
 
@@ -87,17 +88,12 @@ def apply_writes(
     return result_of(results, entries)
 
 
-def _report(_request: WritesRequest, _planned: tuple[Write, ...]) -> dict[str, Any]:
-    """Never called: the flow offers no offline state (``kube/writes``)."""
-    raise NotImplementedError("k8s_objects answers no offline state")
-
-
 WRITES_FLOW: Flow[WritesRequest, list[dict[str, Any]], tuple[Write, ...]] = Flow(
     parse=parse_writes,
     gather=gather_writes,
     plan=plan_writes,
     apply=apply_writes,
-    report=_report,
+    report=report_writes,
 )
 
 

@@ -41,6 +41,11 @@ def test_the_plan_is_one_write_per_object_in_the_order_given():
     planned = writes.plan_writes(writes.parse_writes(PARAMS), [CM, NODE])
     assert [(w.index, w.name) for w in planned] == [(0, "ConfigMap/ns/c"), (1, "Node/gpu-node-7")]
     assert writes.plan_writes(writes.parse_writes(PARAMS), []) == ()
+    # what the plan says is those objects, in that order
+    request = writes.parse_writes(PARAMS)
+    assert writes.report_writes(request, planned) == {
+        "writes": ["ConfigMap/ns/c", "Node/gpu-node-7"]
+    }
 
 
 LABELLED = {**NODE, "metadata": {"name": "gpu-node-7", "labels": {"tor": "tor-2"}}}
