@@ -177,7 +177,7 @@ def plan(request: TeamQueueRequest, facts: TeamQueueFacts) -> TeamQueuePlan:
     )
 
 
-def _parent_list_change(
+def parent_list_change(
     changes: Changes, live: Mapping[str, Any] | None, parents: Sequence[str], owned: Sequence[str]
 ) -> Mapping[str, Any] | None:
     """Rule parent-queues-list as ``write_io.sync_parent_queues`` applies it, recorded;
@@ -214,12 +214,12 @@ def parent_list_after(
 def report(request: TeamQueueRequest, planned: TeamQueuePlan) -> dict[str, Any]:
     """What the change does, as a check-mode run says it: the objects in order, the diff."""
     changes = Changes()
-    after = _parent_list_change(changes, planned.parent_list, planned.parents, planned.parents)
+    after = parent_list_change(changes, planned.parent_list, planned.parents, planned.parents)
     for step in planned.steps:
         if step.final or step.action == DELETE:
             live = planned.live_queues.get(step.name)
             changes.record(step_manifest(step), step_action(step, live), live)
-    _parent_list_change(changes, after, planned.parents, planned.owned)
+    parent_list_change(changes, after, planned.parents, planned.owned)
     for manifest, action, live in planned.access:
         changes.record(manifest, action, live)
     return {"changed": changes.changed, "objects": changes.objects, "diff": changes.diff()}

@@ -27,7 +27,7 @@ from ..common.names import namespace_name
 from ..common.objects import index_by_name
 from ..kube.flow import GATHERED, PARSED, RENDERED, Flow, fact_lists
 from ..queues.parent_list import parent_queue_names
-from ..queues.plan import CREATE, DELETE, UPDATE, queue_steps
+from ..queues.plan import DELETE, queue_steps
 from ..workload.pool import commitments_from_queues, pool_from_nodes
 from .changes import Changes, step_action, step_manifest, tenant_object_changes
 from .inputs import DEFAULT_WAIT_TIMEOUT, parse_absent, parse_writing
@@ -36,7 +36,7 @@ from .network import discovered_networks
 from .plan import TenantPlan, plan_tenant
 from .render import render_plans
 from .spec import TenantSpec, kept_guarantee
-from .teams import parent_list_after, parent_list_manifest
+from .teams import parent_list_change
 from .tenant_queues import queue_name_collisions
 
 ABSENT = "absent"
@@ -228,18 +228,6 @@ def warnings_of(planned: TenantRun) -> list[str]:
 # -- report ----------------------------------------------------------------------------------
 
 
-def _parent_list_change(
-    changes: Changes, live: Mapping[str, Any] | None, parents: list[str], owned: list[str]
-) -> Mapping[str, Any] | None:
-    """Records the parent-queues write ``write_io.sync_parent_queues`` makes in check mode;
-    the ConfigMap as it would be afterwards."""
-    manifest = parent_list_manifest(live, parents, owned)
-    if manifest is None:
-        return live
-    changes.record(manifest, CREATE if live is None else UPDATE, live)
-    return parent_list_after(live, manifest)
-
-
 def present_changes(planned: TenantRun) -> Changes:
     """What a check-mode ``present`` run records, in its order: the parent-queues list, the
     objects that differ, the queue steps, the parent-queues list again."""
@@ -249,14 +237,14 @@ def present_changes(planned: TenantRun) -> Changes:
     parents = sorted(set(parent_queue_names(tenant.queues)))
     owned = sorted({q.name for q in tenant.queues} | set(live.queues) | set(tenant.queue_deletes))
     changes = Changes()
-    after = _parent_list_change(changes, planned.facts.parent_list, parents, parents)
+    after = parent_list_change(changes, planned.facts.parent_list, parents, parents)
     for manifest, action, current in tenant_object_changes(tenant.objects, live):
         changes.record(manifest, action, current)
     for step in queue_steps(tenant.queues, live.queues, tenant.queue_deletes):
         if step.final or step.action == DELETE:
             current = live.queues.get(step.name)
             changes.record(step_manifest(step), step_action(step, current), current)
-    _parent_list_change(changes, after, parents, owned)
+    parent_list_change(changes, after, parents, owned)
     return changes
 
 
