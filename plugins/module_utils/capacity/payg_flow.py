@@ -229,6 +229,12 @@ def report_payg(request: PaygRequest, planned: PaygPlan) -> dict[str, Any]:
             raise Refused(str(exc), queues=resize.table, reclaim=dict(exc.extra)) from None
         for key in ("waited", "diff"):
             reclaimed.pop(key)
+    return payg_result(resize, reclaimed)
+
+
+def payg_result(resize: PaygResize, reclaimed: dict[str, Any] | None) -> dict[str, Any]:
+    """The module's result: the resize and the sale's reclaim, as a run and ``parsed``
+    both say them."""
     return {
         "changed": bool(resize.changes) or bool(reclaimed and reclaimed.get("changed")),
         "queues": resize.table,

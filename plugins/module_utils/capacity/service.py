@@ -48,6 +48,7 @@ from .payg_flow import (
     grows,
     needs_burst,
     parse_payg,
+    payg_result,
     plan_payg_run,
     report_payg,
     sale_reclaim,
@@ -88,13 +89,7 @@ def apply(
     resize = planned.resize
     reclaimed = make_room(request, planned, cluster, check_mode)
     write_grants(request, cluster, check_mode, resize, reclaimed)
-    return {
-        "changed": bool(resize.changes) or bool(reclaimed and reclaimed.get("changed")),
-        "queues": resize.table,
-        "updated": resize.updated,
-        "reclaim": reclaimed,
-        "diff": {"before": resize.before, "after": resize.after},
-    }
+    return payg_result(resize, reclaimed)
 
 
 # Module payg_capacity: resize pay-as-you-go queues, a growth sold as a sale.
