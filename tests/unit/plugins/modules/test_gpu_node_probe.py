@@ -14,14 +14,13 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.nodes import pro
 ROOT = Path(__file__).resolve().parents[4]
 
 
-def run(tmp_path: Path, **args) -> dict:
+def run(tmp_path: Path, check: bool = False, **args) -> dict:
     """The module as Ansible runs it: its arguments in a file, its answer on stdout."""
+    module_args = {"driver_min_version": "550.54.15", "host": "h1", **args}
+    if check:
+        module_args["_ansible_check_mode"] = True
     argfile = tmp_path / "args.json"
-    argfile.write_text(
-        json.dumps(
-            {"ANSIBLE_MODULE_ARGS": {"driver_min_version": "550.54.15", "host": "h1", **args}}
-        )
-    )
+    argfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": module_args}))
     proc = subprocess.run(
         [
             sys.executable,

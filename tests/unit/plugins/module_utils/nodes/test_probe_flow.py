@@ -6,8 +6,6 @@ returned is the run's answer) on the module as Ansible runs it."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors im
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.flow import PARSED
 from ansible_collections.gpucloud.platform.plugins.module_utils.nodes import probe, probe_io
+from ansible_collections.gpucloud.platform.tests.unit.plugins.modules.test_gpu_node_probe import (
+    run as run_module_process,
+)
 
 ROOT = Path(__file__).resolve().parents[5]
 H100 = "570.86.15, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n"
@@ -119,27 +120,8 @@ def test_gather_runs_nvidia_smi_once_and_searches_the_runtime_configuration(tmp_
     assert missing["smi"]["rc"] == 127 and len(host.commands) == 1
 
 
-def module_run(tmp_path: Path, check: bool = False, **args) -> dict[str, Any]:
-    """The module as Ansible runs it: its arguments in a file, its answer on stdout."""
-    module_args = {"driver_min_version": "550.54.15", "host": "h1", **args}
-    if check:
-        module_args["_ansible_check_mode"] = True
-    argfile = tmp_path / "args.json"
-    argfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": module_args}))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ansible_collections.gpucloud.platform.plugins.modules.gpu_node_probe",
-            str(argfile),
-        ],
-        cwd=tmp_path,
-        env={"PYTHONPATH": str(ROOT / ".venv" / "collections"), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return json.loads(proc.stdout)
+# The module as Ansible runs it (its arguments in a file, its answer on stdout).
+module_run = run_module_process
 
 
 def test_the_promise_parsed_of_gathered_is_the_run_on_that_host(tmp_path):
