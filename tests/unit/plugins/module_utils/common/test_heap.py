@@ -61,7 +61,8 @@ def test_objects_frozen_by_someone_else_stay_frozen():
     before = gc.get_freeze_count()
     with long_lived():
         built = [FieldError("f", f"m{i}") for i in range(10)]
-    assert gc.get_freeze_count() == before and len(built) == 10
+    # Nothing was unfrozen (another thread of the process may freeze more meanwhile).
+    assert gc.get_freeze_count() >= before > 0 and len(built) == 10
 
 
 def test_overlapping_blocks_as_threads_run_them_leave_the_collector_on():
