@@ -69,6 +69,11 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, help="the generator's seed, printed with the results")
     parser.add_argument("--json", metavar="FILE", help="write every run's records and figures here")
     parser.add_argument("--picture", metavar="PNG", help="draw allocation over time here")
+    parser.add_argument(
+        "--idle-picture",
+        metavar="PNG",
+        help="draw the first platform configuration's idle GPUs by cause here",
+    )
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown too")
     parser.add_argument(
         "--kubeconfig", default=os.environ.get("KUBECONFIG"), help="default: $KUBECONFIG"
@@ -177,6 +182,11 @@ def report(args, trace, runs, figures, failed, busy) -> None:
         from ansible_collections.gpucloud.platform.benchmarks.replay.picture import draw
 
         print(f"\npicture: {draw(runs, busy, args.picture)}")
+    platform_runs = [run for run in runs if run.configuration in PLATFORMS]
+    if args.idle_picture and platform_runs:
+        from ansible_collections.gpucloud.platform.benchmarks.replay.idle_picture import draw_idle
+
+        print(f"idle picture: {draw_idle(platform_runs[0], busy, args.idle_picture)}")
     if args.json:
         out = {
             "runs": [asdict(run) for run in runs],

@@ -23,6 +23,11 @@ All times are traced seconds (the trace's own clock), as ``records`` keeps them.
 - **Spot goodput** (``spot_goodput_gpu_h``, ``lost_gpu_h``): GPU-hours of finished spot
   jobs against the GPU-hours evictions threw away.
 - **Evictions** (``evictions_by_cause``) and **double evictions** (``double_evictions``).
+- **Idle GPUs by cause** (``idle_gpu_h_by_cause``): over the busy windows, the GPU-hours
+  that stood idle while a job that asked for them waited, by why it waited (rules
+  waiting-cause and idle-attribution, ``idle``), and those no waiting job asked for.
+- **Breaches by cause** (``breaches_by_cause``): each guarantee breach under the cause
+  its job waited longest for.
 - **Bills** per tenant: carried from the run as they are.
 
 A job that never started counts as waiting until the end of the replay (``run.day_s``)
@@ -59,6 +64,7 @@ PERCENTILES = (50, 95, 99)
 SUBSCRIPTION = "subscription"
 SPOT = "spot"
 LARGE = "large"
+UNOBSERVED = "unobserved"  # a job no look saw waiting
 
 Window = tuple[float, float]
 Group = tuple[str, str]  # (class, billing type)
@@ -234,6 +240,40 @@ def starved_large_jobs(run: Run) -> tuple[str, ...]:
     )
 
 
+def longest_cause(job: JobRecord) -> str:
+    """The cause a job waited longest for; "unobserved" when no look saw it wait (it ran
+    between two looks)."""
+    if not job.waited_by_cause:
+        return UNOBSERVED
+    return max(sorted(job.waited_by_cause), key=job.waited_by_cause.__getitem__)
+
+
+def breaches_by_cause(run: Run) -> dict[str, int]:
+    """Cause -> guarantee breaches whose job waited longest for it, most first."""
+    jobs = {j.name: j for j in run.jobs}
+    counts = Counter(longest_cause(jobs[name]) for name in guarantee_breaches(run))
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+# --------------------------------------------------------------------------
+# Idle GPUs
+# --------------------------------------------------------------------------
+
+
+def idle_gpu_h_by_cause(run: Run, windows: Iterable[Window]) -> dict[str, float]:
+    """Cause -> GPU-hours idle over the busy windows: each look's idle GPUs by cause,
+    holding until the next look (the last until the end of the replay), most first."""
+    merged = merge_windows(windows)
+    samples = sorted(run.samples, key=lambda s: s.at)
+    out: dict[str, float] = {}
+    for i, sample in enumerate(samples):
+        until = samples[i + 1].at if i + 1 < len(samples) else max(sample.at, run.day_s)
+        held = overlap(sample.at, until, merged)
+        for cause, gpus in sample.idle_by_cause.items():
+            out[cause] = out.get(cause, 0.0) + gpus * held / 3600
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 # --------------------------------------------------------------------------
 # Work done and lost
 # --------------------------------------------------------------------------
@@ -326,6 +366,8 @@ class Figures:
     backlog_max: int = 0  # the most Volcano Jobs awaiting the job controller at one look
     reconcile_runs: dict[str, int] = field(default_factory=dict)  # reconciler -> runs
     events: int = 0  # platform events received (platform-events only)
+    idle_gpu_h: dict[str, float] = field(default_factory=dict)  # cause -> busy-window GPU-h
+    breaches_by_cause: dict[str, int] = field(default_factory=dict)  # longest wait's cause
 
 
 def measure(run: Run, busy: Iterable[Window]) -> Figures:
@@ -356,6 +398,8 @@ def measure(run: Run, busy: Iterable[Window]) -> Figures:
         backlog_max=max((sample.backlog for sample in run.samples), default=0),
         reconcile_runs=dict(run.reconcile_runs),
         events=sum(run.events.values()),
+        idle_gpu_h=idle_gpu_h_by_cause(run, windows),
+        breaches_by_cause=breaches_by_cause(run),
     )
 
 
@@ -392,6 +436,8 @@ def as_dict(figures: Figures) -> dict[str, Any]:
         "backlog_max": figures.backlog_max,
         "reconcile_runs": dict(figures.reconcile_runs),
         "events": figures.events,
+        "idle_gpu_h": dict(figures.idle_gpu_h),
+        "breaches_by_cause": dict(figures.breaches_by_cause),
     }
 
 
@@ -433,11 +479,20 @@ def rows(figures_by_configuration: Mapping[str, Figures]) -> list[tuple[str, lis
     causes = in_order(c for f in all_figures for c in f.evictions)
     tenants = in_order((t for f in all_figures for t in f.bills), str)
     reconcilers = in_order(r for f in all_figures for r in f.reconcile_runs)
+    idle_causes = in_order(c for f in all_figures for c in f.idle_gpu_h)
+    breach_causes = in_order(c for f in all_figures for c in f.breaches_by_cause)
     return [
         row("jobs", lambda f: str(f.jobs)),
         row("refused at submission", lambda f: str(f.refused)),
         row("most jobs awaiting Volcano's controller", lambda f: str(f.backlog_max)),
         row("allocation, busy-window mean", lambda f: percent(f.busy_allocation)),
+        *(
+            row(
+                f"idle in the busy windows (GPU-h), {c}",
+                lambda f, c=c: gpu_hours(f.idle_gpu_h.get(c, 0.0)),
+            )
+            for c in idle_causes
+        ),
         *(
             row(
                 f"wait p50 / p95 / p99 (s), {group_key(g)}",
@@ -451,6 +506,13 @@ def rows(figures_by_configuration: Mapping[str, Figures]) -> list[tuple[str, lis
         ),
         row("guarantee bound (s)", lambda f: f"{f.guarantee_bound_s:.0f}"),
         row("guarantee breaches", lambda f: str(len(f.guarantee_breaches))),
+        *(
+            row(
+                f"guarantee breaches, waiting longest for: {c}",
+                lambda f, c=c: str(f.breaches_by_cause.get(c, 0)),
+            )
+            for c in breach_causes
+        ),
         row("large jobs starved", lambda f: str(len(f.starved_large_jobs))),
         row("spot goodput (GPU-h)", lambda f: gpu_hours(f.spot_goodput_gpu_h)),
         row("spot lost to evictions (GPU-h)", lambda f: gpu_hours(f.spot_lost_gpu_h)),

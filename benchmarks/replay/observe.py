@@ -16,6 +16,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ansible_collections.gpucloud.platform.benchmarks.replay.idle import (
+    STAGE_CONTROLLER,
+    STAGE_QUEUED,
+    STAGE_SUBMITTING,
+    Waiting,
+)
 from ansible_collections.gpucloud.platform.benchmarks.replay.jobs import index_of
 from ansible_collections.gpucloud.platform.benchmarks.replay.records import (
     CAUSE_ARBITER,
@@ -86,9 +92,49 @@ class Tracked:
     retries: int = 0
     seen: bool = False
     evictions: list[Eviction] = field(default_factory=list)
+    waited: dict[str, float] = field(default_factory=dict)  # cause -> traced seconds
 
     def done(self) -> bool:
         return self.record.finished is not None or self.record.deleted
+
+
+def waiting(
+    tracked: Mapping[str, Tracked],
+    submitting: Iterable[JobRecord],
+    jobs: Iterable[Mapping[str, Any]],
+    pods_of: Mapping[str, tuple[int, ...]] | None = None,
+) -> list[Waiting]:
+    """The replay's jobs that have not run, in submission order: those the platform's
+    submission holds, those Volcano's job controller has not reached, the rest queued;
+    ``pods_of`` the GPUs of each job's pods, by job name, when known."""
+    phases = {str((j.get("metadata") or {}).get("name")): _phase(j) for j in jobs}
+    out = [(r, STAGE_SUBMITTING) for r in submitting]
+    for name, t in tracked.items():
+        if t.done() or t.running_since is not None:
+            continue
+        out.append((t.record, STAGE_QUEUED if phases.get(name) else STAGE_CONTROLLER))
+    out.sort(key=lambda pair: (pair[0].at, pair[0].name))
+    shapes = pods_of or {}
+    return [
+        Waiting(r.name, r.queue, r.billing, r.gpus, stage, shapes.get(r.name, ()))
+        for r, stage in out
+    ]
+
+
+def free_by_node(node_gpus: Mapping[str, int], pods: Iterable[Mapping[str, Any]]) -> list[int]:
+    """Each node's idle GPUs: its allocatable less what its Running pods hold, whoever's."""
+    held: dict[str, int] = {}
+    for pod in pods:
+        if (pod.get("status") or {}).get("phase") != RUNNING:
+            continue
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        held[node] = held.get(node, 0) + pod_gpus(pod)
+    return [max(0, gpus - held.get(node, 0)) for node, gpus in sorted(node_gpus.items())]
+
+
+def charge(waited: dict[str, float], cause: str, seconds: float) -> None:
+    """Add ``seconds`` of waiting for ``cause`` to a job's tally."""
+    waited[cause] = waited.get(cause, 0.0) + seconds
 
 
 def _phase(job: Mapping[str, Any]) -> str:

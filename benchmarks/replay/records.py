@@ -56,6 +56,8 @@ class JobRecord:
     finished: float | None = None  # completed
     evictions: tuple[Eviction, ...] = ()
     deleted: bool = False  # deleted by an eviction (arbiter, spot reclaim): it never finishes
+    # Traced seconds it spent waiting, by the cause the looks gave (``idle.why_waiting``).
+    waited_by_cause: dict[str, float] = field(default_factory=dict)
 
     @property
     def wait_s(self) -> float | None:
@@ -74,6 +76,9 @@ class Sample:
     # The replay's Volcano Jobs that Volcano's job controller has not given a status yet:
     # a backlog that grows says the machine cannot keep up with the compression factor.
     backlog: int = 0
+    # The idle GPUs (capacity less allocated) by why the jobs that asked for them waited
+    # (``idle.idle_by_cause``); "no job waiting" for those nobody asked for.
+    idle_by_cause: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ansible_collections.gpucloud.platform.benchmarks.replay import observe, reconcilers
+from ansible_collections.gpucloud.platform.benchmarks.replay import idle, observe, reconcilers
 from ansible_collections.gpucloud.platform.benchmarks.replay.jobs import job_name, manifest
 from ansible_collections.gpucloud.platform.benchmarks.replay.on_events import EventTriggers
 from ansible_collections.gpucloud.platform.benchmarks.replay.records import (
@@ -149,7 +149,15 @@ class Replay:
         self.cluster = Cluster.from_kubeconfig(settings.kubeconfig)
         self.history = trace.history()
         self.billing_of_queue = {job.queue: job.billing for job in trace.jobs}
+        # The GPUs of each job's pods, by job name, for rule gang-fits-nodes.
+        self.pods_of = {
+            job_name(i): (job.gpus_per_pod,) * job.replicas for i, job in enumerate(trace.jobs)
+        }
+        self.node_gpus: dict[str, int] = {}  # schedulable node -> allocatable GPUs
         self.tracked: dict[str, observe.Tracked] = {}
+        # Jobs in the platform's submission (a pay-as-you-go purchase, the throttle's
+        # hold), with what they have waited so far by cause.
+        self.submitting: dict[str, tuple[JobRecord, dict[str, float]]] = {}
         self.samples: list[Sample] = []
         self.marks: list[Mark] = []
         self.reconciles: list[tuple[str, float, float]] = []  # name, start, end (wall)
@@ -324,6 +332,9 @@ class Replay:
             within_share=within,
         )
         desired = manifest(job, index, self.s.factor)
+        waited: dict[str, float] = {}
+        with self.lock:
+            self.submitting[name] = (record, waited)
         try:
             if job.billing == "payg" and self.s.configuration != STATIC:
                 self.buy_payg(job)
@@ -333,10 +344,12 @@ class Replay:
                 self.cluster.create(desired)
         except Exception as exc:
             with self.lock:
+                del self.submitting[name]
                 self.refusals.append(f"{name} ({job.tenant}, {job.gpus} GPUs) at {at:.0f} s: {exc}")
             return
         with self.lock:
-            self.tracked[name] = observe.Tracked(record=record)
+            del self.submitting[name]
+            self.tracked[name] = observe.Tracked(record=record, waited=waited)
 
     def payg_asked(self, tenant: str) -> int:
         """The GPUs of the tenant's pay-as-you-go jobs that have not ended."""
@@ -410,12 +423,21 @@ class Replay:
                 "v1", "Pod", field_selector="status.phase=Running,spec.schedulerName=volcano"
             )
             jobs = self.cluster.list(JOB_API, "Job")
+            rooms = idle.queue_rooms(self.cluster.list(QUEUE_API, "Queue"))
             held = observe.held_by_queue(pods)
             backlog = observe.backlog(jobs)
+            free = self.capacity - sum(held.values())
+            since = at - self.samples[-1].at if self.samples else 0.0
             with self.lock:
                 self.held = held
                 observe.look(self.tracked, jobs, at)
                 billing = self.by_billing(held)
+                waiting = observe.waiting(
+                    self.tracked, [r for r, _w in self.submitting.values()], jobs, self.pods_of
+                )
+                nodes = observe.free_by_node(self.node_gpus, pods)
+                causes = idle.look_causes(waiting, rooms, free, nodes)
+                self.charge_waits(causes, since)
             self.samples.append(
                 Sample(
                     at=at,
@@ -423,9 +445,19 @@ class Replay:
                     capacity=self.capacity,
                     by_billing=billing,
                     backlog=backlog,
+                    idle_by_cause=idle.idle_by_cause(waiting, causes, free),
                 )
             )
             self.stop.wait(self.s.sample_s)
+
+    def charge_waits(self, causes: Mapping[str, str], seconds: float) -> None:
+        """Each waiting job's tally gains the time since the last look, under the cause
+        this look gives it (called with the lock held)."""
+        for name, cause in causes.items():
+            if name in self.tracked:
+                observe.charge(self.tracked[name].waited, cause, seconds)
+            elif name in self.submitting:
+                observe.charge(self.submitting[name][1], cause, seconds)
 
     def by_billing(self, held: Mapping[str, int]) -> dict[str, int]:
         """GPUs held by billing type: each queue's is the billing of the trace's jobs that
@@ -558,7 +590,9 @@ class Replay:
         for node in self.cluster.list("v1", "Node"):
             if (node.get("spec") or {}).get("unschedulable"):
                 continue
-            total += int(((node.get("status") or {}).get("allocatable") or {}).get(GPU, 0) or 0)
+            gpus = int(((node.get("status") or {}).get("allocatable") or {}).get(GPU, 0) or 0)
+            self.node_gpus[str(node["metadata"]["name"])] = gpus
+            total += gpus
         if total != self.trace.cluster.gpus():
             raise RuntimeError(
                 f"the cluster has {total} schedulable GPUs and the trace's cluster "
@@ -709,7 +743,7 @@ class Replay:
         records = []
         for t in self.tracked.values():
             evictions = observe.attribute(t.evictions, list(causes.get(t.record.name, [])), window)
-            records.append(replace(t.record, evictions=evictions))
+            records.append(replace(t.record, evictions=evictions, waited_by_cause=dict(t.waited)))
         return Run(
             configuration=self.s.configuration,
             trace=self.s.trace_path,

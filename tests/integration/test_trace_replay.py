@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -136,6 +137,34 @@ def test_the_jobs_run_and_kwok_completes_them_after_their_duration(replayed):
     for job in finished:
         assert job["finished"] - job["started"] >= job["duration_s"] - 2 * look_s, job
     assert max(s["allocated"] for s in run["samples"]) > 0
+
+
+def test_every_idle_gpu_of_every_look_is_put_under_a_cause(replayed):
+    records, _stdout, _stderr = replayed
+    (run,) = records["runs"]
+    figures = records["figures"][CONFIGURATION]
+    idle_looks = [s for s in run["samples"] if s["capacity"] > s["allocated"]]
+    assert idle_looks
+    for sample in idle_looks:
+        # Rule idle-attribution: the look's idle GPUs, each once, under the cause of the
+        # job that asked for it or "no job waiting".
+        assert sum(sample["idle_by_cause"].values()) == sample["capacity"] - sample["allocated"]
+    assert figures["idle_gpu_h"] and min(figures["idle_gpu_h"].values()) > 0
+    # The looks saw the jobs wait, and said why: every job that waited a look or more has
+    # its seconds by cause, as many as its wait, give or take the longest gap between two
+    # looks at each end.
+    times = sorted(s["at"] for s in run["samples"])
+    gap = max(b - a for a, b in pairwise(times))
+    # (An evicted job waits again after its first start, which its wait does not count.)
+    waited = [
+        j
+        for j in run["jobs"]
+        if j["started"] is not None and j["waited_by_cause"] and not j["evictions"]
+    ]
+    assert waited
+    for job in waited:
+        wait = job["started"] - job["at"]
+        assert abs(sum(job["waited_by_cause"].values()) - wait) <= 2 * gap + 1e-6, job
 
 
 def test_it_prints_progress_the_table_and_the_verdict(replayed):
