@@ -11,6 +11,9 @@ Rule waiting-cause (``why_waiting``), the first that applies to a job that has n
 - **<billing> queue full**: its queue, or one of its ancestors, has less room
   (capability less what Volcano says it holds) than the job asks: a team or a
   subscription at its capability, a pay-as-you-go grant too small, spot offered no more;
+- **not admitted by Volcano's enqueue**: its queues have room, and its PodGroup is still
+  Pending: Volcano's enqueue action counts the jobs it has admitted and not yet placed
+  against the queue's capability too;
 - **larger than the idle GPUs**: its queues have room, but fewer GPUs are idle than the
   gang asks;
 - **idle GPUs spread over nodes**: enough GPUs are idle, but its pods do not fit the
@@ -38,10 +41,12 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter.model im
 
 STAGE_SUBMITTING = "submitting"  # in the platform's submission, not on the cluster yet
 STAGE_CONTROLLER = "controller"  # on the cluster, no status from Volcano's job controller
-STAGE_QUEUED = "queued"  # Volcano knows it; its pods are not all running
+STAGE_PENDING = "pending"  # its PodGroup is Pending: Volcano's enqueue has not admitted it
+STAGE_QUEUED = "queued"  # its PodGroup is admitted (Inqueue); its pods are not all running
 
 HELD_AT_SUBMISSION = "held at submission"
 AWAITING_CONTROLLER = "awaiting the job controller"
+NOT_ADMITTED = "not admitted by Volcano's enqueue"
 LARGER_THAN_IDLE = "larger than the idle GPUs"
 SPREAD_OVER_NODES = "idle GPUs spread over nodes"
 NOT_YET_PLACED = "not yet placed"
@@ -107,6 +112,8 @@ def why_waiting(
         return AWAITING_CONTROLLER
     if room is not None and room < job.gpus:
         return queue_full(job.billing)
+    if job.stage == STAGE_PENDING:
+        return NOT_ADMITTED
     if idle < job.gpus:
         return LARGER_THAN_IDLE
     if free_by_node is not None and job.pods and not gang_fits_nodes(job.pods, free_by_node):

@@ -18,6 +18,7 @@ from typing import Any
 
 from ansible_collections.gpucloud.platform.benchmarks.replay.idle import (
     STAGE_CONTROLLER,
+    STAGE_PENDING,
     STAGE_QUEUED,
     STAGE_SUBMITTING,
     Waiting,
@@ -39,6 +40,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.common.quantity 
 POD_QUEUE_KEY = "volcano.sh/queue-name"
 POD_JOB_KEY = "volcano.sh/job-name"
 RUNNING = "Running"
+GROUP_PENDING = "Pending"  # a PodGroup Volcano's enqueue action has not admitted
 COMPLETED = "Completed"
 # Volcano's phases of a job sent back to wait, after an eviction.
 SENT_BACK = ("Restarting", "Pending")
@@ -103,22 +105,42 @@ def waiting(
     submitting: Iterable[JobRecord],
     jobs: Iterable[Mapping[str, Any]],
     pods_of: Mapping[str, tuple[int, ...]] | None = None,
+    groups: Mapping[str, str] | None = None,
 ) -> list[Waiting]:
     """The replay's jobs that have not run, in submission order: those the platform's
-    submission holds, those Volcano's job controller has not reached, the rest queued;
-    ``pods_of`` the GPUs of each job's pods, by job name, when known."""
+    submission holds, those Volcano's job controller has not reached, those Volcano's
+    enqueue has not admitted (their PodGroup's phase in ``groups``, by job name, Pending,
+    none yet, or no PodGroup yet), the rest queued; ``pods_of`` the GPUs of each job's pods, by job name,
+    when known. Without ``groups`` every job Volcano knows counts as queued."""
     phases = {str((j.get("metadata") or {}).get("name")): _phase(j) for j in jobs}
     out = [(r, STAGE_SUBMITTING) for r in submitting]
     for name, t in tracked.items():
         if t.done() or t.running_since is not None:
             continue
-        out.append((t.record, STAGE_QUEUED if phases.get(name) else STAGE_CONTROLLER))
+        if not phases.get(name):
+            stage = STAGE_CONTROLLER
+        elif groups is not None and groups.get(name, "") in ("", GROUP_PENDING):
+            stage = STAGE_PENDING
+        else:
+            stage = STAGE_QUEUED
+        out.append((t.record, stage))
     out.sort(key=lambda pair: (pair[0].at, pair[0].name))
     shapes = pods_of or {}
     return [
         Waiting(r.name, r.queue, r.billing, r.gpus, stage, shapes.get(r.name, ()))
         for r, stage in out
     ]
+
+
+def group_phases(podgroups: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """The phase of each Volcano Job's PodGroup, by the job's name (the PodGroup's owner)."""
+    out: dict[str, str] = {}
+    for group in podgroups:
+        meta = group.get("metadata") or {}
+        owner = next((o for o in meta.get("ownerReferences") or [] if o.get("kind") == "Job"), None)
+        if owner is not None:
+            out[str(owner.get("name"))] = str((group.get("status") or {}).get("phase") or "")
+    return out
 
 
 def free_by_node(node_gpus: Mapping[str, int], pods: Iterable[Mapping[str, Any]]) -> list[int]:

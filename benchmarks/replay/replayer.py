@@ -25,7 +25,8 @@ than its own run, and the period the guarantees are judged by is the one measure
   The schedules stay at the safety net's period (``awx_configure.yml``'s
   ``events_every_minutes``), compressed like the rest.
 * Every ``sample_s`` wall-clock seconds one LIST of Pods and one of Volcano Jobs say what
-  runs (``observe``).
+  runs (``observe``), and one of Queues and one of PodGroups why the others wait
+  (``idle``).
 """
 
 from __future__ import annotations
@@ -424,6 +425,7 @@ class Replay:
             )
             jobs = self.cluster.list(JOB_API, "Job")
             rooms = idle.queue_rooms(self.cluster.list(QUEUE_API, "Queue"))
+            groups = observe.group_phases(self.cluster.list(QUEUE_API, "PodGroup"))
             held = observe.held_by_queue(pods)
             backlog = observe.backlog(jobs)
             free = self.capacity - sum(held.values())
@@ -433,7 +435,11 @@ class Replay:
                 observe.look(self.tracked, jobs, at)
                 billing = self.by_billing(held)
                 waiting = observe.waiting(
-                    self.tracked, [r for r, _w in self.submitting.values()], jobs, self.pods_of
+                    self.tracked,
+                    [r for r, _w in self.submitting.values()],
+                    jobs,
+                    self.pods_of,
+                    groups,
                 )
                 nodes = observe.free_by_node(self.node_gpus, pods)
                 causes = idle.look_causes(waiting, rooms, free, nodes)

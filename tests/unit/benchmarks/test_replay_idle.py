@@ -17,9 +17,11 @@ from ansible_collections.gpucloud.platform.benchmarks.replay.idle import (
     HELD_AT_SUBMISSION,
     LARGER_THAN_IDLE,
     NO_JOB_WAITING,
+    NOT_ADMITTED,
     NOT_YET_PLACED,
     SPREAD_OVER_NODES,
     STAGE_CONTROLLER,
+    STAGE_PENDING,
     STAGE_QUEUED,
     STAGE_SUBMITTING,
     Waiting,
@@ -123,6 +125,8 @@ def test_a_queue_over_its_capability_has_no_room_not_a_negative_one():
         (STAGE_SUBMITTING, 0, 0, HELD_AT_SUBMISSION),  # the submission first, whatever else
         (STAGE_CONTROLLER, 0, 64, AWAITING_CONTROLLER),
         (STAGE_QUEUED, 3, 64, queue_full("spot")),  # 4 asked, 3 of room
+        (STAGE_PENDING, 3, 64, queue_full("spot")),  # the full queue is why it is not admitted
+        (STAGE_PENDING, 4, 64, NOT_ADMITTED),  # room by what runs; enqueue counts more
         (STAGE_QUEUED, 4, 3, LARGER_THAN_IDLE),  # room enough, 3 idle
         (STAGE_QUEUED, None, 3, LARGER_THAN_IDLE),  # an unlimited queue
         (STAGE_QUEUED, 4, 4, NOT_YET_PLACED),
