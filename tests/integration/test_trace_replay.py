@@ -149,7 +149,10 @@ def test_every_idle_gpu_of_every_look_is_put_under_a_cause(replayed):
         # Rule idle-attribution: the look's idle GPUs, each once, under the cause of the
         # job that asked for it or "no job waiting".
         assert sum(sample["idle_by_cause"].values()) == sample["capacity"] - sample["allocated"]
-    assert figures["idle_gpu_h"] and min(figures["idle_gpu_h"].values()) > 0
+    # Over the busy window, some GPUs stood idle under some cause (a cause seen only
+    # outside it counts 0 there).
+    idle_hours = figures["idle_gpu_h"].values()
+    assert sum(idle_hours) > 0 and min(idle_hours) >= 0, figures["idle_gpu_h"]
     # The looks saw the jobs wait, and said why: every job that waited a look or more has
     # its seconds by cause, as many as its wait, give or take the longest gap between two
     # looks at each end.
