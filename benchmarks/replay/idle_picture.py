@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .idle import NO_JOB_WAITING
 from .metrics import Window
-from .picture import DPI, HOUR_S, SIZE
+from .picture import DPI, HOUR_S, SIZE, shade_busy
 from .records import Run
 
 
@@ -42,15 +42,7 @@ def draw_idle(run: Run, busy: Sequence[Window], path: str | Path) -> Path:
     figure = Figure(figsize=SIZE, dpi=DPI)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    for i, (start, end) in enumerate(busy):
-        axes.axvspan(
-            start / HOUR_S,
-            end / HOUR_S,
-            color="grey",
-            alpha=0.15,
-            linewidth=0,
-            label="busy window" if i == 0 else None,
-        )
+    shade_busy(axes, busy)
     rows = idle_by_hour(run)
     bottom = [0.0] * max((len(v) for v in rows.values()), default=0)
     for cause, values in rows.items():

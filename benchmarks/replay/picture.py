@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from .metrics import TARGET_ALLOCATION, Window, allocation_series, busy_allocation, percent
 from .records import Mark, Run
@@ -73,6 +74,19 @@ def legend_label(run: Run, busy: Sequence[Window]) -> str:
     return f"{run.configuration} (busy mean {percent(busy_allocation(run, busy))})"
 
 
+def shade_busy(axes: Any, busy: Sequence[Window]) -> None:
+    """The busy windows as grey bands over traced hours, labelled once in the legend."""
+    for i, (start, end) in enumerate(busy):
+        axes.axvspan(
+            start / HOUR_S,
+            end / HOUR_S,
+            color="grey",
+            alpha=0.15,
+            linewidth=0,
+            label="busy window" if i == 0 else None,
+        )
+
+
 def draw(runs: Sequence[Run], busy: Sequence[Window], path: str | Path) -> Path:
     """Writes the picture of ``runs`` (the configurations' replays of one trace) to
     ``path`` as a PNG, and returns the path."""
@@ -88,15 +102,7 @@ def draw(runs: Sequence[Run], busy: Sequence[Window], path: str | Path) -> Path:
     figure = Figure(figsize=SIZE, dpi=DPI)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    for i, (start, end) in enumerate(busy):
-        axes.axvspan(
-            start / HOUR_S,
-            end / HOUR_S,
-            color="grey",
-            alpha=0.15,
-            linewidth=0,
-            label="busy window" if i == 0 else None,
-        )
+    shade_busy(axes, busy)
     for run in runs:
         # A sample holds until the next one: steps, not slopes between samples.
         x, y = hours(held_until_end(run))
