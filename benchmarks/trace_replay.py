@@ -183,7 +183,9 @@ def report(args, trace, runs, figures, failed, busy) -> None:
 
         print(f"\npicture: {draw(runs, busy, args.picture)}")
     platform_runs = [run for run in runs if run.configuration in PLATFORMS]
-    if args.idle_picture and platform_runs:
+    if args.idle_picture and not platform_runs:
+        print("idle picture: not drawn, no platform configuration was replayed")
+    elif args.idle_picture:
         from ansible_collections.gpucloud.platform.benchmarks.replay.idle_picture import draw_idle
 
         print(f"idle picture: {draw_idle(platform_runs[0], busy, args.idle_picture)}")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .idle import NO_JOB_WAITING
-from .metrics import Window
+from .metrics import Window, held_spans, overlap
 from .picture import DPI, HOUR_S, SIZE, shade_busy
 from .records import Run
 
@@ -23,14 +23,12 @@ def idle_by_hour(run: Run, hour_s: float = HOUR_S) -> dict[str, list[float]]:
     hours = max(1, math.ceil(run.day_s / hour_s))
     samples = sorted(run.samples, key=lambda s: s.at)
     out: dict[str, list[float]] = {}
-    for i, sample in enumerate(samples):
-        until = samples[i + 1].at if i + 1 < len(samples) else max(sample.at, run.day_s)
+    spans = held_spans([s.at for s in samples], run.day_s)
+    for sample, (start, until) in zip(samples, spans, strict=True):
         for cause, gpus in sample.idle_by_cause.items():
             row = out.setdefault(cause, [0.0] * hours)
-            for h in range(int(sample.at // hour_s), min(hours, math.ceil(until / hour_s))):
-                held = min(until, (h + 1) * hour_s) - max(sample.at, h * hour_s)
-                if held > 0:
-                    row[h] += gpus * held / hour_s
+            for h in range(hours):
+                row[h] += gpus * overlap(start, until, [(h * hour_s, (h + 1) * hour_s)]) / hour_s
     return dict(sorted(out.items(), key=lambda kv: (kv[0] == NO_JOB_WAITING, -sum(kv[1]), kv[0])))
 
 

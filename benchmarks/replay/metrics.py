@@ -115,6 +115,14 @@ def overlap(start: float, end: float, windows: Sequence[Window]) -> float:
     return sum(max(0.0, min(end, w_end) - max(start, w_start)) for w_start, w_end in windows)
 
 
+def held_spans(times: Sequence[float], end: float) -> list[Window]:
+    """(from, until) of each of a step series' values, its times in order: a value holds
+    until the next one's time, the last until ``end`` (never before its own time)."""
+    return [
+        (at, times[i + 1] if i + 1 < len(times) else max(at, end)) for i, at in enumerate(times)
+    ]
+
+
 def time_weighted_mean(
     series: Sequence[tuple[float, float]], windows: Iterable[Window], end: float
 ) -> float | None:
@@ -124,9 +132,9 @@ def time_weighted_mean(
     from counting more than a quiet hour sampled once."""
     merged = merge_windows(windows)
     total = weighted = 0.0
-    for i, (at, value) in enumerate(series):
-        until = series[i + 1][0] if i + 1 < len(series) else max(at, end)
-        held = overlap(at, until, merged)
+    spans = held_spans([at for at, _value in series], end)
+    for (_at, value), (start, until) in zip(series, spans, strict=True):
+        held = overlap(start, until, merged)
         total += held
         weighted += value * held
     return weighted / total if total > 0 else None
@@ -266,9 +274,9 @@ def idle_gpu_h_by_cause(run: Run, windows: Iterable[Window]) -> dict[str, float]
     merged = merge_windows(windows)
     samples = sorted(run.samples, key=lambda s: s.at)
     out: dict[str, float] = {}
-    for i, sample in enumerate(samples):
-        until = samples[i + 1].at if i + 1 < len(samples) else max(sample.at, run.day_s)
-        held = overlap(sample.at, until, merged)
+    spans = held_spans([s.at for s in samples], run.day_s)
+    for sample, (start, until) in zip(samples, spans, strict=True):
+        held = overlap(start, until, merged)
         for cause, gpus in sample.idle_by_cause.items():
             out[cause] = out.get(cause, 0.0) + gpus * held / 3600
     return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))

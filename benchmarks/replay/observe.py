@@ -109,9 +109,9 @@ def waiting(
 ) -> list[Waiting]:
     """The replay's jobs that have not run, in submission order: those the platform's
     submission holds, those Volcano's job controller has not reached, those Volcano's
-    enqueue has not admitted (their PodGroup's phase in ``groups``, by job name, Pending,
-    none yet, or no PodGroup yet), the rest queued; ``pods_of`` the GPUs of each job's pods, by job name,
-    when known. Without ``groups`` every job Volcano knows counts as queued."""
+    enqueue has not admitted (in ``groups``, PodGroup phases by job name: Pending, no
+    phase yet, or no PodGroup yet), the rest queued; ``pods_of`` the GPUs of each job's
+    pods, by job name, when known. Without ``groups`` every job Volcano knows is queued."""
     phases = {str((j.get("metadata") or {}).get("name")): _phase(j) for j in jobs}
     out = [(r, STAGE_SUBMITTING) for r in submitting]
     for name, t in tracked.items():

@@ -39,6 +39,7 @@ from ansible_collections.gpucloud.platform.benchmarks.replay.idle_picture import
 from ansible_collections.gpucloud.platform.benchmarks.replay.metrics import (
     UNOBSERVED,
     breaches_by_cause,
+    held_spans,
     idle_gpu_h_by_cause,
     longest_cause,
     measure,
@@ -327,3 +328,9 @@ def test_draw_idle_writes_a_png(tmp_path):
     samples = (Sample(at=0, allocated=4, capacity=8, idle_by_cause={LARGER_THAN_IDLE: 4}),)
     path = draw_idle(run_of(samples=samples, day_s=7200), [(0, 3600)], tmp_path / "idle.png")
     assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_each_value_of_a_step_series_holds_until_the_next_the_last_until_the_end():
+    assert held_spans([0, 10, 30], 50) == [(0, 10), (10, 30), (30, 50)]
+    assert held_spans([0, 60], 50) == [(0, 60), (60, 60)]  # a look after the end holds 0 s
+    assert held_spans([], 50) == []
