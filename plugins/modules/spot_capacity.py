@@ -15,6 +15,12 @@ description:
     A tenant's share is its subscribed GPUs / all subscribed GPUs. GPUs are apportioned in whole GPUs by the
     largest-remainder method so the capabilities add up to exactly the idle GPUs (ties: larger subscription, then
     tenant name); cpu and memory by the same shares, in whole millicores and MiB. A tenant without a subscription gets 0."
+  - "With O(offer=unused), idle = pool - what the paying queues hold or wait for: each tenant's subscription and team
+    queues, and its PAYG queue, claim what their unfinished pods hold on the pool's nodes and what their waiting
+    PodGroups (Pending or Inqueue) still want of their C(minResources), at most what the tenant bought. GPUs bought and
+    left unused then go to spot, and come back when a paying pod waits for them: M(gpucloud.platform.spot_reclaim) with
+    O(gpucloud.platform.spot_reclaim#module:need_from=unused), which C(spot_recompute.yml) runs with
+    C(spot_offer=unused)."
   - One list call for Nodes and one for Queues (label selector C(platform.io/managed-by=gpucloud-platform)); a
     server-side apply of just C(spec.capability) and C(spec.deserved), under the field manager
     C(gpucloud-platform-capacity), only for the spot queues whose value changes.
@@ -27,6 +33,17 @@ description:
     the tenants whose spot capability changes, so a large fleet's unchanged run returns a few numbers, not a row per
     tenant.
 options:
+  offer:
+    description:
+      - What spot may hold. V(unsold), the design's, is every GPU nobody bought. V(unused) is every GPU no paying queue
+        holds or waits for (see the description); it reads every managed Queue, the unfinished Pods and the
+        PodGroups too.
+      - Choose V(unused) only with a reclaim that gives the GPUs back, C(spot_recompute.yml) with C(spot_offer=unused)
+        run when a paying job is blocked (the event-driven reconcile) and on its schedule.
+    type: str
+    choices: [unsold, unused]
+    default: unsold
+    version_added: 0.2.0
   report:
     description:
       - Which tenants RV(tenants) lists. V(changed) lists the tenants whose spot capability changes (in check mode,
@@ -45,8 +62,9 @@ options:
   state:
     description:
       - V(present) writes every spot queue's capability from the idle pool.
-      - V(gathered) reads the pool's Nodes and the billing Queues, as the rules read them, and returns them in
-        RV(gathered); nothing is written.
+      - V(gathered) reads the pool's Nodes and the billing Queues (with O(offer=unused), every managed Queue, the
+        unfinished C(pods) and the C(podgroups)), as the rules read them, and returns them in RV(gathered); nothing is
+        written.
       - V(parsed) plans from O(facts) (what V(gathered) returned, edited for a what-if or from another cluster)
         without connecting, and returns what a check-mode run returns, with C(changed=false).
     type: str
@@ -54,7 +72,8 @@ options:
     default: present
   facts:
     description:
-      - With O(state=parsed), the facts to plan from, as RV(gathered) holds them (C(nodes), C(queues)).
+      - With O(state=parsed), the facts to plan from, as RV(gathered) holds them (C(nodes), C(queues), and with
+        O(offer=unused) C(pods) and C(podgroups)).
     type: dict
 version_added: 0.1.0
 extends_documentation_fragment:
@@ -90,6 +109,10 @@ EXAMPLES = r"""
       {{ spot.counts.changed }} of {{ spot.counts.spot_queues }} spot queues changed:
       {{ spot.tenants | map(attribute='tenant') | zip(spot.tenants | map(attribute='new')) }}
 
+- name: Offer spot the GPUs bought and left unused, not only the unsold ones
+  gpucloud.platform.spot_capacity:
+    offer: unused
+
 - name: Every tenant's share and spot capability, changed or not
   gpucloud.platform.spot_capacity:
     report: all
@@ -115,10 +138,17 @@ pool:
   type: dict
   sample: {nvidia.com/gpu: 64, cpu: "512", memory: 2Ti}
 idle:
-  description: What is left for spot after subscriptions and pay-as-you-go grants.
+  description: What spot may hold, by RV(offer) - what is left after subscriptions and pay-as-you-go grants
+    (V(unsold)), or after what the paying queues hold or wait for (V(unused)).
   returned: always
   type: dict
   sample: {nvidia.com/gpu: 24, cpu: "192", memory: 768Gi}
+offer:
+  description: The offer RV(idle) was counted by, O(offer).
+  returned: always
+  type: str
+  sample: unsold
+  version_added: 0.2.0
 counts:
   description:
     - Every tenant with a managed queue (C(tenants)), those with a spot queue (C(spot_queues)), and how many of those
@@ -190,6 +220,7 @@ requests:
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.capacity_plan import REPORTS
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.offer import OFFERS
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.summary import capacity_summary
 from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import (
     POOL_OPTIONS,
@@ -197,6 +228,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool im
 
 OPTIONS = dict(
     POOL_OPTIONS,
+    offer=dict(type="str", choices=list(OFFERS), default="unsold"),
     allow_empty_pool=dict(type="bool", default=False),
     report=dict(type="str", choices=list(REPORTS), default="changed"),
     state=dict(type="str", choices=["present", "gathered", "parsed"], default="present"),

@@ -15,6 +15,13 @@ description:
     (sold: every subscription and PAYG grant) and the spot jobs holding more are deleted; never fewer than the free
     count above asks. O(need=0) with O(need_from=unsold) reclaims the spot jobs holding sold GPUs (after the pool
     shrank), which the scheduled spot recompute does."
+  - "With O(need_from=unused) spot may hold the GPUs that no paying queue holds or waits for (the offer C(unused) of
+    M(gpucloud.platform.spot_capacity)): each tenant's subscription and team queues, and its PAYG queue, claim what their
+    unfinished pods hold on the pool's nodes and what their waiting PodGroups still want, at most what the tenant
+    bought. Spot keeps at most
+    pool - claims - O(need) GPUs and the spot jobs holding more are deleted; never fewer than the free count asks.
+    O(need=0) with O(need_from=unused) gives a waiting paying job the GPUs spot borrowed, which C(spot_recompute.yml)
+    with C(spot_offer=unused) does when a paying job is blocked."
   - "A job is a candidate only when it is in a spot queue (a managed Queue labelled C(platform.io/queue-type=spot)) and
     labelled C(platform.io/billing-type=spot); both must hold."
   - "Victim order: lowest C(platform.io/spot-price) annotation first (a missing price, or one that is not a number,
@@ -45,15 +52,18 @@ options:
     description:
       - C(free) meets O(need) from the GPUs free now (pool - held).
       - C(unsold) treats O(need) as a sale met from the GPUs nobody has bought (see the description).
+      - C(unused) meets O(need) from the GPUs no paying queue holds or waits for (see the description); it reads
+        every managed Queue (team queues too) instead of the billing ones, and the C(podgroups).
     type: str
-    choices: [free, unsold]
+    choices: [free, unsold, unused]
     default: free
   state:
     description:
       - V(present) reclaims (in check mode, names the victims).
       - V(gathered) makes the reads the reclaim decides on without the Lease and returns them in RV(gathered) (the
         pool's C(nodes) and unfinished C(pods); when the decision needs them, the billing C(queues), the spot Volcano
-        C(jobs) and the Running Volcano C(running_pods)); nothing is written.
+        C(jobs) and the Running Volcano C(running_pods); with O(need_from=unused) the C(podgroups)); nothing is
+        written.
       - V(parsed) plans from O(facts) without connecting and returns what a check-mode run on a cluster holding them
         returns (the shortfall, the victims, each victim queue's reclaim count, the diff, the summary) except
         RV(history), which only the cluster holds; a shortfall spot cannot cover is refused as a run refuses it.
@@ -110,6 +120,13 @@ EXAMPLES = r"""
     need_from: unsold
     demand_reason: spot above the unsold GPUs
 
+- name: Give waiting paying jobs the GPUs spot borrowed (offer unused), cheapest spot jobs first
+  gpucloud.platform.spot_reclaim:
+    need: 0
+    need_from: unused
+    demand_reason: paying jobs wait for GPUs spot borrowed
+    allow_partial: true
+
 - name: Save what the reclaim decides on
   gpucloud.platform.spot_reclaim:
     need: 20
@@ -154,16 +171,21 @@ shortfall:
   returned: unless O(state=gathered)
   type: int
 need_from:
-  description: C(unsold), when the need was counted as a sale.
-  returned: when O(need_from=unsold)
+  description: C(unsold) when the need was counted as a sale, C(unused) when against the GPUs no paying queue holds or
+    waits for.
+  returned: when O(need_from) is C(unsold) or C(unused)
   type: str
+offer:
+  description: GPUs no paying queue holds or waits for (what spot may hold).
+  returned: when O(need_from=unused)
+  type: int
 sold:
   description: GPUs sold before the sale (every subscription and PAYG grant).
   returned: when O(need_from=unsold)
   type: int
 spot:
   description: GPUs held by the running spot jobs.
-  returned: when O(need_from=unsold)
+  returned: when O(need_from) is C(unsold) or C(unused)
   type: int
 freed:
   description: GPUs held by the deleted jobs.
@@ -256,7 +278,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot.summary imp
 OPTIONS = dict(
     need=dict(type="int", required=True),
     demand_reason=dict(type="str", default="an operator's request"),
-    need_from=dict(type="str", choices=["free", "unsold"], default="free"),
+    need_from=dict(type="str", choices=["free", "unsold", "unused"], default="free"),
     allow_partial=dict(type="bool", default=False),
     **RECLAIM_OPTIONS,
     **READ_STATE_OPTIONS,

@@ -105,6 +105,15 @@ options:
     type: dict
     default: {}
     aliases: [pool_node_selector]
+  spot_offer:
+    description:
+      - What spot may hold when a purchase recomputes the spot capabilities, as
+        O(gpucloud.platform.spot_capacity#module:offer) does (the site's C(spot_offer)).
+      - V(unsold) is every GPU nobody bought; V(unused) every GPU no paying queue holds or waits for.
+    type: str
+    choices: [unsold, unused]
+    default: unsold
+    version_added: 0.2.0
   oversell_check:
     description:
       - Refuse a catalog whose subscriptions and pay-as-you-go grants together grow beyond the pool (rule
@@ -361,6 +370,7 @@ OPTIONS = {
     "pod_cidr": {"type": "str"},
     "service_cidr": {"type": "str"},
     "node_selector": {"type": "dict", "default": {}, "aliases": ["pool_node_selector"]},
+    "spot_offer": {"type": "str", "choices": ["unsold", "unused"], "default": "unsold"},
     "oversell_check": {"type": "bool", "default": True},
     "prune": {"type": "bool", "default": False},
     "max_prune": {"type": "int", "default": 5},

@@ -86,5 +86,9 @@ def recompute_after_sale(
     recompute from: ``catalog.sale.spot_after`` tells what it would come to)."""
     if check_mode or not sale.recomputes:
         return None
-    options = {"node_selector": params.get("node_selector") or {}, "allow_empty_pool": False}
+    options = {
+        "node_selector": params.get("node_selector") or {},
+        "allow_empty_pool": False,
+        "offer": params.get("spot_offer") or "unsold",
+    }
     return spot.RECOMPUTE_FLOW.run(options, cluster, check_mode)

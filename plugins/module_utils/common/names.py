@@ -52,6 +52,8 @@ ANNOTATION_PAYG_GRANTED_AT = PREFIX + "payg-granted-at"
 ANNOTATION_PAYG_CLOUD_GPUS = PREFIX + "payg-cloud-gpus"
 # The queue Volcano schedules a plain pod (a Deployment's, an InferenceService's) in.
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+# The PodGroup a pod Volcano schedules belongs to (set by Volcano's controllers).
+POD_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 # On a spot Queue: how many of its jobs the platform has reclaimed, ever (a counter
 # kube-state-metrics exports; rule spot-reclaim-count).
 ANNOTATION_SPOT_RECLAIMED = PREFIX + "spot-reclaimed-jobs"

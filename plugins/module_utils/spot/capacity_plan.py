@@ -2,10 +2,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The spot queues' capabilities for a cluster state (pure: lists in, plan out).
 
-Puts rule pool, rule committed, rule idle-for-spot and rule
-spot-apportionment together: from the Nodes and the managed Queues, every
-spot queue's new capability (deserved 0), which queues change, and the
-table ``spot_capacity`` reports.
+Puts rule pool, rule committed, rule spot-offer (``spot/offer``: the unsold GPUs by
+default, or the unused ones) and rule spot-apportionment together: from the Nodes, the
+managed Queues and (offer ``unused``) the unfinished Pods and the PodGroups, every spot queue's new
+capability (deserved 0), which queues change, and the table ``spot_capacity`` reports.
 
 * Rule spot-pool-not-empty (``empty_pool_errors``): a node selector that selects no
   node, or nodes without GPUs, is refused unless the empty pool is asked for (no
@@ -28,11 +28,11 @@ from ..common.quantity import CPU, GPU, MEMORY, Resources, render
 from ..workload.pool import (
     POOL_RESOURCES,
     commitments_from_queues,
-    idle_for_spot,
     node_matches,
     pool_from_nodes,
 )
 from .apportion import UNITS, apportion_spot, share
+from .offer import OFFER_UNSOLD, spot_offer
 
 # Volcano 1.15.1 reads a queue capability of 0 cpu or 0 memory as unlimited
 # (pkg/scheduler/plugins/capacity/capacity.go and proportion/proportion.go:
@@ -135,7 +135,8 @@ class TenantSpot:
 @dataclass
 class SpotCapacityPlan:
     pool: Resources
-    idle: Resources
+    idle: Resources  # what spot may hold, by rule spot-offer
+    offer: str = OFFER_UNSOLD
     total_subscription: Decimal = Decimal(0)  # every tenant's subscribed GPUs
     tenants: list[TenantSpot] = field(default_factory=list)  # sorted by tenant
     changes: list[dict[str, Any]] = field(default_factory=list)  # manifests to apply
@@ -158,9 +159,14 @@ def plan_spot_capacity(
     queues: Iterable[Mapping[str, Any]],
     node_selector: Mapping[str, str] | None = None,
     allow_empty_pool: bool = False,
+    offer: str = OFFER_UNSOLD,
+    pods: Iterable[Mapping[str, Any]] = (),
+    podgroups: Iterable[Mapping[str, Any]] = (),
 ) -> SpotCapacityPlan:
     """Every tenant's spot capability, and the spot queues whose value changes; raises
-    PlatformValidationError when rule spot-pool-not-empty refuses the pool."""
+    PlatformValidationError when rule spot-pool-not-empty refuses the pool. ``offer``
+    ``unused`` reads ``pods`` (the unfinished ones), ``podgroups`` and the team queues
+    among ``queues`` (rule spot-offer)."""
     queue_list = list(queues)
     node_list = list(nodes)
     pool, members = pool_from_nodes(node_list, node_selector)
@@ -174,14 +180,15 @@ def plan_spot_capacity(
         )
     )
     commitments = commitments_from_queues(queue_list)
-    idle = idle_for_spot(
-        pool, [c.subscription for c in commitments.values()], [c.payg for c in commitments.values()]
-    )
+    idle = spot_offer(offer, pool, commitments.values(), pods, podgroups, queue_list, members)
     subscriptions = {t: c.subscription[GPU] for t, c in commitments.items()}
     capability = apportion_spot(idle, subscriptions)
     live_specs = {(q.get("metadata") or {}).get("name"): (q.get("spec") or {}) for q in queue_list}
     plan = SpotCapacityPlan(
-        pool=pool, idle=idle, total_subscription=sum(subscriptions.values(), Decimal(0))
+        pool=pool,
+        idle=idle,
+        offer=offer,
+        total_subscription=sum(subscriptions.values(), Decimal(0)),
     )
     for tenant in sorted(commitments):
         c = commitments[tenant]
@@ -228,13 +235,14 @@ def recompute_counts(plan: SpotCapacityPlan) -> dict[str, int]:
 
 
 def recompute_result(plan: SpotCapacityPlan, report: str = "changed") -> dict[str, Any]:
-    """spot_capacity's result for a plan: pool, idle, the counts, the rows ``report``
-    asks for (see ``REPORTS``) and the spot queues it changes (``changed`` and
-    ``diff`` come with the writes)."""
+    """spot_capacity's result for a plan: pool, idle (what spot may hold) and the offer
+    that says what idle means, the counts, the rows ``report`` asks for (see ``REPORTS``)
+    and the spot queues it changes (``changed`` and ``diff`` come with the writes)."""
     rows = plan.rows if report == "all" else plan.changed_rows()
     return {
         "pool": render(plan.pool),
         "idle": render(plan.idle),
+        "offer": plan.offer,
         "counts": recompute_counts(plan),
         "tenants": rows,
         "updated": [m["metadata"]["name"] for m in plan.changes],

@@ -25,6 +25,8 @@ from ..common.names import (
     BILLING_SELECTOR,
     JOB_API,
     LABEL_BILLING_TYPE,
+    MANAGED_SELECTOR,
+    PODGROUP_API,
     QUEUE_API,
     SPOT_RECLAIM_HISTORY,
 )
@@ -51,20 +53,31 @@ def warn_all(warnings: Iterable[str]) -> None:
         warn(warning)
 
 
+def list_unfinished_pods(cluster: Cluster) -> list[dict[str, Any]]:
+    """One list of the Pods that are neither Succeeded nor Failed (the API server filters)."""
+    return cluster.list("v1", "Pod", field_selector=_UNFINISHED_PODS)
+
+
+def list_podgroups(cluster: Cluster) -> list[dict[str, Any]]:
+    """One list of every PodGroup (rule paying-use reads the waiting ones)."""
+    return cluster.list(PODGROUP_API, "PodGroup")
+
+
 def list_pool(
     cluster: Cluster, node_selector: Mapping[str, str] | None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One list of Nodes (label selector = node selector) and one of unfinished Pods."""
     nodes = cluster.list("v1", "Node", label_selector=label_selector(node_selector))
-    return nodes, cluster.list("v1", "Pod", field_selector=_UNFINISHED_PODS)
+    return nodes, list_unfinished_pods(cluster)
 
 
 def list_spot(
-    cluster: Cluster,
+    cluster: Cluster, team_queues: bool = False
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """The spot candidates as listed: the billing Queues, the spot Volcano Jobs and the
-    Running pods Volcano schedules (one list each, in that order)."""
-    queues = read_queues(cluster)
+    """The spot candidates as listed: the billing Queues (``team_queues``: every managed
+    Queue), the spot Volcano Jobs and the Running pods Volcano schedules (one list each,
+    in that order)."""
+    queues = read_managed_queues(cluster) if team_queues else read_queues(cluster)
     jobs = cluster.list(JOB_API, "Job", label_selector=f"{LABEL_BILLING_TYPE}=spot")
     return queues, jobs, cluster.list("v1", "Pod", field_selector=RUNNING_VOLCANO_PODS)
 
@@ -81,6 +94,12 @@ def read_queues(cluster: Cluster) -> list[dict[str, Any]]:
     """Every tenant's billing queues (``BILLING_SELECTOR``): rule committed, the spot
     apportionment and the reclaim read nothing of the team queues."""
     return cluster.list(QUEUE_API, "Queue", label_selector=BILLING_SELECTOR)
+
+
+def read_managed_queues(cluster: Cluster) -> list[dict[str, Any]]:
+    """Every Queue the platform manages, team queues too: rule paying-use (``spot/offer``)
+    counts a team queue's pods in its tenant's subscription."""
+    return cluster.list(QUEUE_API, "Queue", label_selector=MANAGED_SELECTOR)
 
 
 def read_spot_candidates(

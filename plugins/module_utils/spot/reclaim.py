@@ -102,6 +102,9 @@ RECLAIM_OPTIONS: dict[str, dict[str, Any]] = {
 
 NEED_FROM_FREE = "free"
 NEED_FROM_UNSOLD = "unsold"
+NEED_FROM_UNUSED = "unused"
+# The need_from values that count what spot holds (and so read the spot candidates).
+NEED_FROM_OFFERS = (NEED_FROM_UNSOLD, NEED_FROM_UNUSED)
 
 
 @dataclass
@@ -115,7 +118,8 @@ class ReclaimRequest:
     lease_duration: int = 60
     # "free": the demand is met from the GPUs free now (rule reclaim-need);
     # "unsold": the demand is a sale, met from GPUs nobody has bought (rule
-    # unsold-reclaim-need).
+    # unsold-reclaim-need); "unused": spot keeps only what no paying queue holds or
+    # waits for (rule unused-reclaim-need, offer unused of spot/offer).
     need_from: str = NEED_FROM_FREE
 
 
@@ -217,8 +221,9 @@ def event_manifest(
     ``common/run_event``).
 
     ``basis`` says what the shortfall was counted against, in the platform's words:
-    ``free`` (not allocated: a reclaim for demand) or ``unsold`` (not sold: a sale's
-    reclaim, rule unsold-reclaim-need).
+    ``free`` (not allocated: a reclaim for demand), ``unsold`` (not sold: a sale's
+    reclaim, rule unsold-reclaim-need) or ``unused`` (neither held nor awaited by a
+    paying queue: rule unused-reclaim-need).
 
     ``order`` is the job's place in the kill order (1 first). It is recorded
     in the annotation ``platform.io/reclaim-order`` and added (in nanoseconds)
@@ -294,12 +299,23 @@ def reclaim_report(demand: int, state: PoolState, shortfall: int) -> dict[str, A
 
 
 def too_little_spot(
-    demand: int, state: PoolState, shortfall: int, why: object, unsold: int | None = None
+    demand: int,
+    state: PoolState,
+    shortfall: int,
+    why: object,
+    unsold: int | None = None,
+    unused: int | None = None,
 ) -> str:
     """Why a reclaim cannot cover its shortfall; ``unsold`` given: the shortfall was counted
-    against the unsold GPUs (a sale), and the words say so."""
+    against the unsold GPUs (a sale), ``unused``: against the GPUs no paying queue holds
+    or waits for, and the words say so."""
     if unsold is not None:
         have = f"{unsold} of the pool's {state.pool_gpus} GPUs are unsold"
+    elif unused is not None:
+        have = (
+            f"{unused} of the pool's {state.pool_gpus} GPUs are neither held nor awaited "
+            "by a paying queue"
+        )
     else:
         have = f"{state.free_gpus} of the pool's {state.pool_gpus} GPUs are free"
     return f"demand {demand} GPUs: {have}, {shortfall} must be reclaimed, but {why}"

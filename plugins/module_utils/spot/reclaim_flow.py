@@ -7,10 +7,11 @@
 * parse (``parse_reclaim``): the options as a ``ReclaimRun``, checked (rule
   reclaim-input) before any connection;
 * the facts (``ReclaimFacts``): the pool's Nodes and unfinished Pods, and, when the
-  decision needs them (``needs_candidates``), the billing Queues, the spot Volcano Jobs
-  and the Running Volcano pods, as listed;
-* plan (``plan_reclaim``): the shortfall (rule reclaim-need, or rule
-  unsold-reclaim-need for a sale), the victims (rule spot-victim-stop) or the refusal
+  decision needs them (``needs_candidates``), the billing Queues (``need_from: unused``:
+  every managed Queue, and the PodGroups), the spot Volcano Jobs and the Running Volcano
+  pods, as listed;
+* plan (``plan_reclaim``): the shortfall (rule reclaim-need, rule unsold-reclaim-need for
+  a sale, or rule unused-reclaim-need for the offer of unused GPUs), the victims (rule spot-victim-stop) or the refusal
   when spot holds too little. The same plan is made twice by a run that deletes: once
   without the ``spot-reclaim`` Lease and again under it, on what the cluster then is;
 * report (``report_reclaim``): what the plan says, as a check-mode run says it, less
@@ -36,8 +37,11 @@ from ..workload.pool import (
     pool_from_nodes,
 )
 from .candidates import candidates_from_pods, candidates_from_vcjobs
+from .offer import OFFER_UNUSED, spot_offer
 from .reclaim import (
+    NEED_FROM_OFFERS,
     NEED_FROM_UNSOLD,
+    NEED_FROM_UNUSED,
     PoolState,
     ReclaimError,
     ReclaimRequest,
@@ -48,9 +52,15 @@ from .reclaim import (
     too_little_spot,
     validate_reclaim_input,
 )
-from .victims import SpotJob, choose_victims, reclaim_need, unsold_reclaim_need
+from .victims import (
+    SpotJob,
+    choose_victims,
+    reclaim_need,
+    unsold_reclaim_need,
+    unused_reclaim_need,
+)
 
-FACT_KEYS = ("nodes", "pods", "queues", "jobs", "running_pods")
+FACT_KEYS = ("nodes", "pods", "queues", "jobs", "running_pods", "podgroups")
 
 
 @dataclass(frozen=True)
@@ -72,6 +82,8 @@ class ReclaimFacts:
     queues: tuple[Mapping[str, Any], ...] | None = None
     jobs: tuple[Mapping[str, Any], ...] | None = None
     running_pods: tuple[Mapping[str, Any], ...] | None = None
+    # need_from unused only: the PodGroups, for what paying queues wait for.
+    podgroups: tuple[Mapping[str, Any], ...] | None = None
 
 
 @dataclass
@@ -127,7 +139,7 @@ def pool_state(request: ReclaimRequest, facts: ReclaimFacts) -> PoolState:
 def needs_candidates(request: ReclaimRequest, facts: ReclaimFacts) -> bool:
     """Whether the decision needs the spot candidates besides the pool: always for a sale
     (the spot GPUs count in its shortfall), otherwise only when too few GPUs are free."""
-    if request.need_from == NEED_FROM_UNSOLD:
+    if request.need_from in NEED_FROM_OFFERS:
         return True
     state = pool_state(request, facts)
     return reclaim_need(state.pool_gpus, state.allocated_gpus, request.demand) > 0
@@ -150,10 +162,30 @@ def plan_reclaim(request: ReclaimRequest, facts: ReclaimFacts) -> ReclaimPlan:
     state = pool_state(request, facts)
     candidates: list[SpotJob] = []
     warnings: list[str] = []
-    if facts.jobs is not None or request.need_from == NEED_FROM_UNSOLD:
+    if facts.jobs is not None or request.need_from in NEED_FROM_OFFERS:
         candidates, warnings = spot_candidates(facts.queues, facts.jobs, facts.running_pods)
     unsold: int | None = None
-    if request.need_from == NEED_FROM_UNSOLD:
+    unused: int | None = None
+    if request.need_from == NEED_FROM_UNUSED:
+        offer = int(
+            spot_offer(
+                OFFER_UNUSED,
+                state.pool,
+                commitments_from_queues(facts.queues or ()).values(),
+                facts.pods,
+                facts.podgroups or (),
+                facts.queues or (),
+                state.members,
+            )[GPU]
+        )
+        spot = sum(c.gpus for c in candidates)
+        shortfall = unused_reclaim_need(
+            state.pool_gpus, offer, spot, state.allocated_gpus, request.demand
+        )
+        result = reclaim_report(request.demand, state, shortfall)
+        result.update(need_from=NEED_FROM_UNUSED, offer=offer, spot=spot)
+        unused = offer
+    elif request.need_from == NEED_FROM_UNSOLD:
         sold = int(committed_total(commitments_from_queues(facts.queues or ()).values())[GPU])
         spot = sum(c.gpus for c in candidates)
         shortfall = unsold_reclaim_need(
@@ -171,7 +203,7 @@ def plan_reclaim(request: ReclaimRequest, facts: ReclaimFacts) -> ReclaimPlan:
     try:
         victims = choose_victims(candidates, shortfall, allow_partial=request.allow_partial)
     except PlatformValidationError as exc:
-        planned.refusal = too_little_spot(request.demand, state, shortfall, exc, unsold)
+        planned.refusal = too_little_spot(request.demand, state, shortfall, exc, unsold, unused)
         return planned
     planned.victims = victims
     result["victims"] = [v.as_dict() for v in victims]
@@ -211,13 +243,20 @@ def warnings_of(planned: ReclaimPlan) -> list[str]:
 
 def facts_out(facts: ReclaimFacts) -> dict[str, Any]:
     """The facts as ``gathered`` returns them: only the lists the run read."""
-    values = (facts.nodes, facts.pods, facts.queues, facts.jobs, facts.running_pods)
+    values = (
+        facts.nodes,
+        facts.pods,
+        facts.queues,
+        facts.jobs,
+        facts.running_pods,
+        facts.podgroups,
+    )
     return {k: list(v) for k, v in zip(FACT_KEYS, values, strict=True) if v is not None}
 
 
 def facts_in(run: ReclaimRun, data: Mapping[str, Any]) -> ReclaimFacts:
     """The facts ``gathered`` returned (option ``facts`` of ``parsed``)."""
-    nodes, pods, queues, jobs, running = fact_lists(data, *FACT_KEYS)
+    nodes, pods, queues, jobs, running, podgroups = fact_lists(data, *FACT_KEYS)
     read = "jobs" in data or "queues" in data or "running_pods" in data
     return ReclaimFacts(
         nodes,
@@ -225,4 +264,5 @@ def facts_in(run: ReclaimRun, data: Mapping[str, Any]) -> ReclaimFacts:
         queues if read else None,
         jobs if read else None,
         running if read else None,
+        podgroups if "podgroups" in data else None,
     )

@@ -44,9 +44,10 @@ from ..kube.cluster import (
 )
 from ..kube.lease import SPOT_RECLAIM
 from ..kube.run_record import raise_stop_counts, record_event, record_history
-from .read_io import list_pool, list_spot, read_live_history, warn_all
+from .read_io import list_podgroups, list_pool, list_spot, read_live_history, warn_all
 from .reclaim import (
-    NEED_FROM_UNSOLD,
+    NEED_FROM_OFFERS,
+    NEED_FROM_UNUSED,
     SUMMARY_FIELDS,
     ReclaimError,
     ReclaimRequest,
@@ -92,13 +93,16 @@ def release_lease(cluster: Cluster, lease: Mapping[str, Any]) -> bool:
 def gather(request: ReclaimRequest, cluster: Cluster) -> ReclaimFacts:
     """The reclaim's reads: one list of the pool's Nodes and one of unfinished Pods; then,
     when the decision needs them (``reclaim_flow.needs_candidates``), one of the billing
-    Queues, one of the spot Volcano Jobs and one of the Running Volcano pods."""
+    Queues, one of the spot Volcano Jobs and one of the Running Volcano pods; with
+    ``need_from: unused`` every managed Queue instead, and one list of PodGroups."""
     nodes, pods = list_pool(cluster, request.node_selector)
     facts = ReclaimFacts(tuple(nodes), tuple(pods))
     if not needs_candidates(request, facts):
         return facts
-    queues, jobs, running = list_spot(cluster)
-    return replace(facts, queues=tuple(queues), jobs=tuple(jobs), running_pods=tuple(running))
+    unused = request.need_from == NEED_FROM_UNUSED
+    queues, jobs, running = list_spot(cluster, team_queues=unused)
+    facts = replace(facts, queues=tuple(queues), jobs=tuple(jobs), running_pods=tuple(running))
+    return replace(facts, podgroups=tuple(list_podgroups(cluster))) if unused else facts
 
 
 def decide(request: ReclaimRequest, cluster: Cluster) -> ReclaimPlan:
@@ -163,7 +167,7 @@ def _event(
     victim: SpotJob, result: Mapping[str, Any], reason: str, now: datetime, order: int
 ) -> dict[str, Any]:
     """The ``SpotReclaimed`` Event on a deleted victim (``reclaim.event_manifest``)."""
-    basis = "unsold" if result.get("need_from") == NEED_FROM_UNSOLD else "free"
+    basis = result.get("need_from") if result.get("need_from") in NEED_FROM_OFFERS else "free"
     return event_manifest(
         victim, victim.uid, result["demand"], result["shortfall"], reason, now, order, basis
     )

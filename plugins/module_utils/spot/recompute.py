@@ -5,7 +5,8 @@ the request, the facts as data and back, and what the plan says (no I/O).
 
 The plan itself is ``capacity_plan.plan_spot_capacity``; the reads (``gather``) and the
 writes (``apply``) are ``spot/service``'s. Offline, ``gathered`` returns the pool's Nodes
-and the billing Queues as the rules read them (``common/facts``), and ``parsed`` plans
+and the Queues as the rules read them (``common/facts``), with offer ``unused`` also the
+unfinished Pods and the PodGroups as listed, and ``parsed`` plans
 the spot capabilities from such facts: a what-if (a node drained, a purchase made) or
 another cluster's plan, reviewed with no connection. There is no ``rendered``: an empty
 cluster has no pool to apportion.
@@ -21,6 +22,7 @@ from ..common.facts import node_fact, queue_fact
 from ..kube.flow import fact_lists
 from ..workload.pool import validate_node_selector
 from .capacity_plan import SpotCapacityPlan, plan_spot_capacity, recompute_result
+from .offer import OFFER_UNSOLD, OFFER_UNUSED
 
 
 @dataclass(frozen=True)
@@ -30,14 +32,23 @@ class RecomputeRequest:
     node_selector: Mapping[str, str]
     allow_empty_pool: bool
     report: str
+    offer: str = OFFER_UNSOLD  # rule spot-offer: unsold or unused
+
+    @property
+    def reads_pods(self) -> bool:
+        """Offer ``unused`` reads what the paying queues' pods hold and wait for."""
+        return self.offer == OFFER_UNUSED
 
 
 @dataclass(frozen=True)
 class RecomputeFacts:
-    """The pool's Nodes and every tenant's billing Queues."""
+    """The pool's Nodes and the managed Queues (the billing ones; with offer ``unused``
+    the team queues too, the unfinished Pods and the PodGroups)."""
 
     nodes: tuple[Mapping[str, Any], ...] = ()
     queues: tuple[Mapping[str, Any], ...] = ()
+    pods: tuple[Mapping[str, Any], ...] = ()
+    podgroups: tuple[Mapping[str, Any], ...] = ()
 
 
 def parse_recompute(params: Mapping[str, Any]) -> RecomputeRequest:
@@ -47,13 +58,20 @@ def parse_recompute(params: Mapping[str, Any]) -> RecomputeRequest:
         node_selector=dict(params.get("node_selector") or {}),
         allow_empty_pool=bool(params.get("allow_empty_pool")),
         report=str(params.get("report") or "changed"),
+        offer=str(params.get("offer") or OFFER_UNSOLD),
     )
 
 
 def plan(request: RecomputeRequest, facts: RecomputeFacts) -> SpotCapacityPlan:
     """Every tenant's spot capability over the facts (rule spot-capacity)."""
     return plan_spot_capacity(
-        facts.nodes, facts.queues, request.node_selector, request.allow_empty_pool
+        facts.nodes,
+        facts.queues,
+        request.node_selector,
+        request.allow_empty_pool,
+        request.offer,
+        facts.pods,
+        facts.podgroups,
     )
 
 
@@ -71,12 +89,17 @@ def report(request: RecomputeRequest, planned: SpotCapacityPlan) -> dict[str, An
 
 
 def facts_out(facts: RecomputeFacts) -> dict[str, Any]:
-    return {
+    """The Nodes and Queues as the rules read them; the Pods and PodGroups (offer
+    ``unused``) as listed."""
+    out: dict[str, Any] = {
         "nodes": [node_fact(n) for n in facts.nodes],
         "queues": [queue_fact(q) for q in facts.queues],
     }
+    if facts.pods or facts.podgroups:
+        out.update(pods=list(facts.pods), podgroups=list(facts.podgroups))
+    return out
 
 
 def facts_in(request: RecomputeRequest, data: Mapping[str, Any]) -> RecomputeFacts:
     """Facts given as ``gathered`` returned them."""
-    return RecomputeFacts(*fact_lists(data, "nodes", "queues"))
+    return RecomputeFacts(*fact_lists(data, "nodes", "queues", "pods", "podgroups"))

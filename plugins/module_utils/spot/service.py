@@ -13,7 +13,8 @@ The decisions are the pure rules of ``workload.pool``, ``spot.capacity_plan``,
   ``reclaim_io.apply_reclaim`` (under the Lease it reads and plans again, deletes, counts
   and records), then (``wait``) the poll until the GPUs are free;
 * ``spot_capacity`` (``RECOMPUTE_FLOW``, through ``kube.flow``; its pure steps are
-  ``spot/recompute``): one list of Nodes and one of billing Queues, then a server-side
+  ``spot/recompute``): one list of Nodes and one of billing Queues (offer ``unused``: of
+  every managed Queue, one of unfinished Pods and one of PodGroups), then a server-side
   apply of just the capability and deserved of each spot queue whose value changes;
 * ``spot_info`` (``MARKET_FLOW``, through ``kube.flow``; its pure steps are
   ``spot/info``): the Queue, spot Job and Running pod lists and one get of the history
@@ -44,7 +45,10 @@ from .info import plan_info as plan_market
 from .info import report_info as report_market
 from .market import unknown_tenant_errors
 from .read_io import (
+    list_podgroups,
+    list_unfinished_pods,
     read_live_history,
+    read_managed_queues,
     read_queues,
     read_spot_candidates,
     wait_until_free,
@@ -160,9 +164,18 @@ def _wait_after_reclaim(
 
 
 def gather_recompute(request: RecomputeRequest, cluster: Cluster) -> RecomputeFacts:
-    """One list of the pool's Nodes and one of the billing Queues."""
+    """One list of the pool's Nodes and one of the billing Queues; with offer ``unused``
+    one of every managed Queue (the team queues too), one of the unfinished Pods and one
+    of the PodGroups."""
     nodes = cluster.list("v1", "Node", label_selector=label_selector(request.node_selector))
-    return RecomputeFacts(tuple(nodes), tuple(read_queues(cluster)))
+    if not request.reads_pods:
+        return RecomputeFacts(tuple(nodes), tuple(read_queues(cluster)))
+    return RecomputeFacts(
+        tuple(nodes),
+        tuple(read_managed_queues(cluster)),
+        tuple(list_unfinished_pods(cluster)),
+        tuple(list_podgroups(cluster)),
+    )
 
 
 def apply_recompute(

@@ -17,8 +17,10 @@ def capacity_summary(
     """One line for the pool, one per tenant whose spot capability changes."""
     counts = result.get("counts") or {}
     rows = [r for r in result.get("tenants") or [] if r.get("changed")]
+    # Offer unused: the idle GPUs include those bought and not used (spot/offer).
+    idle = "idle" if result.get("offer") != "unused" else "unused (bought or not)"
     head = (
-        f"spot capacity: {gpus(result.get('idle'))} idle GPUs of {gpus(result.get('pool'))} "
+        f"spot capacity: {gpus(result.get('idle'))} {idle} GPUs of {gpus(result.get('pool'))} "
         f"shared by {counts.get('spot_queues', 0)} spot queues"
     )
     if not rows:

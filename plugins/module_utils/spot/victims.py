@@ -290,3 +290,22 @@ def unsold_reclaim_need(
     unsold_after = max(Decimal(0), Decimal(pool_gpus) - Decimal(sold_gpus) - demand)
     above = Decimal(spot_gpus) - unsold_after
     return max(int(above) if above > 0 else 0, reclaim_need(pool_gpus, allocated_gpus, demand))
+
+
+def unused_reclaim_need(
+    pool_gpus: int | Decimal,
+    offer_gpus: int | Decimal,
+    spot_gpus: int | Decimal,
+    allocated_gpus: int | Decimal,
+    demand: int,
+) -> int:
+    """Rule unused-reclaim-need: with offer ``unused`` (``spot/offer``) spot may hold the
+    GPUs no paying queue holds or waits for (``offer_gpus``, rule unused-for-spot), so it
+    keeps at most ``max(0, offer - demand)`` and the spot GPUs above that are reclaimed:
+    ``demand`` 0 answers "how many spot GPUs do paying pods wait for now". Never fewer
+    than rule reclaim-need asks, so GPUs held outside the platform's queues still count
+    as taken."""
+    demand = parse_count(demand, "need")
+    allowed = max(Decimal(0), Decimal(offer_gpus) - demand)
+    above = Decimal(spot_gpus) - allowed
+    return max(int(above) if above > 0 else 0, reclaim_need(pool_gpus, allocated_gpus, demand))

@@ -1,0 +1,181 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What spot may hold: rule spot-offer (pure: lists in, resources out).
+
+Two offers, chosen per site (``spot_capacity``'s ``offer``, ``spot_reclaim``'s
+``need_from``, ``spot_recompute.yml``'s ``spot_offer``):
+
+* ``unsold``, the design's and the default: rule idle-for-spot, the pool less every
+  subscription and pay-as-you-go grant. A GPU a tenant bought and leaves unused stays
+  idle: its owner may use it at any moment.
+* ``unused``: rule unused-for-spot, the pool less what the paying queues hold or wait for,
+  each tenant's part counted at most at what it bought (rule paying-claim). A GPU bought
+  and unused goes to spot until a paying pod waits for it; then rule unused-reclaim-need
+  (``spot/victims``) asks ``spot_recompute.yml`` to delete the cheapest spot jobs above
+  the offer, which the event-driven reconcile runs when a paying job is blocked
+  (``paying_job_blocked``).
+
+* Rule paying-use (``paying_use``): per tenant, what its subscription and team queues,
+  and its pay-as-you-go queue, hold and wait for: the unfinished pods bound to the pool's
+  nodes (Volcano's queue annotation on the pod), and each PodGroup that waits (Pending:
+  not admitted yet, or Inqueue: admitted, not placed) for its ``minResources`` less what
+  its bound pods hold already. A queue's tenant and billing type are its labels, never
+  the pod's; admission holds a pod's queue to its tenant's own. Pods on their way out,
+  pods bound outside the pool, and pods and PodGroups of other queues (spot, burst,
+  unmanaged) count nothing.
+* Rule paying-claim (``paying_claims``): per resource, the sum over tenants of
+  min(subscription, subscription use) + min(pay-as-you-go grant, pay-as-you-go use): a
+  queue never claims more than it bought, so the claim is never above rule committed.
+* Rule unused-for-spot (``unused_for_spot``): pool less the paying claims, never below 0;
+  never less than rule idle-for-spot, since each claim is at most what was bought.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from ..common.names import (
+    LABEL_QUEUE_TYPE,
+    LABEL_TENANT,
+    POD_GROUP_ANNOTATION,
+    POD_TERMINAL_PHASES,
+    QUEUE_TYPE_PAYG,
+    QUEUE_TYPE_SUBSCRIPTION,
+    QUEUE_TYPE_TEAM,
+    VOLCANO_QUEUE_ANNOTATION,
+)
+from ..common.quantity import Resources, parse
+from ..workload.demand import pod_demand
+from ..workload.pool import POOL_RESOURCES, TenantCommitment, idle_for_spot
+
+OFFER_UNSOLD = "unsold"
+OFFER_UNUSED = "unused"
+OFFERS = (OFFER_UNSOLD, OFFER_UNUSED)
+
+SUBSCRIPTION, PAYG = "subscription", "payg"
+# A PodGroup waits while Volcano has not admitted it (Pending) or not placed it (Inqueue).
+WAITING_PHASES = ("Pending", "Inqueue")
+# The paying part each managed queue type counts in (rule paying-use).
+_PART_OF_QUEUE_TYPE = {
+    QUEUE_TYPE_SUBSCRIPTION: SUBSCRIPTION,
+    QUEUE_TYPE_TEAM: SUBSCRIPTION,
+    QUEUE_TYPE_PAYG: PAYG,
+}
+
+
+def _zero() -> Resources:
+    return {r: Decimal(0) for r in POOL_RESOURCES}
+
+
+def paying_queues(queues: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, str]]:
+    """Each paying queue's tenant and part (subscription or payg), from its labels."""
+    out: dict[str, tuple[str, str]] = {}
+    for queue in queues:
+        meta = queue.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        part = _PART_OF_QUEUE_TYPE.get(labels.get(LABEL_QUEUE_TYPE, ""))
+        tenant = labels.get(LABEL_TENANT)
+        if part and tenant and meta.get("name"):
+            out[meta["name"]] = (tenant, part)
+    return out
+
+
+def _annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("annotations") or {}
+
+
+def _resources(requests: Mapping[str, Any] | None, path: str) -> Resources:
+    return {r: parse((requests or {}).get(r, 0), f"{path}.{r}") for r in POOL_RESOURCES}
+
+
+def paying_use(
+    pods: Iterable[Mapping[str, Any]],
+    podgroups: Iterable[Mapping[str, Any]],
+    queues: Iterable[Mapping[str, Any]],
+    pool_nodes: Iterable[str],
+) -> dict[str, dict[str, Resources]]:
+    """Rule paying-use: per tenant, per part (subscription, payg), what its paying queues
+    hold (bound pods) and wait for (waiting PodGroups, less what their bound pods hold)."""
+    owners = paying_queues(queues)
+    members = set(pool_nodes)
+    use: dict[str, dict[str, Resources]] = {}
+    bound: dict[tuple[str, str], Resources] = {}  # (namespace, PodGroup) -> held
+
+    def add(owner: tuple[str, str], amount: Mapping[str, Decimal]) -> None:
+        tenant, part = owner
+        parts = use.setdefault(tenant, {SUBSCRIPTION: _zero(), PAYG: _zero()})
+        for r in POOL_RESOURCES:
+            parts[part][r] += amount[r]
+
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        if meta.get("deletionTimestamp") or spec.get("nodeName") not in members:
+            continue
+        if (pod.get("status") or {}).get("phase") in POD_TERMINAL_PHASES:
+            continue
+        owner = owners.get(_annotations(pod).get(VOLCANO_QUEUE_ANNOTATION, ""))
+        if owner is None:
+            continue
+        held = pod_demand(spec, f"pods[{meta.get('name', '')}].spec")
+        add(owner, held)
+        group = (meta.get("namespace", ""), _annotations(pod).get(POD_GROUP_ANNOTATION, ""))
+        so_far = bound.setdefault(group, _zero())
+        for r in POOL_RESOURCES:
+            so_far[r] += held[r]
+    for pg in podgroups:
+        meta = pg.get("metadata") or {}
+        spec = pg.get("spec") or {}
+        if meta.get("deletionTimestamp") or (pg.get("status") or {}).get("phase") not in (
+            WAITING_PHASES
+        ):
+            continue
+        owner = owners.get(spec.get("queue") or "")
+        if owner is None:
+            continue
+        name = meta.get("name", "")
+        wanted = _resources(spec.get("minResources"), f"podgroups[{name}].spec.minResources")
+        held = bound.get((meta.get("namespace", ""), name)) or _zero()
+        add(owner, {r: max(Decimal(0), wanted[r] - held[r]) for r in POOL_RESOURCES})
+    return use
+
+
+def paying_claims(
+    commitments: Iterable[TenantCommitment], use: Mapping[str, Mapping[str, Resources]]
+) -> Resources:
+    """Rule paying-claim: per resource, each tenant's subscription and pay-as-you-go use,
+    each at most what it bought, summed."""
+    claim = _zero()
+    for c in commitments:
+        parts = use.get(c.tenant) or {}
+        for bought, part in ((c.subscription, SUBSCRIPTION), (c.payg, PAYG)):
+            used = parts.get(part) or {}
+            for r in POOL_RESOURCES:
+                claim[r] += min(Decimal(bought.get(r, 0)), Decimal(used.get(r, 0)))
+    return claim
+
+
+def unused_for_spot(pool: Mapping[str, Decimal], claims: Mapping[str, Decimal]) -> Resources:
+    """Rule unused-for-spot: the pool less the paying claims, per resource, never below 0."""
+    return {r: max(Decimal(0), Decimal(pool.get(r, 0)) - claims.get(r, 0)) for r in POOL_RESOURCES}
+
+
+def spot_offer(
+    offer: str,
+    pool: Mapping[str, Decimal],
+    commitments: Iterable[TenantCommitment],
+    pods: Iterable[Mapping[str, Any]] = (),
+    podgroups: Iterable[Mapping[str, Any]] = (),
+    queues: Iterable[Mapping[str, Any]] = (),
+    pool_nodes: Iterable[str] = (),
+) -> Resources:
+    """Rule spot-offer: what every spot queue together may hold, ``unsold`` (rule
+    idle-for-spot) or ``unused`` (rule unused-for-spot over the pods, PodGroups and
+    queues given)."""
+    commitments = list(commitments)
+    if offer == OFFER_UNUSED:
+        use = paying_use(pods, podgroups, queues, pool_nodes)
+        return unused_for_spot(pool, paying_claims(commitments, use))
+    return idle_for_spot(pool, [c.subscription for c in commitments], [c.payg for c in commitments])
