@@ -232,7 +232,7 @@ def test_an_inference_refusal_names_the_playbook_variable(
         # rule node-selector, before the first request (spot_reclaim, the first task)
         (
             {"platform.io/pool": "main,platform.io/gpu=a100"},
-            "Delete the spot jobs that hold sold GPUs, cheapest first",
+            "Delete the spot jobs that hold GPUs spot may not hold (spot_offer), cheapest first",
             "spot_node_selector.platform.io/pool: 'main,platform.io/gpu=a100' is not a label value",
         ),
         # rule spot-pool-not-empty (spot_capacity, the second task)

@@ -121,7 +121,9 @@ def test_volcano_leaves_spot_alone_and_the_platform_reclaims_it_cheapest_first(
     # The scheduled reconcile: spot holds pool - 4 GPUs, pool - 16 are unsold, so 12
     # go, cheapest first: spot-cheap (4) then spot-mid (8); the filler stays.
     tasks = run_playbook(ansible_env, "spot_recompute.yml", {})
-    reclaim = tasks["Delete the spot jobs that hold sold GPUs, cheapest first"]
+    reclaim = tasks[
+        "Delete the spot jobs that hold GPUs spot may not hold (spot_offer), cheapest first"
+    ]
     assert (reclaim["need_from"], reclaim["sold"], reclaim["spot"]) == ("unsold", 16, pool - 4)
     assert reclaim["shortfall"] == 12 and reclaim["freed"] == 12
     assert [v["name"] for v in reclaim["victims"]] == ["spot-cheap", "spot-mid"]
@@ -142,7 +144,85 @@ def test_volcano_leaves_spot_alone_and_the_platform_reclaims_it_cheapest_first(
 
     # Spot now holds only unsold GPUs: the next run deletes nothing and writes no Lease.
     again = run_playbook(ansible_env, "spot_recompute.yml", {})
-    assert again["Delete the spot jobs that hold sold GPUs, cheapest first"]["changed"] is False
+    assert (
+        again["Delete the spot jobs that hold GPUs spot may not hold (spot_offer), cheapest first"][
+            "changed"
+        ]
+        is False
+    )
     with contextlib.suppress(Exception):
         for name in ("own-1", "own-2"):
             custom.delete_namespaced_custom_object(*VCJOBS[:2], own_ns, VCJOBS[2], name)
+
+
+def test_with_the_unused_offer_spot_runs_on_bought_idle_gpus_until_their_owner_asks(
+    api_client, two_tenants, ansible_env, run_module, platform_scheduler_conf
+):
+    """spot_offer: unused. Both tenants bought 8 and use none: spot is offered the whole
+    pool, and the two spot queues fill it. The owner's job then waits; the next
+    spot_recompute.yml deletes the cheapest spot jobs for exactly its 8 GPUs (the design's
+    unsold offer would have taken 16), and the job runs. A second run deletes nothing."""
+    from kubernetes import client
+
+    custom = client.CustomObjectsApi(api_client)
+    owner, spot_tenant = two_tenants
+    own_ns, spot_ns = f"tenant-{owner}", f"tenant-{spot_tenant}"
+
+    idle = run_module("spot_reclaim", {"need": 0}, check=True)
+    assert not idle.get("failed"), idle.get("msg")
+    pool = idle["pool"]
+    if idle["free"] != pool or pool % 8 or pool < 32:
+        pytest.skip(f"needs an idle cluster of 8-GPU nodes; {idle['free']} of {pool} free")
+
+    offered = run_playbook(ansible_env, "spot_recompute.yml", {"spot_offer": "unused"})
+    capacity = offered["Set every spot queue's capability to its tenant's share of the idle pool"]
+    assert (capacity["offer"], capacity["idle"][GPU]) == ("unused", pool)
+    for ns in (own_ns, spot_ns):
+        live = custom.get_cluster_custom_object(*VOLCANO, f"{ns}-spot")
+        assert int(live["spec"]["capability"][GPU]) == pool // 2  # equal shares of the pool
+
+    # Each spot queue fills its half: the owner's at 0.9 on whole nodes, the other's with
+    # a filler at 0.9 and two cheap jobs of 4 that pair up on the last node.
+    start(custom, job_body("own-spot", own_ns, f"{own_ns}-spot", 8, pool // 16, "0.9"))
+    running(custom, own_ns, "own-spot")
+    start(custom, job_body("spot-fill", spot_ns, f"{spot_ns}-spot", 8, pool // 16 - 1, "0.9"))
+    running(custom, spot_ns, "spot-fill")
+    start(custom, job_body("spot-cheap", spot_ns, f"{spot_ns}-spot", 4, 1, "0.1"))
+    running(custom, spot_ns, "spot-cheap")
+    start(custom, job_body("spot-mid", spot_ns, f"{spot_ns}-spot", 4, 1, "0.2"))
+    running(custom, spot_ns, "spot-mid")
+    # Spot holds the whole pool, 16 GPUs of it bought: the design's offer would take 16.
+    unsold = run_module("spot_reclaim", {"need": 0, "need_from": "unsold"}, check=True)
+    assert (unsold["spot"], unsold["shortfall"]) == (pool, 16)
+    # With the unused offer nobody waits yet: nothing to take.
+    calm = run_module("spot_reclaim", {"need": 0, "need_from": "unused"}, check=True)
+    assert (calm["offer"], calm["shortfall"], calm["victims"]) == (pool, 0, [])
+
+    # The owner asks for 8 of its GPUs (two pods of 4): no GPU is free, it waits.
+    start(custom, job_body("own-1", own_ns, f"{own_ns}-subscription", 4, 2, billing="subscription"))
+    time.sleep(5)  # several scheduling periods
+    assert job_phase(custom, own_ns, "own-1") != "Running"
+
+    tasks = run_playbook(ansible_env, "spot_recompute.yml", {"spot_offer": "unused"})
+    reclaim = tasks[
+        "Delete the spot jobs that hold GPUs spot may not hold (spot_offer), cheapest first"
+    ]
+    assert (reclaim["need_from"], reclaim["offer"], reclaim["spot"]) == ("unused", pool - 8, pool)
+    assert reclaim["shortfall"] == 8 and reclaim["freed"] == 8
+    assert [v["name"] for v in reclaim["victims"]] == ["spot-cheap", "spot-mid"]
+    assert reclaim["reclaim"]["reason"] == "paying jobs waited for GPUs spot held"
+    capacity = tasks["Set every spot queue's capability to its tenant's share of the idle pool"]
+    assert capacity["idle"][GPU] == pool - 8
+    wait_until(lambda: job_phase(custom, own_ns, "own-1") == "Running", what="own-1 Running")
+    for ns, name in ((own_ns, "own-spot"), (spot_ns, "spot-fill")):
+        assert job_phase(custom, ns, name) == "Running", name
+
+    # The owner now holds its 8: spot holds no more than the offer, nothing is deleted.
+    again = run_playbook(ansible_env, "spot_recompute.yml", {"spot_offer": "unused"})
+    after = again[
+        "Delete the spot jobs that hold GPUs spot may not hold (spot_offer), cheapest first"
+    ]
+    assert after["changed"] is False and after["shortfall"] == 0, after
+    with contextlib.suppress(Exception):
+        for ns, name in ((own_ns, "own-1"), (own_ns, "own-spot"), (spot_ns, "spot-fill")):
+            custom.delete_namespaced_custom_object(*VCJOBS[:2], ns, VCJOBS[2], name)
