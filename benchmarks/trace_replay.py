@@ -41,6 +41,7 @@ from ansible_collections.gpucloud.platform.benchmarks.traces.summary import line
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.offer import OFFERS
 
 DAY = 86400
 
@@ -84,6 +85,13 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
         default="in-process",
         help="run the platform's reconcilers as their playbooks' module tasks in this process "
         "(default: no Ansible start-up per run) or as the playbooks themselves",
+    )
+    parser.add_argument(
+        "--spot-offer",
+        choices=OFFERS,
+        default="unsold",
+        help="what spot may hold under the platform, the site's spot_offer: the GPUs nobody "
+        "bought (default, the design's) or those no paying queue holds or waits for",
     )
     parser.add_argument(
         "--prometheus-url",
@@ -136,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             prometheus_url=prometheus,
             reconcilers=args.reconcilers,
+            spot_offer=args.spot_offer,
         )
         try:
             run, failures = replay(trace, settings)
@@ -155,7 +164,7 @@ def report(args, trace, runs, figures, failed, busy) -> None:
     seed = f", seed {args.seed}" if args.seed is not None else ""
     print(
         f"\n{args.trace}: {len(trace.jobs)} jobs, {trace.cluster.gpus()} GPUs, {args.factor:g}x{seed}, "
-        f"reconcilers {args.reconcilers}"
+        f"reconcilers {args.reconcilers}, spot offer {args.spot_offer}"
     )
     windows = ", ".join(f"{a / 3600:g}-{b / 3600:g} h" for a, b in busy)
     print(f"busy window: {windows}")
@@ -191,6 +200,10 @@ def report(args, trace, runs, figures, failed, busy) -> None:
         print(f"idle picture: {draw_idle(platform_runs[0], busy, args.idle_picture)}")
     if args.json:
         out = {
+            "factor": args.factor,
+            "seed": args.seed,
+            "reconcilers": args.reconcilers,
+            "spot_offer": args.spot_offer,
             "runs": [asdict(run) for run in runs],
             "figures": {c: metrics.as_dict(f) for c, f in figures.items()},
             "refused": {run.configuration: list(run.refusals) for run in runs},

@@ -22,6 +22,19 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.kube.flow import
 NAMES = ("spot_recompute", "arbiter_reconcile", "throttle_reconcile", "payg_reconcile")
 MODULES = "ansible_collections.gpucloud.platform.plugins.modules"
 SERVICES = "ansible_collections.gpucloud.platform.plugins.module_utils"
+# The playbooks that recompute spot capacity, and so take the site's spot_offer (the
+# replay gives it to each, as an inventory would).
+SPOT_OFFER_PLAYBOOKS = frozenset(
+    {
+        "tenant_create.yml",
+        "tenant_update.yml",
+        "tenant_delete.yml",
+        "tenant_catalog.yml",
+        "payg_scale.yml",
+        "payg_reconcile.yml",
+        "spot_recompute.yml",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -36,10 +49,15 @@ class Step:
     when: Callable[[Mapping[str, Mapping[str, Any]]], bool] | None = None
 
 
-def steps(name: str, timeout_s: int, grace_min: int, settle_s: int) -> tuple[Step, ...]:
+def steps(
+    name: str, timeout_s: int, grace_min: int, settle_s: int, offer: str = "unsold"
+) -> tuple[Step, ...]:
     """The module tasks of ``playbooks/<name>.yml`` with its default variables, the
-    throttle's timeout, pay-as-you-go's grace and the arbiter's settle time given."""
-    recompute = Step("spot_capacity", "spot.service:RECOMPUTE_FLOW", {"node_selector": {}})
+    throttle's timeout, pay-as-you-go's grace, the arbiter's settle time and the site's
+    ``spot_offer`` given."""
+    recompute = Step(
+        "spot_capacity", "spot.service:RECOMPUTE_FLOW", {"node_selector": {}, "offer": offer}
+    )
     table = {
         "spot_recompute": (
             Step(
@@ -47,8 +65,12 @@ def steps(name: str, timeout_s: int, grace_min: int, settle_s: int) -> tuple[Ste
                 "spot.service:RECLAIM_FLOW",
                 {
                     "need": 0,
-                    "need_from": "unsold",
-                    "demand_reason": "spot jobs held GPUs that tenants bought",
+                    "need_from": offer,
+                    "demand_reason": (
+                        "spot jobs held GPUs that tenants bought"
+                        if offer == "unsold"
+                        else "paying jobs waited for GPUs spot held"
+                    ),
                     "node_selector": {},
                     "allow_partial": True,
                 },

@@ -125,3 +125,22 @@ def test_a_conditional_step_runs_only_on_its_condition(monkeypatch):
     # The playbook's condition is the same one.
     _defaults, tasks = playbook_tasks("payg_reconcile")
     assert tasks[1][2] == "payg_reconcile_result.updated | length > 0"
+
+
+def test_the_sites_spot_offer_reaches_every_spot_step():
+    reclaim, recompute = reconcilers.steps("spot_recompute", 12, 1, 1, offer="unused")
+    assert reclaim.options["need_from"] == "unused" and recompute.options["offer"] == "unused"
+    _payg, after_shrink = reconcilers.steps("payg_reconcile", 12, 1, 1, offer="unused")
+    assert after_shrink.options["offer"] == "unused"
+    # At the playbooks' default, the design's offer.
+    reclaim, recompute = reconcilers.steps("spot_recompute", 12, 1, 1)
+    assert reclaim.options["need_from"] == recompute.options["offer"] == "unsold"
+
+
+def test_the_replay_gives_spot_offer_to_every_playbook_that_declares_it():
+    declared = {
+        path.name
+        for path in (ROOT / "playbooks").glob("*.yml")
+        if "spot_offer" in (yaml.safe_load(path.read_text())[0].get("vars") or {})
+    }
+    assert declared == reconcilers.SPOT_OFFER_PLAYBOOKS
