@@ -318,10 +318,11 @@ def test_scenario_two_the_arbiter_takes_back_what_team_a_borrowed(site, ansible_
     )
     assert history[0]["job"] == f"{ns}/b2"
     assert [v["name"] for v in history[0]["victims"]] == ["a5", "a4"]
-    # The victims restart (PodEvicted: RestartJob) and wait: 2 GPUs are free, a4 needs 3
-    # and the subscription is full. A debug job never preempts, so a second run refuses
-    # it and evicts and writes nothing. (Waiting for a4 first: how soon Volcano marks a
-    # restarted job's PodGroup as waiting again varies, and before that nothing waits.)
+    # The victims restart (PodEvicted: RestartJob) and wait: 2 GPUs are free, a4 needs 3.
+    # A second run evicts nothing and writes nothing. What it decides depends on how far
+    # Volcano has got with the restarted jobs (measured both ways): `none` while its view
+    # of the queues leaves room for them, `refuse` once a4 is held by the full
+    # subscription, for a debug job never preempts.
     wait_for(
         "a4 to wait again after its restart",
         lambda: s.kube.pod_group_phase(ns, "a4") in ("Pending", "Inqueue"),
@@ -329,9 +330,14 @@ def test_scenario_two_the_arbiter_takes_back_what_team_a_borrowed(site, ansible_
         interval=1,
     )
     again = run_module("queue_arbiter", {"tenant": tenant})
-    assert again["changed"] is False and again["evicted"] == [], again
-    assert again["decision"] == "refuse" and again["job"] in (f"{ns}/a4", f"{ns}/a5"), again
-    assert "nothing is evicted" in again["reason"], again
+    said = {k: again.get(k) for k in ("decision", "job", "reason", "evicted", "changed")}
+    assert again["changed"] is False and again["evicted"] == [], said
+    assert again["decision"] in ("none", "refuse"), said
+    if again["decision"] == "refuse":
+        assert again["job"] in (f"{ns}/a4", f"{ns}/a5"), said
+        assert "nothing is evicted" in again["reason"], said
+    assert arbiter_events(s.kube, ns, "ArbiterEvicted") == {"a4", "a5"}  # no new eviction
+    print(f"scenario two, second run: {said['decision']}: {said['reason']}")
     print(
         f"scenario two: b2 submitted to running in {took:.1f} s, {after:.1f} s after the arbiter started"
     )

@@ -61,6 +61,16 @@ def two_tenants(run_module, api_client, priority_classes):
     remove_tenants(run_module, api_client, list(names))
 
 
+def idle_pool(run_module) -> int:
+    """The pool's GPUs, all free, on 8-GPU nodes (at least 32); the test skips otherwise."""
+    idle = run_module("spot_reclaim", {"need": 0}, check=True)
+    assert not idle.get("failed"), idle.get("msg")
+    pool = idle["pool"]
+    if idle["free"] != pool or pool % 8 or pool < 32:
+        pytest.skip(f"needs an idle cluster of 8-GPU nodes; {idle['free']} of {pool} free")
+    return pool
+
+
 def start(custom, body):
     meta = body["metadata"]
     custom.create_namespaced_custom_object(*VCJOBS[:2], meta["namespace"], VCJOBS[2], body)
@@ -82,11 +92,7 @@ def test_volcano_leaves_spot_alone_and_the_platform_reclaims_it_cheapest_first(
     own_ns, spot_ns = f"tenant-{owner}", f"tenant-{spot_tenant}"
     own_queue, spot_queue = f"{own_ns}-subscription", f"{spot_ns}-spot"
 
-    idle = run_module("spot_reclaim", {"need": 0}, check=True)
-    assert not idle.get("failed"), idle.get("msg")
-    pool = idle["pool"]
-    if idle["free"] != pool or pool % 8 or pool < 32:
-        pytest.skip(f"needs an idle cluster of 8-GPU nodes; {idle['free']} of {pool} free")
+    pool = idle_pool(run_module)
 
     live = custom.get_cluster_custom_object(*VOLCANO, spot_queue)
     assert live["spec"]["reclaimable"] is False  # rule spot-not-reclaimable
@@ -168,11 +174,7 @@ def test_with_the_unused_offer_spot_runs_on_bought_idle_gpus_until_their_owner_a
     owner, spot_tenant = two_tenants
     own_ns, spot_ns = f"tenant-{owner}", f"tenant-{spot_tenant}"
 
-    idle = run_module("spot_reclaim", {"need": 0}, check=True)
-    assert not idle.get("failed"), idle.get("msg")
-    pool = idle["pool"]
-    if idle["free"] != pool or pool % 8 or pool < 32:
-        pytest.skip(f"needs an idle cluster of 8-GPU nodes; {idle['free']} of {pool} free")
+    pool = idle_pool(run_module)
 
     offered = run_playbook(ansible_env, "spot_recompute.yml", {"spot_offer": "unused"})
     capacity = offered["Set every spot queue's capability to its tenant's share of the idle pool"]
