@@ -34,10 +34,10 @@ from ansible_collections.gpucloud.platform.benchmarks.replay.records import (
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
     EVENT_REASON_ARBITER_EVICTED,
     EVENT_REASON_SPOT_RECLAIMED,
+    pod_queue,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.quantity import GPU
 
-POD_QUEUE_KEY = "volcano.sh/queue-name"
 POD_JOB_KEY = "volcano.sh/job-name"
 RUNNING = "Running"
 GROUP_PENDING = "Pending"  # a PodGroup Volcano's enqueue action has not admitted
@@ -69,7 +69,7 @@ def held_by_queue(pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
             continue
         if (pod.get("status") or {}).get("phase") != RUNNING or meta.get("deletionTimestamp"):
             continue
-        queue = str(labels.get(POD_QUEUE_KEY) or (meta.get("annotations") or {}).get(POD_QUEUE_KEY))
+        queue = pod_queue(meta)
         out[queue] = out.get(queue, 0) + pod_gpus(pod)
     return out
 

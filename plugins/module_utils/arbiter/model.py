@@ -35,6 +35,7 @@ from ..common.names import (
     PRIORITY_CLASSES,
     ROOT_QUEUE,
     owner_tenant,
+    pod_queue,
 )
 from ..common.quantity import GPU, parse
 from ..jobs.classes import DEFAULT_CLASSES
@@ -209,10 +210,6 @@ def with_children_allocation(states: Mapping[str, QueueState]) -> dict[str, Queu
     return out
 
 
-# The queue of a Volcano Job's pod, as the job controller writes it (label and annotation).
-POD_QUEUE_KEY = "volcano.sh/queue-name"
-
-
 def releasing_gpus(pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     """GPUs per queue of the pods on their way out: bound to a node, not ended, with a
     deletion timestamp (an eviction's victims while they stop)."""
@@ -224,9 +221,7 @@ def releasing_gpus(pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
             continue
         if (pod.get("status") or {}).get("phase") in POD_TERMINAL_PHASES:
             continue
-        queue = (meta.get("labels") or {}).get(POD_QUEUE_KEY) or (
-            meta.get("annotations") or {}
-        ).get(POD_QUEUE_KEY)
+        queue = pod_queue(meta)
         if not queue:
             continue
         gpus = int(pod_demand(spec, f"pods[{meta.get('name', '')}].spec")[GPU])

@@ -52,6 +52,25 @@ ANNOTATION_PAYG_GRANTED_AT = PREFIX + "payg-granted-at"
 ANNOTATION_PAYG_CLOUD_GPUS = PREFIX + "payg-cloud-gpus"
 # The queue Volcano schedules a plain pod (a Deployment's, an InferenceService's) in.
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+# The queue of a Volcano Job's pod, as the job controller writes it (label and annotation).
+JOB_POD_QUEUE_KEY = "volcano.sh/queue-name"
+
+
+def pod_queue(meta: Mapping[str, Any]) -> str:
+    """Rule pod-queue: the queue Volcano schedules a pod in, from a pod's metadata: the
+    job controller's ``volcano.sh/queue-name`` (label, then annotation) on a Volcano Job's
+    pod, else the annotation ``scheduling.volcano.sh/queue-name`` of a plain pod; "" when
+    it has neither."""
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    return str(
+        labels.get(JOB_POD_QUEUE_KEY)
+        or annotations.get(JOB_POD_QUEUE_KEY)
+        or annotations.get(VOLCANO_QUEUE_ANNOTATION)
+        or ""
+    )
+
+
 # The PodGroup a pod Volcano schedules belongs to (set by Volcano's controllers).
 POD_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 # On a spot Queue: how many of its jobs the platform has reclaimed, ever (a counter

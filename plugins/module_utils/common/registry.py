@@ -16,6 +16,7 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("label-selector", names.label_selector_errors),
     RuleRef("label-value", names.label_value_errors),
     RuleRef("playbook-variables", variables.unknown_variables),
+    RuleRef("pod-queue", names.pod_queue),
     RuleRef("quantity", quantity.parse),
     RuleRef("reclaim-history", history.push_history),
     RuleRef("stop-count", stop_counts.stopped_jobs),

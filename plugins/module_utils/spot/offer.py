@@ -17,7 +17,7 @@ Two offers, chosen per site (``spot_capacity``'s ``offer``, ``spot_reclaim``'s
 
 * Rule paying-use (``paying_use``): per tenant, what its subscription and team queues,
   and its pay-as-you-go queue, hold and wait for: the unfinished pods bound to the pool's
-  nodes (Volcano's queue annotation on the pod), and each PodGroup that waits (Pending:
+  nodes (rule pod-queue, ``common/names``), and each PodGroup that waits (Pending:
   not admitted yet, or Inqueue: admitted, not placed) for its ``minResources`` less what
   its bound pods hold already. A queue's tenant and billing type are its labels, never
   the pod's; admission holds a pod's queue to its tenant's own. Pods on their way out,
@@ -44,7 +44,7 @@ from ..common.names import (
     QUEUE_TYPE_PAYG,
     QUEUE_TYPE_SUBSCRIPTION,
     QUEUE_TYPE_TEAM,
-    VOLCANO_QUEUE_ANNOTATION,
+    pod_queue,
 )
 from ..common.quantity import Resources, parse
 from ..workload.demand import pod_demand
@@ -116,7 +116,7 @@ def paying_use(
             continue
         if (pod.get("status") or {}).get("phase") in POD_TERMINAL_PHASES:
             continue
-        owner = owners.get(_annotations(pod).get(VOLCANO_QUEUE_ANNOTATION, ""))
+        owner = owners.get(pod_queue(meta))
         if owner is None:
             continue
         held = pod_demand(spec, f"pods[{meta.get('name', '')}].spec")

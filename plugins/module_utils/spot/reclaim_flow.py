@@ -10,10 +10,11 @@
   decision needs them (``needs_candidates``), the billing Queues (``need_from: unused``:
   every managed Queue, and the PodGroups), the spot Volcano Jobs and the Running Volcano
   pods, as listed;
-* plan (``plan_reclaim``): the shortfall (rule reclaim-need, rule unsold-reclaim-need for
-  a sale, or rule unused-reclaim-need for the offer of unused GPUs), the victims (rule spot-victim-stop) or the refusal
-  when spot holds too little. The same plan is made twice by a run that deletes: once
-  without the ``spot-reclaim`` Lease and again under it, on what the cluster then is;
+* plan (``plan_reclaim``): the shortfall (``shortfall_of``: rule reclaim-need, rule
+  unsold-reclaim-need for a sale, or rule unused-reclaim-need for the offer of unused
+  GPUs), the victims (rule spot-victim-stop) or the refusal when spot holds too little.
+  The same plan is made twice by a run that deletes: once without the ``spot-reclaim``
+  Lease and again under it, on what the cluster then is;
 * report (``report_reclaim``): what the plan says, as a check-mode run says it, less
   what only the cluster holds (the history, the Lease's holder).
 
@@ -156,6 +157,64 @@ def spot_candidates(queues: Any, jobs: Any, running_pods: Any) -> tuple[list[Spo
     return candidates + pod_candidates, warnings + pod_warnings
 
 
+@dataclass(frozen=True)
+class Shortfall:
+    """What a reclaim must free and the result's figures for it; ``unsold`` or
+    ``unused``: the GPUs it was counted against, for the refusal's words."""
+
+    gpus: int
+    result: dict[str, Any]
+    unsold: int | None = None
+    unused: int | None = None
+
+
+def unused_shortfall(
+    request: ReclaimRequest, facts: ReclaimFacts, state: PoolState, spot: int
+) -> Shortfall:
+    """Rule unused-reclaim-need over the facts: spot above the GPUs no paying queue holds
+    or waits for (rule unused-for-spot)."""
+    offer = int(
+        spot_offer(
+            OFFER_UNUSED,
+            state.pool,
+            commitments_from_queues(facts.queues or ()).values(),
+            facts.pods,
+            facts.podgroups or (),
+            facts.queues or (),
+            state.members,
+        )[GPU]
+    )
+    gpus = unused_reclaim_need(state.pool_gpus, offer, spot, state.allocated_gpus, request.demand)
+    result = reclaim_report(request.demand, state, gpus)
+    result.update(need_from=NEED_FROM_UNUSED, offer=offer, spot=spot)
+    return Shortfall(gpus, result, unused=offer)
+
+
+def unsold_shortfall(
+    request: ReclaimRequest, facts: ReclaimFacts, state: PoolState, spot: int
+) -> Shortfall:
+    """Rule unsold-reclaim-need over the facts: a sale met from the GPUs nobody bought."""
+    sold = int(committed_total(commitments_from_queues(facts.queues or ()).values())[GPU])
+    gpus = unsold_reclaim_need(state.pool_gpus, sold, spot, state.allocated_gpus, request.demand)
+    result = reclaim_report(request.demand, state, gpus)
+    result.update(need_from=NEED_FROM_UNSOLD, sold=sold, spot=spot)
+    return Shortfall(gpus, result, unsold=max(0, state.pool_gpus - sold))
+
+
+def shortfall_of(
+    request: ReclaimRequest, facts: ReclaimFacts, state: PoolState, candidates: list[SpotJob]
+) -> Shortfall:
+    """The shortfall by ``need_from``: rule reclaim-need (free), unsold-reclaim-need or
+    unused-reclaim-need."""
+    spot = sum(c.gpus for c in candidates)
+    if request.need_from == NEED_FROM_UNUSED:
+        return unused_shortfall(request, facts, state, spot)
+    if request.need_from == NEED_FROM_UNSOLD:
+        return unsold_shortfall(request, facts, state, spot)
+    gpus = reclaim_need(state.pool_gpus, state.allocated_gpus, request.demand)
+    return Shortfall(gpus, reclaim_report(request.demand, state, gpus))
+
+
 def plan_reclaim(request: ReclaimRequest, facts: ReclaimFacts) -> ReclaimPlan:
     """The shortfall and the victims that cover it, cheapest first; a refusal when spot
     holds too little (``allow_partial`` takes them all instead)."""
@@ -164,46 +223,17 @@ def plan_reclaim(request: ReclaimRequest, facts: ReclaimFacts) -> ReclaimPlan:
     warnings: list[str] = []
     if facts.jobs is not None or request.need_from in NEED_FROM_OFFERS:
         candidates, warnings = spot_candidates(facts.queues, facts.jobs, facts.running_pods)
-    unsold: int | None = None
-    unused: int | None = None
-    if request.need_from == NEED_FROM_UNUSED:
-        offer = int(
-            spot_offer(
-                OFFER_UNUSED,
-                state.pool,
-                commitments_from_queues(facts.queues or ()).values(),
-                facts.pods,
-                facts.podgroups or (),
-                facts.queues or (),
-                state.members,
-            )[GPU]
-        )
-        spot = sum(c.gpus for c in candidates)
-        shortfall = unused_reclaim_need(
-            state.pool_gpus, offer, spot, state.allocated_gpus, request.demand
-        )
-        result = reclaim_report(request.demand, state, shortfall)
-        result.update(need_from=NEED_FROM_UNUSED, offer=offer, spot=spot)
-        unused = offer
-    elif request.need_from == NEED_FROM_UNSOLD:
-        sold = int(committed_total(commitments_from_queues(facts.queues or ()).values())[GPU])
-        spot = sum(c.gpus for c in candidates)
-        shortfall = unsold_reclaim_need(
-            state.pool_gpus, sold, spot, state.allocated_gpus, request.demand
-        )
-        result = reclaim_report(request.demand, state, shortfall)
-        result.update(need_from=NEED_FROM_UNSOLD, sold=sold, spot=spot)
-        unsold = max(0, state.pool_gpus - sold)
-    else:
-        shortfall = reclaim_need(state.pool_gpus, state.allocated_gpus, request.demand)
-        result = reclaim_report(request.demand, state, shortfall)
+    short = shortfall_of(request, facts, state, candidates)
+    shortfall, result = short.gpus, short.result
     planned = ReclaimPlan(result, [], None, warnings)
     if shortfall == 0:
         return planned
     try:
         victims = choose_victims(candidates, shortfall, allow_partial=request.allow_partial)
     except PlatformValidationError as exc:
-        planned.refusal = too_little_spot(request.demand, state, shortfall, exc, unsold, unused)
+        planned.refusal = too_little_spot(
+            request.demand, state, shortfall, exc, short.unsold, short.unused
+        )
         return planned
     planned.victims = victims
     result["victims"] = [v.as_dict() for v in victims]

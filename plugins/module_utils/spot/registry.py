@@ -7,10 +7,12 @@ they never import it."""
 from __future__ import annotations
 
 from ..common.rule_index import RuleRef
-from . import apportion, candidates, capacity_plan, market, reclaim, victims
+from . import apportion, candidates, capacity_plan, market, offer, reclaim, victims
 
 RULES: tuple[RuleRef, ...] = (
     RuleRef("known-tenant", market.unknown_tenant_errors),
+    RuleRef("paying-claim", offer.paying_claims),
+    RuleRef("paying-use", offer.paying_use),
     RuleRef("reclaim-input", reclaim.reclaim_input_errors),
     RuleRef("reclaim-need", victims.reclaim_need),
     RuleRef("spot-apportionment", apportion.apportion_spot),
@@ -19,6 +21,7 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("spot-capability-floor", capacity_plan.spot_capability_floor),
     RuleRef("spot-history-of-tenant", market.tenant_history),
     RuleRef("spot-market-input", market.market_input_errors),
+    RuleRef("spot-offer", offer.spot_offer),
     RuleRef("spot-pool-not-empty", capacity_plan.empty_pool_errors),
     RuleRef("spot-price-step", market.next_price_above),
     RuleRef("spot-reclaim-count", reclaim.raised_count),
@@ -28,4 +31,6 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("spot-victim-stop", victims.choose_victims),
     RuleRef("timestamp", victims.parse_time),
     RuleRef("unsold-reclaim-need", victims.unsold_reclaim_need),
+    RuleRef("unused-for-spot", offer.unused_for_spot),
+    RuleRef("unused-reclaim-need", victims.unused_reclaim_need),
 )

@@ -159,6 +159,19 @@ def test_paying_use_counts_nothing_of_spot_leaving_finished_or_outside_pods():
     assert paying_use(pods, groups, queues, members) == {}
 
 
+def test_a_volcano_jobs_pods_count_by_the_queue_its_job_controller_wrote():
+    """Rule pod-queue: a Volcano Job's pods carry ``volcano.sh/queue-name`` (label and
+    annotation), not the plain pod's ``scheduling.volcano.sh/queue-name``."""
+    nodes, queues, _pods, _groups = day()
+    _pool, members = pool_from_nodes(nodes)
+    job_pod = pod("j-0", "n0", 4, "tenant-alpha")
+    job_pod["metadata"]["labels"] = {"volcano.sh/queue-name": "tenant-alpha-team-a"}
+    annotated = pod("k-0", "n1", 2, "tenant-alpha")
+    annotated["metadata"]["annotations"] = {"volcano.sh/queue-name": "tenant-alpha-team-b"}
+    use = paying_use([job_pod, annotated], [], queues, members)
+    assert use["alpha"]["subscription"][GPU] == 6
+
+
 def test_the_queue_says_whose_use_it_is_not_the_pods_namespace():
     nodes, queues, _pods, _groups = day()
     _pool, members = pool_from_nodes(nodes)
