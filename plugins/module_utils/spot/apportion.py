@@ -98,6 +98,24 @@ def _integral(weights: Mapping[str, Fraction]) -> dict[str, int]:
     }
 
 
+def apportion_units(
+    amount: Decimal, unit: Fraction, weights: Mapping[str, Fraction], field: str
+) -> dict[str, Decimal]:
+    """One resource's ``amount`` shared out in whole ``unit``s in proportion to
+    ``weights`` (rule spot-apportionment's largest remainder); a fraction of a unit stays
+    unassigned."""
+    exact = Fraction(Decimal(amount))
+    if exact < 0:
+        raise PlatformValidationError(
+            [FieldError(field, f"{amount} is negative; idle is 0 or more")]
+        )
+    numerator, denominator = Decimal(unit.numerator), Decimal(unit.denominator)
+    return {
+        tenant: count * numerator / denominator
+        for tenant, count in largest_remainder(int(exact / unit), weights).items()
+    }
+
+
 def apportion_spot(
     idle: Mapping[str, Decimal], subscriptions: Mapping[str, object]
 ) -> dict[str, Resources]:
@@ -106,15 +124,9 @@ def apportion_spot(
     weights = _check_subscriptions(subscriptions, "subscriptions")
     result: dict[str, Resources] = {tenant: {} for tenant in weights}
     for resource, unit in UNITS.items():
-        amount = Fraction(Decimal(idle.get(resource, 0)))
-        if amount < 0:
-            raise PlatformValidationError(
-                [FieldError(f"idle.{resource}", f"{idle[resource]} is negative; idle is 0 or more")]
-            )
-        units = int(amount / unit)  # whole units only; a fraction of a unit stays unassigned
-        numerator, denominator = Decimal(unit.numerator), Decimal(unit.denominator)
-        for tenant, count in largest_remainder(units, weights).items():
-            result[tenant][resource] = count * numerator / denominator
+        shares = apportion_units(idle.get(resource, 0), unit, weights, f"idle.{resource}")
+        for tenant, amount in shares.items():
+            result[tenant][resource] = amount
     return result
 
 

@@ -16,13 +16,9 @@ Two offers, chosen per site (``spot_capacity``'s ``offer``, ``spot_reclaim``'s
   (``paying_job_blocked``).
 
 * Rule paying-use (``paying_use``): per tenant, what its subscription and team queues,
-  and its pay-as-you-go queue, hold and wait for: the unfinished pods bound to the pool's
-  nodes (rule pod-queue, ``common/names``), and each PodGroup that waits (Pending:
-  not admitted yet, or Inqueue: admitted, not placed) for its ``minResources`` less what
-  its bound pods hold already. A queue's tenant and billing type are its labels, never
-  the pod's; admission holds a pod's queue to its tenant's own. Pods on their way out,
-  pods bound outside the pool, and pods and PodGroups of other queues (spot, burst,
-  unmanaged) count nothing.
+  and its pay-as-you-go queue, hold and wait for, by rule queue-holdings
+  (``spot/holdings``). A queue's tenant and billing type are its labels, never the pod's.
+  Pods and PodGroups of other queues (spot, burst, unmanaged) count nothing.
 * Rule paying-claim (``paying_claims``): per resource, the sum over tenants of
   min(subscription, subscription use) + min(pay-as-you-go grant, pay-as-you-go use): a
   queue never claims more than it bought, so the claim is never above rule committed.
@@ -39,34 +35,25 @@ from typing import Any
 from ..common.names import (
     LABEL_QUEUE_TYPE,
     LABEL_TENANT,
-    POD_GROUP_ANNOTATION,
-    POD_TERMINAL_PHASES,
     QUEUE_TYPE_PAYG,
     QUEUE_TYPE_SUBSCRIPTION,
     QUEUE_TYPE_TEAM,
-    pod_queue,
 )
-from ..common.quantity import Resources, parse
-from ..workload.demand import pod_demand
+from ..common.quantity import Resources
 from ..workload.pool import POOL_RESOURCES, TenantCommitment, idle_for_spot
+from .holdings import queue_holdings, zero
 
 OFFER_UNSOLD = "unsold"
 OFFER_UNUSED = "unused"
 OFFERS = (OFFER_UNSOLD, OFFER_UNUSED)
 
 SUBSCRIPTION, PAYG = "subscription", "payg"
-# A PodGroup waits while Volcano has not admitted it (Pending) or not placed it (Inqueue).
-WAITING_PHASES = ("Pending", "Inqueue")
 # The paying part each managed queue type counts in (rule paying-use).
 _PART_OF_QUEUE_TYPE = {
     QUEUE_TYPE_SUBSCRIPTION: SUBSCRIPTION,
     QUEUE_TYPE_TEAM: SUBSCRIPTION,
     QUEUE_TYPE_PAYG: PAYG,
 }
-
-
-def _zero() -> Resources:
-    return {r: Decimal(0) for r in POOL_RESOURCES}
 
 
 def paying_queues(queues: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, str]]:
@@ -82,14 +69,6 @@ def paying_queues(queues: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, s
     return out
 
 
-def _annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    return (obj.get("metadata") or {}).get("annotations") or {}
-
-
-def _resources(requests: Mapping[str, Any] | None, path: str) -> Resources:
-    return {r: parse((requests or {}).get(r, 0), f"{path}.{r}") for r in POOL_RESOURCES}
-
-
 def paying_use(
     pods: Iterable[Mapping[str, Any]],
     podgroups: Iterable[Mapping[str, Any]],
@@ -97,48 +76,21 @@ def paying_use(
     pool_nodes: Iterable[str],
 ) -> dict[str, dict[str, Resources]]:
     """Rule paying-use: per tenant, per part (subscription, payg), what its paying queues
-    hold (bound pods) and wait for (waiting PodGroups, less what their bound pods hold)."""
-    owners = paying_queues(queues)
-    members = set(pool_nodes)
+    hold (bound pods) and wait for (waiting PodGroups, less what their bound pods hold),
+    counted by rule queue-holdings."""
+    holdings = queue_holdings(pods, podgroups, paying_queues(queues), pool_nodes)
     use: dict[str, dict[str, Resources]] = {}
-    bound: dict[tuple[str, str], Resources] = {}  # (namespace, PodGroup) -> held
 
     def add(owner: tuple[str, str], amount: Mapping[str, Decimal]) -> None:
         tenant, part = owner
-        parts = use.setdefault(tenant, {SUBSCRIPTION: _zero(), PAYG: _zero()})
+        parts = use.setdefault(tenant, {SUBSCRIPTION: zero(), PAYG: zero()})
         for r in POOL_RESOURCES:
             parts[part][r] += amount[r]
 
-    for pod in pods:
-        meta = pod.get("metadata") or {}
-        spec = pod.get("spec") or {}
-        if meta.get("deletionTimestamp") or spec.get("nodeName") not in members:
-            continue
-        if (pod.get("status") or {}).get("phase") in POD_TERMINAL_PHASES:
-            continue
-        owner = owners.get(pod_queue(meta))
-        if owner is None:
-            continue
-        held = pod_demand(spec, f"pods[{meta.get('name', '')}].spec")
+    for owner, held in holdings.held.items():
         add(owner, held)
-        group = (meta.get("namespace", ""), _annotations(pod).get(POD_GROUP_ANNOTATION, ""))
-        so_far = bound.setdefault(group, _zero())
-        for r in POOL_RESOURCES:
-            so_far[r] += held[r]
-    for pg in podgroups:
-        meta = pg.get("metadata") or {}
-        spec = pg.get("spec") or {}
-        if meta.get("deletionTimestamp") or (pg.get("status") or {}).get("phase") not in (
-            WAITING_PHASES
-        ):
-            continue
-        owner = owners.get(spec.get("queue") or "")
-        if owner is None:
-            continue
-        name = meta.get("name", "")
-        wanted = _resources(spec.get("minResources"), f"podgroups[{name}].spec.minResources")
-        held = bound.get((meta.get("namespace", ""), name)) or _zero()
-        add(owner, {r: max(Decimal(0), wanted[r] - held[r]) for r in POOL_RESOURCES})
+    for group in holdings.waiting:
+        add(group.owner, group.needs)
     return use
 
 
@@ -147,7 +99,7 @@ def paying_claims(
 ) -> Resources:
     """Rule paying-claim: per resource, each tenant's subscription and pay-as-you-go use,
     each at most what it bought, summed."""
-    claim = _zero()
+    claim = zero()
     for c in commitments:
         parts = use.get(c.tenant) or {}
         for bought, part in ((c.subscription, SUBSCRIPTION), (c.payg, PAYG)):
