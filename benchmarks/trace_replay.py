@@ -41,6 +41,7 @@ from ansible_collections.gpucloud.platform.benchmarks.traces.summary import line
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.lending import APPORTIONS
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.offer import OFFERS
 
 DAY = 86400
@@ -94,6 +95,14 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
         "bought (default, the design's) or those no paying queue holds or waits for",
     )
     parser.add_argument(
+        "--spot-apportion",
+        choices=APPORTIONS,
+        default="share",
+        help="how the spot offer is shared under the platform, the site's spot_apportion: by "
+        "subscription share (default, the design's) or by share and then lent to waiting "
+        "spot gangs larger than their tenant's share",
+    )
+    parser.add_argument(
         "--prometheus-url",
         help="where usage_report reads the day (default: the local cluster's prometheus-url "
         "beside the kubeconfig, else the local inventory's)",
@@ -145,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             prometheus_url=prometheus,
             reconcilers=args.reconcilers,
             spot_offer=args.spot_offer,
+            spot_apportion=args.spot_apportion,
         )
         try:
             run, failures = replay(trace, settings)
@@ -164,7 +174,8 @@ def report(args, trace, runs, figures, failed, busy) -> None:
     seed = f", seed {args.seed}" if args.seed is not None else ""
     print(
         f"\n{args.trace}: {len(trace.jobs)} jobs, {trace.cluster.gpus()} GPUs, {args.factor:g}x{seed}, "
-        f"reconcilers {args.reconcilers}, spot offer {args.spot_offer}"
+        f"reconcilers {args.reconcilers}, spot offer {args.spot_offer}, "
+        f"spot apportion {args.spot_apportion}"
     )
     windows = ", ".join(f"{a / 3600:g}-{b / 3600:g} h" for a, b in busy)
     print(f"busy window: {windows}")
@@ -204,6 +215,7 @@ def report(args, trace, runs, figures, failed, busy) -> None:
             "seed": args.seed,
             "reconcilers": args.reconcilers,
             "spot_offer": args.spot_offer,
+            "spot_apportion": args.spot_apportion,
             "runs": [asdict(run) for run in runs],
             "figures": {c: metrics.as_dict(f) for c, f in figures.items()},
             "refused": {run.configuration: list(run.refusals) for run in runs},

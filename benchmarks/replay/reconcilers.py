@@ -22,9 +22,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.kube.flow import
 NAMES = ("spot_recompute", "arbiter_reconcile", "throttle_reconcile", "payg_reconcile")
 MODULES = "ansible_collections.gpucloud.platform.plugins.modules"
 SERVICES = "ansible_collections.gpucloud.platform.plugins.module_utils"
-# The playbooks that recompute spot capacity, and so take the site's spot_offer (the
-# replay gives it to each, as an inventory would).
-SPOT_OFFER_PLAYBOOKS = frozenset(
+# The playbooks that recompute spot capacity, and so take the site's spot_offer and
+# spot_apportion (the replay gives them to each, as an inventory would).
+SPOT_SITE_PLAYBOOKS = frozenset(
     {
         "tenant_create.yml",
         "tenant_update.yml",
@@ -50,13 +50,20 @@ class Step:
 
 
 def steps(
-    name: str, timeout_s: int, grace_min: int, settle_s: int, offer: str = "unsold"
+    name: str,
+    timeout_s: int,
+    grace_min: int,
+    settle_s: int,
+    offer: str = "unsold",
+    apportion: str = "share",
 ) -> tuple[Step, ...]:
     """The module tasks of ``playbooks/<name>.yml`` with its default variables, the
     throttle's timeout, pay-as-you-go's grace, the arbiter's settle time and the site's
-    ``spot_offer`` given."""
+    ``spot_offer`` and ``spot_apportion`` given."""
     recompute = Step(
-        "spot_capacity", "spot.service:RECOMPUTE_FLOW", {"node_selector": {}, "offer": offer}
+        "spot_capacity",
+        "spot.service:RECOMPUTE_FLOW",
+        {"node_selector": {}, "offer": offer, "apportion": apportion},
     )
     table = {
         "spot_recompute": (

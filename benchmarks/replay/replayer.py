@@ -118,6 +118,8 @@ class Settings:
     reconcilers: str = "in-process"  # or PLAYBOOKS_MODE
     # The site's spot_offer (spot/offer): what spot may hold under the platform.
     spot_offer: str = "unsold"
+    # The site's spot_apportion (spot/lending): how the offer is shared among tenants.
+    spot_apportion: str = "share"
 
 
 def prometheus_beside(kubeconfig: str) -> str | None:
@@ -207,9 +209,11 @@ class Replay:
         cmd = [str(Path(sys.executable).parent / "ansible-playbook"), str(PLAYBOOKS / name)]
         if inventory:
             cmd += ["-i", str(ROOT / inventory)]
-        if name in reconcilers.SPOT_OFFER_PLAYBOOKS and self.s.configuration in PLATFORMS:
-            # The site's spot_offer, as an inventory would give it to every playbook.
-            extra = {"spot_offer": self.s.spot_offer, **(extra or {})}
+        if name in reconcilers.SPOT_SITE_PLAYBOOKS and self.s.configuration in PLATFORMS:
+            # The site's spot_offer and spot_apportion, as an inventory would give them to
+            # every playbook.
+            site = {"spot_offer": self.s.spot_offer, "spot_apportion": self.s.spot_apportion}
+            extra = {**site, **(extra or {})}
         if extra:
             cmd += ["-e", json.dumps(dict(extra))]
         env = dict(os.environ, KUBECONFIG=self.s.kubeconfig, ANSIBLE_NOCOLOR="1")
@@ -492,7 +496,9 @@ class Replay:
             "payg_reconcile": {"payg_grace_minutes": grace_min},
             "arbiter_reconcile": {"arbiter_settle_seconds": settle_s},
         }[name]
-        in_process = reconcilers.steps(name, timeout_s, grace_min, settle_s, self.s.spot_offer)
+        in_process = reconcilers.steps(
+            name, timeout_s, grace_min, settle_s, self.s.spot_offer, self.s.spot_apportion
+        )
         period = self.period_of(name)
         wanted = self.triggers.wanted[name] if self.triggers else None
         while not self.stop.is_set():

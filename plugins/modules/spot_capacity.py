@@ -21,6 +21,11 @@ description:
     left unused then go to spot, and come back when a paying pod waits for them: M(gpucloud.platform.spot_reclaim) with
     O(gpucloud.platform.spot_reclaim#module:need_from=unused), which C(spot_recompute.yml) runs with
     C(spot_offer=unused)."
+  - "With O(apportion=demand), the shares are lent: every tenant keeps what its spot queue holds and its waiting spot
+    gangs (Pending or Inqueue PodGroups) that fit its share, oldest first; what the shares leave unused goes, whole
+    gangs at a time and oldest first, to waiting gangs larger than their own tenant's share; what is still left goes
+    back to the tenants below their share. cpu and memory follow the GPUs. A share lent out comes back as the borrowing
+    jobs end; nothing running is put over its capability by a lend."
   - One list call for Nodes and one for Queues (label selector C(platform.io/managed-by=gpucloud-platform)); a
     server-side apply of just C(spec.capability) and C(spec.deserved), under the field manager
     C(gpucloud-platform-capacity), only for the spot queues whose value changes.
@@ -44,6 +49,15 @@ options:
     choices: [unsold, unused]
     default: unsold
     version_added: 0.2.0
+  apportion:
+    description:
+      - How the offer is shared among the tenants. V(share), the design's, gives each tenant its subscription's share.
+        V(demand) gives each its share, then lends what shares leave unused to waiting spot gangs larger than their
+        tenant's share (see the description); it reads the unfinished Pods and the PodGroups too.
+    type: str
+    choices: [share, demand]
+    default: share
+    version_added: 0.2.0
   report:
     description:
       - Which tenants RV(tenants) lists. V(changed) lists the tenants whose spot capability changes (in check mode,
@@ -62,7 +76,7 @@ options:
   state:
     description:
       - V(present) writes every spot queue's capability from the idle pool.
-      - V(gathered) reads the pool's Nodes and the billing Queues (with O(offer=unused), every managed Queue, the
+      - V(gathered) reads the pool's Nodes and the billing Queues (with O(offer=unused) or O(apportion=demand), every managed Queue, the
         unfinished C(pods) and the C(podgroups)), as the rules read them, and returns them in RV(gathered); nothing is
         written.
       - V(parsed) plans from O(facts) (what V(gathered) returned, edited for a what-if or from another cluster)
@@ -73,7 +87,7 @@ options:
   facts:
     description:
       - With O(state=parsed), the facts to plan from, as RV(gathered) holds them (C(nodes), C(queues), and with
-        O(offer=unused) C(pods) and C(podgroups)).
+        O(offer=unused) or O(apportion=demand) C(pods) and C(podgroups)).
     type: dict
 version_added: 0.1.0
 extends_documentation_fragment:
@@ -113,6 +127,11 @@ EXAMPLES = r"""
   gpucloud.platform.spot_capacity:
     offer: unused
 
+- name: Lend the shares spot jobs leave unused to spot gangs larger than their tenant's share
+  gpucloud.platform.spot_capacity:
+    offer: unused
+    apportion: demand
+
 - name: Every tenant's share and spot capability, changed or not
   gpucloud.platform.spot_capacity:
     report: all
@@ -149,6 +168,12 @@ offer:
   type: str
   sample: unsold
   version_added: 0.2.0
+apportion:
+  description: How RV(idle) was shared, O(apportion).
+  returned: always
+  type: str
+  sample: share
+  version_added: 0.2.0
 counts:
   description:
     - Every tenant with a managed queue (C(tenants)), those with a spot queue (C(spot_queues)), and how many of those
@@ -161,7 +186,8 @@ tenants:
   description:
     - One row per tenant whose spot capability changes, or with O(report=all) per tenant with a managed queue, sorted
       by tenant. C(old) is the live spot capability (null without a spot queue), C(new) the computed one, C(share)
-      the tenant's fraction of the idle pool.
+      the tenant's fraction of the idle pool. With O(apportion=demand), C(lent) is the GPUs it borrows (positive) or
+      lends (negative) against its share.
   returned: always
   type: list
   elements: dict
@@ -220,6 +246,7 @@ requests:
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.capacity_plan import REPORTS
+from ansible_collections.gpucloud.platform.plugins.module_utils.spot.lending import APPORTIONS
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.offer import OFFERS
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.summary import capacity_summary
 from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import (
@@ -229,6 +256,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool im
 OPTIONS = dict(
     POOL_OPTIONS,
     offer=dict(type="str", choices=list(OFFERS), default="unsold"),
+    apportion=dict(type="str", choices=list(APPORTIONS), default="share"),
     allow_empty_pool=dict(type="bool", default=False),
     report=dict(type="str", choices=list(REPORTS), default="changed"),
     state=dict(type="str", choices=["present", "gathered", "parsed"], default="present"),

@@ -114,6 +114,16 @@ options:
     choices: [unsold, unused]
     default: unsold
     version_added: 0.2.0
+  spot_apportion:
+    description:
+      - How the offer is shared among the tenants when a purchase recomputes the spot capabilities, as
+        O(gpucloud.platform.spot_capacity#module:apportion) does (the site's C(spot_apportion)).
+      - V(share) is each tenant's subscription share; V(demand) lends what shares leave unused to waiting spot gangs
+        larger than their tenant's share.
+    type: str
+    choices: [share, demand]
+    default: share
+    version_added: 0.2.0
   oversell_check:
     description:
       - Refuse a catalog whose subscriptions and pay-as-you-go grants together grow beyond the pool (rule
@@ -371,6 +381,7 @@ OPTIONS = {
     "service_cidr": {"type": "str"},
     "node_selector": {"type": "dict", "default": {}, "aliases": ["pool_node_selector"]},
     "spot_offer": {"type": "str", "choices": ["unsold", "unused"], "default": "unsold"},
+    "spot_apportion": {"type": "str", "choices": ["share", "demand"], "default": "share"},
     "oversell_check": {"type": "bool", "default": True},
     "prune": {"type": "bool", "default": False},
     "max_prune": {"type": "int", "default": 5},

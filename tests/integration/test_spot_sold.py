@@ -16,6 +16,10 @@ tenant is not using, 4 of them bought by the first tenant:
   them, sets the spot capability back to the unsold GPUs, and the first
   tenant's job runs.
 
+With the unused offer, bought and unused GPUs go to spot until their owner asks; with
+demand apportionment, a spot gang larger than its tenant's share borrows the others'
+unused shares.
+
 Needs the cluster's GPUs free of other jobs (it skips otherwise).
 """
 
@@ -230,3 +234,56 @@ def test_with_the_unused_offer_spot_runs_on_bought_idle_gpus_until_their_owner_a
     with contextlib.suppress(Exception):
         for ns, name in ((own_ns, "own-1"), (own_ns, "own-spot"), (spot_ns, "spot-fill")):
             custom.delete_namespaced_custom_object(*VCJOBS[:2], ns, VCJOBS[2], name)
+
+
+def test_with_demand_apportionment_a_spot_gang_larger_than_its_share_borrows_and_runs(
+    api_client, two_tenants, ansible_env, run_module, platform_scheduler_conf
+):
+    """spot_apportion: demand. Both tenants bought 8, so the unsold offer is pool - 16,
+    half each. The second tenant's spot gang wants half the pool, 8 more than its share:
+    by share it waits on its queue's capability for as long as it likes. The next
+    spot_recompute.yml with demand apportionment lends it the first tenant's unused
+    share, the gang runs, and a second run writes and deletes nothing."""
+    from kubernetes import client
+
+    custom = client.CustomObjectsApi(api_client)
+    lender, borrower = two_tenants
+    lender_q, borrower_ns = f"tenant-{lender}-spot", f"tenant-{borrower}"
+    borrower_q = f"{borrower_ns}-spot"
+
+    pool = idle_pool(run_module)
+    offer = pool - 16
+    by_share = run_playbook(ansible_env, "spot_recompute.yml", {})
+    assert (
+        by_share["Set every spot queue's capability to its tenant's share of the idle pool"][
+            "idle"
+        ][GPU]
+        == offer
+    )
+    for queue in (lender_q, borrower_q):
+        live = custom.get_cluster_custom_object(*VOLCANO, queue)
+        assert int(live["spec"]["capability"][GPU]) == offer // 2
+
+    gang = pool // 2  # offer // 2 + 8: larger than the share, within the offer
+    start(custom, job_body("big-spot", borrower_ns, borrower_q, 8, gang // 8, "0.5"))
+    time.sleep(5)  # several scheduling periods
+    assert job_phase(custom, borrower_ns, "big-spot") != "Running"
+
+    tasks = run_playbook(ansible_env, "spot_recompute.yml", {"spot_apportion": "demand"})
+    capacity = tasks["Set every spot queue's capability to its tenant's share of the idle pool"]
+    assert capacity["apportion"] == "demand"
+    rows = {row["tenant"]: row for row in capacity["tenants"]}
+    assert (rows[borrower]["new"][GPU], rows[borrower]["lent"]) == (gang, 8)
+    assert (rows[lender]["new"][GPU], rows[lender]["lent"]) == (offer - gang, -8)
+    running(custom, borrower_ns, "big-spot")
+
+    # It runs on the lent share, within the offer: nothing to reclaim, nothing to change.
+    again = run_playbook(ansible_env, "spot_recompute.yml", {"spot_apportion": "demand"})
+    reclaim = again[
+        "Delete the spot jobs that hold GPUs spot may not hold (spot_offer), cheapest first"
+    ]
+    assert (reclaim["changed"], reclaim["spot"], reclaim["shortfall"]) == (False, gang, 0)
+    steady = again["Set every spot queue's capability to its tenant's share of the idle pool"]
+    assert steady["updated"] == [] and steady["changed"] is False
+    with contextlib.suppress(Exception):
+        custom.delete_namespaced_custom_object(*VCJOBS[:2], borrower_ns, VCJOBS[2], "big-spot")

@@ -90,5 +90,6 @@ def recompute_after_sale(
         "node_selector": params.get("node_selector") or {},
         "allow_empty_pool": False,
         "offer": params.get("spot_offer") or "unsold",
+        "apportion": params.get("spot_apportion") or "share",
     }
     return spot.RECOMPUTE_FLOW.run(options, cluster, check_mode)

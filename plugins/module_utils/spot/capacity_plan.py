@@ -3,9 +3,11 @@
 """The spot queues' capabilities for a cluster state (pure: lists in, plan out).
 
 Puts rule pool, rule committed, rule spot-offer (``spot/offer``: the unsold GPUs by
-default, or the unused ones) and rule spot-apportionment together: from the Nodes, the
-managed Queues and (offer ``unused``) the unfinished Pods and the PodGroups, every spot queue's new
-capability (deserved 0), which queues change, and the table ``spot_capacity`` reports.
+default, or the unused ones) and rule spot-apportionment together (``spot/lending``: by
+share by default, or by share and then lent to waiting spot gangs): from the Nodes, the
+managed Queues and (offer ``unused`` or apportionment ``demand``) the unfinished Pods and
+the PodGroups, every spot queue's new capability (deserved 0), which queues change, and
+the table ``spot_capacity`` reports.
 
 * Rule spot-pool-not-empty (``empty_pool_errors``): a node selector that selects no
   node, or nodes without GPUs, is refused unless the empty pool is asked for (no
@@ -32,6 +34,7 @@ from ..workload.pool import (
     pool_from_nodes,
 )
 from .apportion import UNITS, apportion_spot, share
+from .lending import APPORTION_DEMAND, APPORTION_SHARE, apportion_by_demand, spot_demand
 from .offer import OFFER_UNSOLD, spot_offer
 
 # Volcano 1.15.1 reads a queue capability of 0 cpu or 0 memory as unlimited
@@ -117,11 +120,12 @@ class TenantSpot:
     old: Resources  # the live spot capability
     new: Resources  # the computed one
     changed: bool
+    by_share: Decimal | None = None  # apportionment demand: its share's GPUs before lending
 
     def row(self, total_subscription: Decimal) -> dict[str, Any]:
         """The row ``spot_capacity`` reports: C(share) is the tenant's fraction of the
         idle pool, C(old) null without a spot queue."""
-        return {
+        row = {
             "tenant": self.tenant,
             "queue": self.queue,
             "subscription": int(self.subscription),
@@ -130,6 +134,10 @@ class TenantSpot:
             "new": dict(render(self.new)),
             "changed": self.changed,
         }
+        if self.by_share is not None:
+            # GPUs it lends (negative) or borrows (positive) against its share.
+            row["lent"] = int(self.new.get(GPU, 0) - self.by_share)
+        return row
 
 
 @dataclass
@@ -137,6 +145,7 @@ class SpotCapacityPlan:
     pool: Resources
     idle: Resources  # what spot may hold, by rule spot-offer
     offer: str = OFFER_UNSOLD
+    apportion: str = APPORTION_SHARE
     total_subscription: Decimal = Decimal(0)  # every tenant's subscribed GPUs
     tenants: list[TenantSpot] = field(default_factory=list)  # sorted by tenant
     changes: list[dict[str, Any]] = field(default_factory=list)  # manifests to apply
@@ -162,11 +171,14 @@ def plan_spot_capacity(
     offer: str = OFFER_UNSOLD,
     pods: Iterable[Mapping[str, Any]] = (),
     podgroups: Iterable[Mapping[str, Any]] = (),
+    apportion: str = APPORTION_SHARE,
 ) -> SpotCapacityPlan:
     """Every tenant's spot capability, and the spot queues whose value changes; raises
     PlatformValidationError when rule spot-pool-not-empty refuses the pool. ``offer``
     ``unused`` reads ``pods`` (the unfinished ones), ``podgroups`` and the team queues
-    among ``queues`` (rule spot-offer)."""
+    among ``queues`` (rule spot-offer); ``apportion`` ``demand`` reads the spot queues'
+    pods and PodGroups among them (rule spot-lending)."""
+    pods, podgroups = list(pods), list(podgroups)
     queue_list = list(queues)
     node_list = list(nodes)
     pool, members = pool_from_nodes(node_list, node_selector)
@@ -182,12 +194,17 @@ def plan_spot_capacity(
     commitments = commitments_from_queues(queue_list)
     idle = spot_offer(offer, pool, commitments.values(), pods, podgroups, queue_list, members)
     subscriptions = {t: c.subscription[GPU] for t, c in commitments.items()}
-    capability = apportion_spot(idle, subscriptions)
+    shares = apportion_spot(idle, subscriptions)
+    capability = shares
+    if apportion == APPORTION_DEMAND:
+        demand = spot_demand(pods, podgroups, queue_list, members)
+        capability = apportion_by_demand(idle, subscriptions, demand)
     live_specs = {(q.get("metadata") or {}).get("name"): (q.get("spec") or {}) for q in queue_list}
     plan = SpotCapacityPlan(
         pool=pool,
         idle=idle,
         offer=offer,
+        apportion=apportion,
         total_subscription=sum(subscriptions.values(), Decimal(0)),
     )
     for tenant in sorted(commitments):
@@ -209,8 +226,11 @@ def plan_spot_capacity(
                 plan.changes.append(spot_queue_manifest(c.spot_queue, new))
                 plan.before[c.spot_queue] = {k: live.get(k) for k in desired}
                 plan.after[c.spot_queue] = desired
+        by_share = shares[tenant].get(GPU, Decimal(0)) if apportion == APPORTION_DEMAND else None
         plan.tenants.append(
-            TenantSpot(tenant, c.spot_queue, c.subscription[GPU], c.spot_capability, new, changed)
+            TenantSpot(
+                tenant, c.spot_queue, c.subscription[GPU], c.spot_capability, new, changed, by_share
+            )
         )
     return plan
 
@@ -243,6 +263,7 @@ def recompute_result(plan: SpotCapacityPlan, report: str = "changed") -> dict[st
         "pool": render(plan.pool),
         "idle": render(plan.idle),
         "offer": plan.offer,
+        "apportion": plan.apportion,
         "counts": recompute_counts(plan),
         "tenants": rows,
         "updated": [m["metadata"]["name"] for m in plan.changes],

@@ -5,8 +5,8 @@ the request, the facts as data and back, and what the plan says (no I/O).
 
 The plan itself is ``capacity_plan.plan_spot_capacity``; the reads (``gather``) and the
 writes (``apply``) are ``spot/service``'s. Offline, ``gathered`` returns the pool's Nodes
-and the Queues as the rules read them (``common/facts``), with offer ``unused`` also the
-unfinished Pods and the PodGroups as listed, and ``parsed`` plans
+and the Queues as the rules read them (``common/facts``), with offer ``unused`` or
+apportionment ``demand`` also the unfinished Pods and the PodGroups as listed, and ``parsed`` plans
 the spot capabilities from such facts: a what-if (a node drained, a purchase made) or
 another cluster's plan, reviewed with no connection. There is no ``rendered``: an empty
 cluster has no pool to apportion.
@@ -22,6 +22,7 @@ from ..common.facts import node_fact, queue_fact
 from ..kube.flow import fact_lists
 from ..workload.pool import validate_node_selector
 from .capacity_plan import SpotCapacityPlan, plan_spot_capacity, recompute_result
+from .lending import APPORTION_DEMAND, APPORTION_SHARE
 from .offer import OFFER_UNSOLD, OFFER_UNUSED
 
 
@@ -33,11 +34,13 @@ class RecomputeRequest:
     allow_empty_pool: bool
     report: str
     offer: str = OFFER_UNSOLD  # rule spot-offer: unsold or unused
+    apportion: str = APPORTION_SHARE  # rule spot-lending: share or demand
 
     @property
     def reads_pods(self) -> bool:
-        """Offer ``unused`` reads what the paying queues' pods hold and wait for."""
-        return self.offer == OFFER_UNUSED
+        """Offer ``unused`` reads what the paying queues' pods hold and wait for, and
+        apportionment ``demand`` what the spot queues' pods hold and wait for."""
+        return self.offer == OFFER_UNUSED or self.apportion == APPORTION_DEMAND
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ def parse_recompute(params: Mapping[str, Any]) -> RecomputeRequest:
         allow_empty_pool=bool(params.get("allow_empty_pool")),
         report=str(params.get("report") or "changed"),
         offer=str(params.get("offer") or OFFER_UNSOLD),
+        apportion=str(params.get("apportion") or APPORTION_SHARE),
     )
 
 
@@ -72,6 +76,7 @@ def plan(request: RecomputeRequest, facts: RecomputeFacts) -> SpotCapacityPlan:
         request.offer,
         facts.pods,
         facts.podgroups,
+        request.apportion,
     )
 
 

@@ -165,7 +165,7 @@ def _wait_after_reclaim(
 
 def gather_recompute(request: RecomputeRequest, cluster: Cluster) -> RecomputeFacts:
     """One list of the pool's Nodes and one of the billing Queues; with offer ``unused``
-    one of every managed Queue (the team queues too), one of the unfinished Pods and one
+    or apportionment ``demand`` one of every managed Queue (the team queues too), one of the unfinished Pods and one
     of the PodGroups."""
     nodes = cluster.list("v1", "Node", label_selector=label_selector(request.node_selector))
     if not request.reads_pods:

@@ -19,17 +19,21 @@ def capacity_summary(
     rows = [r for r in result.get("tenants") or [] if r.get("changed")]
     # Offer unused: the idle GPUs include those bought and not used (spot/offer).
     idle = "idle" if result.get("offer") != "unused" else "unused (bought or not)"
+    # Apportionment demand: shares lent to waiting spot gangs (spot/lending).
+    shared = "shared" if result.get("apportion") != "demand" else "shared and lent"
     head = (
         f"spot capacity: {gpus(result.get('idle'))} {idle} GPUs of {gpus(result.get('pool'))} "
-        f"shared by {counts.get('spot_queues', 0)} spot queues"
+        f"{shared} by {counts.get('spot_queues', 0)} spot queues"
     )
     if not rows:
         return [f"{head}; every spot capacity {did(check_mode, 'stays', 'would stay')} as it is"]
     lines = [f"{head}; {len(rows)} {did(check_mode, 'changed', 'would change')}:"]
     for row in rows:
         old = "none" if row.get("old") is None else gpus(row["old"])
+        lent = row.get("lent")
+        lending = "" if not lent else f", {'borrows' if lent > 0 else 'lends'} {abs(lent)}"
         lines.append(
-            f"  {row['tenant']}: {old} -> {gpus(row.get('new'))} GPUs ({row.get('queue')})"
+            f"  {row['tenant']}: {old} -> {gpus(row.get('new'))} GPUs ({row.get('queue')}{lending})"
         )
     return lines
 

@@ -127,6 +127,14 @@ def test_a_conditional_step_runs_only_on_its_condition(monkeypatch):
     assert tasks[1][2] == "payg_reconcile_result.updated | length > 0"
 
 
+def test_the_sites_spot_apportion_reaches_every_recompute():
+    _reclaim, recompute = reconcilers.steps("spot_recompute", 12, 1, 1, apportion="demand")
+    assert recompute.options["apportion"] == "demand"
+    _payg, after_shrink = reconcilers.steps("payg_reconcile", 12, 1, 1, "unused", "demand")
+    assert after_shrink.options["apportion"] == "demand"
+    assert reconcilers.steps("spot_recompute", 12, 1, 1)[1].options["apportion"] == "share"
+
+
 def test_the_sites_spot_offer_reaches_every_spot_step():
     reclaim, recompute = reconcilers.steps("spot_recompute", 12, 1, 1, offer="unused")
     assert reclaim.options["need_from"] == "unused" and recompute.options["offer"] == "unused"
@@ -137,10 +145,11 @@ def test_the_sites_spot_offer_reaches_every_spot_step():
     assert reclaim.options["need_from"] == recompute.options["offer"] == "unsold"
 
 
-def test_the_replay_gives_spot_offer_to_every_playbook_that_declares_it():
+@pytest.mark.parametrize("variable", ["spot_offer", "spot_apportion"])
+def test_the_replay_gives_the_spot_site_variables_to_every_playbook_that_declares_them(variable):
     declared = {
         path.name
         for path in (ROOT / "playbooks").glob("*.yml")
-        if "spot_offer" in (yaml.safe_load(path.read_text())[0].get("vars") or {})
+        if variable in (yaml.safe_load(path.read_text())[0].get("vars") or {})
     }
-    assert declared == reconcilers.SPOT_OFFER_PLAYBOOKS
+    assert declared == reconcilers.SPOT_SITE_PLAYBOOKS
