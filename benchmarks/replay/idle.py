@@ -38,6 +38,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.arbiter.model im
     ancestry,
     queue_states,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.workload.fit import (
+    gang_fits_nodes,
+)
 
 STAGE_SUBMITTING = "submitting"  # in the platform's submission, not on the cluster yet
 STAGE_CONTROLLER = "controller"  # on the cluster, no status from Volcano's job controller
@@ -83,22 +86,6 @@ def queue_rooms(queues: Iterable[Mapping[str, Any]]) -> dict[str, int | None]:
         ]
         out[name] = max(0, min(rooms)) if rooms else None
     return out
-
-
-def gang_fits_nodes(pods: Iterable[int], free: Iterable[int]) -> bool:
-    """Rule gang-fits-nodes: whether pods of these GPUs fit the nodes' idle GPUs, each pod
-    on one node, placed first fit, largest pod first (a gang runs whole or not at all).
-    First fit can say no where a cleverer packing says yes; with the replay's pods of 1
-    to 8 GPUs on 8-GPU nodes it rarely does."""
-    left = sorted(free, reverse=True)
-    for gpus in sorted(pods, reverse=True):
-        for i, room in enumerate(left):
-            if room >= gpus:
-                left[i] -= gpus
-                break
-        else:
-            return False
-    return True
 
 
 def why_waiting(

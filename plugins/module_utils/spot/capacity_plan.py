@@ -32,6 +32,7 @@ from ..workload.pool import (
     commitments_from_queues,
     node_matches,
     pool_from_nodes,
+    pool_node_resources,
 )
 from .apportion import UNITS, apportion_spot, share
 from .lending import APPORTION_DEMAND, APPORTION_SHARE, apportion_by_demand, spot_demand
@@ -197,7 +198,8 @@ def plan_spot_capacity(
     shares = apportion_spot(idle, subscriptions)
     capability = shares
     if apportion == APPORTION_DEMAND:
-        demand = spot_demand(pods, podgroups, queue_list, members)
+        allocatable = pool_node_resources(node_list, node_selector)
+        demand = spot_demand(pods, podgroups, queue_list, allocatable)
         capability = apportion_by_demand(idle, subscriptions, demand)
     live_specs = {(q.get("metadata") or {}).get("name"): (q.get("spec") or {}) for q in queue_list}
     plan = SpotCapacityPlan(

@@ -42,13 +42,15 @@ def zero() -> Resources:
 
 @dataclass(frozen=True)
 class Waiting(Generic[Owner]):
-    """A PodGroup that waits: its owner, name, creation time and what it still needs."""
+    """A PodGroup that waits: its owner, name, creation time, what it still needs, and
+    its ``minMember`` less its bound pods (the pods still to place, at least 1)."""
 
     owner: Owner
     namespace: str
     name: str
     created: str
     needs: Resources
+    pods: int = 1
 
 
 @dataclass
@@ -68,6 +70,7 @@ def queue_holdings(
     members = set(pool_nodes)
     held: dict[Owner, Resources] = {}
     bound: dict[tuple[str, str], Resources] = {}  # (namespace, PodGroup) -> held
+    bound_pods: dict[tuple[str, str], int] = {}  # (namespace, PodGroup) -> how many
     for pod in pods:
         meta = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
@@ -86,6 +89,7 @@ def queue_holdings(
         for total in (held.setdefault(owner, zero()), bound.setdefault(group, zero())):
             for r in POOL_RESOURCES:
                 total[r] += amount[r]
+        bound_pods[group] = bound_pods.get(group, 0) + 1
     waiting: list[Waiting[Owner]] = []
     for pg in podgroups:
         meta = pg.get("metadata") or {}
@@ -105,7 +109,10 @@ def queue_holdings(
         }
         already = bound.get((namespace, name)) or zero()
         needs = {r: max(Decimal(0), wanted[r] - already[r]) for r in POOL_RESOURCES}
-        waiting.append(
-            Waiting(owner, namespace, name, str(meta.get("creationTimestamp") or ""), needs)
+        members = spec.get("minMember")
+        to_place = (members if isinstance(members, int) and members > 0 else 1) - bound_pods.get(
+            (namespace, name), 0
         )
+        created = str(meta.get("creationTimestamp") or "")
+        waiting.append(Waiting(owner, namespace, name, created, needs, max(1, to_place)))
     return Holdings(held, waiting)

@@ -15,15 +15,21 @@ Two apportionments, chosen per site (``spot_capacity``'s ``apportion``,
   lent, whole gangs at a time, to waiting gangs that do not fit their own tenant's share.
 
 * Rule spot-demand (``spot_demand``): per tenant, the GPUs its spot queue holds, and each
-  of its waiting spot PodGroups with the GPUs it still needs (rule queue-holdings,
-  ``spot/holdings``). A queue's tenant is its label.
+  of its waiting spot PodGroups with the GPUs it still needs, as pods (its ``minMember``
+  less its bound pods, the GPUs split evenly among them) (rule queue-holdings,
+  ``spot/holdings``); and each pool node's free GPUs (allocatable less what its
+  unfinished pods hold). A queue's tenant is its label.
 * Rule spot-lending (``lend_spot``), GPUs only:
 
   1. Each tenant's own share first: its held GPUs, plus its waiting gangs, oldest first,
      while they fit its share.
   2. Lending: the gangs still waiting, oldest first (then by name), each taken whole
-     while what every tenant keeps stays within the offer. Only a tenant with a
-     subscription borrows, as only such a tenant has a share.
+     while what every tenant keeps stays within the offer and its pods fit the pool
+     nodes' free GPUs now (rule gang-fits-nodes, ``workload/fit``; each lent gang's pods
+     placed before the next is tried). A gang that cannot be placed now borrows nothing,
+     so a lent share never sits reserved for a gang that cannot start while the lenders'
+     own small jobs wait. Only a tenant with a subscription borrows, as only such a
+     tenant has a share.
   3. What is left goes back to the tenants below their share, in proportion to what
      each leaves unused (largest remainder), so with nothing lent every tenant has its
      share exactly.
@@ -46,8 +52,10 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from ..common.names import LABEL_QUEUE_TYPE, LABEL_TENANT, QUEUE_TYPE_SPOT
+from ..common.names import LABEL_QUEUE_TYPE, LABEL_TENANT, POD_TERMINAL_PHASES, QUEUE_TYPE_SPOT
 from ..common.quantity import GPU, Resources
+from ..workload.demand import pod_demand
+from ..workload.fit import place_gang
 from .apportion import UNITS, apportion_spot, apportion_units, largest_remainder
 from .holdings import queue_holdings
 
@@ -58,19 +66,47 @@ APPORTIONS = (APPORTION_SHARE, APPORTION_DEMAND)
 
 @dataclass(frozen=True)
 class SpotGang:
-    """A waiting spot PodGroup: its tenant, the GPUs it still needs, and its place in
-    line (creation time, then namespace/name)."""
+    """A waiting spot PodGroup: its tenant, the GPUs it still needs, its place in line
+    (creation time, then namespace/name), and the GPUs of each pod still to place."""
 
     tenant: str
     gpus: int
     created: str
     name: str
+    pods: tuple[int, ...] = ()
+
+    @property
+    def pod_gpus(self) -> tuple[int, ...]:
+        return self.pods or (self.gpus,)
 
 
 @dataclass
 class SpotDemand:
     held: dict[str, int]  # per tenant, the GPUs its spot queue's bound pods hold
     waiting: list[SpotGang]  # oldest first
+    free: list[int] | None = None  # each pool node's free GPUs; None: placement not checked
+
+
+def split_evenly(gpus: int, pods: int) -> tuple[int, ...]:
+    """``gpus`` over ``pods`` pods as evenly as whole GPUs go (the larger first)."""
+    pods = max(1, min(pods, gpus)) if gpus > 0 else 1
+    whole, extra = divmod(gpus, pods)
+    return tuple(whole + 1 if i < extra else whole for i in range(pods))
+
+
+def free_gpus_by_node(
+    allocatable: Mapping[str, Mapping[str, Decimal]], pods: Iterable[Mapping[str, Any]]
+) -> list[int]:
+    """Each pool node's free GPUs: its allocatable GPUs less what its unfinished pods hold
+    (pods on their way out still hold theirs)."""
+    free = {name: int(resources.get(GPU, 0)) for name, resources in allocatable.items()}
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node not in free or (pod.get("status") or {}).get("phase") in POD_TERMINAL_PHASES:
+            continue
+        name = (pod.get("metadata") or {}).get("name", "")
+        free[node] -= int(pod_demand(pod.get("spec") or {}, f"pods[{name}].spec")[GPU])
+    return [max(0, gpus) for gpus in free.values()]
 
 
 def spot_queues(queues: Iterable[Mapping[str, Any]]) -> dict[str, str]:
@@ -88,18 +124,26 @@ def spot_demand(
     pods: Iterable[Mapping[str, Any]],
     podgroups: Iterable[Mapping[str, Any]],
     queues: Iterable[Mapping[str, Any]],
-    pool_nodes: Iterable[str],
+    allocatable: Mapping[str, Mapping[str, Decimal]],
 ) -> SpotDemand:
-    """Rule spot-demand: what each tenant's spot queue holds, and its waiting gangs."""
-    holdings = queue_holdings(pods, podgroups, spot_queues(queues), pool_nodes)
+    """Rule spot-demand: what each tenant's spot queue holds, its waiting gangs, and the
+    free GPUs of the pool's nodes (``allocatable``: each pool node's, rule pool)."""
+    pods = list(pods)
+    holdings = queue_holdings(pods, podgroups, spot_queues(queues), allocatable)
     held = {tenant: int(amount[GPU]) for tenant, amount in holdings.held.items()}
     waiting = [
-        SpotGang(g.owner, int(g.needs[GPU]), g.created, f"{g.namespace}/{g.name}")
+        SpotGang(
+            g.owner,
+            int(g.needs[GPU]),
+            g.created,
+            f"{g.namespace}/{g.name}",
+            split_evenly(int(g.needs[GPU]), g.pods),
+        )
         for g in holdings.waiting
         if g.needs[GPU] > 0
     ]
     waiting.sort(key=lambda g: (g.created, g.name))  # in line, as rule spot-lending reads them
-    return SpotDemand(held, waiting)
+    return SpotDemand(held, waiting, free_gpus_by_node(allocatable, pods))
 
 
 def lend_spot(offer: int, shares: Mapping[str, int], demand: SpotDemand) -> dict[str, int]:
@@ -118,9 +162,16 @@ def lend_spot(offer: int, shares: Mapping[str, int], demand: SpotDemand) -> dict
             borrowers.append(gang)
     if sum(keeps.values()) > offer:
         return {tenant: max(shares[tenant], keeps[tenant]) for tenant in shares}
+    free = demand.free
     for gang in borrowers:
-        if sum(keeps.values()) + gang.gpus <= offer:
-            keeps[gang.tenant] += gang.gpus
+        if sum(keeps.values()) + gang.gpus > offer:
+            continue
+        if free is not None:
+            placed = place_gang(gang.pod_gpus, free)
+            if placed is None:
+                continue  # it cannot start now: lending to it would only strand the share
+            free = placed
+        keeps[gang.tenant] += gang.gpus
     left = offer - sum(keeps.values())
     unused = {tenant: Fraction(max(0, shares[tenant] - keeps[tenant])) for tenant in shares}
     back = largest_remainder(left, unused)

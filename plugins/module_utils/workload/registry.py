@@ -7,11 +7,12 @@ they never import it."""
 from __future__ import annotations
 
 from ..common.rule_index import RuleRef
-from . import demand, pool
+from . import demand, fit, pool
 
 RULES: tuple[RuleRef, ...] = (
     RuleRef("allocated", pool.allocated_from_pods),
     RuleRef("committed", pool.commitments_from_queues),
+    RuleRef("gang-fits-nodes", fit.place_gang),
     RuleRef("idle-for-spot", pool.idle_for_spot),
     RuleRef("job-demand", demand.job_demand),
     RuleRef("node-selector", pool.selector_errors),

@@ -20,7 +20,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot.lending imp
     SpotDemand,
     SpotGang,
     apportion_by_demand,
+    free_gpus_by_node,
     lend_spot,
+    split_evenly,
     spot_demand,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.spot.service import (
@@ -30,7 +32,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.spot.summary imp
     capacity_summary,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.workload.pool import (
-    pool_from_nodes,
+    pool_node_resources,
 )
 from ansible_collections.gpucloud.platform.plugins.modules import spot_capacity
 from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster
@@ -48,8 +50,8 @@ from ansible_collections.gpucloud.platform.tests.unit.plugins.spot_fixtures impo
 GPU = "nvidia.com/gpu"
 
 
-def gang(tenant, gpus, created, name=None):
-    return SpotGang(tenant, gpus, created, name or f"tenant-{tenant}/{created}")
+def gang(tenant, gpus, created, name=None, pods=()):
+    return SpotGang(tenant, gpus, created, name or f"tenant-{tenant}/{created}", pods)
 
 
 # --- rule spot-lending ---------------------------------------------------------------
@@ -152,7 +154,7 @@ def spot_day():
     ]
     groups = [
         podgroup("a", "tenant-alpha", "tenant-alpha-spot", 2, "Running"),
-        podgroup("big", "tenant-beta", "tenant-beta-spot", 16, "Inqueue"),
+        podgroup("big", "tenant-beta", "tenant-beta-spot", 16, "Inqueue", members=4),
         podgroup("paid", "tenant-beta", "tenant-beta-subscription", 8, "Pending"),
     ]
     for i, g in enumerate(groups):
@@ -162,10 +164,39 @@ def spot_day():
 
 def test_spot_demand_counts_the_spot_queues_only():
     nodes, queues, pods, groups = spot_day()
-    _pool, members = pool_from_nodes(nodes)
-    demand = spot_demand(pods, groups, queues, members)
+    demand = spot_demand(pods, groups, queues, pool_node_resources(nodes))
     assert demand.held == {"alpha": 2, "beta": 4}
-    assert demand.waiting == [SpotGang("beta", 12, "2026-12-06T10:01:00Z", "tenant-beta/big")]
+    # 16 over 4 pods, one of them bound: 3 pods of 4 to place
+    assert demand.waiting == [
+        SpotGang("beta", 12, "2026-12-06T10:01:00Z", "tenant-beta/big", (4, 4, 4))
+    ]
+    # Every pod on a node holds its GPUs, whatever its queue: 8 - 2, 8 - 4, 8 - 8, 8.
+    assert demand.free == [6, 4, 0, 8]
+
+
+def test_a_gang_that_cannot_be_placed_now_borrows_nothing():
+    """Lending to a gang whose pods do not fit the nodes' free GPUs would leave the lent
+    share reserved for a job that cannot start, while the lenders' own jobs wait."""
+    shares = {"a": 16, "b": 8}
+    big = gang("b", 16, "t1", pods=(8, 8))
+    assert lend_spot(24, shares, SpotDemand({}, [big], free=[8, 4, 4, 8]))["b"] == 16
+    assert lend_spot(24, shares, SpotDemand({}, [big], free=[6, 6, 6, 6])) == shares
+    # Each lent gang's pods are placed before the next is tried.
+    second = gang("a", 24, "t2", pods=(8, 8, 8))
+    lent = lend_spot(48, {"a": 8, "b": 8, "c": 32}, SpotDemand({}, [big, second], [8, 8, 8, 8]))
+    # b's two pods take two nodes; a's three do not fit the two left, so a borrows nothing
+    # and keeps its part of what is left (8 : 32 of the 32 unlent).
+    assert (lent["b"], lent["a"], lent["c"]) == (16, 6, 26)
+
+
+def test_split_evenly_and_the_free_gpus_of_each_node():
+    assert split_evenly(10, 4) == (3, 3, 2, 2)
+    assert split_evenly(3, 8) == (1, 1, 1)
+    assert split_evenly(0, 2) == (0,)
+    nodes = [node("n0"), node("n1")]
+    done = pod("done", "n0", 8, "x", phase="Succeeded")
+    leaving = pod("leaving", "n1", 2, "x", deleting=True)
+    assert free_gpus_by_node(pool_node_resources(nodes), [done, leaving]) == [8, 6]
 
 
 # --- the plan and the module ---------------------------------------------------------
@@ -204,6 +235,7 @@ def cluster_objects(waiting_gpus):
     nodes, queues, pods, groups = spot_day()
     queues[0] = queue("alpha", "subscription", deserved={GPU: 8}, capability={GPU: 8})
     groups[1]["spec"]["minResources"][GPU] = str(4 + waiting_gpus)
+    groups[1]["spec"]["minMember"] = 1 + waiting_gpus // 2  # pods of 2 GPUs to place
     objects = [*nodes, *queues, *pods, *groups]
     for obj in objects:
         obj.setdefault("apiVersion", "v1")

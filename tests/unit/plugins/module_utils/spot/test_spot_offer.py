@@ -67,13 +67,13 @@ def in_queue(p, queue_name):
     return p
 
 
-def podgroup(name, namespace, queue_name, gpus, phase="Inqueue"):
+def podgroup(name, namespace, queue_name, gpus, phase="Inqueue", members=1):
     """A PodGroup as Volcano's job controller makes it: its queue and the gang's minimum."""
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"queue": queue_name, "minMember": 1, "minResources": {GPU: str(gpus)}},
+        "spec": {"queue": queue_name, "minMember": members, "minResources": {GPU: str(gpus)}},
         "status": {"phase": phase},
     }
 
