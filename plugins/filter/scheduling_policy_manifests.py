@@ -15,6 +15,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.policy.admission
     parameterised_policies,
     parent_queues_configmap,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.image_registries import (
+    registry_prefix_errors,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
     priority_class_manifests,
 )
@@ -107,7 +110,7 @@ def _switch(admission, name):
         ) from None
 
 
-def _check_manifest_inputs(conf_text, parts, admission):
+def _check_manifest_inputs(conf_text, parts, admission, image_registries):
     """Every part named, every admission switch known, the conf a text: each problem
     named with its field and value, all at once, before anything is built."""
     errors = []
@@ -128,6 +131,7 @@ def _check_manifest_inputs(conf_text, parts, admission):
                 f"admission.{key}: is not an admission switch ({', '.join(ADMISSION_TOGGLES)})"
                 f"{suggestion(str(key), ADMISSION_TOGGLES)}"
             )
+    errors += [str(e) for e in registry_prefix_errors(image_registries or [])]
     if "scheduler_configmap" in parts and not (isinstance(conf_text, str) and conf_text.strip()):
         errors.append(
             f"conf_text: {conf_text!r} must be the YAML text of volcano-scheduler.conf "
@@ -137,10 +141,13 @@ def _check_manifest_inputs(conf_text, parts, admission):
         raise AnsibleFilterError("scheduling_policy_manifests: " + "; ".join(errors))
 
 
-def scheduling_policy_manifests(conf_text, parts=PARTS, admission=None, platform_groups=None):
+def scheduling_policy_manifests(
+    conf_text, parts=PARTS, admission=None, platform_groups=None, image_registries=None
+):
     """The manifests to apply: PriorityClasses, the scheduler ConfigMap holding conf_text,
-    the admission policies with their bindings, and the parent-queues parameter ConfigMap."""
-    _check_manifest_inputs(conf_text, parts, admission)
+    the admission policies with their bindings (the image policy only with
+    image_registries given), and the parent-queues parameter ConfigMap."""
+    _check_manifest_inputs(conf_text, parts, admission, image_registries)
     admission = dict(admission or {})
     out = []
     if "priority_classes" in parts:
@@ -154,7 +161,9 @@ def scheduling_policy_manifests(conf_text, parts=PARTS, admission=None, platform
             if platform_groups
             else list(DEFAULT_PLATFORM_GROUPS)
         )
-        out += admission_manifests(platform_groups=groups, **toggles)
+        out += admission_manifests(
+            platform_groups=groups, image_registries=list(image_registries or []), **toggles
+        )
     if "parent_queues_configmap" in parts:
         out.append(parent_queues_configmap())
     return out

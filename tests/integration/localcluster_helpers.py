@@ -220,6 +220,24 @@ def apply_admission(api_client: Any, **switches: Any) -> None:
         )
 
 
+def remove_admission(api_client: Any, policy_name: str) -> None:
+    """One of the collection's policies without a parameter, and its binding, removed
+    (binding first), as the scheduling_policy role removes a policy switched off."""
+    import contextlib
+
+    from kubernetes import dynamic
+    from kubernetes.dynamic.exceptions import NotFoundError
+
+    from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+        ADMISSION_API,
+    )
+
+    client = dynamic.DynamicClient(api_client)
+    for kind in ("ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy"):
+        with contextlib.suppress(NotFoundError):
+            client.resources.get(api_version=ADMISSION_API, kind=kind).delete(name=policy_name)
+
+
 def identity(user: str, tenant: str) -> Any:
     """A dynamic client for ``user`` in group ``tenant:<tenant>`` (the tenant's default
     RoleBinding subject), signed by the local cluster's CA."""

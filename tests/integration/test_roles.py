@@ -989,8 +989,17 @@ def test_scheduling_policy_refuses_to_remove_the_last_parameterised_binding(
             {"scheduling_policy_admission": {"queue_leaf": "maybe"}},
             "scheduling_policy_admission",
         ),
+        (
+            {"scheduling_policy_image_registries": ["ghcr.io/", "registry.example.com"]},
+            "image_registries[1]: 'registry.example.com' must be a registry host",
+        ),
     ],
-    ids=["tiers-as-a-string", "weight-out-of-bounds", "switch-not-a-boolean"],
+    ids=[
+        "tiers-as-a-string",
+        "weight-out-of-bounds",
+        "switch-not-a-boolean",
+        "prefix-without-slash",
+    ],
 )
 def test_scheduling_policy_refuses_a_variable_of_the_wrong_form_before_writing(
     tmp_path, kubeconfig, extra, message
@@ -1005,6 +1014,52 @@ def test_scheduling_policy_refuses_a_variable_of_the_wrong_form_before_writing(
     )
     assert run.failed == 1 and run.changed == 0, run.messages()
     assert any(message in m for m in run.messages()), run.messages()
+
+
+def test_scheduling_policy_applies_the_image_allow_list_and_removes_it_when_emptied(
+    tmp_path, kubeconfig, api_client
+):
+    """Rule images-from-allowed-registries through the role: a list applies the policy
+    naming its prefixes; an empty list (the default) removes it, binding first. The
+    PriorityClasses and the scheduler configuration are left alone here; the policy's
+    verdicts are tests/integration/test_tenant_security.py's."""
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import NotFoundError
+
+    from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+        ADMISSION_API,
+    )
+    from ansible_collections.gpucloud.platform.plugins.module_utils.policy.image_registries import (
+        POLICY_IMAGE_REGISTRIES,
+    )
+
+    dyn = DynamicClient(api_client)
+    policies = dyn.resources.get(api_version=ADMISSION_API, kind="ValidatingAdmissionPolicy")
+    bindings = dyn.resources.get(api_version=ADMISSION_API, kind="ValidatingAdmissionPolicyBinding")
+    base = {
+        "scheduling_policy_kubeconfig": str(kubeconfig),
+        "scheduling_policy_priority_classes": False,
+        "scheduling_policy_scheduler_conf": False,
+    }
+    on = run_role(
+        tmp_path,
+        kubeconfig,
+        "scheduling_policy",
+        {
+            **base,
+            "scheduling_policy_image_registries": ["registry.example.com/", "docker.io/library/"],
+        },
+    )
+    assert on.failed == 0 and on.changed >= 1, on.messages()
+    applied = policies.get(name=POLICY_IMAGE_REGISTRIES)
+    assert "['registry.example.com/', 'docker.io/library/']" in applied.spec.variables[0].expression
+    assert bindings.get(name=POLICY_IMAGE_REGISTRIES).spec.policyName == POLICY_IMAGE_REGISTRIES
+
+    off = run_role(tmp_path, kubeconfig, "scheduling_policy", base)
+    assert off.failed == 0 and off.changed == 1, off.messages()
+    for resource in (bindings, policies):
+        with pytest.raises(NotFoundError):
+            resource.get(name=POLICY_IMAGE_REGISTRIES)
 
 
 def test_storage_refuses_a_static_volume_without_its_claim(tmp_path, kubeconfig, api_client):

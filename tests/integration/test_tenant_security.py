@@ -28,11 +28,15 @@ from typing import Any
 
 import pytest
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.image_registries import (
+    POLICY_IMAGE_REGISTRIES,
+)
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     CLUSTER,
     ROOT,
     apply_admission,
     other_cluster,
+    remove_admission,
     wait_until,
 )
 
@@ -45,6 +49,9 @@ TENANT, OTHER = "pa", "pa-b"
 NS, OTHER_NS = f"tenant-{TENANT}", f"tenant-{OTHER}"
 TEAM_QUEUE, SPOT_QUEUE = f"{NS}-algo", f"{NS}-spot"
 DENIED = (400, 403, 422)
+# Rule images-from-allowed-registries, on for this file: the official images only
+# (busybox, as every Job here writes it, is docker.io/library/busybox).
+ALLOWED_REGISTRIES = ["docker.io/library/"]
 
 
 def tenant_args(name: str, team: str) -> dict[str, Any]:
@@ -60,13 +67,16 @@ def tenant_args(name: str, team: str) -> dict[str, Any]:
 def tenants(run_module, api_client, priority_classes):
     if other_cluster():
         pytest.skip("needs the local cluster's CA to issue a tenant identity")
-    apply_admission(api_client)  # every policy, as the scheduling_policy role leaves them
+    # every policy, as the scheduling_policy role leaves them, with an image allow-list
+    apply_admission(api_client, image_registries=ALLOWED_REGISTRIES)
     for name, team in ((TENANT, "algo"), (OTHER, "x")):
         made = run_module("tenant", tenant_args(name, team))
         assert not made.get("failed"), made.get("msg")
     yield
     for name in (TENANT, OTHER):
         run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
+    # the allow-list is this file's: the other files' pods use other images
+    remove_admission(api_client, POLICY_IMAGE_REGISTRIES)
 
 
 @pytest.fixture(scope="module")
@@ -468,6 +478,17 @@ CANNOT: dict[str, tuple[str, Callable[[Any], Callable[[], Any]]]] = {
         lambda eve: lambda: res(eve, QUEUE_API, "Queue").get(name=f"{OTHER_NS}-x"),
     ),
     "list-queues": ("forbidden", lambda eve: lambda: res(eve, QUEUE_API, "Queue").get()),
+    "foreign-registry-image": (
+        "spec.tasks[main].template.spec.containers[main].image: ghcr.io/x/miner:1 is not from a "
+        "registry this platform allows (docker.io/library/)",
+        lambda eve: submit(
+            eve, job(pod={"containers": [{"name": "main", "image": "ghcr.io/x/miner:1"}]})
+        ),
+    ),
+    "short-name-image": (
+        "containers[main].image: x/miner (docker.io/x/miner) is not from a registry",
+        lambda eve: submit(eve, job(pod={"containers": [{"name": "main", "image": "x/miner"}]})),
+    ),
 }
 
 CAN: dict[str, Callable[[Any], Callable[[], Any]]] = {
@@ -499,6 +520,10 @@ CAN: dict[str, Callable[[Any], Callable[[], Any]]] = {
         )
     ),
     "own-claim": lambda eve: claim(eve, "100Gi"),
+    "allowed-registry-image": lambda eve: submit(
+        eve,
+        job(pod={"containers": [{"name": "main", "image": "docker.io/library/python:3.12"}]}),
+    ),
 }
 
 

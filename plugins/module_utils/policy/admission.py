@@ -56,6 +56,7 @@ from ..common.names import (
     tenant_labels,
 )
 from .compliance import POLICY_COMPLIANCE_PLACEMENT, compliance_placement_policy
+from .image_registries import POLICY_IMAGE_REGISTRIES, image_registries_policy
 from .platform_state import DEFAULT_PLATFORM_GROUPS, POLICY_PLATFORM_STATE, platform_state_policy
 from .pod_placement import POLICY_POD_PLACEMENT, pod_placement_policy
 from .tenant_services import POLICY_TENANT_SERVICES, tenant_services_policy
@@ -448,9 +449,12 @@ def admission_manifests(
     tenant_services: bool = True,
     cloud_burst: bool = False,
     platform_groups: Sequence[str] = DEFAULT_PLATFORM_GROUPS,
+    image_registries: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Policies and bindings, each binding after its policy. ``cloud_burst`` lets tenant
-    pods tolerate the cloud nodes' taint (``pod_placement.forbidden_taint_keys``)."""
+    pods tolerate the cloud nodes' taint (``pod_placement.forbidden_taint_keys``);
+    ``image_registries``, when given, is the list of registry prefixes tenant pods may
+    pull from (rule images-from-allowed-registries)."""
     out: list[dict[str, Any]] = []
     if queue_tenant:
         out += [queue_tenant_policy(), binding(POLICY_QUEUE_TENANT, _TENANT_QUEUES_PARAM)]
@@ -497,4 +501,6 @@ def admission_manifests(
         out += [tenant_services_policy(), binding(POLICY_TENANT_SERVICES)]
     if platform_state:
         out += [platform_state_policy(platform_groups), binding(POLICY_PLATFORM_STATE)]
+    if image_registries:
+        out += [image_registries_policy(image_registries), binding(POLICY_IMAGE_REGISTRIES)]
     return out
