@@ -112,6 +112,25 @@ options:
       - C(gpu_util_target) instead makes the design's HPA on C(DCGM_FI_DEV_GPU_UTIL) (needs C(max_replicas) and a
         custom metrics API serving it; docs/inference.md).
     type: dict
+  service_account:
+    description:
+      - "The ServiceAccount the predictor pods run as (the predictor's C(serviceAccountName), the canaries' and in
+        O(mode=knative) the one predictor's too), one of the tenant's namespace. Without it they run as the
+        namespace's C(default) ServiceAccount."
+      - "A DNS-1123 subdomain; anything else is refused before anything is read, naming the option (rule
+        inference-pod-identity)."
+      - Declared by O(action=deploy); the rollout actions keep the live one.
+    type: str
+  image_pull_secrets:
+    description:
+      - "Secrets of the tenant's namespace the predictor pods pull their images with (the predictor's
+        C(imagePullSecrets), the canaries' too, in the order given), for a runtime image in a private registry."
+      - "A list of DNS-1123 subdomains, each named once; anything else is refused before anything is read, naming
+        the option and the entry (rule inference-pod-identity)."
+      - Declared by O(action=deploy); the rollout actions keep the live ones.
+    type: list
+    elements: str
+    default: []
   traffic:
     description: "With O(action=step), the canaries' new shares, for example C({v2: 40})."
     type: dict
@@ -178,6 +197,20 @@ EXAMPLES = r"""
       max_replicas: 8
       gpu_util_target: 70
     wait: true
+
+- name: A model whose runtime image is in a private registry, run as the tenant's own ServiceAccount
+  gpucloud.platform.inference_service:
+    name: embed
+    tenant: alpha
+    queue: tenant-alpha-research
+    model:
+      version: v1
+      format: huggingface
+      runtime: alpha-embeddings
+      storage_uri: s3://models/embed/v1
+      gpus: 1
+    service_account: model-reader
+    image_pull_secrets: [alpha-registry]
 
 - name: Version v2 as a canary at 20 % (format, runtime and GPUs as v1's)
   gpucloud.platform.inference_service:

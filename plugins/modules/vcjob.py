@@ -205,6 +205,24 @@ options:
       - "With a cloud placement: an init container C(data-prefetch) (C(image), C(command)) that copies the data onto
         a node-local C(emptyDir) mounted at C(path) (default C(/data/local)) in the main container too."
     type: dict
+  service_account:
+    description:
+      - "The ServiceAccount every pod of the job runs as (C(serviceAccountName) of each task's pod template), one of
+        the tenant's namespace. Without it the pods run as the namespace's C(default) ServiceAccount."
+      - "A DNS-1123 subdomain; anything else is refused before anything is read, naming the option (rule
+        pod-identity)."
+      - With O(kind) only; a O(manifest) names it in its own task templates, and the option is refused with one.
+    type: str
+  image_pull_secrets:
+    description:
+      - "Secrets of the tenant's namespace every pod of the job pulls its images with (C(imagePullSecrets) of each
+        task's pod template, in the order given), for an O(image) in a private registry."
+      - "A list of DNS-1123 subdomains, each named once; anything else is refused before anything is read, naming
+        the option and the entry (rule pod-identity)."
+      - With O(kind) only; a O(manifest) names them in its own task templates, and the option is refused with one.
+    type: list
+    elements: str
+    default: []
   job_classes:
     description:
       - "Settings merged over the class table, per class and setting, for example
@@ -308,6 +326,18 @@ EXAMPLES = r"""
     prefetch:
       image: registry.example.com/data-loader:2
       command: [aws, s3, sync, "s3://dataset/imagenet/", /data/local/]
+
+- name: A job from a private registry, run as the tenant's own ServiceAccount
+  gpucloud.platform.vcjob:
+    tenant: alpha
+    name: private-train
+    queue: tenant-alpha-algo
+    kind: single
+    image: registry.alpha.example.com/train:3.1
+    command: [python, train.py]
+    gpus_per_pod: 1
+    service_account: trainer
+    image_pull_secrets: [alpha-registry]
 
 - name: A small job that waits while a large job takes the queue
   gpucloud.platform.vcjob:
@@ -465,6 +495,9 @@ OPTIONS = dict(
     compliance=dict(type="bool", default=False),
     compliance_zone=dict(type="str"),
     prefetch=dict(type="dict"),
+    service_account=dict(type="str"),
+    # Names of Secrets, not their contents: nothing to hide in the logs.
+    image_pull_secrets=dict(type="list", elements="str", default=[], no_log=False),
     job_classes=dict(type="dict", default={}),
     wait=dict(type="bool", default=False),
     wait_timeout=dict(type="int", default=300),

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..common.errors import FieldError, raise_if
 from ..common.names import dns_label_errors, tenant_name_errors
+from ..jobs.request_rules import pod_identity_errors
 from .manifests import MONITORING_NAMESPACE, SERVING_NAMESPACE, SERVING_PORT
 from .rules import INFERENCE_CLASSES, peer_namespace_errors
 from .spec import MODES, ModelVersion, parse_autoscaling, parse_canaries, parse_model
@@ -34,6 +35,9 @@ SERVICE_OPTIONS: dict[str, dict[str, Any]] = {
     "model": {"type": "dict"},
     "canaries": {"type": "list", "elements": "dict", "default": []},
     "autoscaling": {"type": "dict"},
+    "service_account": {"type": "str"},
+    # Names of Secrets, not their contents: nothing to hide in the logs.
+    "image_pull_secrets": {"type": "list", "elements": "str", "default": [], "no_log": False},
     "traffic": {"type": "dict"},
     "version": {"type": "str"},
     "gateway_namespaces": {"type": "list", "elements": "str", "default": [SERVING_NAMESPACE]},
@@ -98,9 +102,17 @@ def port_errors(params: Mapping[str, Any]) -> list[FieldError]:
     return errors
 
 
+def identity_errors(params: Mapping[str, Any]) -> list[FieldError]:
+    """Rule inference-pod-identity: ``service_account`` (when given) and ``image_pull_secrets``
+    (a list, each Secret named once) are DNS-1123 subdomains, as for a job (rule
+    pod-identity). Every predictor pod, the canaries' too, runs as that ServiceAccount of
+    the tenant's namespace and pulls its images with those Secrets."""
+    return pod_identity_errors(params.get("service_account"), params.get("image_pull_secrets"))
+
+
 def validate_service(params: dict[str, Any]) -> None:
-    """Rules service-name, model-spec and the action's required options, before the
-    cluster is read. Rules that need the queue or the live service come later, still
+    """Rules service-name, model-spec, inference-pod-identity and the action's required
+    options, before the cluster is read. Rules that need the queue or the live service come later, still
     before any write (service.run_service)."""
     errors = tenant_name_errors(params.get("tenant"), "tenant")
     errors += dns_label_errors("name", params.get("name"), SERVICE_NAME_MAX)
@@ -113,6 +125,7 @@ def validate_service(params: dict[str, Any]) -> None:
     if params.get("state", "present") == "present":
         stable, model_errors = model_of(params)
         errors += model_errors
+        errors += identity_errors(params)
         if action == "deploy":
             if params.get("model") is None:
                 errors.append(FieldError("model", "is required with action: deploy"))

@@ -79,6 +79,12 @@ def spec_from_live(obj: Mapping[str, Any], gpu_util_target: int | None = None) -
         autoscaling=auto,
         mode=mode_of(obj),
         spot_price=(predictor.get("annotations") or {}).get(ANNOTATION_SPOT_PRICE),
+        service_account=predictor.get("serviceAccountName") or None,
+        image_pull_secrets=tuple(
+            str(secret["name"])
+            for secret in predictor.get("imagePullSecrets") or ()
+            if isinstance(secret, Mapping) and secret.get("name")
+        ),
     )
 
 

@@ -28,6 +28,7 @@ from ..common.names import (
     tenant_labels,
 )
 from ..jobs.classes import JobClass
+from ..jobs.manifest import pod_identity
 from .rules import canary_replicas, stable_replicas, traffic_split
 from .spec import GPU_UTIL_METRIC, Canary, ModelVersion, ServiceSpec
 from .versions import ANNOTATION_VERSIONS
@@ -125,10 +126,12 @@ def pod_annotations(spec: ServiceSpec, row: JobClass) -> dict[str, str]:
 def _predictor(
     spec: ServiceSpec, row: JobClass, billing_type: str, model: ModelVersion
 ) -> dict[str, Any]:
-    """Rule inference-placement on one predictor."""
+    """Rule inference-placement on one predictor. Its pods' identity, when given, is the
+    service's (rule inference-pod-identity, ``jobs.manifest.pod_identity``)."""
     return {
         "schedulerName": "volcano",
         "priorityClassName": row.priority_class,
+        **pod_identity(spec.service_account, spec.image_pull_secrets),
         "annotations": pod_annotations(spec, row),
         "labels": pod_labels(spec, billing_type, model.version),
         "model": _model(model),

@@ -21,6 +21,7 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("inference-default-class", rules.default_class),
     RuleRef("inference-gpus-within-capability", rules.capability_errors),
     RuleRef("inference-placement", manifests._predictor),
+    RuleRef("inference-pod-identity", inputs.identity_errors),
     RuleRef("inference-ports", inputs.port_errors),
     RuleRef("inference-reachable", manifests.serving_network_policy),
     RuleRef("inference-replicas-bounded", rules.replica_bound_errors),

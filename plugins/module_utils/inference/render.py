@@ -90,6 +90,8 @@ def render(params: Any) -> list[dict[str, Any]]:
         canaries=canaries,
         autoscaling=auto,
         mode=values["mode"],
+        service_account=values.get("service_account"),
+        image_pull_secrets=tuple(values.get("image_pull_secrets") or ()),
     )
     raise_if(spec_errors(spec, {}) + capability_errors(spec, values.get("capability")))
     row = DEFAULT_CLASSES[job_class]

@@ -99,6 +99,10 @@ class ServiceRequest:
     # against the live stable version.
     canaries: tuple[Any, ...] | None = None
     autoscaling: Autoscaling = field(default_factory=Autoscaling)
+    # The predictor pods' identity a deploy declares (rule inference-pod-identity); the
+    # rollout actions keep the live service's.
+    service_account: str | None = None
+    image_pull_secrets: tuple[str, ...] = ()
     traffic: Mapping[str, Any] | None = None
     version: str | None = None
     gateways: tuple[str, ...] = ()
@@ -181,6 +185,8 @@ def parse_service(params: Mapping[str, Any]) -> ServiceRequest:
         stable=model_of(params)[0] if present else None,
         canaries=None if canaries is None else tuple(canaries),
         autoscaling=parse_autoscaling(params.get("autoscaling"))[0],
+        service_account=params.get("service_account"),
+        image_pull_secrets=tuple(params.get("image_pull_secrets") or ()),
         traffic=params.get("traffic"),
         version=params.get("version"),
         gateways=tuple(params.get("gateway_namespaces") or ()),
@@ -248,6 +254,8 @@ def _requested(request: ServiceRequest, queue: str, job_class: str) -> ServiceSp
         autoscaling=request.autoscaling,
         mode=request.mode,
         spot_price=None if request.spot_price is None else price_text(request.spot_price),
+        service_account=request.service_account,
+        image_pull_secrets=request.image_pull_secrets,
     )
 
 

@@ -78,6 +78,11 @@ class ServiceSpec:
     mode: str = "standard"
     # The bid per GPU-hour of a spot service (rule inference-spot-priced); None otherwise.
     spot_price: str | None = None
+    # The predictor pods' identity, the canaries' too (rule inference-pod-identity): the
+    # ServiceAccount they run as (None: the namespace's default) and the Secrets of the
+    # tenant's namespace they pull their images with.
+    service_account: str | None = None
+    image_pull_secrets: tuple[str, ...] = ()
 
     def with_versions(self, stable: ModelVersion, canaries: tuple[Canary, ...]) -> ServiceSpec:
         return replace(self, stable=stable, canaries=canaries)
@@ -230,6 +235,8 @@ def view(spec: ServiceSpec | None, history: list[dict[str, Any]]) -> dict[str, A
         "queue": spec.queue,
         "job_class": spec.job_class,
         "spot_price": spec.spot_price,
+        "service_account": spec.service_account,
+        "image_pull_secrets": list(spec.image_pull_secrets),
         "stable": _model_view(spec.stable),
         "canaries": [
             {

@@ -16,7 +16,7 @@ fields made here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..common.errors import raise_if
@@ -147,6 +147,7 @@ def _task(
     if req.checkpoint_command:
         container["lifecycle"] = {"preStop": {"exec": {"command": list(req.checkpoint_command)}}}
     pod_spec: dict[str, Any] = {"containers": [container], "restartPolicy": role.restart_policy}
+    pod_spec.update(pod_identity(req.service_account, req.image_pull_secrets))
     if cloud["init_containers"]:
         pod_spec["initContainers"] = cloud["init_containers"]
     pod_spec.update(placement_pod_spec(placement, req.compliance, req.compliance_zone))
@@ -171,6 +172,20 @@ def _task(
     if role.policies:
         task["policies"] = [dict(p) for p in role.policies]
     return task
+
+
+def pod_identity(
+    service_account: str | None, image_pull_secrets: Sequence[str] | None
+) -> dict[str, Any]:
+    """The pod spec fields of rule pod-identity, each only when given: ``serviceAccountName``
+    and ``imagePullSecrets`` (in the order given). A model service's predictor takes the
+    same fields (rule inference-pod-identity)."""
+    out: dict[str, Any] = {}
+    if service_account:
+        out["serviceAccountName"] = service_account
+    if image_pull_secrets:
+        out["imagePullSecrets"] = [{"name": name} for name in image_pull_secrets]
+    return out
 
 
 def build_job(

@@ -22,6 +22,7 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("job-waits-for", feasibility.waits_for),
     RuleRef("network-topology", classes.topology_errors),
     RuleRef("placement", request_rules.rule_placement),
+    RuleRef("pod-identity", request_rules.rule_pod_identity),
     RuleRef("sla-wait-by-class", classes.sla_setting_errors),
     RuleRef("sla-waiting-time", sla.waiting_seconds),
     RuleRef("spot-price", request_rules.rule_spot_price),

@@ -61,6 +61,10 @@ class JobRequest:
     compliance: bool = False
     compliance_zone: str | None = None
     prefetch: dict[str, Any] | None = None
+    # The pods' identity (rule pod-identity): the ServiceAccount they run as and the
+    # Secrets they pull their images with, both of the tenant's namespace.
+    service_account: str | None = None
+    image_pull_secrets: list[str] = field(default_factory=list)
 
     @classmethod
     def from_mapping(cls, params: Mapping[str, Any]) -> JobRequest:

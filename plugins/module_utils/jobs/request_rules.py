@@ -10,7 +10,8 @@ with a rule id says so first in its docstring ("Rule <id>:"). ``RULES`` lists ev
 
 The checks a caller's own manifest repeats (``completion``) call the same functions:
 ``queue_of_tenant_errors`` (rule leaf-queue-of-tenant, by name) and ``int_errors`` here,
-and the class rules of ``class_rules`` (spot-price by class, class-size).
+and the class rules of ``class_rules`` (spot-price by class, class-size). A model service
+checks its pods' identity with ``pod_identity_errors`` (rule inference-pod-identity).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..common.errors import FieldError, PlatformValidationError
 from ..common.names import (
     JOB_CLASSES,
     dns_label_errors,
+    dns_subdomain_errors,
     is_dns_subdomain,
     tenant_name_errors,
 )
@@ -62,6 +64,46 @@ def queue_of_tenant_errors(option: str, queue: Any, tenant: Any) -> list[FieldEr
     if not isinstance(tenant, str):
         return []
     return queue_name_errors(option, queue, tenant)
+
+
+def pod_identity_errors(service_account: Any, image_pull_secrets: Any) -> list[FieldError]:
+    """What rule pod-identity asks of the options ``service_account`` and
+    ``image_pull_secrets``, each error naming the option (and the secret's index): the
+    ServiceAccount, when given, a DNS-1123 subdomain; the Secrets a list (a string is
+    refused, never read as its characters) of DNS-1123 subdomains, each named once. None
+    stands for an option not given."""
+    errors: list[FieldError] = []
+    if service_account is not None:
+        errors += dns_subdomain_errors("service_account", service_account)
+    if image_pull_secrets is None:
+        return errors
+    if not isinstance(image_pull_secrets, list | tuple):
+        return [
+            *errors,
+            FieldError(
+                "image_pull_secrets",
+                f"{image_pull_secrets!r} must be a list of Secret names, for example "
+                "[registry-credentials]; one Secret is a list of one",
+            ),
+        ]
+    first: dict[str, int] = {}
+    for i, secret in enumerate(image_pull_secrets):
+        where = f"image_pull_secrets[{i}]"
+        bad = dns_subdomain_errors(where, secret)
+        errors += bad
+        if bad:
+            continue
+        if secret in first:
+            errors.append(
+                FieldError(
+                    where,
+                    f"{secret!r} is named twice (also image_pull_secrets[{first[secret]}]); "
+                    "name each Secret once",
+                )
+            )
+        else:
+            first[secret] = i
+    return errors
 
 
 # --- what several rules ask of a request -------------------------------------------------------
@@ -242,6 +284,14 @@ def rule_pvc_names(req: JobRequest, job_class: JobClass | None) -> list[FieldErr
     return errors
 
 
+def rule_pod_identity(req: JobRequest, job_class: JobClass | None) -> list[FieldError]:
+    """Rule pod-identity: ``service_account`` (when given) and ``image_pull_secrets`` (a list,
+    each Secret named once) are DNS-1123 subdomains. Every pod of the job runs as that
+    ServiceAccount of the tenant's namespace and pulls its images with those Secrets
+    (``pod_identity_errors``)."""
+    return pod_identity_errors(req.service_account, req.image_pull_secrets)
+
+
 def rule_mount_paths(req: JobRequest, job_class: JobClass | None) -> list[FieldError]:
     """``dataset_mount_path`` and ``workspace_mount_path`` are absolute paths other than /
     and /dev/shm."""
@@ -420,6 +470,7 @@ RULES: tuple[Rule, ...] = (
     rule_pod_resources,
     rule_shm_size,
     rule_pvc_names,
+    rule_pod_identity,
     rule_mount_paths,
     rule_distinct_mounts,
     rule_command_form,

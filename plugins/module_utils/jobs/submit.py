@@ -62,7 +62,15 @@ BUILD_KEYS = (
     "compliance",
     "compliance_zone",
     "prefetch",
+    "service_account",
+    "image_pull_secrets",
 )
+# The options a job built from ``kind`` takes and a caller's manifest says itself, in its
+# task templates (rule pod-identity): refused with ``manifest``, never dropped unsaid.
+POD_IDENTITY_KEYS = {
+    "service_account": "serviceAccountName",
+    "image_pull_secrets": "imagePullSecrets",
+}
 SECONDS_KEYS = ("wait_timeout", "hold_timeout", "throttle_grace", "throttle_timeout")
 # Shown in the refusal of a live job that differs; the rest are counted, not named.
 MAX_NAMED_FIELDS = 10
@@ -78,6 +86,16 @@ def option_errors(p: Mapping[str, Any]) -> list[FieldError]:
     errors = []
     if p["state"] == "present" and not p["kind"] and p["manifest"] is None:
         errors.append(FieldError("kind", "give kind (with its parameters) or manifest"))
+    if p["state"] != "absent" and p["manifest"] is not None:
+        for key, field in POD_IDENTITY_KEYS.items():
+            if p.get(key):
+                errors.append(
+                    FieldError(
+                        key,
+                        f"applies to a job built from kind; with manifest, set {field} in the "
+                        "pod template of each of its tasks",
+                    )
+                )
     if p["state"] == "absent" and not job_name(p):
         errors.append(FieldError("name", "is required to delete a job"))
     for key in SECONDS_KEYS:

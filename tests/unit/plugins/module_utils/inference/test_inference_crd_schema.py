@@ -15,6 +15,7 @@ import copy
 import json
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +124,17 @@ SPECS = {
         queue="tenant-alpha-payg",
         job_class="normal",
     ),
+    "standard-identity": lambda: replace(
+        make_spec(canaries=[canary("v2", 20)]),
+        service_account="model-reader",
+        image_pull_secrets=("alpha-registry", "mirror"),
+    ),
     "knative": lambda: make_spec(mode="knative"),
+    "knative-identity": lambda: replace(
+        make_spec(canaries=[canary("v2", 10)], mode="knative"),
+        service_account="model-reader",
+        image_pull_secrets=("alpha-registry",),
+    ),
     "knative-canary": lambda: make_spec(
         stable=model("v1", gpus=1, memory="16Gi"),
         canaries=[canary("v2", 10)],
