@@ -38,6 +38,7 @@ import urllib3  # noqa: E402
 import alert_sink  # noqa: E402
 import build  # noqa: E402
 import build_alerting  # noqa: E402
+import build_objectstore  # noqa: E402
 import pins  # noqa: E402
 import pki  # noqa: E402
 import topology  # noqa: E402
@@ -218,6 +219,7 @@ def _binaries() -> Path:
         log(f"binaries missing ({', '.join(missing)}); building them first")
         build.build(build.Budget(None))
     build_alerting.build(build.Budget(None))  # its own cache; a no-op once built
+    build_objectstore.build(build.Budget(None))  # so is this
     return bins
 
 

@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import build_alerting
+import build_objectstore
 import pins
 import topology
 from credentials import SERVICE_USERS, kubeconfig_for
+from objectstore_files import data_dir, ensure_object_store_files, iam_dir
 from prometheus_files import KSM, KSM_CUSTOM_RESOURCE_STATE
 from settings import (
     ALERT_SINK,
@@ -31,6 +33,7 @@ from settings import (
     HERE,
     HOST,
     KSERVE_NS,
+    OBJECT_STORE,
     POD_CIDR,
     PORTS,
     PROMETHEUS,
@@ -50,7 +53,8 @@ class ComponentSpec:
     args: tuple[str, ...]
     health: str | None  # URL template (https: checked against the cluster's CA), or None
     env: tuple[tuple[str, str], ...] = ()  # added to the launcher's environment
-    # Whose binaries directory holds it: build.py's ("core") or build_alerting.py's.
+    # Whose binaries directory holds it: build.py's ("core"), build_alerting.py's
+    # ("alerting") or build_objectstore.py's ("objectstore").
     binaries: str = "core"
 
     @property
@@ -292,6 +296,27 @@ COMPONENTS: tuple[ComponentSpec, ...] = (
         health="{alertmanager}/-/ready",
         binaries="alerting",
     ),
+    # The tenants' object store (docs/object-store.md): versitygw over a directory, with
+    # its own accounts; the root's credentials come from the state directory.
+    ComponentSpec(
+        name="object-store",
+        binary="versitygw",
+        args=(
+            "--port={host}:{ports[object-store]}",
+            "--admin-port={host}:{ports[object-store-admin]}",
+            "--iam-dir={object_store_iam}",
+            "--health=/healthz",
+            "--quiet",
+            "posix",
+            "{object_store_data}",
+        ),
+        health="{object_store}/healthz",
+        env=(
+            ("ROOT_ACCESS_KEY_ID", "{object_store_root[0]}"),
+            ("ROOT_SECRET_ACCESS_KEY", "{object_store_root[1]}"),
+        ),
+        binaries="objectstore",
+    ),
     ComponentSpec(
         name="prometheus",
         binary="prometheus",
@@ -337,6 +362,10 @@ def render_context(state: Path) -> dict[str, Any]:
         "prometheus": PROMETHEUS,
         "alertmanager": ALERTMANAGER,
         "alert_sink": ALERT_SINK,
+        "object_store": OBJECT_STORE,
+        "object_store_root": ensure_object_store_files(state),
+        "object_store_data": data_dir(state),
+        "object_store_iam": iam_dir(state),
         "state": state,
         "name": state.name,
         "pki": state / "pki",
@@ -370,5 +399,9 @@ def render(spec: ComponentSpec, bins: dict[str, Path], context: dict[str, Any]) 
 def components(state: Path, bins: Path) -> list[Component]:
     """Every component rendered for the cluster in `state`, in ORDER."""
     context = render_context(state)
-    dirs = {"core": bins, "alerting": build_alerting.bin_dir()}
+    dirs = {
+        "core": bins,
+        "alerting": build_alerting.bin_dir(),
+        "objectstore": build_objectstore.bin_dir(),
+    }
     return [render(spec, dirs, context) for spec in COMPONENTS]

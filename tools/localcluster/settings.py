@@ -35,6 +35,8 @@ _BASE_PORTS = {
     "kserve-healthz": 28086,
     "alertmanager": 29093,
     "alert-sink": 29095,
+    "object-store": 29700,
+    "object-store-admin": 29701,
 }
 # A second cluster beside the default one (its own --name) needs its own
 # ports: GPUCLOUD_LOCALCLUSTER_PORT_OFFSET shifts every port by that much.
@@ -58,6 +60,9 @@ ALERTMANAGER = f"http://{HOST}:{PORTS['alertmanager']}"
 # A webhook receiver that keeps what Alertmanager sends it (alert_sink.py): a tenant's
 # notices at /tenant/<name>, everything else at /platform.
 ALERT_SINK = f"http://{HOST}:{PORTS['alert-sink']}"
+# The S3 server (versitygw) and its admin API, on loopback (objectstore_files.py).
+OBJECT_STORE = f"http://{HOST}:{PORTS['object-store']}"
+OBJECT_STORE_ADMIN = f"http://{HOST}:{PORTS['object-store-admin']}"
 # Short intervals so a test sees a job's GPU-hours within seconds; production
 # keeps the monitoring role's 30 s (monitoring_scrape_interval). A fleet-scale
 # benchmark sets the production value: over 30,000 queues a 5 s scrape keeps
