@@ -19,6 +19,7 @@ requirements:
   - kubernetes >= 30.1.0
   - jsonpatch >= 1.33
   - PyYAML >= 6.0
+  - boto3 >= 1.34
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.

@@ -24,6 +24,45 @@ def state_dir(name: str | None = None) -> Path:
     return Path(base) / "gpucloud-localcluster" / name
 
 
+def object_store_connection() -> dict[str, str]:
+    """The local cluster's S3 server, as the object_store role writes it for the platform
+    (cluster.py records where it listens and its root keys in the state directory)."""
+    state = state_dir()
+    access, secret = (state / "object-store-root").read_text().split()[:2]
+    return {
+        "endpoint": (state / "object-store-url").read_text().strip(),
+        "admin_endpoint": (state / "object-store-admin-url").read_text().strip(),
+        "access_key": access,
+        "secret_key": secret,
+        "region": "us-east-1",
+        "verify_tls": "false",
+    }
+
+
+def apply_object_store_connection(api_client: Any) -> dict[str, str]:
+    """The platform's connection Secret for the local S3 server, applied as the
+    object_store role applies it; the connection returned."""
+    import base64
+
+    from kubernetes import dynamic
+
+    connection = object_store_connection()
+    dynamic.DynamicClient(api_client).resources.get(
+        api_version="v1", kind="Secret"
+    ).server_side_apply(
+        body={
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "platform-object-store", "namespace": "platform-system"},
+            "data": {k: base64.b64encode(v.encode()).decode() for k, v in connection.items()},
+        },
+        namespace="platform-system",
+        field_manager="gpucloud-platform",
+        force_conflicts=True,
+    )
+    return connection
+
+
 def prometheus_url() -> str:
     """The local cluster's Prometheus (cluster.py writes where it listens)."""
     override = os.environ.get("GPUCLOUD_PROMETHEUS_URL")

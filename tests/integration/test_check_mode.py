@@ -29,6 +29,7 @@ import pytest
 
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     ROOT,
+    apply_object_store_connection,
     state_dir,
 )
 from ansible_collections.gpucloud.platform.tests.integration.test_playbook_summaries import (
@@ -48,6 +49,8 @@ WATCHED = [
     ("v1", "Node"),
     ("v1", "Namespace"),
     ("v1", "ConfigMap"),
+    ("v1", "Secret"),
+    ("v1", "ServiceAccount"),
     ("rbac.authorization.k8s.io/v1", "Role"),
     ("rbac.authorization.k8s.io/v1", "RoleBinding"),
     ("rbac.authorization.k8s.io/v1", "ClusterRole"),
@@ -155,6 +158,9 @@ MODULES: dict[str, list[dict[str, Any]]] = {
         {"tenant": TENANT, "name": "algo", "state": "absent", "force": True},
     ],
     "tenant_info": [{}],
+    # the store itself is not written in check mode either: test_object_store.py reads it
+    "tenant_object_store": [{"tenant": TENANT}],
+    "checkpoint_retention": [{"keep": 1}],
     "tenant_catalog": [
         {"tenants": CATALOG, "oversell_check": False},
         # Prune every other managed tenant, running work or not: a dry run of each removal.
@@ -277,6 +283,7 @@ PLAYBOOKS: dict[str, dict[str, Any] | None] = {
     "arbiter_reconcile.yml": {},
     "hypernode_sync.yml": {},
     "gpu_health.yml": {},
+    "checkpoint_retention.yml": {"checkpoint_retention_keep": 1},
     "node_groups.yml": {"platform_node_groups": NODE_GROUPS},
     "inference_deploy.yml": {
         "tenant": TENANT,
@@ -465,6 +472,7 @@ def world(run_module, dyn, priority_classes):
     check-mode run to want to change."""
     made = run_module("tenant", tenant_args(TENANT))
     assert not made.get("failed"), made.get("msg")
+    apply_object_store_connection(dyn.client)  # the store the object-store modules plan for
     held = run_module("vcjob", job_args("ck-held"))
     assert not held.get("failed"), held.get("msg")
     stale = run_module(

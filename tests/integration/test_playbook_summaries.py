@@ -71,6 +71,9 @@ SUMMARIES: dict[str, list[str]] = {
     "arbiter_reconcile.yml": [r"^queue arbiter: "],
     "hypernode_sync.yml": [r"^HyperNodes: .*would delete [^;]*ck-stale-"],
     "gpu_health.yml": [r"^GPU health: \d+ unhealthy node\(s\), \d+ to quarantine"],
+    "checkpoint_retention.yml": [
+        r"^(no tenant checkpoint bucket to sweep|tenant-.*-checkpoints \(tenant )"
+    ],
     "node_groups.yml": [r"^node group ck-idc: \d+ nodes$", r"^would write \d+ objects"],
     "inference_deploy.yml": [
         rf"^model service tenant-{T}/ck-model: would be deployed; would run version"

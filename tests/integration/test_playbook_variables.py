@@ -74,6 +74,7 @@ CASES: dict[str, tuple[dict, str, str]] = {
         "tenant_payg_gpus",
     ),
     "throttle_reconcile.yml": ({}, "throttle_timout", "throttle_timeout"),
+    "checkpoint_retention.yml": ({}, "checkpoint_retention_kep", "checkpoint_retention_keep"),
     "usage_report.yml": ({"usage_start": "2026-01-01T00:00:00Z"}, "usage_tenant", "usage_tenants"),
 }
 

@@ -19,7 +19,9 @@ import pytest
 
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     apply_admission,
+    apply_object_store_connection,
     identity,
+    object_store_connection,
     other_cluster,
     wait_until,
 )
@@ -97,10 +99,15 @@ def platform(dyn, priority_classes) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def tenants(run_module, platform) -> Iterator[None]:
+def tenants(run_module, platform, dyn) -> Iterator[None]:
     for name, team in ((TENANT, "serve"), (OTHER, "x")):
         made = run_module("tenant", tenant_args(name, team))
         assert not made.get("failed"), made.get("msg")
+    # The tenant's object store: its models run as its store account (rule
+    # model-store-account) without the deploys naming it.
+    apply_object_store_connection(dyn.client)
+    stored = run_module("tenant_object_store", {"tenant": TENANT, "buckets": ["models"]})
+    assert not stored.get("failed"), stored.get("msg")
     yield
     run_module("inference_graph", {"name": "ab", "tenant": TENANT, "state": "absent"})
     for svc in (SERVICE, "chat-small", "chat-huge", SPOT_SERVICE):
@@ -180,6 +187,15 @@ def test_a_tenant_deploys_a_model_that_runs_in_its_queue_at_critical(run_module,
         assert podgroup["spec"]["queue"] == TEAM_QUEUE
         assert podgroup["spec"]["priorityClassName"] == "critical-job"
         assert "networkTopology" not in podgroup["spec"]  # 8.5: no topology constraint
+        # The model is in S3: the pod runs as the tenant's store account, and KServe's
+        # storage initializer reads the tenant's keys and endpoint through it.
+        assert spec["serviceAccountName"] == "platform-object-store"
+        init = next(c for c in spec["initContainers"] if c["name"] == "storage-initializer")
+        env = {e["name"]: e for e in init.get("env") or []}
+        key = env["AWS_ACCESS_KEY_ID"]["valueFrom"]["secretKeyRef"]
+        assert key == {"name": "platform-object-store", "key": "AWS_ACCESS_KEY_ID"}
+        store = object_store_connection()["endpoint"]
+        assert env["S3_ENDPOINT"]["value"] == store.split("://", 1)[1]
 
 
 def test_a_second_run_changes_nothing(run_module, tenants):

@@ -150,6 +150,10 @@ EVENT_REASON_GPU_QUARANTINED = "GpuQuarantined"
 EVENT_REASON_GPU_RELEASED = "GpuReleased"
 
 PLATFORM_NAMESPACE = "platform-system"
+# The object store (docs/object-store.md): in platform-system, the platform's connection
+# Secret; in a tenant's namespace, the Secret with the tenant's keys and the
+# ServiceAccount that lists it (an InferenceService with an s3:// model runs as it).
+OBJECT_STORE_NAME = "platform-object-store"
 VOLCANO_NAMESPACE = "volcano-system"
 ROOT_QUEUE = "root"
 

@@ -32,6 +32,7 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("inference-version-immutable", rules.version_errors),
     RuleRef("knative-one-canary", rules.knative_errors),
     RuleRef("model-spec", spec.parse_model),
+    RuleRef("model-store-account", rules.store_account),
     RuleRef("serving-peer-namespace", rules.peer_namespace_errors),
     RuleRef("traffic-split", rules.traffic_split),
 )

@@ -51,8 +51,10 @@ from .placement import chain_capability, checked_class, tenant_queue_type
 from .rules import (
     capability_errors,
     graph_owner_errors,
+    needs_store,
     replica_bound_errors,
     spec_errors,
+    store_account,
     traffic_split,
 )
 from .spec import (
@@ -74,6 +76,7 @@ SINGLE_KINDS = {
     "router": "inferencegraphs",
     "queue_list": "configmaps",
     "namespace": "namespaces",
+    "store_account": "serviceaccounts",
 }
 # What ``absent`` deletes, in order: the router first, the InferenceService last (KServe
 # removes its Deployments).
@@ -146,6 +149,8 @@ class ServiceFacts:
     router: tuple[Mapping[str, Any], ...] | None = None
     queue_list: tuple[Mapping[str, Any], ...] | None = None
     namespace: tuple[Mapping[str, Any], ...] | None = None
+    # The tenant's object-store ServiceAccount (rule model-store-account)
+    store_account: tuple[Mapping[str, Any], ...] | None = None
     queues: tuple[tuple[str, Mapping[str, Any] | None], ...] | None = None
     graphs: tuple[Mapping[str, Any], ...] | None = None
 
@@ -239,11 +244,16 @@ class _Reads:
         return next((obj for read, obj in reads if read == name), None)
 
 
-def _requested(request: ServiceRequest, queue: str, job_class: str) -> ServiceSpec | None:
+def _requested(
+    request: ServiceRequest, queue: str, job_class: str, reads: _Reads
+) -> ServiceSpec | None:
     stable = request.stable
     if stable is None:
         return None
     canaries = parse_canaries(_given(request.canaries), stable)[0]
+    account = request.service_account
+    if account is None and needs_store(stable, canaries):
+        account = store_account(reads.one("store_account"))
     return ServiceSpec(
         name=request.name,
         tenant=request.tenant,
@@ -254,7 +264,7 @@ def _requested(request: ServiceRequest, queue: str, job_class: str) -> ServiceSp
         autoscaling=request.autoscaling,
         mode=request.mode,
         spot_price=None if request.spot_price is None else price_text(request.spot_price),
-        service_account=request.service_account,
+        service_account=account,
         image_pull_secrets=request.image_pull_secrets,
     )
 
@@ -347,7 +357,7 @@ def _planned(
     """The service as the action leaves it, checked against its queue's capability, and
     the writes that get it there."""
     deploy = request.action == "deploy"
-    requested = _requested(request, queue, job_class) if deploy else None
+    requested = _requested(request, queue, job_class, reads) if deploy else None
     added: tuple = ()
     if request.action == "canary" and live_spec is not None:
         added, errors = parse_canaries(_given(request.canaries), live_spec.stable)

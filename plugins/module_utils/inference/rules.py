@@ -20,6 +20,7 @@ from ..common.names import (
     LABEL_MANAGED_BY,
     LABEL_TENANT,
     MANAGED_BY,
+    OBJECT_STORE_NAME,
     PLATFORM_NAMESPACE,
     QUEUE_TYPE_SUBSCRIPTION,
     QUEUE_TYPE_TEAM,
@@ -28,7 +29,7 @@ from ..common.names import (
 )
 from ..jobs.classes import JobClass
 from ..jobs.spot_price import spot_price_errors
-from .spec import Canary, ServiceSpec
+from .spec import Canary, ModelVersion, ServiceSpec
 
 # Classes a model service may run at: large needs a gang and a hard topology, and
 # debug never preempts; neither fits a service that holds its GPUs for good.
@@ -113,6 +114,20 @@ def critical_errors(job_class: str, critical_allowed: bool, namespace: str) -> l
             "module's allow_critical); use normal, or ask the platform to allow critical work",
         )
     ]
+
+
+def needs_store(stable: ModelVersion, canaries: Sequence[Canary]) -> bool:
+    """Whether a version of the service is in an S3 bucket (``s3://``)."""
+    return any(m.storage_uri.startswith("s3://") for m in (stable, *(c.model for c in canaries)))
+
+
+def store_account(account: Mapping[str, Any] | None) -> str | None:
+    """Rule model-store-account: a service given no ``service_account`` whose models are
+    in S3 (``needs_store``) runs as the tenant's object-store ServiceAccount when the tenant
+    has one (gpucloud.platform.tenant_object_store makes it): KServe's storage initializer
+    then reads the tenant's keys and endpoint through it. Without one, none (KServe's
+    default account, as before)."""
+    return OBJECT_STORE_NAME if account is not None else None
 
 
 def traffic_errors(canaries: Sequence[Canary]) -> list[FieldError]:

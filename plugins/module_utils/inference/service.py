@@ -25,6 +25,7 @@ from ..common.errors import Refused
 from ..common.names import (
     LABEL_TENANT,
     MANAGED_SELECTOR,
+    OBJECT_STORE_NAME,
     QUEUE_API,
     TENANT_QUEUES_CONFIGMAP,
     namespace_name,
@@ -89,6 +90,7 @@ def _read(
         "router": (GRAPH_API, "InferenceGraph", request.router_name, request.gateway),
         "queue_list": ("v1", "ConfigMap", TENANT_QUEUES_CONFIGMAP, ns),
         "namespace": ("v1", "Namespace", ns, None),
+        "store_account": ("v1", "ServiceAccount", OBJECT_STORE_NAME, ns),
     }
     api, what, obj_name, namespace = gets[kind]
     obj = cluster.get(api, what, obj_name, namespace=namespace)

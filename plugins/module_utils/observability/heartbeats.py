@@ -45,6 +45,7 @@ RECONCILE_PERIODS_MINUTES: dict[str, int] = {
     "tenant_catalog": 30,
     "hypernode_sync": 15,
     "gpu_health": 5,
+    "checkpoint_retention": 60,
     "usage_report": 1440,
 }
 MISSED_PERIODS = 3

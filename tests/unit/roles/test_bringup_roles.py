@@ -23,6 +23,7 @@ ROLES = [
     "volcano",
     "kserve",
     "storage",
+    "object_store",
     "monitoring",
 ]
 # chart variable prefix -> stand-in chart directory

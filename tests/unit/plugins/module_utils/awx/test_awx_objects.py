@@ -181,7 +181,7 @@ def previewed(tmp_path_factory) -> list[dict]:
 
 def test_the_preview_renders_every_object_without_an_awx(previewed):
     kinds = [o["kind"] for o in previewed]
-    assert kinds.count("job_template") == len(SURVEYS) + 8 and kinds.count("schedule") == 8
+    assert kinds.count("job_template") == len(SURVEYS) + 9 and kinds.count("schedule") == 9
     # The EDA controller's objects, and the evented reconciles scheduled as a safety net.
     assert kinds[-4:] == ["eda_credential", "eda_decision_environment", "eda_project",
                           "rulebook_activation"]  # fmt: skip

@@ -189,10 +189,18 @@ def reads_of(ask, cluster):
 def test_the_reads_in_order_and_none_after_a_refusal():
     single = [(kind, None) for kind in ("service", "hpa", "policy", "router")]
     chain = [("queues", TEAM_QUEUE), ("queues", "tenant-alpha-subscription")]
-    placement = [("queue_list", None), ("namespace", None)]
+    # the models are in S3: the tenant's object-store account is looked up (rule
+    # model-store-account)
+    placement = [("queue_list", None), ("namespace", None), ("store_account", None)]
     assert reads_of(request(), tenant_cluster()) == single + placement + chain
     gathering = request(state="gathered")
     assert reads_of(gathering, tenant_cluster()) == [*single, *placement, *chain, ("graphs", None)]
+    # given an account, or with no model in S3, there is nothing to look up
+    assert ("store_account", None) not in reads_of(
+        request(service_account="models-reader"), tenant_cluster()
+    )
+    on_pvc = request(model=model(storage_uri="pvc://models/llama/v1"))
+    assert ("store_account", None) not in reads_of(on_pvc, tenant_cluster())
     assert reads_of(request(state="absent"), tenant_cluster()) == single
     assert reads_of(request(gateway_namespaces=[]), tenant_cluster())[:3] == single[:3]
     refused = request(action="promote", model=None)
@@ -267,6 +275,7 @@ def test_gathered_returns_what_was_read():
         "namespaces",
         "networkpolicies",
         "queues",
+        "serviceaccounts",
     ]
     assert [q["metadata"]["name"] for q in gathered["queues"]] == [TEAM_QUEUE]
     assert sorted(g["metadata"]["name"] for g in gathered["graphs"]) == [
@@ -277,6 +286,39 @@ def test_gathered_returns_what_was_read():
         params(tenant="beta", state="gathered"), FakeCluster(objects), False
     )
     assert "queues" not in refused["gathered"] and refused["gathered"]["configmaps"] == []
+
+
+def _predictor_account(cluster: FakeCluster, **options) -> str | None:
+    out = service.run_service(params(**options), cluster, False)
+    assert out["changed"], out
+    isvc = cluster.get(
+        "serving.kserve.io/v1beta1", "InferenceService", "llm", namespace="tenant-alpha"
+    )
+    return isvc["spec"]["predictor"].get("serviceAccountName")
+
+
+def test_a_model_in_s3_runs_as_the_tenants_object_store_account_when_it_has_one():
+    """Rule model-store-account: derived, never demanded; a given account wins."""
+    assert _predictor_account(tenant_cluster()) is None  # no object store: KServe's default
+    with_store = tenant_cluster()
+    with_store.put(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "platform-object-store", "namespace": "tenant-alpha"},
+        }
+    )
+    assert _predictor_account(copy.deepcopy(with_store)) == "platform-object-store"
+    assert _predictor_account(with_store, service_account="models-reader") == "models-reader"
+    on_pvc = tenant_cluster()
+    on_pvc.put(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "platform-object-store", "namespace": "tenant-alpha"},
+        }
+    )
+    assert _predictor_account(on_pvc, model=model(storage_uri="pvc://models/llama/v1")) is None
 
 
 def test_parsed_needs_its_facts_and_present_connects():
