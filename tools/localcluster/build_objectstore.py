@@ -15,15 +15,14 @@ builds it with the module's own go.mod and go.sum, unchanged.
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build import Budget, cache_root, go_env, go_version, run_with_progress
+import build_extra
+from build import Budget, cache_root, go_env, run_with_progress
 
 MODULE = "github.com/versity/versitygw"
 VERSITYGW = "v1.8.0"
@@ -32,9 +31,7 @@ PACKAGE = f"{MODULE}/cmd/versitygw@{VERSITYGW}"
 
 
 def cache_key() -> str:
-    digest = hashlib.sha256(Path(__file__).read_bytes())
-    digest.update(go_version().encode())
-    return digest.hexdigest()[:16]
+    return build_extra.cache_key(__file__)
 
 
 def bin_dir() -> Path:
@@ -68,22 +65,7 @@ def build(budget: Budget) -> Path:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--budget", type=float, help="give up (exit 75) after this many seconds")
-    parser.add_argument(
-        "--print-dir", action="store_true", help="print the binary directory and exit"
-    )
-    args = parser.parse_args()
-    if args.print_dir:
-        print(bin_dir())
-        return 0
-    if shutil.which("go") is None:
-        print("build: the Go toolchain is required (go not found on PATH)", file=sys.stderr)
-        return 1
-    print(build(Budget(args.budget)))
-    return 0
+    return build_extra.main(__doc__ or "", bin_dir, build)
 
 
 if __name__ == "__main__":
