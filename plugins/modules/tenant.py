@@ -192,7 +192,12 @@ options:
         tenant-bounds): a ResourceQuota C(platform-bounds) (C(pods), C(persistentvolumeclaims), C(requests.storage))
         and a LimitRange C(platform-bounds) (the largest claim, in any storage class)."
       - "Keys: C(pods) (default the larger of 110 and 16 per GPU of the subscription plus pay-as-you-go), C(claims)
-        (default 50), C(storage) (all claims together, default C(20Ti)), C(claim_size) (one claim, default C(4Ti))."
+        (default 50), C(storage) (all claims together, default C(20Ti)), C(claim_size) (one claim, default C(4Ti)),
+        C(storage_classes) (a mapping of storage class to the most its claims may request together, for example
+        C({checkpoints: 10Ti}), each within C(storage); rule storage-class-bounds)."
+      - "A class bound that grows is refused when the tenants' bounds of that class would add up to more than the class
+        holds, as the storage role records it (C(storage_classes[].capacity); rule storage-class-oversell), unless
+        O(oversell_check=false)."
       - Volcano does not hold a queue to a C(pods) capability, so the pod bound lives here. A bound below what the
         namespace holds refuses only new pods or claims; nothing running is evicted.
       - The tenant's Role grants neither object.

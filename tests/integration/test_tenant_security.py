@@ -748,3 +748,83 @@ def test_a_bound_pods_metadata_still_changes_and_its_spec_is_still_judged(admin,
         assert refused is not None and "tolerations" in refused, refused
     finally:
         res(admin, JOB_API, "Job").delete(name=made.metadata.name, namespace=NS)
+
+
+def test_storage_is_bounded_per_class_and_never_sold_beyond_the_class(run_module, admin, eve):
+    """Rules storage-class-bounds and storage-class-oversell: with 10Ti of checkpoints
+    recorded (as the storage role records a class's capacity) and 4Ti of it bound to
+    pa-b, 7Ti for pa is refused with the numbers before any write; 100Gi is taken, and the
+    API server then refuses pa's checkpoints claim of 200Gi while one of 50Gi passes."""
+    capacity = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "platform-storage-capacity", "namespace": "platform-system"},
+        "data": {"checkpoints": "10Ti"},
+    }
+    res(admin, "v1", "ConfigMap").server_side_apply(
+        body=capacity, namespace="platform-system", field_manager="gpucloud-platform"
+    )
+    guarded = {"oversell_check": True}
+    try:
+        other = run_module(
+            "tenant",
+            {
+                **tenant_args(OTHER, "x"),
+                **guarded,
+                "bounds": {"storage_classes": {"checkpoints": "4Ti"}},
+            },
+        )
+        assert not other.get("failed"), other.get("msg")
+        refused = run_module(
+            "tenant",
+            {
+                **tenant_args(TENANT, "algo"),
+                **guarded,
+                "bounds": {"storage_classes": {"checkpoints": "7Ti"}},
+            },
+        )
+        assert refused.get("failed"), refused
+        assert (
+            "bounds.storage_classes.checkpoints: 7Ti does not fit in storage class checkpoints: 10Ti in all - "
+            "4Ti sold to other tenants = 6Ti left"
+        ) in refused["msg"]
+        quota = res(admin, "v1", "ResourceQuota").get(name="platform-bounds", namespace=NS)
+        assert "checkpoints.storageclass.storage.k8s.io/requests.storage" not in (
+            quota.spec.hard or {}
+        )
+        taken = run_module(
+            "tenant",
+            {
+                **tenant_args(TENANT, "algo"),
+                **guarded,
+                "bounds": {"storage_classes": {"checkpoints": "100Gi"}},
+            },
+        )
+        assert not taken.get("failed"), taken.get("msg")
+
+        def checkpoints_claim(size: str) -> Callable[[], Any]:
+            body = {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"generateName": "sec-", "namespace": NS},
+                "spec": {
+                    "storageClassName": "checkpoints",
+                    "accessModes": ["ReadWriteMany"],
+                    "resources": {"requests": {"storage": size}},
+                },
+            }
+            return lambda: res(eve, "v1", "PersistentVolumeClaim").create(
+                body=body, namespace=NS, dry_run="All"
+            )
+
+        over = attempt(checkpoints_claim("200Gi"))
+        assert over is not None and "exceeded quota: platform-bounds" in over, over
+        assert "checkpoints.storageclass.storage.k8s.io/requests.storage" in over, over
+        assert attempt(checkpoints_claim("50Gi")) is None
+    finally:
+        for name, team in ((TENANT, "algo"), (OTHER, "x")):
+            restored = run_module("tenant", tenant_args(name, team))
+            assert not restored.get("failed"), restored.get("msg")
+        res(admin, "v1", "ConfigMap").delete(
+            name="platform-storage-capacity", namespace="platform-system"
+        )

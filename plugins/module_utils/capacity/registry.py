@@ -7,7 +7,7 @@ they never import it."""
 from __future__ import annotations
 
 from ..common.rule_index import RuleRef
-from . import cloud, grace, oversell, payg, purchase
+from . import cloud, grace, oversell, payg, purchase, storage_oversell
 
 RULES: tuple[RuleRef, ...] = (
     RuleRef("catalog-oversell-guard", oversell.catalog_oversell_errors),
@@ -26,4 +26,5 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("payg-resize", payg.payg_target),
     RuleRef("purchase-demand", purchase.purchase_demand),
     RuleRef("purchase-growth", purchase.purchase_growth),
+    RuleRef("storage-class-oversell", storage_oversell.storage_oversell_errors),
 )

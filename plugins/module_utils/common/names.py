@@ -154,6 +154,11 @@ PLATFORM_NAMESPACE = "platform-system"
 # Secret; in a tenant's namespace, the Secret with the tenant's keys and the
 # ServiceAccount that lists it (an InferenceService with an s3:// model runs as it).
 OBJECT_STORE_NAME = "platform-object-store"
+# In platform-system: each StorageClass's capacity (class -> size), written by the storage
+# role from storage_classes[].capacity (rule storage-class-oversell).
+STORAGE_CAPACITY_CONFIGMAP = "platform-storage-capacity"
+# Kubernetes' ResourceQuota key of one class's requested storage: <class> + this.
+STORAGE_CLASS_QUOTA_SUFFIX = ".storageclass.storage.k8s.io/requests.storage"
 VOLCANO_NAMESPACE = "volcano-system"
 ROOT_QUEUE = "root"
 

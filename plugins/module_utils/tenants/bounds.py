@@ -17,6 +17,11 @@ Rules held here:
   and ``DEFAULT_CLAIM_SIZE`` in one claim; ``bounds`` sets any of them. A bound
   below what the namespace already holds refuses only new objects: nothing running
   is evicted and no claim is removed.
+* Rule storage-class-bounds (``class_bounds``): ``bounds.storage_classes`` bounds the
+  storage of each class named (``{checkpoints: 10Ti}``), within the tenant's storage in
+  all; the ResourceQuota holds it as ``<class>.storageclass.storage.k8s.io/requests.storage``
+  and the API server refuses a claim of that class beyond it. A class not named is bounded
+  only by the total.
 
 Pure: no I/O.
 """
@@ -30,7 +35,12 @@ from typing import Any
 
 from ..common import quantity
 from ..common.errors import FieldError
-from ..common.names import namespace_name, tenant_labels
+from ..common.names import (
+    STORAGE_CLASS_QUOTA_SUFFIX,
+    dns_subdomain_errors,
+    namespace_name,
+    tenant_labels,
+)
 
 BOUNDS_NAME = "platform-bounds"
 # One kubelet's default pod limit: a tenant without GPUs still runs a node's worth.
@@ -40,7 +50,8 @@ PODS_PER_GPU = 16
 DEFAULT_CLAIMS = 50
 DEFAULT_STORAGE = "20Ti"
 DEFAULT_CLAIM_SIZE = "4Ti"
-BOUNDS_KEYS = ("pods", "claims", "storage", "claim_size")
+BOUNDS_KEYS = ("pods", "claims", "storage", "claim_size", "storage_classes")
+_CLASS_SUFFIX = STORAGE_CLASS_QUOTA_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -49,6 +60,8 @@ class TenantBounds:
     claims: int
     storage: str
     claim_size: str
+    # (storage class, its bound), sorted by class: rule storage-class-bounds
+    storage_classes: tuple[tuple[str, str], ...] = ()
 
 
 def _whole(raw: object, path: str, errors: list[FieldError]) -> int | None:
@@ -67,6 +80,40 @@ def _size(raw: object, path: str, errors: list[FieldError]) -> str | None:
         errors.append(FieldError(path, f"{raw!r} must be a storage size such as 500Gi"))
         return None
     return str(raw)
+
+
+def class_bounds(
+    raw: object, storage: str, errors: list[FieldError], path: str = "bounds.storage_classes"
+) -> tuple[tuple[str, str], ...]:
+    """Rule storage-class-bounds: class -> size, each class a StorageClass name and each
+    size within the tenant's storage in all."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping):
+        errors.append(
+            FieldError(
+                path,
+                f"{raw!r} must be a mapping of storage class to size, e.g. {{checkpoints: 10Ti}}",
+            )
+        )
+        return ()
+    out = []
+    for name, size in sorted(raw.items(), key=lambda kv: str(kv[0])):
+        where = f"{path}.{name}"
+        bad = dns_subdomain_errors(where, name)
+        if bad:
+            errors += bad
+            continue
+        checked = _size(size, where, errors)
+        if checked is None:
+            continue
+        if quantity.parse_quantity(checked) > quantity.parse_quantity(storage):
+            errors.append(
+                FieldError(where, f"{checked} is more than the tenant's storage in all ({storage})")
+            )
+            continue
+        out.append((str(name), checked))
+    return tuple(out)
 
 
 def bounds_from(
@@ -108,7 +155,10 @@ def bounds_from(
                 f"{claim_size} is more than the tenant's storage in all ({storage})",
             )
         )
-    return TenantBounds(pods=pods, claims=claims, storage=storage, claim_size=claim_size)
+    classes = class_bounds(given.get("storage_classes"), storage, errors, f"{path}.storage_classes")
+    return TenantBounds(
+        pods=pods, claims=claims, storage=storage, claim_size=claim_size, storage_classes=classes
+    )
 
 
 def _metadata(tenant: str) -> dict[str, Any]:
@@ -121,18 +171,19 @@ def _metadata(tenant: str) -> dict[str, Any]:
 
 
 def resource_quota(tenant: str, bounds: TenantBounds) -> dict[str, Any]:
-    """The tenant's ResourceQuota: pods, claims and the storage they request."""
+    """The tenant's ResourceQuota: pods, claims and the storage they request, in all and
+    per bounded class."""
+    hard = {
+        "pods": str(bounds.pods),
+        "persistentvolumeclaims": str(bounds.claims),
+        "requests.storage": bounds.storage,
+    }
+    hard.update({name + _CLASS_SUFFIX: size for name, size in bounds.storage_classes})
     return {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
         "metadata": _metadata(tenant),
-        "spec": {
-            "hard": {
-                "pods": str(bounds.pods),
-                "persistentvolumeclaims": str(bounds.claims),
-                "requests.storage": bounds.storage,
-            }
-        },
+        "spec": {"hard": hard},
     }
 
 
@@ -177,6 +228,11 @@ def read_bounds(
         "storage": hard.get("requests.storage"),
         "claim_size": largest,
     }
+    classes = {
+        key[: -len(_CLASS_SUFFIX)]: value
+        for key, value in hard.items()
+        if key.endswith(_CLASS_SUFFIX)
+    }
     out: dict[str, Any] = {}
     for key, value in live.items():
         if value is None:
@@ -189,4 +245,6 @@ def read_bounds(
         )
         if not same:
             out[key] = value
+    if classes:
+        out["storage_classes"] = dict(sorted(classes.items()))
     return out

@@ -19,10 +19,12 @@ from ..common.names import (
     GRAPH_API,
     JOB_API,
     LABEL_TENANT,
+    MANAGED_SELECTOR,
     PLATFORM_NAMESPACE,
     PODGROUP_API,
     QUEUE_API,
     SERVICE_CIDR_API,
+    STORAGE_CAPACITY_CONFIGMAP,
     namespace_name,
 )
 from ..common.objects import index_by_name
@@ -34,6 +36,7 @@ from ..queues.model import Queue
 from ..workload.pool import commitments_from_queues, label_selector, pool_from_nodes
 
 # TENANT_KINDS and CLUSTER_SCOPED_KINDS: imported from here by the catalog too.
+from .bounds import BOUNDS_NAME
 from .live import CLUSTER_SCOPED_KINDS, TENANT_KINDS, TenantLive
 from .network import ClusterNetworks, discovered_networks
 from .spec import TenantSpec
@@ -116,6 +119,23 @@ def read_oversell_objects(
     nodes = cluster.list("v1", "Node", label_selector=label_selector(node_selector))
     queues = cluster.list(QUEUE_API, "Queue", label_selector=COMMITTED_SELECTOR)
     return nodes, queues
+
+
+def read_storage_oversell_objects(
+    cluster: kube.Cluster,
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """Rule storage-class-oversell's input: the storage role's capacity ConfigMap (one GET)
+    and every tenant's bounds (one list of the platform's ResourceQuotas)."""
+    capacity = cluster.get(
+        "v1", "ConfigMap", STORAGE_CAPACITY_CONFIGMAP, namespace=PLATFORM_NAMESPACE
+    )
+    quotas = cluster.list(
+        "v1",
+        "ResourceQuota",
+        label_selector=MANAGED_SELECTOR,
+        field_selector=f"metadata.name={BOUNDS_NAME}",
+    )
+    return capacity, quotas
 
 
 def read_cluster_networks(cluster: kube.Cluster, spec: TenantSpec) -> ClusterNetworks:

@@ -17,6 +17,7 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("guarantee-kept", spec.kept_guarantee),
     RuleRef("rendered-networks", inputs.rendered_network_errors),
     RuleRef("rendered-order", render.sorted_manifests),
+    RuleRef("storage-class-bounds", bounds.class_bounds),
     RuleRef("subjects", rbac.subject_errors),
     RuleRef("tenant-bounds", bounds.bounds_from),
     RuleRef("tenant-reads-own-queues", rbac.queue_reader),

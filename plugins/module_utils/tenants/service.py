@@ -40,6 +40,7 @@ from .read_io import (
     read_network_objects,
     read_oversell_objects,
     read_parent_queues,
+    read_storage_oversell_objects,
     read_tenant,
     tenant_selector,
 )
@@ -61,6 +62,7 @@ from .tenant_flow import (
     TenantRequest,
     TenantRun,
     purchase_grows,
+    storage_bounds_grow,
     tenant_flow,
     tenant_new_queues,
 )
@@ -85,7 +87,8 @@ def gather_tenant(request: TenantRequest, cluster: kube.Cluster) -> TenantFacts:
     """``absent``: the tenant's kinds, Queues and PodGroups, its Volcano Jobs and pods (one
     list each) and its InferenceGraphs. Else: the tenant's kinds, Queues and PodGroups, the
     cluster networks (Nodes, ServiceCIDRs unless given), one GET per queue it is to get and
-    lacks, the oversell guard's Nodes and Queues when the purchase grows, and the
+    lacks, the oversell guard's Nodes and Queues when the purchase grows, the storage
+    classes' capacities and every tenant's bounds when a class bound grows, and the
     parent-queues ConfigMap, in that order; the reads stop where the plan refuses."""
     if request.absent:
         live = read_tenant(cluster, request.name, workloads=True)
@@ -104,6 +107,11 @@ def gather_tenant(request: TenantRequest, cluster: kube.Cluster) -> TenantFacts:
     if purchase_grows(request, facts):
         pool_nodes, committed = read_oversell_objects(cluster, request.node_selector)
         facts = replace(facts, pool_nodes=tuple(pool_nodes), committed=tuple(committed))
+        if tenant_refusal(request, facts) is not None:
+            return facts
+    if storage_bounds_grow(request, facts):
+        capacity, quotas = read_storage_oversell_objects(cluster)
+        facts = replace(facts, storage_capacity=capacity, class_quotas=tuple(quotas))
         if tenant_refusal(request, facts) is not None:
             return facts
     return replace(facts, parent_list=read_parent_queues(cluster))

@@ -22,6 +22,13 @@ from typing import Any
 
 from ..capacity.oversell import tenant_oversell_errors
 from ..capacity.purchase import purchase_added, purchase_growth
+from ..capacity.storage_oversell import (
+    class_bounds_of,
+    class_capacity,
+    class_commitments,
+    storage_grows,
+    storage_oversell_errors,
+)
 from ..common.errors import FieldError, PlatformValidationError, Refused, raise_if
 from ..common.names import namespace_name
 from ..common.objects import index_by_name
@@ -79,6 +86,10 @@ class TenantFacts:
     committed: tuple[dict[str, Any], ...] | None = None
     parent_list: dict[str, Any] | None = None
     gateway: tuple[dict[str, Any], ...] = ()
+    # Rule storage-class-oversell's reads, None when not read (no class bound grows): the
+    # storage role's capacity ConfigMap (empty when absent) and every tenant's bounds.
+    storage_capacity: dict[str, Any] | None = None
+    class_quotas: tuple[dict[str, Any], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -142,6 +153,21 @@ def purchase_grows(request: TenantRequest, facts: TenantFacts) -> bool:
     return bool(grown_sub or grown_payg)
 
 
+def class_bounds_wanted(request: TenantRequest) -> dict[str, str]:
+    """The storage class bounds the request gives (rule storage-class-bounds)."""
+    bounds = request.spec.bounds if request.spec is not None else None
+    return dict(bounds.storage_classes) if bounds is not None else {}
+
+
+def storage_bounds_grow(request: TenantRequest, facts: TenantFacts) -> bool:
+    """Rule storage-class-oversell's trigger: the guard is on and a class bound grows over
+    the tenant's live ResourceQuota."""
+    if not request.oversell_check:
+        return False
+    live_quota = next(iter((facts.live.objects.get("ResourceQuota") or {}).values()), None)
+    return storage_grows(class_bounds_of(live_quota), class_bounds_wanted(request))
+
+
 def plan_objects(request: TenantRequest, facts: TenantFacts) -> TenantPlan:
     """The tenant's objects and queues (``tenants.plan.plan_tenant``) with the guarantee
     kept (rule guarantee-kept) and the networks the cluster tells; raises as it does."""
@@ -177,6 +203,15 @@ def plan_present(request: TenantRequest, facts: TenantFacts) -> TenantRun:
         commitments = commitments_from_queues(facts.committed or ())
         raise_if(
             tenant_oversell_errors(request.name, pool, commitments, spec.subscription, spec.payg)
+        )
+    if facts.class_quotas is not None and storage_bounds_grow(request, facts):
+        raise_if(
+            storage_oversell_errors(
+                request.name,
+                class_capacity(facts.storage_capacity),
+                class_commitments(facts.class_quotas),
+                class_bounds_wanted(request),
+            )
         )
     added = purchase_added(request.name, facts.live.queues, spec.subscription, spec.payg)
     return TenantRun(facts=facts, spec=spec, plan=planned, added=added)
@@ -302,6 +337,9 @@ def facts_out(facts: TenantFacts) -> dict[str, Any]:
     if facts.pool_nodes is not None:
         out["pool_nodes"] = list(facts.pool_nodes)
         out["committed"] = list(facts.committed or ())
+    if facts.class_quotas is not None:
+        out["storage_capacity"] = [facts.storage_capacity] if facts.storage_capacity else []
+        out["class_quotas"] = list(facts.class_quotas)
     return out
 
 
@@ -317,6 +355,7 @@ def facts_in(request: TenantRequest, data: Mapping[str, Any]) -> TenantFacts:
     )
     queues, podgroups, jobs, pods, nodes, cidrs, taken, gateway = fact_lists(data, *LIST_KEYS)
     pool_nodes, committed, parent_list = fact_lists(data, "pool_nodes", "committed", "parent_list")
+    capacity, class_quotas = fact_lists(data, "storage_capacity", "class_quotas")
     live = TenantLive(
         name=request.name,
         objects={kind: index_by_name(objects.get(kind) or ()) for _a, kind in TENANT_KINDS},
@@ -334,6 +373,8 @@ def facts_in(request: TenantRequest, data: Mapping[str, Any]) -> TenantFacts:
         committed=committed,
         parent_list=dict(parent_list[0]) if parent_list else None,
         gateway=gateway,
+        storage_capacity=dict(capacity[0]) if capacity else None,
+        class_quotas=class_quotas if "class_quotas" in data else None,
     )
 
 

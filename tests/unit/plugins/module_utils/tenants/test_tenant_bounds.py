@@ -96,3 +96,44 @@ def test_read_bounds_gives_back_only_what_differs_from_the_purchase():
     assert resource_quota("a", again) == resource_quota("a", set_)
     assert limit_range("a", again) == limit_range("a", set_)
     assert read_bounds(None, None, purchase, None) == {}
+
+
+def test_a_storage_class_bound_lands_on_the_quota_and_reads_back():
+    """Rule storage-class-bounds: the API server's own per-class key; read back as given."""
+    errors: list = []
+    given_bounds = {"storage": "10Ti", "storage_classes": {"checkpoints": "2Ti", "models": "500Gi"}}
+    bounds = bounds_from(given_bounds, {GPU: Decimal(8)}, None, errors)
+    assert errors == []
+    hard = resource_quota("alpha", bounds)["spec"]["hard"]
+    assert hard["checkpoints.storageclass.storage.k8s.io/requests.storage"] == "2Ti"
+    assert hard["models.storageclass.storage.k8s.io/requests.storage"] == "500Gi"
+    assert hard["requests.storage"] == "10Ti"
+    quota = resource_quota("alpha", bounds)
+    assert read_bounds(quota, None, {GPU: Decimal(8)}, None) == {
+        "storage": "10Ti",
+        "storage_classes": {"checkpoints": "2Ti", "models": "500Gi"},
+    }
+    # without class bounds, no class key, and nothing read back
+    plain = bounds_from(None, {GPU: Decimal(8)}, None, errors)
+    assert not any(".storageclass." in k for k in resource_quota("alpha", plain)["spec"]["hard"])
+
+
+def test_bad_storage_class_bounds_are_each_named():
+    errors: list = []
+    bounds_from(
+        {"storage": "1Ti", "storage_classes": {"Bad_Class": "1Gi", "models": "2Ti", "x": "lots"}},
+        {GPU: Decimal(8)},
+        None,
+        errors,
+    )
+    said = [str(e) for e in errors]
+    assert any(s.startswith("bounds.storage_classes.Bad_Class:") for s in said), said
+    assert (
+        "bounds.storage_classes.models: 2Ti is more than the tenant's storage in all (1Ti)" in said
+    )
+    assert any(
+        s.startswith("bounds.storage_classes.x: 'lots' must be a storage size") for s in said
+    )
+    errors = []
+    bounds_from({"storage_classes": ["models"]}, {GPU: Decimal(8)}, None, errors)
+    assert "must be a mapping of storage class to size" in str(errors[0])

@@ -245,9 +245,69 @@ def other_tenant_has_the_name(cluster):
     return cluster
 
 
-def first_run(cluster):
-    TENANT_FLOW.run(tenant_params(), cluster, check_mode=False)
+def first_run(cluster, **options):
+    TENANT_FLOW.run(tenant_params(**options), cluster, check_mode=False)
     return cluster
+
+
+def class_bounds(tib: int) -> dict:
+    return {"storage": "20Ti", "storage_classes": {"checkpoints": f"{tib}Ti"}}
+
+
+def storage_sold() -> FakeCluster:
+    """A pool whose checkpoints class holds 10Ti, 4Ti of it bound to tenant b."""
+    return pool(
+        objects=[
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "platform-storage-capacity", "namespace": "platform-system"},
+                "data": {"checkpoints": "10Ti"},
+            },
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {
+                    "name": "platform-bounds",
+                    "namespace": "tenant-b",
+                    "labels": {
+                        "platform.io/tenant": "b",
+                        "platform.io/managed-by": "gpucloud-platform",
+                    },
+                },
+                "spec": {
+                    "hard": {"checkpoints.storageclass.storage.k8s.io/requests.storage": "4Ti"}
+                },
+            },
+        ]
+    )
+
+
+def test_a_class_bound_beyond_the_class_capacity_is_refused_with_the_numbers():
+    """Rule storage-class-oversell: 10Ti - 4Ti sold to b leaves 6Ti; 7Ti is refused before
+    any write, 6Ti fits, and a bound that does not grow is not judged (nor read for)."""
+    cluster = storage_sold()
+    with pytest.raises(PlatformValidationError) as caught:
+        TENANT_FLOW.run(tenant_params(bounds=class_bounds(7)), cluster, False)
+    assert (
+        "bounds.storage_classes.checkpoints: 7Ti does not fit in storage class checkpoints: "
+        "10Ti in all - 4Ti sold to other tenants = 6Ti left"
+    ) in str(caught.value)
+    assert cluster.real_writes == []
+    cluster.lists.clear()
+    done = TENANT_FLOW.run(tenant_params(bounds=class_bounds(6)), cluster, False)
+    assert done["changed"]
+    assert cluster.lists.count("ResourceQuota") == 1  # every tenant's bounds
+    quota = cluster.get("v1", "ResourceQuota", "platform-bounds", namespace="tenant-a")
+    assert (
+        quota["spec"]["hard"]["checkpoints.storageclass.storage.k8s.io/requests.storage"] == "6Ti"
+    )
+    cluster.lists.clear()
+    TENANT_FLOW.run(tenant_params(bounds=class_bounds(5)), cluster, False)
+    assert cluster.lists.count("ResourceQuota") == 1  # its own only: shrinking is not judged
+    cluster.lists.clear()
+    TENANT_FLOW.run(tenant_params(bounds=class_bounds(6)), cluster, False)
+    assert cluster.lists.count("ResourceQuota") == 2  # its own, then every tenant's
 
 
 # (case, cluster, options)
@@ -265,6 +325,13 @@ CLUSTERS = [
     ("a name taken", lambda: other_tenant_has_the_name(pool()), {}),
     ("no networks told", lambda: FakeCluster([]), {}),
     ("the guard off", lambda: first_run(pool()), {"oversell_check": False, "payg": {GPU: 8}}),
+    ("a class bound that fits", lambda: storage_sold(), {"bounds": class_bounds(6)}),
+    ("a class oversold", lambda: storage_sold(), {"bounds": class_bounds(7)}),
+    (
+        "a class bound that stays",
+        lambda: first_run(storage_sold(), bounds=class_bounds(9), oversell_check=False),
+        {"bounds": class_bounds(9)},
+    ),
 ]
 
 
