@@ -135,6 +135,12 @@ options:
   dataset_pvc:
     description: A PersistentVolumeClaim mounted read-only at O(dataset_mount_path).
     type: str
+  dataset:
+    description:
+      - A published dataset version, C({name, version}), mounted read-only at O(dataset_mount_path) from its claim
+        C(dataset-<name>-<version>) (gpucloud.platform.dataset; rule dataset-version). A version not published is
+        refused before submission, naming this option. Not with O(dataset_pvc).
+    type: dict
   dataset_mount_path:
     description: Where the dataset is mounted.
     type: str
@@ -481,6 +487,7 @@ OPTIONS = dict(
     rdma=dict(type="int", default=0),
     shm_size=dict(type="str"),
     dataset_pvc=dict(type="str"),
+    dataset=dict(type="dict"),
     dataset_mount_path=dict(type="str", default="/data"),
     workspace_pvc=dict(type="str"),
     workspace_mount_path=dict(type="str", default="/workspace"),

@@ -51,6 +51,8 @@ WATCHED = [
     ("v1", "ConfigMap"),
     ("v1", "Secret"),
     ("v1", "ServiceAccount"),
+    ("v1", "PersistentVolumeClaim"),
+    ("v1", "PersistentVolume"),
     ("rbac.authorization.k8s.io/v1", "Role"),
     ("rbac.authorization.k8s.io/v1", "RoleBinding"),
     ("rbac.authorization.k8s.io/v1", "ClusterRole"),
@@ -161,6 +163,7 @@ MODULES: dict[str, list[dict[str, Any]]] = {
     # the store itself is not written in check mode either: test_object_store.py reads it
     "tenant_object_store": [{"tenant": TENANT}],
     "checkpoint_retention": [{"keep": 1}],
+    "dataset": [{"tenant": TENANT, "name": "ck-data", "version": "v1", "size": "1Gi"}],
     "tenant_catalog": [
         {"tenants": CATALOG, "oversell_check": False},
         # Prune every other managed tenant, running work or not: a dry run of each removal.

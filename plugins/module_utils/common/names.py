@@ -250,6 +250,11 @@ def namespace_name(tenant: str) -> str:
     return f"tenant-{tenant}"
 
 
+def dataset_claim(dataset: str, version: str) -> str:
+    """The claim a published dataset version is mounted by (``datasets/objects``)."""
+    return f"dataset-{dataset}-{version}"
+
+
 def queue_name(tenant: str, queue_type: str, team: str | None = None) -> str:
     if queue_type == QUEUE_TYPE_TEAM:
         if not team:

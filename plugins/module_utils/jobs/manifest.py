@@ -106,11 +106,11 @@ def _resources(req: JobRequest, gpus: bool) -> dict[str, Any]:
 def _volumes(req: JobRequest) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     volumes: list[dict[str, Any]] = []
     mounts: list[dict[str, Any]] = []
-    if req.dataset_pvc:
+    if req.dataset_claim:
         volumes.append(
             {
                 "name": DATASET_VOLUME,
-                "persistentVolumeClaim": {"claimName": req.dataset_pvc, "readOnly": True},
+                "persistentVolumeClaim": {"claimName": req.dataset_claim, "readOnly": True},
             }
         )
         mounts.append(

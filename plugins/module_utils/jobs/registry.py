@@ -13,6 +13,7 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("billing-type", classes.JobClass.billing_for),
     RuleRef("class-fits-queue", request_rules.rule_class_fits_queue),
     RuleRef("class-size", request_rules.rule_class_size),
+    RuleRef("dataset-version", request_rules.rule_dataset_version),
     RuleRef("job-class-table", classes.job_class_table),
     RuleRef("job-immutable", submit.changed_fields),
     RuleRef("job-kinds", request_rules.rule_job_kinds),

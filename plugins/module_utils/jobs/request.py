@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..common.errors import FieldError, raise_if
+from ..common.names import dataset_claim
 from .classes import JobClass
 
 
@@ -47,6 +48,8 @@ class JobRequest:
     rdma: int = 0
     shm_size: Any = None
     dataset_pvc: str | None = None
+    # A published dataset version, {name, version} (rule dataset-version): its claim
+    dataset: dict[str, Any] | None = None
     dataset_mount_path: str = "/data"
     workspace_pvc: str | None = None
     workspace_mount_path: str = "/workspace"
@@ -65,6 +68,20 @@ class JobRequest:
     # Secrets they pull their images with, both of the tenant's namespace.
     service_account: str | None = None
     image_pull_secrets: list[str] = field(default_factory=list)
+
+    @property
+    def dataset_claim(self) -> str | None:
+        """The claim mounted at ``dataset_mount_path``: ``dataset_pvc``, or the published
+        claim of ``dataset``."""
+        if self.dataset_pvc:
+            return self.dataset_pvc
+        if (
+            isinstance(self.dataset, Mapping)
+            and self.dataset.get("name")
+            and self.dataset.get("version")
+        ):
+            return dataset_claim(str(self.dataset["name"]), str(self.dataset["version"]))
+        return None
 
     @classmethod
     def from_mapping(cls, params: Mapping[str, Any]) -> JobRequest:

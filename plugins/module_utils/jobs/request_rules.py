@@ -309,10 +309,37 @@ def rule_mount_paths(req: JobRequest, job_class: JobClass | None) -> list[FieldE
     return errors
 
 
+def rule_dataset_version(req: JobRequest, job_class: JobClass | None) -> list[FieldError]:
+    """Rule dataset-version: ``dataset`` names a published version, ``{name, version}``
+    (both DNS labels), mounted read-only at ``dataset_mount_path`` from its claim
+    ``dataset-<name>-<version>`` (gpucloud.platform.dataset); not beside ``dataset_pvc``,
+    which mounts at the same path."""
+    if req.dataset is None:
+        return []
+    if not isinstance(req.dataset, Mapping) or set(req.dataset) != {"name", "version"}:
+        return [
+            FieldError(
+                "dataset",
+                f"{req.dataset!r} must be {{name: <dataset>, version: <version>}}, a published version",
+            )
+        ]
+    errors = dns_label_errors("dataset.name", req.dataset["name"])
+    errors += dns_label_errors("dataset.version", req.dataset["version"])
+    if req.dataset_pvc:
+        errors.append(
+            FieldError(
+                "dataset", "give dataset or dataset_pvc, not both: both mount at dataset_mount_path"
+            )
+        )
+    return errors
+
+
 def rule_distinct_mounts(req: JobRequest, job_class: JobClass | None) -> list[FieldError]:
     """A job with both PVCs mounts them at two paths."""
     if not (
-        req.dataset_pvc and req.workspace_pvc and req.dataset_mount_path == req.workspace_mount_path
+        req.dataset_claim
+        and req.workspace_pvc
+        and req.dataset_mount_path == req.workspace_mount_path
     ):
         return []
     return [
@@ -470,6 +497,7 @@ RULES: tuple[Rule, ...] = (
     rule_pod_resources,
     rule_shm_size,
     rule_pvc_names,
+    rule_dataset_version,
     rule_pod_identity,
     rule_mount_paths,
     rule_distinct_mounts,

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..common.errors import FieldError, PlatformValidationError, raise_if
+from ..common.names import dataset_claim
 from ..common.objects import differs
 from ..queues.kinds import leaf_queue_type
 from .classes import JobClass, job_class_table
@@ -48,6 +49,7 @@ BUILD_KEYS = (
     "rdma",
     "shm_size",
     "dataset_pvc",
+    "dataset",
     "dataset_mount_path",
     "workspace_pvc",
     "workspace_mount_path",
@@ -178,6 +180,11 @@ def claim_field(p: Mapping[str, Any], gang: Gang, supply: Supply) -> str | None:
     for option in ("dataset_pvc", "workspace_pvc"):
         if p.get(option) == missing[0]:
             return option
+    dataset = p.get("dataset")
+    if isinstance(dataset, Mapping) and missing[0] == dataset_claim(
+        str(dataset.get("name")), str(dataset.get("version"))
+    ):
+        return "dataset"
     return "manifest.spec.tasks"
 
 
