@@ -383,8 +383,9 @@ def test_large_topology_starts_and_down_leaves_no_process_running():
         assert up.returncode == 0, up.stderr
         pids = json.loads((state / "pids.json").read_text())
         # the control plane, kwok, Volcano's three, KServe's controller, the conf sync,
-        # kube-state-metrics, the alert receiver, Alertmanager, Prometheus
-        assert len(pids) == 14 and {"kserve-controller", "alertmanager", "alert-sink"} <= set(pids)
+        # kube-state-metrics, the alert receiver, Alertmanager, the S3 server, Prometheus
+        assert len(pids) == 15
+        assert {"kserve-controller", "alertmanager", "alert-sink", "object-store"} <= set(pids)
         assert all(Path(f"/proc/{pid}").exists() for pid in pids.values())
         api = config.new_client_from_config(str(state / "admin.kubeconfig"))
         nodes = client.CoreV1Api(api).list_node().items

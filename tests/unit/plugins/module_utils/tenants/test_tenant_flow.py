@@ -325,8 +325,8 @@ CLUSTERS = [
     ("a name taken", lambda: other_tenant_has_the_name(pool()), {}),
     ("no networks told", lambda: FakeCluster([]), {}),
     ("the guard off", lambda: first_run(pool()), {"oversell_check": False, "payg": {GPU: 8}}),
-    ("a class bound that fits", lambda: storage_sold(), {"bounds": class_bounds(6)}),
-    ("a class oversold", lambda: storage_sold(), {"bounds": class_bounds(7)}),
+    ("a class bound that fits", storage_sold, {"bounds": class_bounds(6)}),
+    ("a class oversold", storage_sold, {"bounds": class_bounds(7)}),
     (
         "a class bound that stays",
         lambda: first_run(storage_sold(), bounds=class_bounds(9), oversell_check=False),
