@@ -63,6 +63,10 @@ options:
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - gpucloud.platform.module
+attributes:
+  diff_mode:
+    support: none
+    details: RV(writes) names every object the run creates, keeps or removes, in order; there is no field-level diff.
 seealso:
   - module: gpucloud.platform.tenant_object_store
   - module: gpucloud.platform.vcjob

@@ -49,6 +49,10 @@ attributes:
   check_mode:
     support: partial
     details: The object store has no dry run; in check mode it is read, not written. The cluster's writes are dry runs.
+  diff_mode:
+    support: partial
+    details: The diff is the owners of the tenant's buckets before and after; the Secret's keys are never shown, and
+      RV(writes) names every object written.
 seealso:
   - module: gpucloud.platform.tenant
   - module: gpucloud.platform.inference_service
