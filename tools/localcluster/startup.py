@@ -2,8 +2,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The steps of `cluster.py up`, once its arguments are read: certificates, the
 components in ORDER with the objects each needs applied before it (BEFORE) and
-their configuration files refreshed, then the serving runtimes and the
-topology's nodes, until the nodes are Ready and Volcano's root queue is Open."""
+their configuration files refreshed (KServe's and Fluid's CRDs in the background),
+then the serving runtimes and the topology's nodes, until the nodes are Ready and
+Volcano's root queue is Open."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import topology
 from alerting_files import reload_alertmanager, write_alertmanager_files
 from components import ORDER, Component, components
 from credentials import ensure_pki
+from fluid_files import apply_fluid_crds
 from kube_client import Kube
 from objects import (
     apply_crds,
@@ -45,15 +47,18 @@ class Up:
     bins: Path
     kube: Kube
     pids: dict[str, int]
-    # One thread: KServe's CRDs are applied while the Volcano components start.
+    # One thread: KServe's and Fluid's CRDs are applied while the Volcano components start.
     background: concurrent.futures.ThreadPoolExecutor
     kserve_crds: concurrent.futures.Future[None] | None = None
+    fluid_crds: concurrent.futures.Future[None] | None = None
     started: list[str] = field(default_factory=list)
 
 
 def _before_kwok(up: Up) -> None:
     ensure_base_objects(up.kube)
     up.kserve_crds = up.background.submit(apply_kserve_crds, up.kube)
+    # Nothing starts on them (no Fluid controller runs here): waited for before `up` ends.
+    up.fluid_crds = up.background.submit(apply_fluid_crds, up.kube)
 
 
 def _before_vc_webhook_manager(up: Up) -> None:
@@ -161,5 +166,7 @@ def bring_up(state: Path, bins: Path, nodes: list[topology.FakeNode], topo_path:
     )
     start_components(up, comps)
     up.background.shutdown()
+    if up.fluid_crds is not None:
+        up.fluid_crds.result()  # a refused apply stops `up` here, with its message
     settle(up, nodes, topo_path)
     return up.started
