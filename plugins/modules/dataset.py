@@ -21,6 +21,14 @@ description:
     published claim (gpucloud.platform.vcjob O(gpucloud.platform.vcjob#module:dataset))."
   - "O(state=absent) removes the version's claims, published volume and ingest job; refused while an unfinished pod
     mounts one of its claims, unless O(force) (rule dataset-in-use). The storage is retained."
+  - "With O(cache), a published version is also cached in the IDC by Fluid (docs/object-store.md#the-cache): a
+    Fluid C(Dataset) (C(data.fluid.io/v1alpha1)) named C(cache-<name>-<version>) mounts the S3 prefix of O(source)
+    read-only (ReadOnlyMany) with the tenant's keys and the store's endpoint from its Secret C(platform-object-store)
+    (C(encryptOptions); rule dataset-cache-mount), and an C(AlluxioRuntime) of the same name holds the cache (rule
+    dataset-cache-tier). Both are made when missing and applied again when they differ from O(cache). Fluid must be
+    installed (role gpucloud.platform.fluid); the cache is refused with O(state=present) and without an S3 source
+    (rule dataset-cache-source). O(state=absent) removes them too, after the same guard (a pod mounting Fluid's
+    claim C(cache-<name>-<version>) counts)."
   - "A published version is not staged again: a new version is."
   - "Writes only what is missing; in check mode the writes are the API server's dry runs."
 options:
@@ -51,11 +59,35 @@ options:
     description:
       - "Where the ingest job takes the data from, C({s3: s3://bucket/prefix}) or C({url: https://...}). Without it
         no ingest job is made and the tenant fills the staging claim itself."
+      - "With O(cache) and O(state=published), the S3 prefix the cache mounts (an C(s3) source is required)."
     type: dict
   ingest_image:
     description: The image the ingest job runs (with C(aws) for an S3 source, C(curl) for a URL). Required with
-      O(source).
+      O(source) and O(state=present).
     type: str
+  cache:
+    description:
+      - "Cache the published version in the IDC with Fluid's Alluxio runtime. Only with O(state=published) (and
+        ignored with O(state=absent), which removes any cache). Without it a run leaves an existing cache as it is."
+    type: dict
+    suboptions:
+      replicas:
+        description: The cache workers (Alluxio workers).
+        type: int
+        default: 1
+      medium:
+        description: The tiered store's one level, memory (C(MEM)) or a node-local disk (C(SSD), C(HDD)).
+        type: str
+        choices: [MEM, SSD, HDD]
+        default: MEM
+      path:
+        description: Where each worker keeps the cache on its node; C(/dev/shm) for C(MEM), required for C(SSD) and
+          C(HDD).
+        type: str
+      quota:
+        description: How much each worker caches at most.
+        type: str
+        default: 2Gi
   force:
     description: Remove a version that unfinished pods mount (they keep running on what they mounted).
     type: bool
@@ -66,7 +98,8 @@ extends_documentation_fragment:
 attributes:
   diff_mode:
     support: none
-    details: RV(writes) names every object the run creates, keeps or removes, in order; there is no field-level diff.
+    details: RV(writes) names every object the run creates, keeps, applies again (C(updated), the cache's objects) or
+      removes, in order; there is no field-level diff.
 seealso:
   - module: gpucloud.platform.tenant_object_store
   - module: gpucloud.platform.vcjob
@@ -88,6 +121,19 @@ EXAMPLES = r"""
     name: imagenet
     version: v1
     state: published
+
+- name: Publish it with a cache of two workers on each node's NVMe disk
+  gpucloud.platform.dataset:
+    tenant: alpha
+    name: imagenet
+    version: v1
+    state: published
+    source: {s3: "s3://tenant-alpha-datasets/imagenet/"}
+    cache:
+      replicas: 2
+      medium: SSD
+      path: /mnt/nvme0/dataset-cache
+      quota: 500Gi
 """
 
 RETURN = r"""
@@ -104,6 +150,11 @@ ingest:
   description: The ingest job's phase, when there is one.
   returned: always
   type: str
+cache:
+  description: The name of the Fluid Dataset and AlluxioRuntime that cache the version, with O(cache).
+  returned: always
+  type: str
+  sample: cache-imagenet-v1
 writes:
   description: What was written (in check mode, would be), in order.
   returned: always
@@ -129,6 +180,9 @@ done:
   elements: str
 """
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.datasets.cache import (
+    CACHE_OPTIONS,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.datasets.service import (
     DATASET_FLOW,
 )
@@ -147,6 +201,7 @@ OPTIONS = {
     "source": {"type": "dict"},
     "ingest_image": {"type": "str"},
     "force": {"type": "bool", "default": False},
+    "cache": {"type": "dict", "options": CACHE_OPTIONS},
 }
 
 

@@ -24,6 +24,8 @@ HYPERNODE_API = "topology.volcano.sh/v1alpha1"
 ADMISSION_API = "admissionregistration.k8s.io/v1"
 LEASE_API = "coordination.k8s.io/v1"
 SERVICE_CIDR_API = "networking.k8s.io/v1"
+# Fluid v1.0.8's Dataset and AlluxioRuntime: a published dataset version's cache.
+FLUID_API = "data.fluid.io/v1alpha1"
 
 # Phases, as Volcano and Kubernetes report them.
 JOB_FINISHED_PHASES = ("Completed", "Failed", "Terminated", "Aborted")  # a Job that holds nothing
@@ -253,6 +255,13 @@ def namespace_name(tenant: str) -> str:
 def dataset_claim(dataset: str, version: str) -> str:
     """The claim a published dataset version is mounted by (``datasets/objects``)."""
     return f"dataset-{dataset}-{version}"
+
+
+def dataset_cache(dataset: str, version: str) -> str:
+    """The Fluid Dataset and AlluxioRuntime of a published dataset version's cache
+    (``datasets/cache``). Not ``dataset_claim``'s name: Fluid makes a claim named after
+    its Dataset in the same namespace."""
+    return f"cache-{dataset}-{version}"
 
 
 def queue_name(tenant: str, queue_type: str, team: str | None = None) -> str:

@@ -11,6 +11,9 @@
 * ``absent``: the version's claims, published volume and ingest job go; refused while an
   unfinished pod mounts one of its claims, unless ``force`` (rule dataset-in-use). The
   storage itself is retained: the platform never deletes a dataset's data.
+* ``cache`` (with ``published``): the version's Fluid Dataset and AlluxioRuntime
+  (``datasets/cache``), made when missing and applied again when they differ from the
+  options; ``absent`` removes them with the rest, after the same guard.
 
 Pure: no I/O.
 """
@@ -24,11 +27,15 @@ from typing import Any
 from ..common import quantity
 from ..common.errors import FieldError, PlatformValidationError, Refused, raise_if
 from ..common.names import (
+    FLUID_API,
+    dataset_cache,
     dns_label_errors,
     dns_subdomain_errors,
     namespace_name,
     tenant_name_errors,
 )
+from ..common.objects import differs
+from .cache import CacheSpec, cache_errors, cache_manifests
 from .objects import (
     ingest_job,
     ingest_job_name,
@@ -56,6 +63,7 @@ class DatasetRequest:
     source: Mapping[str, str] | None = None
     ingest_image: str | None = None
     force: bool = False
+    cache: CacheSpec | None = None
 
     @property
     def namespace(self) -> str:
@@ -113,7 +121,13 @@ def parse_dataset(params: Mapping[str, Any]) -> DatasetRequest:
             )
     if params.get("storage_class") is not None:
         errors += dns_subdomain_errors("storage_class", params["storage_class"])
-    errors += _source_errors(params.get("source"), params.get("ingest_image"))
+    source = params.get("source")
+    # The ingest image is needed only where an ingest job is made (state: present).
+    errors += _source_errors(
+        source, params.get("ingest_image") if state == "present" else "not used"
+    )
+    cache, cache_errs = cache_errors(params.get("cache"), state, source)
+    errors += cache_errs
     raise_if(errors)
     return DatasetRequest(
         tenant=str(params["tenant"]),
@@ -125,6 +139,7 @@ def parse_dataset(params: Mapping[str, Any]) -> DatasetRequest:
         source=params.get("source"),
         ingest_image=params.get("ingest_image"),
         force=bool(params.get("force")),
+        cache=cache if state == "published" else None,
     )
 
 
@@ -137,18 +152,23 @@ class DatasetFacts:
     volume: Mapping[str, Any] | None = None
     job: Mapping[str, Any] | None = None
     pods: Sequence[Mapping[str, Any]] = ()
+    # Fluid's Dataset and AlluxioRuntime of the version (read with cache, and for absent)
+    cache_dataset: Mapping[str, Any] | None = None
+    cache_runtime: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
 class DatasetPlan:
     """The writes in order: ``retain`` (the staging volume's name, to keep), ``creates``
-    (manifests), ``deletes`` ((api version, kind, name, namespace)), and the phase the
-    version is in after them."""
+    (manifests), ``updates`` (manifests of live objects that differ, applied again),
+    ``deletes`` ((api version, kind, name, namespace)), and the phase the version is in
+    after them."""
 
     request: DatasetRequest
     retain: str | None = None
     creates: tuple[dict[str, Any], ...] = ()
     deletes: tuple[tuple[str, str, str, str | None], ...] = ()
+    updates: tuple[dict[str, Any], ...] = ()
     phase: str = ""
     ingest: str | None = None  # the ingest job's phase, when there is one
     said: tuple[str, ...] = field(default=())
@@ -157,6 +177,7 @@ class DatasetPlan:
     def writes(self) -> list[str]:
         out = [f"PersistentVolume/{self.retain} kept (Retain)"] if self.retain else []
         out += [f"{m['kind']}/{m['metadata']['name']}" for m in self.creates]
+        out += [f"{m['kind']}/{m['metadata']['name']} updated" for m in self.updates]
         out += [f"{kind}/{name} removed" for _api, kind, name, _ns in self.deletes]
         return out
 
@@ -175,6 +196,8 @@ def mounting_pods(request: DatasetRequest, pods: Sequence[Mapping[str, Any]]) ->
     claims = {
         staging_claim(request.name, request.version),
         published_claim(request.name, request.version),
+        # the claim Fluid makes for the cache's Dataset
+        dataset_cache(request.name, request.version),
     }
     out = []
     for pod in pods:
@@ -184,6 +207,41 @@ def mounting_pods(request: DatasetRequest, pods: Sequence[Mapping[str, Any]]) ->
         if any((v.get("persistentVolumeClaim") or {}).get("claimName") in claims for v in volumes):
             out.append(pod["metadata"]["name"])
     return sorted(out)
+
+
+def _cache_writes(
+    request: DatasetRequest, facts: DatasetFacts
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The cache's objects to create (missing) and to apply again (differing from the
+    options; fields only Fluid or the API server set do not count)."""
+    if request.cache is None or request.source is None:
+        return [], []
+    creates, updates = [], []
+    manifests = cache_manifests(
+        request.tenant, request.name, request.version, request.source["s3"], request.cache
+    )
+    for manifest, live in zip(manifests, (facts.cache_dataset, facts.cache_runtime), strict=True):
+        if live is None:
+            creates.append(manifest)
+        elif differs(
+            {"metadata": {"labels": manifest["metadata"]["labels"]}, "spec": manifest["spec"]},
+            live,
+        ):
+            updates.append(manifest)
+    return creates, updates
+
+
+def _cache_deletes(
+    request: DatasetRequest, facts: DatasetFacts
+) -> list[tuple[str, str, str, str | None]]:
+    """The runtime first, then the Dataset it is bound to."""
+    name, ns = dataset_cache(request.name, request.version), request.namespace
+    out: list[tuple[str, str, str, str | None]] = []
+    if facts.cache_runtime is not None:
+        out.append((FLUID_API, "AlluxioRuntime", name, ns))
+    if facts.cache_dataset is not None:
+        out.append((FLUID_API, "Dataset", name, ns))
+    return out
 
 
 def _plan_present(request: DatasetRequest, facts: DatasetFacts) -> DatasetPlan:
@@ -241,7 +299,14 @@ def _plan_published(request: DatasetRequest, facts: DatasetFacts) -> DatasetPlan
             left.append(
                 ("v1", "PersistentVolumeClaim", staging_claim(request.name, request.version), ns)
             )
-        return DatasetPlan(request=request, deletes=tuple(left), phase="published")
+        creates, updates = _cache_writes(request, facts)
+        return DatasetPlan(
+            request=request,
+            creates=tuple(creates),
+            updates=tuple(updates),
+            deletes=tuple(left),
+            phase="published",
+        )
     staging, volume = facts.staging, facts.staging_volume
     if staging is None:
         raise Refused(
@@ -268,13 +333,16 @@ def _plan_published(request: DatasetRequest, facts: DatasetFacts) -> DatasetPlan
     deletes.append(
         ("v1", "PersistentVolumeClaim", staging_claim(request.name, request.version), ns)
     )
+    cache_creates, cache_updates = _cache_writes(request, facts)
     return DatasetPlan(
         request=request,
         retain=volume["metadata"]["name"] if keep else None,
         creates=(
             published_pv,
             published_claim_manifest(request.tenant, request.name, request.version, published_pv),
+            *cache_creates,
         ),
+        updates=tuple(cache_updates),
         deletes=tuple(deletes),
         phase="published",
         ingest=_job_phase(facts.job) if facts.job is not None else None,
@@ -290,7 +358,7 @@ def _plan_absent(request: DatasetRequest, facts: DatasetFacts) -> DatasetPlan:
             f"({', '.join(users[:5])}); wait for them, or force: true to remove it anyway",
             pods=users,
         )
-    deletes: list[tuple[str, str, str, str | None]] = []
+    deletes = _cache_deletes(request, facts)
     if facts.job is not None:
         deletes.append(
             ("batch.volcano.sh/v1alpha1", "Job", ingest_job_name(request.name, request.version), ns)
@@ -351,5 +419,8 @@ def report_dataset(
         "phase": planned.phase,
         "claim": claim,
         "ingest": planned.ingest,
+        "cache": dataset_cache(request.name, request.version)
+        if request.cache is not None
+        else None,
         "writes": writes,
     }

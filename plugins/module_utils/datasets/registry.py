@@ -7,9 +7,12 @@ they never import it."""
 from __future__ import annotations
 
 from ..common.rule_index import RuleRef
-from . import objects, plan
+from . import cache, objects, plan
 
 RULES: tuple[RuleRef, ...] = (
+    RuleRef("dataset-cache-mount", cache.cache_dataset),
+    RuleRef("dataset-cache-source", cache.cache_errors),
+    RuleRef("dataset-cache-tier", cache.cache_runtime),
     RuleRef("dataset-in-use", plan.mounting_pods),
     RuleRef("dataset-ingest", objects.ingest_job),
     RuleRef("dataset-names", objects.staging_claim),

@@ -5,18 +5,20 @@
 
 Reads the namespace, the version's claims, its published volume and ingest job (one GET
 each), the staging claim's volume when it is bound, and for ``absent`` the namespace's
-unfinished pods (one list). Writes in the plan's order: the staging volume kept
-(Retain, a merge patch), then the new objects (server-side applied), then the deletions.
-In check mode every write is the API server's dry run.
+unfinished pods (one list); with ``cache``, and for ``absent``, the version's Fluid
+Dataset and AlluxioRuntime (one GET each; ``absent`` on a cluster without Fluid's CRDs
+finds none). Writes in the plan's order: the staging volume kept (Retain, a merge
+patch), then the new objects and those that differ (server-side applied), then the
+deletions. In check mode every write is the API server's dry run.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..common.errors import PartialWrite
-from ..common.names import JOB_API
-from ..kube.cluster import ApiException, Cluster, TransportError
+from ..common.errors import PartialWrite, Refused
+from ..common.names import FLUID_API, JOB_API, dataset_cache
+from ..kube.cluster import ApiException, Cluster, ResourceNotFoundError, TransportError
 from ..kube.flow import Flow
 from .objects import ingest_job_name, published_claim, published_volume_name, staging_claim
 from .plan import (
@@ -31,12 +33,27 @@ from .plan import (
 _UNFINISHED = "status.phase!=Succeeded,status.phase!=Failed"
 
 
+def _cache_object(request: DatasetRequest, cluster: Cluster, kind: str) -> Any:
+    try:
+        return cluster.get(
+            FLUID_API, kind, dataset_cache(request.name, request.version), request.namespace
+        )
+    except ResourceNotFoundError as exc:
+        if request.state == "absent":
+            return None  # no Fluid here, so no cache to remove
+        raise Refused(
+            f"cache: the cluster has no {kind} kind ({FLUID_API}); install Fluid first "
+            "(role gpucloud.platform.fluid), or publish without cache"
+        ) from exc
+
+
 def gather_dataset(request: DatasetRequest, cluster: Cluster) -> DatasetFacts:
     ns = request.namespace
     staging = cluster.get(
         "v1", "PersistentVolumeClaim", staging_claim(request.name, request.version), ns
     )
     bound = ((staging or {}).get("spec") or {}).get("volumeName")
+    cached = request.cache is not None or request.state == "absent"
     return DatasetFacts(
         namespace=cluster.get("v1", "Namespace", ns),
         staging=staging,
@@ -53,6 +70,8 @@ def gather_dataset(request: DatasetRequest, cluster: Cluster) -> DatasetFacts:
         pods=tuple(cluster.list("v1", "Pod", namespace=ns, field_selector=_UNFINISHED))
         if request.state == "absent"
         else (),
+        cache_dataset=_cache_object(request, cluster, "Dataset") if cached else None,
+        cache_runtime=_cache_object(request, cluster, "AlluxioRuntime") if cached else None,
     )
 
 
@@ -72,6 +91,9 @@ def apply_dataset(
         for manifest in planned.creates:
             cluster.apply(manifest)
             done.append(f"{manifest['kind']}/{manifest['metadata']['name']}")
+        for manifest in planned.updates:
+            cluster.apply(manifest)
+            done.append(f"{manifest['kind']}/{manifest['metadata']['name']} updated")
         for api, kind, name, namespace in planned.deletes:
             cluster.delete(api, kind, name, namespace=namespace, propagation="Background")
             done.append(f"{kind}/{name} removed")

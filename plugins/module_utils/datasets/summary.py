@@ -24,6 +24,8 @@ def dataset_summary(
         head += f"published read-only as claim {result.get('claim')}"
     else:
         head += "removed; its storage is retained (the platform never deletes a dataset's data)"
+    if result.get("cache"):
+        head += f"; cached by Fluid Dataset and AlluxioRuntime {result.get('cache')}"
     writes = list(result.get("writes") or [])
     if not writes:
         return [head, "nothing to change"]
