@@ -218,3 +218,69 @@ def test_a_job_asking_for_a_version_not_published_is_refused_naming_dataset(run_
     )
     assert refused.get("failed") and "dataset:" in refused["msg"], refused
     assert "dataset-imagenet-v9" in refused["msg"], refused
+
+
+def test_the_cache_of_a_published_version_is_admitted_by_fluids_crds(run_module, core, dyn, tenant):
+    """The Dataset and AlluxioRuntime the module makes, read back from the API server,
+    which validates them against Fluid v1.0.8's schemas (no Fluid controller runs here)."""
+    version = {"tenant": TENANT, "name": "coco", "version": "v2"}
+    staging = "dataset-coco-v2-staging"
+    # the volume first: the PV controller binds the claim as soon as it is made
+    core.create_persistent_volume(
+        {
+            "metadata": {"name": f"{NS}-coco-volume", "labels": {"platform.io/tenant": TENANT}},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "hostPath": {"path": f"/srv/datasets/{NS}-coco"},
+                "claimRef": {"namespace": NS, "name": staging},
+            },
+        }
+    )
+    assert not run_module("dataset", {**version, "size": "1Gi"}).get("failed")
+    wait_until(
+        lambda: core.read_namespaced_persistent_volume_claim(staging, NS).status.phase == "Bound",
+        60,
+        0.5,
+        "the staging claim Bound",
+    )
+    source = {"s3": f"s3://{NS}-datasets/coco/v2/"}
+    cached = {**version, "state": "published", "source": source, "cache": {"quota": "4Gi"}}
+    checked = run_module("dataset", cached, check=True)
+    published = run_module("dataset", cached)
+    assert not published.get("failed") and published["cache"] == "cache-coco-v2", published
+    assert checked["writes"] == published["writes"], (checked, published)
+    assert published["writes"][-3:-1] == ["Dataset/cache-coco-v2", "AlluxioRuntime/cache-coco-v2"]
+
+    datasets = dyn.resources.get(api_version="data.fluid.io/v1alpha1", kind="Dataset")
+    runtimes = dyn.resources.get(api_version="data.fluid.io/v1alpha1", kind="AlluxioRuntime")
+    dataset = datasets.get(name="cache-coco-v2", namespace=NS).to_dict()
+    runtime = runtimes.get(name="cache-coco-v2", namespace=NS).to_dict()
+    (mount,) = dataset["spec"]["mounts"]
+    assert mount["mountPoint"] == source["s3"] and mount["readOnly"] is True
+    assert dataset["spec"]["accessModes"] == ["ReadOnlyMany"]
+    assert {o["valueFrom"]["secretKeyRef"]["name"] for o in mount["encryptOptions"]} == {
+        "platform-object-store"
+    }
+    assert dataset["metadata"]["labels"]["platform.io/tenant"] == TENANT
+    assert runtime["spec"]["replicas"] == 1
+    # volumeType is the default Fluid's schema gives a level: the API server applied it
+    assert runtime["spec"]["tieredstore"]["levels"] == [
+        {"mediumtype": "MEM", "path": "/dev/shm", "quota": "4Gi", "volumeType": "hostPath"}
+    ]
+    assert run_module("dataset", cached)["writes"] == []
+    # The schema is enforced: a tier Fluid does not know is refused by the API server.
+    from kubernetes.client.exceptions import ApiException
+
+    bad = {**runtime, "metadata": {"name": "cache-bad", "namespace": NS}}
+    bad["spec"]["tieredstore"]["levels"][0]["mediumtype"] = "NVME"
+    with pytest.raises(ApiException) as refused:
+        runtimes.create(body=bad, namespace=NS, dry_run="All")
+    assert refused.value.status == 422 and "mediumtype" in str(refused.value.body)
+
+    removed = run_module("dataset", {**version, "state": "absent"})
+    assert removed["writes"][:2] == [
+        "AlluxioRuntime/cache-coco-v2 removed",
+        "Dataset/cache-coco-v2 removed",
+    ], removed
+    assert not datasets.get(namespace=NS, label_selector="platform.io/dataset=coco").items
