@@ -172,6 +172,35 @@ options:
     description: A C(preStop) command that writes a checkpoint before the pod stops.
     type: list
     elements: str
+  checkpoint:
+    description:
+      - "The checkpoint convention (docs/jobs.md, rules checkpoint-options and checkpoint-convention). Every GPU
+        container mounts the claim O(checkpoint.claim) at C(/checkpoints) and gets C(CHECKPOINT_DIR=/checkpoints/<job>),
+        C(RESUME_FROM=<CHECKPOINT_DIR>/latest) (present only when there is a checkpoint to resume from),
+        C(CHECKPOINT_KEEP) and C(CHECKPOINT_URI=s3://tenant-<tenant>-checkpoints/<job>/), the tenant's own bucket."
+      - "The first GPU task's pods also run, in O(checkpoint.image), an init container C(checkpoint-resume) that fetches
+        the newest checkpoint from the bucket when the claim has none, and a sidecar C(checkpoint-upload) that uploads
+        the newest one every O(checkpoint.interval) seconds and at its preStop (after the training container has
+        stopped), keeping the newest O(checkpoint.keep) in the claim. Both use the tenant's store keys (Secret
+        C(platform-object-store), M(gpucloud.platform.tenant_object_store))."
+    type: dict
+    suboptions:
+      claim:
+        description: The PersistentVolumeClaim of the tenant's namespace that holds the checkpoints (the job's or its team's).
+        type: str
+        required: true
+      image:
+        description: An image with the C(aws) command and a POSIX shell, for the resume and upload containers.
+        type: str
+        required: true
+      keep:
+        description: Checkpoints kept in the claim.
+        type: int
+        default: 2
+      interval:
+        description: Seconds between two uploads while the job runs (at least 60).
+        type: int
+        default: 600
   max_gpus_per_node:
     description: GPUs of the largest node; no pod may ask for more.
     type: int
@@ -210,6 +239,9 @@ options:
     description:
       - "With a cloud placement: an init container C(data-prefetch) (C(image), C(command)) that copies the data onto
         a node-local C(emptyDir) mounted at C(path) (default C(/data/local)) in the main container too."
+      - "C(size_limit) (a quantity, C(50Gi)) bounds that C(emptyDir); with C(storage_class) (a node-local class, for
+        example local NVMe) the data lives instead on a volume of that class and that size, made with the pod and gone
+        with it (a generic ephemeral volume). Rule prefetch-volume."
     type: dict
   service_account:
     description:
@@ -496,6 +528,15 @@ OPTIONS = dict(
     spot_price=dict(type="str"),
     termination_grace_seconds=dict(type="int"),
     checkpoint_command=dict(type="list", elements="str"),
+    checkpoint=dict(
+        type="dict",
+        options=dict(
+            claim=dict(type="str", required=True),
+            image=dict(type="str", required=True),
+            keep=dict(type="int", default=2),
+            interval=dict(type="int", default=600),
+        ),
+    ),
     max_gpus_per_node=dict(type="int", default=8),
     vgpu=dict(type="dict"),
     placement=dict(type="str", choices=["local-only", "local-first", "cloud-ok"]),

@@ -259,8 +259,46 @@ def test_each_kind_is_accepted_and_runs(kind, tenant, dyn, run_module):
     assert again["changed"] is False
 
 
+def _checkpoint_claim(dyn, ns: str, name: str) -> None:
+    """A claim bound to a static volume of its own (the local cluster has no provisioner;
+    kwok mounts nothing)."""
+    volume = f"{ns}-{name}"
+    dyn.resources.get(api_version="v1", kind="PersistentVolume").create(
+        body={
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": volume},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "hostPath": {"path": f"/srv/{volume}"},
+                "storageClassName": "",
+                "claimRef": {"namespace": ns, "name": name},
+            },
+        }
+    )
+    dyn.resources.get(api_version="v1", kind="PersistentVolumeClaim").create(
+        namespace=ns,
+        body={
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "resources": {"requests": {"storage": "1Gi"}},
+                "storageClassName": "",
+                "volumeName": volume,
+            },
+        },
+    )
+
+
 def test_spot_job_with_price_and_checkpoint_runs(tenant, dyn, run_module):
+    """A spot job with its price, a checkpoint command and the checkpoint convention: its
+    pod runs with the 300 s grace, the variables, the claim, and the resume and upload
+    containers (the upload a sidecar with its preStop), as the real API server took them."""
     ns = f"tenant-{tenant}"
+    _checkpoint_claim(dyn, ns, "spot-checkpoints")
     out = run_module(
         "vcjob",
         dict(
@@ -274,6 +312,7 @@ def test_spot_job_with_price_and_checkpoint_runs(tenant, dyn, run_module):
             command=["python", "ft.py"],
             gpus_per_pod=1,
             checkpoint_command=["/bin/sh", "-c", "python /scripts/checkpoint_save.py"],
+            checkpoint={"claim": "spot-checkpoints", "image": "tools/aws-cli:2"},
             wait=True,
             wait_timeout=90,
             wait_sleep=1,
@@ -284,6 +323,22 @@ def test_spot_job_with_price_and_checkpoint_runs(tenant, dyn, run_module):
     pod = wait_until(lambda: _running_on_nodes(dyn, ns, "spot-1", 1), 60, 1, "spot pod")[0]
     assert (
         pod.spec.terminationGracePeriodSeconds == 300 and pod.spec.priorityClassName == "spot-job"
+    )
+    env = {e.name: e.value for e in pod.spec.containers[0].env}
+    assert env["CHECKPOINT_DIR"] == "/checkpoints/spot-1"
+    assert env["CHECKPOINT_URI"] == f"s3://tenant-{tenant}-checkpoints/spot-1/"
+    assert [(c.name, c.restartPolicy) for c in pod.spec.initContainers] == [
+        ("checkpoint-resume", None),
+        ("checkpoint-upload", "Always"),
+    ]
+    assert pod.spec.initContainers[1].lifecycle.preStop.exec.command[:2] == ["sh", "-c"]
+    claims = [
+        v.persistentVolumeClaim.claimName for v in pod.spec.volumes if v.persistentVolumeClaim
+    ]
+    assert claims == ["spot-checkpoints"]
+    # The volume is the cluster's, not the namespace's: it goes with the test.
+    dyn.resources.get(api_version="v1", kind="PersistentVolume").delete(
+        name=f"{ns}-spot-checkpoints"
     )
 
 

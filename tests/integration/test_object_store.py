@@ -1,8 +1,9 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The tenants' object store on the local cluster's real S3 server (versitygw, started by
-tools/localcluster) and the real API server: ``tenant_object_store`` and
-``checkpoint_retention``.
+tools/localcluster) and the real API server: ``tenant_object_store``,
+``checkpoint_retention`` and the checkpoint scripts a job's pods run (the ``aws`` command
+of the test environment, as the pods' image has it).
 
 The tenants are bare namespaces labelled as the tenant module labels them: the modules
 need a tenant's namespace and nothing else of it. Each test's tenants have names of
@@ -13,11 +14,22 @@ names are fresh per run.
 from __future__ import annotations
 
 import base64
+import os
+import shutil
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.checkpoints import (
+    RESUME_SCRIPT,
+    UPLOAD_CONTAINER,
+    UPLOAD_SCRIPT,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.manifest import build_job
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     apply_object_store_connection,
 )
@@ -185,45 +197,100 @@ def test_a_bucket_of_another_owner_is_refused_before_any_write(
     assert secrets == []
 
 
-def test_retention_keeps_the_newest_two_of_five_checkpoints(run_module, api_client, store, tenants):
-    """Rule checkpoint-retention against the real store: five uploads by the tenant's own
-    credentials, the newest two stay; another tenant's bucket is left alone when the run
-    names a tenant; check mode deletes nothing."""
+def checkpoint_env(creds: dict[str, str], tenant: str, claim_dir: Path) -> dict[str, str]:
+    """What the upload sidecar of a job ``llm`` of the tenant gets (rule
+    checkpoint-convention, read off the manifest ``build_job`` makes), its store keys, and
+    the claim at ``claim_dir`` instead of /checkpoints."""
+    manifest = build_job(
+        {
+            "name": "llm",
+            "tenant": tenant,
+            "queue": f"tenant-{tenant}-algo",
+            "kind": "single",
+            "image": "trainer:1",
+            "command": ["train"],
+            "checkpoint": {"claim": "ckpt", "image": "aws-cli:2"},
+        }
+    )
+    pod = manifest["spec"]["tasks"][0]["template"]["spec"]
+    upload = next(c for c in pod["initContainers"] if c["name"] == UPLOAD_CONTAINER)
+    env = {e["name"]: e["value"].replace("/checkpoints", str(claim_dir)) for e in upload["env"]}
+    aws = Path(sys.executable).parent  # the aws command of the test environment
+    return {**creds, **env, "PATH": f"{aws}:{os.environ['PATH']}", "HOME": str(claim_dir)}
+
+
+def run_script(script: str, env: dict[str, str]) -> str:
+    done = subprocess.run(
+        ["sh", "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_checkpoints_upload_resume_and_keep_the_newest_two(
+    run_module, api_client, store, tenants, tmp_path
+):
+    """Rules checkpoint-convention and checkpoint-retention against the real store: the
+    scripts a job's pods run, with the tenant's own keys. Five checkpoints written and
+    uploaded (files and directories): the claim keeps the newest two; the retention run
+    leaves the newest two in the bucket (check mode deletes nothing, another tenant's
+    bucket is left alone); a pod on an empty claim resumes from the newest."""
     for tenant in (A, B):
         assert not run_module("tenant_object_store", {"tenant": tenant}).get("failed")
     creds = credentials(api_client, A)
     client_a = s3(store, creds["AWS_ACCESS_KEY_ID"], creds["AWS_SECRET_ACCESS_KEY"])
     bucket = creds["BUCKET_CHECKPOINTS"]
+    env = checkpoint_env(creds, A, tmp_path)
+    work = Path(env["CHECKPOINT_DIR"])
+    assert env["CHECKPOINT_URI"] == f"s3://tenant-{A}-checkpoints/llm/"
+
+    assert "resumed" not in run_script(RESUME_SCRIPT, env)  # nothing to resume from yet
+    assert not Path(env["RESUME_FROM"]).exists()
     for step in range(1, 6):
-        client_a.put_object(Bucket=bucket, Key=f"llama-ft/step-{step}.pt", Body=b"w" * step)
-    client_a.put_object(Bucket=bucket, Key="other-job/step-1/model.pt", Body=b"w")
-    creds_b = credentials(api_client, B)
-    client_b = s3(store, creds_b["AWS_ACCESS_KEY_ID"], creds_b["AWS_SECRET_ACCESS_KEY"])
-    for step in range(1, 4):
-        client_b.put_object(Bucket=creds_b["BUCKET_CHECKPOINTS"], Key=f"j/s{step}", Body=b"x")
+        if step % 2:
+            (work / f"step-{step}.pt").write_bytes(b"w" * step)
+        else:
+            (work / f"step-{step}").mkdir()
+            (work / f"step-{step}" / "model.pt").write_bytes(b"m" * step)
+            (work / f"step-{step}" / "optim.pt").write_bytes(b"o" * step)
+        os.utime(work / (f"step-{step}.pt" if step % 2 else f"step-{step}"), (step, step))
+        assert "uploaded" in run_script(UPLOAD_SCRIPT, env)
+    assert sorted(p.name for p in work.iterdir() if not p.name.startswith(".")) == [
+        "latest",
+        "step-4",
+        "step-5.pt",
+    ]
+    assert os.readlink(env["RESUME_FROM"]) == "step-5.pt"
+    assert "uploaded" not in run_script(UPLOAD_SCRIPT, env)  # the newest is there already
+    client_b = s3(
+        store,
+        *(credentials(api_client, B)[k] for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")),
+    )
+    client_b.put_object(Bucket=f"tenant-{B}-checkpoints", Key="j/s1", Body=b"x")
 
     def keys(c: Any, name: str) -> list[str]:
         return sorted(o["Key"] for o in c.list_objects_v2(Bucket=name).get("Contents", []))
 
+    assert len(keys(client_a, bucket)) == 7  # 3 files and 2 directories of 2
     planned = run_module("checkpoint_retention", {"tenant": A}, check=True)
     assert not planned.get("failed") and planned["changed"], planned
-    assert planned["buckets"][0]["deleted"] == [
-        "llama-ft/step-3.pt",
-        "llama-ft/step-2.pt",
-        "llama-ft/step-1.pt",
-    ]
-    assert len(keys(client_a, bucket)) == 6
-
+    assert len(keys(client_a, bucket)) == 7
     swept = run_module("checkpoint_retention", {"tenant": A})
     assert not swept.get("failed") and swept["changed"], swept
-    assert keys(client_a, bucket) == [
-        "llama-ft/step-4.pt",
-        "llama-ft/step-5.pt",
-        "other-job/step-1/model.pt",
-    ]
-    assert len(keys(client_b, creds_b["BUCKET_CHECKPOINTS"])) == 3  # not this run's tenant
+    assert keys(client_a, bucket) == ["llm/step-4/model.pt", "llm/step-4/optim.pt", "llm/step-5.pt"]
+    assert keys(client_b, f"tenant-{B}-checkpoints") == ["j/s1"]  # not this run's tenant
     again = run_module("checkpoint_retention", {"tenant": A})
     assert not again.get("failed") and not again["changed"], again
+
+    # A new claim (a pod restarted on a cloud node): the newest comes back from the bucket.
+    shutil.rmtree(work)
+    assert f"resumed from s3://{bucket}/llm/step-5.pt" in run_script(RESUME_SCRIPT, env)
+    assert Path(env["RESUME_FROM"]).read_bytes() == b"w" * 5
+    # Its newest is a directory: that comes back whole.
+    client_a.delete_object(Bucket=bucket, Key="llm/step-5.pt")
+    shutil.rmtree(work)
+    run_script(RESUME_SCRIPT, env)
+    assert sorted(p.name for p in Path(env["RESUME_FROM"]).iterdir()) == ["model.pt", "optim.pt"]
 
 
 def test_removing_a_tenants_access_keeps_its_data(run_module, api_client, store, tenants):

@@ -41,11 +41,13 @@ from ..common.names import (
     LABEL_COMPLIANCE_ZONE,
     LABEL_NODE_LOCATION,
     dns_label_errors,
+    dns_subdomain_errors,
 )
+from ..common.quantity import parse_quantity
 
 PLACEMENTS = ("local-only", "local-first", "cloud-ok")
 CLOUD_PLACEMENTS = ("local-first", "cloud-ok")
-PREFETCH_KEYS = ("image", "command", "path")
+PREFETCH_KEYS = ("image", "command", "path", "size_limit", "storage_class")
 PREFETCH_VOLUME = "prefetch"
 PREFETCH_PATH = "/data/local"
 CLOUD_GRACE_SECONDS = 300  # the design's 5-minute window to checkpoint on a spot instance
@@ -158,7 +160,55 @@ def prefetch_errors(prefetch: Any) -> list[FieldError]:
     path = prefetch.get("path", PREFETCH_PATH)
     if not isinstance(path, str) or not path.startswith("/"):
         errors.append(FieldError("prefetch.path", f"{path!r} must be an absolute path"))
+    return errors + prefetch_volume_errors(prefetch)
+
+
+def prefetch_volume_errors(prefetch: Mapping[str, Any]) -> list[FieldError]:
+    """Rule prefetch-volume: ``size_limit`` is a positive quantity; ``storage_class`` (a
+    node-local class) needs it, as the size its volume asks for."""
+    errors = []
+    size = prefetch.get("size_limit")
+    if size is not None:
+        try:
+            positive = parse_quantity(str(size)) > 0
+        except (ValueError, TypeError):
+            positive = False
+        if isinstance(size, bool) or not positive:
+            errors.append(
+                FieldError("prefetch.size_limit", f"{size!r} must be a positive quantity (50Gi)")
+            )
+    storage_class = prefetch.get("storage_class")
+    if storage_class is not None:
+        errors += dns_subdomain_errors("prefetch.storage_class", storage_class)
+        if size is None:
+            errors.append(
+                FieldError(
+                    "prefetch.storage_class", "needs size_limit: the size its volume asks for"
+                )
+            )
     return errors
+
+
+def prefetch_volume(prefetch: Mapping[str, Any]) -> dict[str, Any]:
+    """Rule prefetch-volume: where the prefetched data lives, bounded when ``size_limit``
+    is given. With ``storage_class``, a volume of that node-local class made with the pod
+    and gone with it (a generic ephemeral volume); otherwise an ``emptyDir``, the kubelet
+    evicting the pod that writes beyond the limit."""
+    size = prefetch.get("size_limit")
+    if prefetch.get("storage_class"):
+        return {
+            "name": PREFETCH_VOLUME,
+            "ephemeral": {
+                "volumeClaimTemplate": {
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "storageClassName": prefetch["storage_class"],
+                        "resources": {"requests": {"storage": str(size)}},
+                    }
+                }
+            },
+        }
+    return {"name": PREFETCH_VOLUME, "emptyDir": {"sizeLimit": str(size)} if size else {}}
 
 
 def cloud_patterns(placement: str | None, prefetch: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -179,6 +229,6 @@ def cloud_patterns(placement: str | None, prefetch: Mapping[str, Any] | None) ->
                 "volumeMounts": [mount],
             }
         ]
-        out["volumes"] = [{"name": PREFETCH_VOLUME, "emptyDir": {}}]
+        out["volumes"] = [prefetch_volume(prefetch)]
         out["mounts"] = [mount]
     return out

@@ -22,6 +22,7 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("node-group-spec", nodegroups.group_errors),
     RuleRef("node-groups-order", plan.plan_node_groups),
     RuleRef("placement-pod-spec", placement.placement_pod_spec),
+    RuleRef("prefetch-volume", placement.prefetch_volume),
     RuleRef("scale-signal", scale.scale_down_behavior),
     RuleRef("scale-signal-inputs", scale.scale_signal_errors),
     RuleRef("vgpu-or-whole-gpu", vgpu.vgpu_conflict_errors),

@@ -45,6 +45,7 @@ from ..hybrid.placement import (
 )
 from ..hybrid.vgpu import vgpu_resources
 from ..policy.admission import PREEMPTABLE_ANNOTATION
+from .checkpoints import CHECKPOINT_ENV_NAMES, checkpoint_pod
 from .classes import DEFAULT_CLASSES, JobClass
 from .kinds import Role, plugins, roles
 from .request import JobRequest, job_placement
@@ -130,17 +131,29 @@ def _volumes(req: JobRequest) -> tuple[list[dict[str, Any]], list[dict[str, Any]
 
 
 def _task(
-    req: JobRequest, role: Role, job_class: JobClass, labels: dict[str, str]
+    req: JobRequest,
+    role: Role,
+    job_class: JobClass,
+    labels: dict[str, str],
+    first_gpu_task: bool = False,
 ) -> dict[str, Any]:
     volumes, mounts = _volumes(req)
     placement = effective_placement(job_placement(req, job_class), req.compliance)
     cloud = cloud_patterns(placement, req.prefetch)
     volumes, mounts = volumes + cloud["volumes"], mounts + cloud["mounts"]
+    init_containers = list(cloud["init_containers"])
+    env = [{"name": k, "value": str(v)} for k, v in sorted(req.env.items())]
+    if req.checkpoint is not None and role.gpus:
+        ckpt = checkpoint_pod(req.tenant, req.name, req.checkpoint, first_gpu_task)
+        volumes, mounts = volumes + ckpt["volumes"], mounts + ckpt["mounts"]
+        # The platform's variables win over a same-named one of the caller's env.
+        env = [e for e in env if e["name"] not in CHECKPOINT_ENV_NAMES] + ckpt["env"]
+        init_containers += ckpt["init_containers"]
     container: dict[str, Any] = {"name": role.container, "image": req.image}
     if role.command:
         container["command"] = list(role.command)
-    if req.env:
-        container["env"] = [{"name": k, "value": str(v)} for k, v in sorted(req.env.items())]
+    if env:
+        container["env"] = env
     container["resources"] = _resources(req, role.gpus)
     if mounts:
         container["volumeMounts"] = mounts
@@ -148,8 +161,8 @@ def _task(
         container["lifecycle"] = {"preStop": {"exec": {"command": list(req.checkpoint_command)}}}
     pod_spec: dict[str, Any] = {"containers": [container], "restartPolicy": role.restart_policy}
     pod_spec.update(pod_identity(req.service_account, req.image_pull_secrets))
-    if cloud["init_containers"]:
-        pod_spec["initContainers"] = cloud["init_containers"]
+    if init_containers:
+        pod_spec["initContainers"] = init_containers
     pod_spec.update(placement_pod_spec(placement, req.compliance, req.compliance_zone))
     grace = req.termination_grace_seconds
     if grace is None:
@@ -200,7 +213,9 @@ def build_job(
     queue_type = req.queue_type or guess_queue_type(req.queue)
     labels = job_labels(req.tenant, job_class, job_class.billing_for(queue_type))
     labels.update(compliance_labels(req.compliance))
-    tasks = [_task(req, r, job_class, labels) for r in roles(req) if r.replicas > 0]
+    made = [r for r in roles(req) if r.replicas > 0]
+    first_gpu = next((r for r in made if r.gpus), None)
+    tasks = [_task(req, r, job_class, labels, r is first_gpu) for r in made]
     metadata: dict[str, Any] = {
         "name": req.name,
         "namespace": namespace_name(req.tenant),

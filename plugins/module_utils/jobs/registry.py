@@ -7,10 +7,22 @@ they never import it."""
 from __future__ import annotations
 
 from ..common.rule_index import RuleRef
-from . import classes, feasibility, kinds, large_job, request_rules, sla, submit, throttle
+from . import (
+    checkpoints,
+    classes,
+    feasibility,
+    kinds,
+    large_job,
+    request_rules,
+    sla,
+    submit,
+    throttle,
+)
 
 RULES: tuple[RuleRef, ...] = (
     RuleRef("billing-type", classes.JobClass.billing_for),
+    RuleRef("checkpoint-convention", checkpoints.checkpoint_pod),
+    RuleRef("checkpoint-options", checkpoints.checkpoint_errors),
     RuleRef("class-fits-queue", request_rules.rule_class_fits_queue),
     RuleRef("class-size", request_rules.rule_class_size),
     RuleRef("dataset-version", request_rules.rule_dataset_version),

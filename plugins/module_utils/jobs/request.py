@@ -58,6 +58,8 @@ class JobRequest:
     spot_price: Any = None
     termination_grace_seconds: int | None = None
     checkpoint_command: list[str] | None = None
+    # The checkpoint convention (rule checkpoint-convention): {claim, image, keep, interval}
+    checkpoint: dict[str, Any] | None = None
     max_gpus_per_node: int = 8
     vgpu: dict[str, Any] | None = None
     placement: str | None = None

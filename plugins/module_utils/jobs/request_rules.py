@@ -32,6 +32,7 @@ from ..common.quantity import parse
 from ..hybrid.placement import CLOUD_PLACEMENTS, placement_errors, prefetch_errors
 from ..hybrid.vgpu import MAX_VGPU_NUMBER, vgpu_conflict_errors, vgpu_request_errors
 from ..queues.kinds import queue_name_errors
+from .checkpoints import checkpoint_errors
 from .class_rules import class_price_errors, class_size_errors
 from .classes import DEFAULT_CLASSES, JobClass, class_queue_errors
 from .kinds import KINDS, pod_name_room, roles
@@ -334,6 +335,20 @@ def rule_dataset_version(req: JobRequest, job_class: JobClass | None) -> list[Fi
     return errors
 
 
+def rule_checkpoint(req: JobRequest, job_class: JobClass | None) -> list[FieldError]:
+    """Rule checkpoint-options (``checkpoints.checkpoint_errors``), and the claim is not
+    also the dataset's or the workspace's: it mounts at ``/checkpoints``."""
+    errors = checkpoint_errors(req.checkpoint)
+    if errors or req.checkpoint is None:
+        return errors
+    claim = req.checkpoint["claim"]
+    if claim in (req.dataset_claim, req.workspace_pvc):
+        errors.append(
+            FieldError("checkpoint.claim", f"{claim!r} is already the job's dataset or workspace")
+        )
+    return errors
+
+
 def rule_distinct_mounts(req: JobRequest, job_class: JobClass | None) -> list[FieldError]:
     """A job with both PVCs mounts them at two paths."""
     if not (
@@ -501,6 +516,7 @@ RULES: tuple[Rule, ...] = (
     rule_pod_identity,
     rule_mount_paths,
     rule_distinct_mounts,
+    rule_checkpoint,
     rule_command_form,
     rule_command_required,
     rule_ray_takes_no_command,

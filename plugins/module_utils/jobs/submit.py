@@ -58,6 +58,7 @@ BUILD_KEYS = (
     "spot_price",
     "termination_grace_seconds",
     "checkpoint_command",
+    "checkpoint",
     "max_gpus_per_node",
     "vgpu",
     "placement",

@@ -359,3 +359,44 @@ def test_a_class_placement_is_the_default_and_a_job_placement_wins():
     assert own["metadata"]["annotations"]["platform.io/placement"] == "cloud-ok"
     with pytest.raises(PlatformValidationError, match=r"job_classes.normal.placement: 'moon'"):
         job_class_table({"normal": {"placement": "moon"}})
+
+
+def test_a_prefetch_size_limit_bounds_its_empty_dir():
+    (spec,) = specs(
+        job(
+            placement="cloud-ok",
+            checkpoint_command=CHECKPOINT,
+            prefetch={**PREFETCH, "size_limit": "50Gi"},
+        )
+    )
+    assert {"name": "prefetch", "emptyDir": {"sizeLimit": "50Gi"}} in spec["volumes"]
+
+
+def test_a_prefetch_on_a_node_local_class_is_an_ephemeral_volume_of_that_size():
+    (spec,) = specs(
+        job(
+            placement="cloud-ok",
+            checkpoint_command=CHECKPOINT,
+            prefetch={**PREFETCH, "size_limit": "200Gi", "storage_class": "local-nvme"},
+        )
+    )
+    (volume,) = [v for v in spec["volumes"] if v["name"] == "prefetch"]
+    claim = volume["ephemeral"]["volumeClaimTemplate"]["spec"]
+    assert claim["storageClassName"] == "local-nvme"
+    assert claim["resources"] == {"requests": {"storage": "200Gi"}}
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"size_limit": "lots"}, "prefetch.size_limit"),
+        ({"size_limit": "0"}, "prefetch.size_limit"),
+        ({"storage_class": "local-nvme"}, "prefetch.storage_class"),
+        ({"storage_class": "Local_NVMe", "size_limit": "1Gi"}, "prefetch.storage_class"),
+    ],
+)
+def test_a_bad_prefetch_volume_is_refused_naming_the_key(extra, field):
+    errors = errors_of(
+        placement="cloud-ok", checkpoint_command=CHECKPOINT, prefetch={**PREFETCH, **extra}
+    )
+    assert field in errors
