@@ -318,6 +318,32 @@ def test_strict_mode_fails_the_play_on_an_unreachable_chart(tmp_path, kubeconfig
     assert helm_releases(namespace, kubeconfig) == []
 
 
+def test_fluid_is_off_unless_enabled_then_skipped_with_one_line_or_failed_when_strict(
+    tmp_path, kubeconfig, namespace
+):
+    """Fluid's chart is not reachable here: enabled, the role skips it with one line,
+    and under platform_helm_strict the play fails naming the chart."""
+    missing = str(tmp_path / "no-such-chart.tgz")
+    base = {
+        "fluid_chart_ref": missing,
+        "fluid_chart_repo_url": "",
+        "fluid_namespace": namespace,
+    }
+    off = run_role(tmp_path, kubeconfig, "fluid", base)
+    assert off.failed == 0 and not [m for m in off.messages() if m.startswith("fluid: ")]
+    run = run_role(tmp_path, kubeconfig, "fluid", {**base, "fluid_enabled": True})
+    assert run.failed == 0 and run.changed == 0, run.messages()
+    (line,) = [m for m in run.messages() if m.startswith("fluid: skipped — ")]
+    assert f"chart fluid 1.0.8 not reachable at {missing}" in line and "set fluid_chart_ref" in line
+    strict = run_role(
+        tmp_path, kubeconfig, "fluid", {**base, "fluid_enabled": True, "platform_helm_strict": True}
+    )
+    assert strict.failed == 1, strict.messages()
+    failure = next(m for m in strict.messages() if "platform_helm_strict is true" in m)
+    assert f"chart fluid 1.0.8 not reachable at {missing}" in failure
+    assert helm_releases(namespace, kubeconfig) == []
+
+
 def test_local_chart_of_another_version_is_skipped(tmp_path, kubeconfig, namespace):
     run = run_role(
         tmp_path,

@@ -22,6 +22,7 @@ ROLES = [
     "dcgm_exporter",
     "volcano",
     "kserve",
+    "fluid",
     "storage",
     "object_store",
     "monitoring",

@@ -37,11 +37,46 @@ TEMPLATES = {
     "kube-prometheus-stack": ("monitoring", "prometheus_stack_values.yml.j2"),
     "loki": ("monitoring", "loki_values.yml.j2"),
     "alloy": ("monitoring", "alloy_values.yml.j2"),
+    "fluid": ("fluid", "values.yml.j2"),
 }
 
 M = MIRROR
 # chart -> [(image, value path, value under the mirror)]. kserve-crd has no image.
 IMAGES: dict[str, list[tuple[str, str, str]]] = {
+    # fluid 1.0.8: each image's imagePrefix (the chart's YAML anchors are read when it is
+    # parsed, so each is set); Alluxio's own images are under alluxio/
+    "fluid": [
+        ("fluidcloudnative/fluid-crd-upgrader", "crdUpgrade.imagePrefix", f"{M}/fluidcloudnative"),
+        (
+            "fluidcloudnative/dataset-controller",
+            "dataset.controller.imagePrefix",
+            f"{M}/fluidcloudnative",
+        ),
+        (
+            "fluidcloudnative/csi-node-driver-registrar",
+            "csi.registrar.imagePrefix",
+            f"{M}/fluidcloudnative",
+        ),
+        ("fluidcloudnative/fluid-csi", "csi.plugins.imagePrefix", f"{M}/fluidcloudnative"),
+        (
+            "fluidcloudnative/init-users",
+            "runtime.alluxio.init.imagePrefix",
+            f"{M}/fluidcloudnative",
+        ),
+        (
+            "fluidcloudnative/alluxioruntime-controller",
+            "runtime.alluxio.controller.imagePrefix",
+            f"{M}/fluidcloudnative",
+        ),
+        ("alluxio/alluxio-dev", "runtime.alluxio.runtime.imagePrefix", f"{M}/alluxio"),
+        ("alluxio/alluxio-dev (fuse)", "runtime.alluxio.fuse.imagePrefix", f"{M}/alluxio"),
+        ("fluidcloudnative/fluid-webhook", "webhook.imagePrefix", f"{M}/fluidcloudnative"),
+        (
+            "fluidcloudnative/application-controller",
+            "fluidapp.controller.imagePrefix",
+            f"{M}/fluidcloudnative",
+        ),
+    ],
     "nvidia-device-plugin": [
         # one image for the plugin, GFD, the config manager and the MPS control daemon
         ("nvidia/k8s-device-plugin", "image.repository", f"{M}/nvidia/k8s-device-plugin"),
