@@ -128,6 +128,10 @@ options:
     description:
       - Refuse a catalog whose subscriptions and pay-as-you-go grants together grow beyond the pool (rule
         catalog-oversell-guard). A catalog that sells no more than the cluster already does is never refused.
+      - The same for storage, per class (rule catalog-storage-oversell) - the tenants' C(bounds.storage_classes)
+        together against each class's capacity as the storage role records it (ConfigMap
+        C(platform-storage-capacity) in C(platform-system), one GET); a class with no capacity recorded is not
+        judged.
     type: bool
     default: true
   prune:

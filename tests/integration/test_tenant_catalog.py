@@ -101,8 +101,9 @@ def test_an_unchanged_run_only_lists(others, run_module, api_client):
     assert not result.get("failed"), result.get("msg")
     assert result["changed"] is False and result["objects"] == []
     assert set(statuses(result).values()) == {"unchanged"}
-    # One LIST per kind (13) and the parent-queues GET, whatever the fleet's size.
-    assert result["requests"] == 14
+    # One LIST per kind (13), the parent-queues GET and the storage capacity GET, whatever
+    # the fleet's size.
+    assert result["requests"] == 15
     assert {n: our_writes(api_client, n) for n in MINE} == before
 
 
@@ -365,3 +366,41 @@ def test_prune_is_bounded_and_a_tenant_with_claims_needs_its_name_confirmed(
         lambda: queues_of(api_client, "cat-b") == {} and queues_of(api_client, "cat-c") == {},
         what="cat-b's and cat-c's queues gone",
     )
+
+
+def test_a_catalog_selling_a_storage_class_beyond_its_capacity_writes_nothing(
+    others, run_module, api_client
+):
+    """Rule catalog-storage-oversell on the real cluster: the capacity the storage role
+    records, every tenant's class bound together; refused whole, nothing written."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api_client)
+    name, ns = "platform-storage-capacity", "platform-system"
+    before = None
+    try:
+        before = core.read_namespaced_config_map(name, ns)
+    except client.ApiException as exc:
+        assert exc.status == 404, exc
+    body = {"metadata": {"name": name}, "data": {"ckpt-test": "10Ti"}}
+    if before is None:
+        core.create_namespaced_config_map(ns, body)
+    else:
+        core.patch_namespaced_config_map(name, ns, {"data": {"ckpt-test": "10Ti"}})
+    try:
+        tenants = [
+            {**t, "bounds": {"storage_classes": {"ckpt-test": size}}}
+            for t, size in zip(mine()[:2], ("6Ti", "5Ti"), strict=True)
+        ]
+        out = run_module("tenant_catalog", catalog(others, tenants))
+        assert out.get("failed"), out
+        assert "the catalog sells 11Ti of storage class ckpt-test" in out["msg"], out["msg"]
+        assert "growing: cat-a, cat-b" in out["msg"], out["msg"]
+        for tenant in ("cat-a", "cat-b"):
+            quotas = core.list_namespaced_resource_quota(f"tenant-{tenant}").items
+            assert not any("ckpt-test" in k for q in quotas for k in (q.spec.hard or {})), quotas
+    finally:
+        if before is None:
+            core.delete_namespaced_config_map(name, ns)
+        else:
+            core.patch_namespaced_config_map(name, ns, {"data": {"ckpt-test": None}})

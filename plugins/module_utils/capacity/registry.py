@@ -13,6 +13,7 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("catalog-oversell-guard", oversell.catalog_oversell_errors),
     RuleRef("catalog-purchase", purchase.catalog_purchase),
     RuleRef("catalog-sale", purchase.catalog_sale),
+    RuleRef("catalog-storage-oversell", storage_oversell.catalog_storage_oversell_errors),
     RuleRef("oversell-guard", oversell.oversell_errors),
     RuleRef("payg-burst-headroom", cloud.burst_headroom),
     RuleRef("payg-cloud-part", cloud.cloud_part_after),

@@ -10,6 +10,10 @@ Rule held here:
   role records it (ConfigMap ``platform-storage-capacity`` in ``platform-system``). Only a
   bound that grows is judged, so a class already oversold (its capacity lowered) still
   takes bounds that stay or shrink; a class with no recorded capacity is not judged.
+* Rule catalog-storage-oversell (``catalog_storage_oversell_errors``): the same over a
+  whole tenant catalog, every tenant's bounds together: the catalog's tenants as it
+  gives them, the tenants outside it as they hold them (unless pruned). Only a class
+  whose total grows is judged.
 
 Pure: no I/O.
 """
@@ -102,6 +106,45 @@ def storage_oversell_errors(
                     "for less, or raise the class's capacity in storage_classes",
                 )
             )
+    return errors
+
+
+def catalog_storage_oversell_errors(
+    capacity: Mapping[str, Decimal],
+    live: Mapping[str, Mapping[str, Decimal]],
+    desired: Mapping[str, Mapping[str, str]],
+    pruned: Iterable[str] = (),
+) -> list[FieldError]:
+    """Rule catalog-storage-oversell: one error per class whose total bound grows beyond
+    its capacity, with the numbers and the catalog's tenants that grow."""
+    gone = set(pruned)
+    errors = []
+    for name in sorted(capacity):
+        before = sum((b.get(name, Decimal(0)) for b in live.values()), Decimal(0))
+        catalog = {t: _size(b.get(name, "0")) or Decimal(0) for t, b in desired.items()}
+        outside = sum(
+            (
+                b.get(name, Decimal(0))
+                for t, b in live.items()
+                if t not in desired and t not in gone
+            ),
+            Decimal(0),
+        )
+        after = sum(catalog.values(), Decimal(0)) + outside
+        if after <= capacity[name] or after <= before:
+            continue
+        growing = sorted(t for t, size in catalog.items() if size > live.get(t, {}).get(name, 0))
+        shown = ", ".join(growing[:10]) + (" ..." if len(growing) > 10 else "")
+        errors.append(
+            FieldError(
+                f"tenants.bounds.storage_classes.{name}",
+                f"the catalog sells {_text(after)} of storage class {name} "
+                f"({_text(after - outside)} to the catalog's tenants + {_text(outside)} kept by "
+                f"tenants outside it) but the class holds {_text(capacity[name])}; "
+                f"{_text(after - capacity[name])} too many; growing: {shown} "
+                "(rule catalog-storage-oversell)",
+            )
+        )
     return errors
 
 

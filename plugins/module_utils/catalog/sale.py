@@ -28,9 +28,15 @@ from typing import Any
 from ..capacity.oversell import catalog_oversell_errors
 from ..capacity.purchase import CatalogSale
 from ..capacity.sale import SaleBook, sale_refusal
+from ..capacity.storage_oversell import (
+    catalog_storage_oversell_errors,
+    class_bounds_of,
+    class_capacity,
+)
 from ..common.errors import FieldError, raise_if
 from ..common.quantity import GPU
 from ..spot.reclaim import victim_names
+from ..tenants.bounds import BOUNDS_NAME
 from .fleet import Fleet, fleet_purchases
 from .spec import Catalog
 
@@ -104,12 +110,27 @@ def sale_line(
 
 
 def oversell_check(
-    params: Mapping[str, Any], catalog: Catalog, fleet: Fleet, pruned: Sequence[str]
+    params: Mapping[str, Any],
+    catalog: Catalog,
+    fleet: Fleet,
+    pruned: Sequence[str],
+    storage_capacity: Mapping[str, Any] | None = None,
 ) -> None:
-    """Rule catalog-oversell-guard over every purchase of the catalog together, from the
-    fleet as read (raises PlatformValidationError); off with ``oversell_check: false``."""
+    """Rules catalog-oversell-guard (GPUs) and catalog-storage-oversell (storage per class,
+    against the storage role's ``storage_capacity`` ConfigMap) over every tenant of the
+    catalog together, from the fleet as read (raises PlatformValidationError naming every
+    refusal); off with ``oversell_check: false``."""
     if not params.get("oversell_check", True):
         return
     pool, live = fleet_purchases(params, fleet)
     desired = {t.name: (t.subscription, t.payg) for t in catalog.tenants}
-    raise_if(catalog_oversell_errors(pool, live, desired, pruned))
+    errors = catalog_oversell_errors(pool, live, desired, pruned)
+    live_classes = {
+        name: class_bounds_of(tenant.objects.get("ResourceQuota", {}).get(BOUNDS_NAME))
+        for name, tenant in fleet.tenants.items()
+    }
+    wanted = {t.name: dict(t.bounds.storage_classes) if t.bounds else {} for t in catalog.tenants}
+    errors += catalog_storage_oversell_errors(
+        class_capacity(storage_capacity), live_classes, wanted, pruned
+    )
+    raise_if(errors)

@@ -36,7 +36,7 @@ from ..kube import cluster as kube
 from ..kube.cluster import NotFoundError, ResourceNotFoundError
 from ..tenants.changes import Changes
 from ..tenants.live import active_jobs, active_pods
-from ..tenants.read_io import TENANT_KINDS, read_parent_queues
+from ..tenants.read_io import TENANT_KINDS, read_parent_queues, read_storage_capacity
 from ..tenants.write_io import (
     delete_tenant,
     reported_part_way,
@@ -110,7 +110,8 @@ class Progress:
 
 def read_fleet(cluster: kube.Cluster, workers: int) -> CatalogFacts:
     """One LIST per kind, sent side by side: the tenants' objects by the tenant label,
-    every Queue, PodGroup and Node, the ServiceCIDRs, and the parent-queues list."""
+    every Queue, PodGroup and Node, the ServiceCIDRs, the parent-queues list, and the
+    storage classes' capacity (one GET)."""
 
     def service_cidrs() -> list[dict[str, Any]]:
         try:
@@ -127,13 +128,14 @@ def read_fleet(cluster: kube.Cluster, workers: int) -> CatalogFacts:
         lambda: cluster.list("v1", "Node"),
         service_cidrs,
         lambda: read_parent_queues(cluster),
+        lambda: read_storage_capacity(cluster),
     ]
     results = cluster.concurrently(calls, workers)
     for result in results:
         if isinstance(result, BaseException):
             raise result
     objects = {kind: results[i] for i, (_api, kind) in enumerate(FLEET_KINDS)}
-    queues, podgroups, nodes, cidrs, parent_list = results[len(FLEET_KINDS) :]
+    queues, podgroups, nodes, cidrs, parent_list, capacity = results[len(FLEET_KINDS) :]
     return CatalogFacts(
         objects=objects,
         queues=queues,
@@ -141,6 +143,7 @@ def read_fleet(cluster: kube.Cluster, workers: int) -> CatalogFacts:
         nodes=nodes,
         service_cidrs=cidrs,
         parent_list=parent_list,
+        storage_capacity=capacity,
     )
 
 

@@ -88,6 +88,8 @@ class CatalogFacts:
     service_cidrs: list[dict[str, Any]] = field(default_factory=list)
     parent_list: dict[str, Any] | None = None
     running: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The storage role's capacity per class (rule catalog-storage-oversell); None: unknown.
+    storage_capacity: dict[str, Any] | None = None
     # When the run started reading (the progress lines count from it); not a fact.
     started: float | None = field(default=None, compare=False)
 
@@ -285,7 +287,13 @@ def plan_catalog(request: CatalogRequest, facts: CatalogFacts) -> CatalogPlan:
             for spec in catalog.tenants
         ]
         prunes = plan_prunes(request, fleet, facts)
-        oversell_check(request.options, catalog, fleet, [w.name for w in prunes if not w.refused])
+        oversell_check(
+            request.options,
+            catalog,
+            fleet,
+            [w.name for w in prunes if not w.refused],
+            facts.storage_capacity,
+        )
     refuse_if_any(request, [*works, *prunes])
     todo = [w for w in (*works, *prunes) if not w.refused]
     parents: set[str] = set()

@@ -126,9 +126,7 @@ def read_storage_oversell_objects(
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """Rule storage-class-oversell's input: the storage role's capacity ConfigMap (one GET)
     and every tenant's bounds (one list of the platform's ResourceQuotas)."""
-    capacity = cluster.get(
-        "v1", "ConfigMap", STORAGE_CAPACITY_CONFIGMAP, namespace=PLATFORM_NAMESPACE
-    )
+    capacity = read_storage_capacity(cluster)
     quotas = cluster.list(
         "v1",
         "ResourceQuota",
@@ -136,6 +134,12 @@ def read_storage_oversell_objects(
         field_selector=f"metadata.name={BOUNDS_NAME}",
     )
     return capacity, quotas
+
+
+def read_storage_capacity(cluster: kube.Cluster) -> dict[str, Any] | None:
+    """The storage role's capacity per class: ConfigMap ``platform-storage-capacity`` (one
+    GET; None where the role recorded none)."""
+    return cluster.get("v1", "ConfigMap", STORAGE_CAPACITY_CONFIGMAP, namespace=PLATFORM_NAMESPACE)
 
 
 def read_cluster_networks(cluster: kube.Cluster, spec: TenantSpec) -> ClusterNetworks:

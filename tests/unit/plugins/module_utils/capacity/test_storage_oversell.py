@@ -67,3 +67,35 @@ def test_what_is_admitted_never_sells_more_than_the_class(capacity_ti, others_ti
     errors = so.storage_oversell_errors("new", capacity, sold, {"checkpoints": f"{want_ti}Ti"})
     fits = sum(others_ti) + want_ti <= capacity_ti
     assert (errors == []) is fits
+
+
+def test_a_catalog_is_judged_by_its_total_per_class_and_only_when_it_grows():
+    """Rule catalog-storage-oversell."""
+    capacity = {"checkpoints": 10 * TI}
+    live = {"a": {"checkpoints": 4 * TI}, "b": {"checkpoints": 5 * TI}}
+    assert so.catalog_storage_oversell_errors(capacity, live, {"a": {"checkpoints": "5Ti"}}) == []
+    (error,) = so.catalog_storage_oversell_errors(capacity, live, {"a": {"checkpoints": "6Ti"}})
+    assert error.field == "tenants.bounds.storage_classes.checkpoints"
+    assert "1Ti too many; growing: a" in error.message
+    assert (
+        so.catalog_storage_oversell_errors(capacity, live, {"a": {"checkpoints": "6Ti"}}, ["b"])
+        == []
+    )
+    oversold = {"a": {"checkpoints": 8 * TI}, "b": {"checkpoints": 5 * TI}}  # capacity lowered
+    assert (
+        so.catalog_storage_oversell_errors(capacity, oversold, {"a": {"checkpoints": "7Ti"}}) == []
+    )
+
+
+@given(
+    sizes=st.dictionaries(
+        st.sampled_from(["a", "b", "c", "d"]), st.integers(min_value=0, max_value=20), max_size=4
+    )
+)
+def test_a_catalog_passes_exactly_when_it_fits_or_does_not_grow(sizes):
+    capacity = {"checkpoints": 10 * TI}
+    live = {"a": {"checkpoints": 3 * TI}, "z": {"checkpoints": 2 * TI}}
+    desired = {t: {"checkpoints": f"{n}Ti"} for t, n in sizes.items()}
+    total = sum(sizes.values()) + (0 if "a" in sizes else 3) + 2
+    errors = so.catalog_storage_oversell_errors(capacity, live, desired)
+    assert (errors == []) == (total <= 10 or total <= 5)

@@ -227,3 +227,33 @@ def test_the_report_of_a_prune_deletes_children_first_and_the_namespace_last():
     assert gone[0] == ("Job", "train")
     assert gone[-1] == ("Namespace", "tenant-t1")
     assert {r["name"]: r["status"] for r in said["summary"]} == {"t0": "unchanged", "t1": "pruned"}
+
+
+def stored(name: str, gpus: int, checkpoints: str) -> dict[str, Any]:
+    return {**entry(name, gpus), "bounds": {"storage_classes": {"checkpoints": checkpoints}}}
+
+
+CAPACITY = {"data": {"checkpoints": "10Ti"}}
+
+
+def test_a_catalog_that_sells_a_storage_class_beyond_its_capacity_is_refused():
+    """Rule catalog-storage-oversell: the catalog's class bounds together, with a tenant
+    outside it keeping its own."""
+    given = facts([stored("t0", 2, "4Ti"), stored("t9", 2, "5Ti")])
+    given.storage_capacity = CAPACITY
+    with pytest.raises(PlatformValidationError) as exc:
+        plan_catalog(request([stored("t0", 2, "6Ti")]), given)
+    said = str(exc.value)
+    assert "sells 11Ti of storage class checkpoints" in said
+    assert "5Ti kept by tenants outside it" in said and "growing: t0" in said
+
+
+def test_a_catalog_within_a_class_or_not_growing_it_or_unjudged_is_planned():
+    given = facts([stored("t0", 2, "4Ti"), stored("t9", 2, "5Ti")])
+    given.storage_capacity = CAPACITY
+    assert plan_catalog(request([stored("t0", 2, "5Ti")]), given).works
+    # Pruning t9 frees its 5Ti.
+    given.running = {"t9": {"jobs": [], "pods": [], "claims": [], "secrets": []}}
+    assert plan_catalog(request([stored("t0", 2, "9Ti")], prune=True), given).works
+    given.storage_capacity = None  # no capacity recorded: not judged
+    assert plan_catalog(request([stored("t0", 2, "15Ti")]), given).works
