@@ -724,7 +724,8 @@ class Replay:
                 "usage_start": rfc3339(start),
                 "usage_end": rfc3339(end),
                 "usage_report_dir": where,
-                "usage_tenants": self.tenant_names(),
+                # Every tenant the period knows (rule metering-known-tenant): naming the
+                # trace's would refuse one created and deleted without a job or a scrape.
             }
             if self.s.prometheus_url:
                 extra["metering_prometheus_url"] = self.s.prometheus_url
@@ -734,7 +735,10 @@ class Replay:
                 return {}
             ledger = json.loads(ledgers[0].read_text())
         out: dict[str, float] = {}
+        traced = set(self.tenant_names())
         for row in ledger.get("rows") or []:
+            if row["tenant"] not in traced:
+                continue  # a tenant of the cluster that the trace does not have
             hours = float(row.get("gpu_hours") or 0) * self.s.factor
             out[row["tenant"]] = out.get(row["tenant"], 0.0) + hours
         return out

@@ -1,7 +1,7 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A short trace replayed on the local cluster under the platform (docs/trace-replay.md):
-about 35 jobs in a 20-minute day, fifteen times faster, with the platform's submission path
+about 35 jobs in a 20-minute day, twenty times faster, with the platform's submission path
 and its reconcilers as production runs them beside the rulebook activation
 (``platform-events``): started by the collection's event source, the schedules kept as the
 safety net. The ``platform`` configuration is the same replay with every reconciler on its
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY_S = 1200
-FACTOR = 15
+FACTOR = 20
 JOBS = 35
 CONFIGURATION = "platform-events"
 
