@@ -38,6 +38,7 @@ TEMPLATES = {
     "loki": ("monitoring", "loki_values.yml.j2"),
     "alloy": ("monitoring", "alloy_values.yml.j2"),
     "fluid": ("fluid", "values.yml.j2"),
+    "versitygw": ("object_store", "values.yml.j2"),
 }
 
 M = MIRROR
@@ -77,6 +78,9 @@ IMAGES: dict[str, list[tuple[str, str, str]]] = {
             f"{M}/fluidcloudnative",
         ),
     ],
+    # versitygw 0.4.1 (object_store_mode install): one image for the gateway, its admin API
+    # and its accounts; the tag is pinned either way (the chart's default is "latest")
+    "versitygw": [("versity/versitygw", "image.repository", f"{M}/versity/versitygw")],
     "nvidia-device-plugin": [
         # one image for the plugin, GFD, the config manager and the MPS control daemon
         ("nvidia/k8s-device-plugin", "image.repository", f"{M}/nvidia/k8s-device-plugin"),
@@ -303,3 +307,16 @@ def test_volcano_keeps_its_fixed_image_addons_off(rendered):
     fixed images no registry value moves; the role keeps them off."""
     for case in ("mirror", "none"):
         assert rendered[case]["volcano"]["custom"]["metrics_enable"] is False
+
+
+def test_versitygw_runs_the_pinned_tag_with_its_admin_api_and_accounts(rendered):
+    """The chart's image tag defaults to "latest"; the role pins it, and turns on the admin
+    API and the accounts that gpucloud.platform.tenant_object_store speaks to."""
+    tag = yaml.safe_load((ROOT / "roles" / "object_store" / "defaults" / "main.yml").read_text())[
+        "object_store_image_tag"
+    ]
+    for case in ("mirror", "none"):
+        values = rendered[case]["versitygw"]
+        assert values["image"]["tag"] == tag != "latest"
+        assert values["admin"]["enabled"] is True and values["iam"]["enabled"] is True
+        assert values["auth"]["existingSecret"] == "platform-object-store-root"
