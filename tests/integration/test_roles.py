@@ -344,6 +344,53 @@ def test_fluid_is_off_unless_enabled_then_skipped_with_one_line_or_failed_when_s
     assert helm_releases(namespace, kubeconfig) == []
 
 
+def test_object_store_install_skipped_with_one_line_or_failed_when_strict(
+    tmp_path, kubeconfig, namespace, api_client
+):
+    """versitygw's chart is not reachable here: object_store_mode install skips it with one
+    line and writes nothing (no root keys, the connection left as it was); under
+    platform_helm_strict the play fails naming the chart."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    core = client.CoreV1Api(api_client)
+
+    def connection_version() -> str | None:
+        try:
+            secret = core.read_namespaced_secret("platform-object-store", "platform-system")
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return secret.metadata.resource_version
+
+    missing = str(tmp_path / "no-such-chart.tgz")
+    base = {
+        "object_store_mode": "install",
+        "object_store_chart_ref": missing,
+        "object_store_chart_repo_url": "",
+        "object_store_namespace": namespace,
+    }
+    before = connection_version()
+    external = run_role(tmp_path, kubeconfig, "object_store", {"object_store_endpoint": ""})
+    assert external.failed == 0 and external.changed == 0, external.messages()
+    (entry,) = external.fact("object_store_summary")
+    assert entry["action"] == "skipped" and entry["reason"] == "object_store_endpoint is not set"
+    run = run_role(tmp_path, kubeconfig, "object_store", base)
+    assert run.failed == 0 and run.changed == 0, run.messages()
+    (line,) = [m for m in run.messages() if m.startswith("object_store: skipped — ")]
+    assert f"chart versitygw 0.4.1 not reachable at {missing}" in line
+    assert "set object_store_chart_ref" in line
+    strict = run_role(tmp_path, kubeconfig, "object_store", {**base, "platform_helm_strict": True})
+    assert strict.failed == 1, strict.messages()
+    failure = next(m for m in strict.messages() if "platform_helm_strict is true" in m)
+    assert f"chart versitygw 0.4.1 not reachable at {missing}" in failure
+    secrets = {s.metadata.name for s in core.list_namespaced_secret(namespace).items}
+    assert "platform-object-store-root" not in secrets, secrets
+    assert connection_version() == before
+    assert helm_releases(namespace, kubeconfig) == []
+
+
 def test_local_chart_of_another_version_is_skipped(tmp_path, kubeconfig, namespace):
     run = run_role(
         tmp_path,
