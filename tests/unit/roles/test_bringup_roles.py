@@ -134,6 +134,12 @@ def test_version_table_and_standin_charts_match_the_pins(prefix):
     assert str(meta["version"]) == pinned
 
 
+@pytest.mark.parametrize(("role", "prefix"), [("fluid", "fluid"), ("object_store", "object_store")])
+def test_version_table_matches_the_pins_of_charts_without_a_standin(role, prefix):
+    defaults = load(ROOT / "roles" / role / "defaults" / "main.yml")
+    assert version_table()[f"{prefix}_chart_version"] == str(defaults[f"{prefix}_chart_version"])
+
+
 def test_version_table_lists_the_rdma_image():
     defaults = load(ROOT / "roles" / "rdma_device_plugin" / "defaults" / "main.yml")
     assert (
