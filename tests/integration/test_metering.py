@@ -72,15 +72,15 @@ CLOUD_NODE = "vk-metering-0"
 # name -> (queue suffix, class, GPUs, bid, seconds it runs; None: until reclaimed)
 T1_JOBS = {
     "short": ("algo", "normal", 1, None, 10),
-    "medium": ("payg", "normal", 2, None, 25),
-    "long": ("spot", "spot", 1, "0.3", 45),
+    "medium": ("payg", "normal", 2, None, 15),
+    "long": ("spot", "spot", 1, "0.3", 30),
     "cheap": ("spot", "spot", 1, "0.1", None),
-    "cloud": ("payg", "normal", 12, None, 15),
+    "cloud": ("payg", "normal", 12, None, 10),
 }
 CLOUD_JOB = {"placement": "cloud-ok", "max_gpus_per_node": 16, "checkpoint_command": ["save"]}
-HAND_SECONDS = 40
-RECLAIM_AFTER = 30
-RESIZE_AFTER = 20
+HAND_SECONDS = 25
+RECLAIM_AFTER = 20
+RESIZE_AFTER = 12
 PRICES = {
     "subscription": {"gpu_hour": "2.00", "overage_gpu_hour": "3.00"},
     "payg": {"gpu_hour": "3.50"},
