@@ -2,9 +2,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one place the collection talks to the object store.
 
-S3 calls go through boto3's client; the store's admin API (accounts, bucket owners:
-versitygw's, which Ceph RGW and MinIO answer with their own admin APIs) takes requests
-signed like S3's, which botocore signs and sends. Every call is counted, and every
+S3 calls go through boto3's client; the store's admin API (accounts, bucket owners) is
+versitygw's, which takes requests signed like S3's, which botocore signs and sends. Ceph
+RGW's and MinIO's admin APIs are other APIs, not spoken here (docs/object-store.md). Every call is counted, and every
 failure becomes a ``StoreError`` that says which store and what it answered.
 """
 
