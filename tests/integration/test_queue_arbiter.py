@@ -49,7 +49,7 @@ pytestmark = pytest.mark.integration
 
 GPU = "nvidia.com/gpu"
 # vc-scheduler runs every second here; what must not happen is watched for this long.
-WATCH_SECONDS = 10
+WATCH_SECONDS = 5
 CLASS_OF = {
     "normal-job": "normal",
     "debug-job": "debug",
