@@ -182,7 +182,8 @@ options:
         the newest checkpoint from the bucket when the claim has none, and a sidecar C(checkpoint-upload) that uploads
         the newest one every O(checkpoint.interval) seconds and at its preStop (after the training container has
         stopped), keeping the newest O(checkpoint.keep) in the claim. Both use the tenant's store keys (Secret
-        C(platform-object-store), M(gpucloud.platform.tenant_object_store))."
+        C(platform-object-store), M(gpucloud.platform.tenant_object_store)). Refused with O(manifest), whose pod
+        templates are the caller's to write."
     type: dict
     suboptions:
       claim:

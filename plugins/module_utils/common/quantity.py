@@ -89,6 +89,17 @@ ORDINARY_DIGITS = 100
 MEMO_LIMIT = 4096
 
 
+def is_positive(value: object) -> bool:
+    """Whether ``value`` is a quantity above zero (a size: ``500Gi``); False for anything
+    the parser refuses, and for a bool (YAML's ``yes`` is not a size)."""
+    if value is None or isinstance(value, bool):
+        return False
+    try:
+        return parse_quantity(str(value)) > 0
+    except (TypeError, ValueError, ArithmeticError):
+        return False
+
+
 def remembered(value: object) -> Decimal | None:
     """The quantity ``parse`` accepted for ``value`` before (the very ``Decimal`` it
     returned), when that was an ordinary one; None otherwise."""

@@ -120,11 +120,7 @@ def cache_errors(
     elif not isinstance(path, str) or not path.startswith("/"):
         errors.append(FieldError("cache.path", f"{path!r} must be an absolute path"))
     quota = raw.get("quota") or DEFAULT_QUOTA
-    try:
-        ok = quantity.parse_quantity(quota) > 0
-    except (TypeError, ValueError, ArithmeticError):
-        ok = False
-    if not ok:
+    if not quantity.is_positive(quota):
         errors.append(FieldError("cache.quota", f"{quota!r} must be a size such as 20Gi"))
     if errors:
         return None, errors

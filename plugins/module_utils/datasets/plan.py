@@ -107,18 +107,13 @@ def parse_dataset(params: Mapping[str, Any]) -> DatasetRequest:
     if state not in STATES:
         errors.append(FieldError("state", f"{state!r} is not one of {', '.join(STATES)}"))
     size = params.get("size")
-    if state == "present":
-        try:
-            ok = size is not None and quantity.parse_quantity(size) > 0
-        except (TypeError, ValueError, ArithmeticError):
-            ok = False
-        if not ok:
-            errors.append(
-                FieldError(
-                    "size",
-                    f"{size!r} must be a storage size such as 500Gi, required with state: present",
-                )
+    if state == "present" and not quantity.is_positive(size):
+        errors.append(
+            FieldError(
+                "size",
+                f"{size!r} must be a storage size such as 500Gi, required with state: present",
             )
+        )
     if params.get("storage_class") is not None:
         errors += dns_subdomain_errors("storage_class", params["storage_class"])
     source = params.get("source")

@@ -43,7 +43,7 @@ from ..common.names import (
     dns_label_errors,
     dns_subdomain_errors,
 )
-from ..common.quantity import parse_quantity
+from ..common.quantity import is_positive
 
 PLACEMENTS = ("local-only", "local-first", "cloud-ok")
 CLOUD_PLACEMENTS = ("local-first", "cloud-ok")
@@ -168,15 +168,10 @@ def prefetch_volume_errors(prefetch: Mapping[str, Any]) -> list[FieldError]:
     node-local class) needs it, as the size its volume asks for."""
     errors = []
     size = prefetch.get("size_limit")
-    if size is not None:
-        try:
-            positive = parse_quantity(str(size)) > 0
-        except (ValueError, TypeError):
-            positive = False
-        if isinstance(size, bool) or not positive:
-            errors.append(
-                FieldError("prefetch.size_limit", f"{size!r} must be a positive quantity (50Gi)")
-            )
+    if size is not None and not is_positive(size):
+        errors.append(
+            FieldError("prefetch.size_limit", f"{size!r} must be a positive quantity (50Gi)")
+        )
     storage_class = prefetch.get("storage_class")
     if storage_class is not None:
         errors += dns_subdomain_errors("prefetch.storage_class", storage_class)

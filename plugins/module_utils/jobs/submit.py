@@ -99,6 +99,14 @@ def option_errors(p: Mapping[str, Any]) -> list[FieldError]:
                         "pod template of each of its tasks",
                     )
                 )
+        if p.get("checkpoint"):
+            errors.append(
+                FieldError(
+                    "checkpoint",
+                    "applies to a job built from kind (rule checkpoint-convention); with "
+                    "manifest, its claim, variables and containers are the manifest's to write",
+                )
+            )
     if p["state"] == "absent" and not job_name(p):
         errors.append(FieldError("name", "is required to delete a job"))
     for key in SECONDS_KEYS:

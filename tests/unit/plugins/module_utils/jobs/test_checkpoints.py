@@ -138,3 +138,17 @@ def test_the_claim_cannot_also_be_the_workspace():
 @given(keep=st.integers(min_value=1, max_value=50), interval=st.integers(60, 86400))
 def test_any_keep_and_interval_at_their_least_or_more_are_accepted(keep, interval):
     assert checkpoint_errors({**CKPT, "keep": keep, "interval": interval}) == []
+
+
+def test_with_a_manifest_checkpoint_is_refused_not_dropped():
+    from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import submit
+    from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.jobs.job_objects import (
+        SINGLE,
+        vcjob_params,
+    )
+
+    manifest = {"metadata": {"name": "m"}, "spec": {"tasks": []}}
+    given = vcjob_params(**{**SINGLE, "kind": None, "manifest": manifest, "checkpoint": CKPT})
+    errors = submit.option_errors(given)
+    assert [e.field for e in errors] == ["checkpoint"]
+    assert "built from kind" in errors[0].message
