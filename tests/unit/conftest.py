@@ -11,8 +11,15 @@ from typing import Any
 import pytest
 from ansible.module_utils import _internal as _ansible_internal
 from ansible.module_utils.testing import patch_module_args
+from hypothesis import settings
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import Cluster
+
+# No deadline per example: the properties are about what the core computes, and scripts/test
+# runs this stage at the lowest priority beside the local cluster, where an example's time
+# says how busy the machine is, not how fast the code is.
+settings.register_profile("gpucloud", deadline=None)
+settings.load_profile("gpucloud")
 
 
 def core_deprecations(result: dict[str, Any]) -> list[Any]:
