@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -25,6 +26,7 @@ from ansible_collections.gpucloud.platform.tests.integration.localcluster_helper
     ROOT,
     WATCHERS,
     cluster_tool,
+    state_dir,
     volcano_webhook_serves,
     wait_until,
 )
@@ -224,6 +226,15 @@ def api_server(kubeconfig, api_client):
         stopped = False
 
         def stop(self) -> None:
+            # Killed from this process first: `cluster.py stop` spends its start-up (a
+            # second or more on a busy machine) before its kill, and a module the test
+            # means to cut off part-way may finish its writes in that time.
+            pids = json.loads((state_dir() / "pids.json").read_text())
+            pid = int(pids.get("kube-apiserver") or 0)
+            cmdline = Path(f"/proc/{pid}/cmdline")
+            if pid and cmdline.exists() and b"kube-apiserver" in cmdline.read_bytes():
+                os.kill(pid, signal.SIGKILL)
+            # Then cluster.py records it stopped, so that `up` starts it again.
             cluster_tool("stop", "kube-apiserver", "--timeout", "0")
             self.stopped = True
 

@@ -95,6 +95,31 @@ def spot_queues(api_client):
                 raise
 
 
+def when_written(custom, names: list[str], count: int, timeout: float, then) -> None:
+    """Call ``then`` as soon as ``count`` of the queues carry the recompute's floor. Read
+    from a watch, not a poll: one LIST of hundreds of queues can take longer than the
+    recompute needs for all its remaining writes, and the stop must land in the middle."""
+    from kubernetes import watch
+
+    wanted, written = set(names), set()
+    stream = watch.Watch()
+    for event in stream.stream(
+        custom.list_cluster_custom_object,
+        *VOLCANO,
+        label_selector="platform.io/queue-type=spot",
+        timeout_seconds=int(timeout),
+    ):
+        queue = event["object"]
+        name = queue["metadata"]["name"]
+        if name in wanted and "cpu" in (queue["spec"].get("capability") or {}):
+            written.add(name)
+            if len(written) >= count:
+                then()
+                stream.stop()
+                return
+    pytest.fail(f"{len(written)} of {count} queues written in {timeout} s")
+
+
 def floored(custom, names: list[str]) -> set[str]:
     """The queues the recompute has written (they carry a cpu capability now)."""
     items = custom.list_cluster_custom_object(
@@ -115,9 +140,13 @@ def test_a_spot_recompute_cut_off_part_way_names_what_it_wrote(
 
     custom = client.CustomObjectsApi(api_client)
     finish = start_module("spot_capacity", {})
-    wait_until(lambda: len(floored(custom, spot_queues)) >= 20, 120, 0.1, "20 queues written")
-    api_server.stop()
-    out = finish()
+    try:
+        when_written(custom, spot_queues, 20, 120, api_server.stop)
+        out = finish()
+    finally:
+        # Before the fixture deletes the queues.
+        if api_server.stopped:
+            api_server.restore()
 
     assert out.get("failed") is True and out["changed"] is True, out.get("msg")
     assert out["msg"].startswith(
@@ -127,7 +156,6 @@ def test_a_spot_recompute_cut_off_part_way_names_what_it_wrote(
     done = set(out["done"]) & set(spot_queues)
     assert 20 <= len(done) < len(spot_queues)
 
-    api_server.restore()
     written = floored(custom, spot_queues)
     # Every write reported was made; at most the ones in flight when the server died
     # (one per worker: the queues are written DEFAULT_WORKERS at a time) landed
