@@ -358,3 +358,73 @@ def test_build_cache_is_its_own(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(build_federation, "cache_key", lambda: "k")
     assert build_federation.bin_dir() == tmp_path / "gpucloud-localcluster/bin-federation/k"
+
+
+# --- joining, on a stand-in for the two API servers -------------------------------------------
+
+
+class _FakeKube:
+    """Objects by (kind, namespace, name); TokenRequest counted."""
+
+    def __init__(self):
+        self.objects: dict[tuple, dict] = {}
+        self.applied = 0
+        self.tokens = 0
+        self.core = self
+
+    def get(self, _api_version, kind, name, namespace=None):
+        return self.objects.get((kind, namespace, name))
+
+    def apply(self, obj):
+        self.applied += 1
+        key = (obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"])
+        old = self.objects.get(key)
+        uid = old["metadata"]["uid"] if old else f"uid-{key[2]}-{self.applied}"
+        stored = {**obj, "metadata": {**obj["metadata"], "uid": uid}}
+        self.objects[key] = stored
+        return stored
+
+    def create_namespaced_service_account_token(self, name, namespace, body, **_):
+        from types import SimpleNamespace
+
+        self.tokens += 1
+        uid = self.objects[("ServiceAccount", namespace, name)]["metadata"]["uid"]
+        exp = int(time.time()) + body["spec"]["expirationSeconds"]
+        claims = {"exp": exp, "kubernetes.io": {"serviceaccount": {"uid": uid}}}
+        return SimpleNamespace(status=SimpleNamespace(token=_jwt(claims)))
+
+
+def test_a_second_join_issues_no_token_and_changes_nothing(tmp_path, monkeypatch):
+    import federation
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    member_state = tmp_path / "gpucloud-localcluster" / "fed-idc"
+    (member_state / "pki").mkdir(parents=True)
+    (member_state / "pki" / "ca.crt").write_bytes(b"MEMBER-CA")
+    cfg = fs.kubeconfig("https://127.0.0.1:27143", member_state / "pki", "admin")
+    (member_state / "admin.kubeconfig").write_text(yaml.safe_dump(cfg))
+    member, karmada = _FakeKube(), _FakeKube()
+    monkeypatch.setattr(federation, "Kube", lambda *a, **k: member)
+    up = federation.Up.__new__(federation.Up)
+    up.state, up.kube = tmp_path / "fed", karmada
+    m = fs.Member("idc", "fed-idc", compliance_zone="z1")
+
+    assert federation.join(up, m) is True
+    assert member.tokens == 2
+    cluster = karmada.get(None, "Cluster", "fed-idc")
+    assert cluster["spec"]["apiEndpoint"] == "https://127.0.0.1:27143"
+    assert cluster["metadata"]["labels"]["platform.io/compliance-zone"] == "z1"
+    secret = karmada.get(None, "Secret", "fed-idc", "karmada-cluster")
+    assert fs.secret_value(secret, "caBundle") == b"MEMBER-CA"
+
+    assert federation.join(up, m) is False
+    assert member.tokens == 2
+    assert karmada.get(None, "Secret", "fed-idc", "karmada-cluster") == secret
+
+    # the member was wiped and started again: a new CA, new ServiceAccounts
+    (member_state / "pki" / "ca.crt").write_bytes(b"NEW-CA")
+    member.objects.clear()
+    assert federation.join(up, m) is True
+    assert member.tokens == 4
+    secret = karmada.get(None, "Secret", "fed-idc", "karmada-cluster")
+    assert fs.secret_value(secret, "caBundle") == b"NEW-CA"
