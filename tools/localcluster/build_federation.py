@@ -2,19 +2,26 @@
 """Builds the local federation's Karmada components, with a cache of their own.
 
     python3 tools/localcluster/build_federation.py [--print-dir] [--budget SECONDS]
+    python3 tools/localcluster/build_federation.py --gen-gomod    # after moving the pin
 
 The binaries land in ``$XDG_CACHE_HOME/gpucloud-localcluster/bin-federation/<key>/``,
-where ``<key>`` hashes this file (which holds the pin) and the Go version: adding it, or
-moving its pin, rebuilds these binaries alone, not the control plane.
+where ``<key>`` hashes this file (which holds the pin), ``gomod-karmada/`` and the Go
+version: adding them, or moving the pin, rebuilds these binaries alone, not the control
+plane.
 
 Four of Karmada's main packages are built, each as ``karmada-<name>``: the
 controller-manager, the scheduler, the webhook and the aggregated API server (which
 serves ``cluster.karmada.io``). Karmada's API server is a plain kube-apiserver with the
 aggregation layer on, and its etcd and kube-controller-manager are the local cluster's
-own (build.py). Karmada's go.mod has no ``replace`` or ``exclude`` directives, so
-``go install module/cmd/...@version`` builds all four at once with the module's own
-go.mod and go.sum, unchanged; each is stamped with the release
-(``-X .../pkg/version.gitVersion``).
+own (build.py).
+
+``go install module/cmd/...@version`` cannot build them here: it asks the module proxy
+for Karmada's version list (to look for a deprecation notice), and the proxy refuses it
+(403). So they are built in a small generated module of their own,
+``gomod-karmada/`` (go.mod requiring Karmada at the pin, go.sum, tools.go naming the
+four packages; ``--gen-gomod`` writes it with ``go mod tidy``). Karmada's go.mod has no
+``replace`` or ``exclude`` directives, so its dependency versions are Karmada's own.
+Each binary is stamped with the release (``-X .../pkg/version.gitVersion``).
 
 The CRDs and the webhook configuration are not copied: ``federation.py up`` reads them
 from the same module in Go's module cache (``go mod download``).
@@ -22,16 +29,21 @@ from the same module in Go's module cache (``go mod download``).
 
 from __future__ import annotations
 
+import argparse
+import hashlib
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import build_extra
-from build import Budget, cache_root, go_env, run_with_progress
+from build import Budget, cache_root, go_env, go_version, run_with_progress
 
+HERE = Path(__file__).resolve().parent
+GOMOD_KARMADA = HERE / "gomod-karmada"
 MODULE = "github.com/karmada-io/karmada"
 KARMADA = "v1.16.0"
 # The binary's name -> its main package in the module (go install names it after the
@@ -46,7 +58,11 @@ VERSION_PKG = f"{MODULE}/pkg/version"
 
 
 def cache_key() -> str:
-    return build_extra.cache_key(__file__)
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    for name in ("go.mod", "go.sum", "tools.go"):
+        digest.update((GOMOD_KARMADA / name).read_bytes())
+    digest.update(go_version().encode())
+    return digest.hexdigest()[:16]
 
 
 def bin_dir() -> Path:
@@ -65,10 +81,10 @@ def ldflags() -> str:
     )
 
 
-def install_command() -> list[str]:
-    """One ``go install`` of every package: they share their compiled dependencies."""
-    packages = [f"{MODULE}/{pkg}@{KARMADA}" for pkg in BINARIES.values()]
-    return ["go", "install", "-v", "-trimpath", "-ldflags", ldflags(), *packages]
+def build_command(out: Path) -> list[str]:
+    """One ``go build`` of every package into ``out``: they share their compiled dependencies."""
+    packages = [f"{MODULE}/{pkg}" for pkg in BINARIES.values()]
+    return ["go", "build", "-v", "-trimpath", "-ldflags", ldflags(), "-o", f"{out}/", *packages]
 
 
 def build(budget: Budget) -> Path:
@@ -78,26 +94,72 @@ def build(budget: Budget) -> Path:
     started = time.monotonic()
     print(f"build: Karmada {KARMADA} into {target} (many minutes on 2 cores)", flush=True)
     target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="build-", dir=target.parent))
+    staging = Path(tempfile.mkdtemp(prefix="build-", dir=target.parent))
     try:
-        staging = work / "bin"
-        staging.mkdir()
-        # GOFLAGS without -mod=readonly: `go install pkg@version` refuses it outside a module.
-        env = dict(go_env(), GOBIN=str(staging), GOFLAGS="-buildvcs=false")
-        run_with_progress(install_command(), "Karmada", budget, work, env)
+        run_with_progress(build_command(staging), "Karmada", budget, GOMOD_KARMADA, go_env())
         for name, pkg in BINARIES.items():
             (staging / pkg.rsplit("/", 1)[-1]).rename(staging / name)
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)
     print(f"build: Karmada binaries ready in {time.monotonic() - started:.0f}s", flush=True)
     return target
 
 
+GOMOD_HEADER = """// Generated by tools/localcluster/build_federation.py --gen-gomod: Karmada {version}
+// and what it needs, with Karmada's own versions (its go.mod has no replace); do not edit.
+module gpucloud.local/localcluster-karmada
+
+go 1.24.10
+
+require {module} {version}
+"""
+TOOLS_GO = """//go:build tools
+
+// Package tools pins the binaries this module builds (build_federation.py).
+package tools
+
+import (
+{imports})
+"""
+
+
+def gen_gomod() -> None:
+    """gomod-karmada/: go.mod requiring Karmada at the pin, tools.go naming the four
+    packages, and go.sum filled by ``go mod tidy``."""
+    GOMOD_KARMADA.mkdir(exist_ok=True)
+    imports = "".join(f'\t_ "{MODULE}/{pkg}"\n' for pkg in BINARIES.values())
+    (GOMOD_KARMADA / "tools.go").write_text(TOOLS_GO.format(imports=imports))
+    (GOMOD_KARMADA / "go.mod").write_text(GOMOD_HEADER.format(module=MODULE, version=KARMADA))
+    env = dict(os.environ, GOFLAGS="-mod=mod -buildvcs=false")
+    subprocess.run(["go", "mod", "tidy"], cwd=GOMOD_KARMADA, env=env, check=True)
+
+
 def main() -> int:
-    return build_extra.main(__doc__ or "", bin_dir, build)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--budget", type=float, help="give up (exit 75) after this many seconds")
+    parser.add_argument(
+        "--print-dir", action="store_true", help="print the binary directory and exit"
+    )
+    parser.add_argument(
+        "--gen-gomod", action="store_true", help="write gomod-karmada/ for the pin and exit"
+    )
+    args = parser.parse_args()
+    if args.print_dir:
+        print(bin_dir())
+        return 0
+    if shutil.which("go") is None:
+        print("build: the Go toolchain is required (go not found on PATH)", file=sys.stderr)
+        return 1
+    if args.gen_gomod:
+        gen_gomod()
+        return 0
+    print(build(Budget(args.budget)))
+    return 0
 
 
 if __name__ == "__main__":

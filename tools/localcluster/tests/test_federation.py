@@ -335,23 +335,33 @@ def test_cluster_ready():
 # --- build --------------------------------------------------------------------------------------
 
 
-def test_build_installs_the_four_packages_at_the_pinned_release():
-    cmd = build_federation.install_command()
-    assert cmd[:2] == ["go", "install"]
+def test_build_compiles_the_four_packages_of_the_generated_module(tmp_path):
+    cmd = build_federation.build_command(tmp_path)
+    assert cmd[:2] == ["go", "build"]
+    assert cmd[cmd.index("-o") + 1] == f"{tmp_path}/"
     packages = [a for a in cmd if a.startswith("github.com/")]
     assert packages == [
-        f"github.com/karmada-io/karmada/{pkg}@v1.16.0" for pkg in build_federation.BINARIES.values()
+        f"github.com/karmada-io/karmada/{pkg}" for pkg in build_federation.BINARIES.values()
     ]
-    assert (
-        "-X github.com/karmada-io/karmada/pkg/version.gitVersion=v1.16.0"
-        in cmd[cmd.index("-ldflags") + 1]
-    )
+    stamp = cmd[cmd.index("-ldflags") + 1]
+    assert "-X github.com/karmada-io/karmada/pkg/version.gitVersion=v1.16.0" in stamp
     assert set(build_federation.BINARIES) == {
         "karmada-controller-manager",
         "karmada-scheduler",
         "karmada-webhook",
         "karmada-aggregated-apiserver",
     }
+
+
+def test_the_generated_module_requires_the_pin_and_names_the_packages():
+    gomod = (build_federation.GOMOD_KARMADA / "go.mod").read_text()
+    assert f"require github.com/karmada-io/karmada {build_federation.KARMADA}\n" in gomod
+    assert "\nreplace" not in gomod
+    tools = (build_federation.GOMOD_KARMADA / "tools.go").read_text()
+    for pkg in build_federation.BINARIES.values():
+        assert f'_ "github.com/karmada-io/karmada/{pkg}"' in tools
+    sums = (build_federation.GOMOD_KARMADA / "go.sum").read_text()
+    assert f"github.com/karmada-io/karmada {build_federation.KARMADA} h1:" in sums
 
 
 def test_build_cache_is_its_own(monkeypatch, tmp_path):
