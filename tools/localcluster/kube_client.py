@@ -32,17 +32,20 @@ class Kube:
     """The kubernetes client as the admin. Kinds are found by discovery
     (DynamicClient), made on first use: `up` makes this before the API server runs."""
 
-    def __init__(self, state: Path):
+    def __init__(self, state: Path, server: str | None = None, discovery: Path | None = None):
+        """The admin of the cluster whose certificates are in ``state``/pki: this local
+        cluster's API server, or ``server`` (the federation's, or a member's) with its
+        discovery cached in ``discovery`` instead of ``state``/discovery.json."""
         p = state / "pki"
         cfg = kubernetes.client.Configuration()
-        cfg.host = APISERVER
+        cfg.host = server or APISERVER
         cfg.ssl_ca_cert = str(p / "ca.crt")
         cfg.cert_file = str(p / "admin.crt")
         cfg.key_file = str(p / "admin.key")
         cfg.retries = False  # as before: a failed request fails; the callers poll or stop
         self.client = kubernetes.client.ApiClient(cfg)
         self.core = kubernetes.client.CoreV1Api(self.client)
-        self._discovery_cache = state / "discovery.json"
+        self._discovery_cache = discovery or state / "discovery.json"
         self._dynamic: DynamicClient | None = None
         # `up` applies KServe's CRDs from a second thread; discovery is not thread-safe.
         self._lock = threading.Lock()

@@ -1,0 +1,284 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The local federation (tools/localcluster/federation.py, docs/localcluster.md "A
+federation (Karmada)"): two small local clusters of their own, ``fed-idc`` and
+``fed-cloud``, joined to a Karmada control plane ``fed-test``; both Clusters become
+Ready with their location labels, a policy's clusterAffinity on the location label puts a
+Namespace and a ConfigMap on exactly the member it selects, a second ``up`` changes
+nothing, and ``down`` leaves no process. Everything is wiped afterwards.
+
+It needs Karmada's binaries (``tools/localcluster/build_federation.py``, a cold build
+of about ten minutes on 2 cores): without them it is skipped, unless
+``GPUCLOUD_TEST_FEDERATION=1`` asks ``federation.py up`` to build them first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    CLUSTER,
+    ROOT,
+    state_dir,
+    wait_until,
+)
+
+pytestmark = pytest.mark.integration
+
+FEDERATION = ROOT / "tools" / "localcluster" / "federation.py"
+BUILD = ROOT / "tools" / "localcluster" / "build_federation.py"
+# name -> (location, port offset); the federation's own ports are in a block of their own
+MEMBERS = {"fed-idc": ("idc", 700), "fed-cloud": ("cloud", 800)}
+FED_NAME, FED_OFFSET = "fed-test", 900
+LOCATION = "platform.io/node-location"
+# one spine, one ToR, one 8-GPU node: a member's control plane is what is examined here
+TINY = "name: fed-member\nspines:\n  - name: spine-0\n    tors:\n      - name: tor-0\n        nodes: [gpu-node-0]\n"
+
+
+def _run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 600):
+    return subprocess.run(
+        cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def _member_env(name: str) -> dict[str, str]:
+    return dict(
+        os.environ,
+        GPUCLOUD_LOCALCLUSTER=name,
+        GPUCLOUD_LOCALCLUSTER_PORT_OFFSET=str(MEMBERS[name][1]),
+    )
+
+
+def _fed(*args: str, timeout: float = 600):
+    return _run([sys.executable, str(FEDERATION), "--name", FED_NAME, *args], timeout=timeout)
+
+
+def _fed_state() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "gpucloud-federation" / FED_NAME
+
+
+def _pids(state: Path) -> dict[str, int]:
+    try:
+        return json.loads((state / "pids.json").read_text())
+    except OSError:
+        return {}
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def _karmada_built() -> bool:
+    out = _run([sys.executable, str(BUILD), "--print-dir"], timeout=60)
+    return out.returncode == 0 and all(
+        (Path(out.stdout.strip()) / b).exists()
+        for b in ("karmada-controller-manager", "karmada-scheduler", "karmada-webhook")
+    )
+
+
+@pytest.fixture(scope="module")
+def federation(tmp_path_factory) -> Iterator[dict[str, Any]]:
+    """Both members and the federation up; everything stopped and wiped afterwards."""
+    if not _karmada_built() and os.environ.get("GPUCLOUD_TEST_FEDERATION") != "1":
+        pytest.skip(
+            "Karmada's binaries are not built (tools/localcluster/build_federation.py); "
+            "GPUCLOUD_TEST_FEDERATION=1 builds them"
+        )
+    from kubernetes import config
+
+    topo = tmp_path_factory.mktemp("federation") / "tiny.yaml"
+    topo.write_text(TINY)
+    pids: dict[str, dict[str, int]] = {}
+    try:
+        for name in MEMBERS:
+            up = _run(
+                [sys.executable, str(CLUSTER), "up", "--topology", str(topo)], _member_env(name)
+            )
+            assert up.returncode == 0, f"member {name}:\n{up.stdout}\n{up.stderr}"
+            pids[name] = _pids(state_dir(name))
+        members = [f"--member={loc}={name}" for name, (loc, _) in MEMBERS.items()]
+        started = time.monotonic()
+        up = _fed("up", f"--port-offset={FED_OFFSET}", *members)
+        assert up.returncode == 0, f"{up.stdout}\n{up.stderr}"
+        kubeconfig = up.stdout.strip().splitlines()[-1]
+        yield {
+            "kubeconfig": kubeconfig,
+            "karmada": config.new_client_from_config(config_file=kubeconfig),
+            "members": {
+                name: config.new_client_from_config(
+                    config_file=str(state_dir(name) / "admin.kubeconfig")
+                )
+                for name in MEMBERS
+            },
+            "up_seconds": time.monotonic() - started,
+        }
+    finally:
+        _fed("down", "--wipe", timeout=180)
+        for name in MEMBERS:
+            _run([sys.executable, str(CLUSTER), "down", "--wipe"], _member_env(name), 180)
+        leftover = [pid for member in pids.values() for pid in member.values() if _running(pid)]
+        assert leftover == [], f"member processes still running: {leftover}"
+
+
+def _dynamic(api):
+    from kubernetes import dynamic
+
+    return dynamic.DynamicClient(api)
+
+
+def _clusters(fed) -> dict[str, dict]:
+    clusters = _dynamic(fed["karmada"]).resources.get(
+        api_version="cluster.karmada.io/v1alpha1", kind="Cluster"
+    )
+    return {c["metadata"]["name"]: c.to_dict() for c in clusters.get().items}
+
+
+def _ready(cluster: dict) -> bool:
+    return any(
+        c["type"] == "Ready" and c["status"] == "True"
+        for c in (cluster.get("status") or {}).get("conditions") or []
+    )
+
+
+def test_both_members_are_ready_with_their_location(federation):
+    clusters = wait_until(
+        lambda: (c := _clusters(federation)) and all(_ready(x) for x in c.values()) and c,
+        120,
+        1,
+        "both Clusters Ready",
+    )
+    assert set(clusters) == set(MEMBERS)
+    for name, (location, offset) in MEMBERS.items():
+        spec, labels = clusters[name]["spec"], clusters[name]["metadata"]["labels"]
+        assert labels[LOCATION] == location
+        assert spec["syncMode"] == "Push"
+        assert spec["apiEndpoint"] == f"https://127.0.0.1:{26443 + offset}"
+
+
+def _exists(api, kind: str, name: str, namespace: str | None = None) -> bool:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    core = client.CoreV1Api(api)
+    try:
+        if kind == "Namespace":
+            core.read_namespace(name)
+        else:
+            core.read_namespaced_config_map(name, namespace)
+        return True
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+
+
+def test_a_policy_places_a_namespace_and_a_configmap_on_the_selected_location(federation):
+    karmada = _dynamic(federation["karmada"])
+    ns = f"fed-{uuid.uuid4().hex[:6]}"
+    affinity = {"clusterAffinity": {"labelSelector": {"matchLabels": {LOCATION: "cloud"}}}}
+    # A namespace goes to every member by itself (Karmada's namespace-sync controller)
+    # unless it says not to; then a ClusterPropagationPolicy places it like anything else.
+    karmada.resources.get(
+        api_version="policy.karmada.io/v1alpha1", kind="ClusterPropagationPolicy"
+    ).create(
+        body={
+            "apiVersion": "policy.karmada.io/v1alpha1",
+            "kind": "ClusterPropagationPolicy",
+            "metadata": {"name": ns},
+            "spec": {
+                "resourceSelectors": [{"apiVersion": "v1", "kind": "Namespace", "name": ns}],
+                "placement": affinity,
+            },
+        }
+    )
+    core = karmada.resources.get(api_version="v1", kind="Namespace")
+    core.create(
+        body={
+            "metadata": {
+                "name": ns,
+                "labels": {"namespace.karmada.io/skip-auto-propagation": "true"},
+            }
+        }
+    )
+    karmada.resources.get(
+        api_version="policy.karmada.io/v1alpha1", kind="PropagationPolicy"
+    ).create(
+        namespace=ns,
+        body={
+            "apiVersion": "policy.karmada.io/v1alpha1",
+            "kind": "PropagationPolicy",
+            "metadata": {"name": "settings", "namespace": ns},
+            "spec": {
+                "resourceSelectors": [
+                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "settings"}
+                ],
+                "placement": affinity,
+            },
+        },
+    )
+    karmada.resources.get(api_version="v1", kind="ConfigMap").create(
+        namespace=ns,
+        body={"metadata": {"name": "settings", "namespace": ns}, "data": {"where": "cloud"}},
+    )
+    cloud, idc = federation["members"]["fed-cloud"], federation["members"]["fed-idc"]
+    wait_until(
+        lambda: _exists(cloud, "ConfigMap", "settings", ns), 60, 0.5, "ConfigMap on fed-cloud"
+    )
+    assert _exists(cloud, "Namespace", ns)
+    # the scheduler placed both on fed-cloud alone
+    bindings = karmada.resources.get(api_version="work.karmada.io/v1alpha2", kind="ResourceBinding")
+    binding = wait_until(
+        lambda: next(iter(bindings.get(namespace=ns).items), None), 30, 0.5, "a ResourceBinding"
+    )
+    assert [c["name"] for c in binding["spec"]["clusters"]] == ["fed-cloud"]
+    time.sleep(3)  # what Karmada would have pushed to fed-idc, it has pushed by now
+    assert not _exists(idc, "Namespace", ns)
+    assert not _exists(idc, "ConfigMap", "settings", ns)
+
+
+def test_a_second_up_changes_nothing(federation):
+    karmada = _dynamic(federation["karmada"])
+    secrets = karmada.resources.get(api_version="v1", kind="Secret")
+
+    def versions() -> dict[str, str]:
+        items = secrets.get(namespace="karmada-cluster").items
+        found = {s["metadata"]["name"]: s["metadata"]["resourceVersion"] for s in items}
+        for name, cluster in _clusters(federation).items():
+            found[f"Cluster/{name}"] = str(cluster["metadata"].get("generation"))
+        return found
+
+    before, pids = versions(), _pids(_fed_state())
+    started = time.monotonic()
+    up = _fed("up", f"--port-offset={FED_OFFSET}")  # the members: those of the first `up`
+    assert up.returncode == 0, up.stderr
+    assert "already running, nothing to start" in up.stdout
+    for name, (location, _) in MEMBERS.items():
+        assert f"member {name} ({location}): already joined, nothing changed" in up.stdout
+    assert _pids(_fed_state()) == pids
+    assert versions() == before
+    assert up.stdout.strip().splitlines()[-1] == federation["kubeconfig"]
+    print(f"second up: {time.monotonic() - started:.1f}s; first: {federation['up_seconds']:.1f}s")
+
+
+def test_down_leaves_no_process(federation):
+    pids = _pids(_fed_state())
+    assert len(pids) == 7
+    down = _fed("down", timeout=180)
+    assert down.returncode == 0, down.stderr
+    assert [pid for pid in pids.values() if _running(pid)] == []
+    status = _fed("status")
+    assert status.returncode == 3 and "not running" in status.stdout
