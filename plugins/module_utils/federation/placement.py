@@ -17,9 +17,10 @@ What Karmada v1.16.0 does with these fields, read from its source (paths under
 * Ordered groups. ``pkg/scheduler/scheduler.go``
   ``scheduleResourceBindingWithClusterAffinities`` runs the whole schedule
   (``core.genericScheduler.Schedule``: filter, score, ``SelectClusters``,
-  ``AssignReplicas``) with the first ``clusterAffinities`` term, and moves to the next
-  term when that returns any error, a term whose members cannot hold the replicas
-  included. A term that succeeds is remembered in the binding's
+  ``AssignReplicas``) with the first ``clusterAffinities`` term (the filter plugin
+  ``pkg/scheduler/framework/plugins/clusteraffinity/cluster_affinity.go`` ``Filter``
+  takes the term named by the status it is handed), and moves to the next term when
+  that returns any error, a term whose members cannot hold the replicas included. A term that succeeds is remembered in the binding's
   ``status.schedulerObservedAffinityName`` and later schedules start from it
   (``pkg/scheduler/helper.go`` ``getAffinityIndex``): a job that went to the cloud term
   stays scheduled with that term. When every term fails, the observed term is left as it
