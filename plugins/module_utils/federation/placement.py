@@ -1,0 +1,217 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Where Karmada may put a job: the ``placement`` of the PropagationPolicy the platform
+writes for one Volcano Job, from the job's placement name (the names of one cluster,
+``hybrid/placement``), and whether Karmada may move it after it failed.
+
+Rules held here:
+
+* Rule federation-placement (``federation_placement``): which members, in which order,
+  and that the job lands whole in one member that Karmada has checked can hold it.
+* Rule federation-failover-once (``federation_failover``): which jobs Karmada may move to
+  another member when they fail there, and that it does so at most once.
+
+What Karmada v1.16.0 does with these fields, read from its source (paths under
+``github.com/karmada-io/karmada@v1.16.0``):
+
+* Ordered groups. ``pkg/scheduler/scheduler.go``
+  ``scheduleResourceBindingWithClusterAffinities`` runs the whole schedule
+  (``core.genericScheduler.Schedule``: filter, score, ``SelectClusters``,
+  ``AssignReplicas``) with the first ``clusterAffinities`` term (the filter plugin
+  ``pkg/scheduler/framework/plugins/clusteraffinity/cluster_affinity.go`` ``Filter``
+  takes the term named by the status it is handed), and moves to the next term when
+  that returns any error, a term whose members cannot hold the replicas included. A term that succeeds is remembered in the binding's
+  ``status.schedulerObservedAffinityName`` and later schedules start from it
+  (``pkg/scheduler/helper.go`` ``getAffinityIndex``): a job that went to the cloud term
+  stays scheduled with that term. When every term fails, the observed term is left as it
+  was, so the next attempt starts from the first term again.
+* Capacity is checked only when replicas are divided. ``pkg/scheduler/core/
+  spreadconstraint/select_clusters.go`` ``SelectBestClusters`` ignores the members'
+  available replicas when ``replicaSchedulingType`` is ``Duplicated`` (or
+  ``replicaScheduling`` is unset: ``shouldIgnoreAvailableResource``), and
+  ``pkg/scheduler/core/assignment.go`` ``assignByDuplicatedStrategy`` gives every
+  selected member all the replicas without a check: a Duplicated gang lands on the
+  best-scored member whether or not it fits. With ``Divided`` + ``Aggregated``,
+  ``select_clusters_by_cluster.go`` ``selectBestClustersByCluster`` with ``maxGroups: 1``
+  takes the best-scored member and, when its available replicas are fewer than the
+  job's, swaps in the member with the most (``selectClustersByAvailableResource``); when
+  none has enough it fails ("no enough resource when selecting 1 clusters"), which is the
+  error that moves the schedule to the next ``clusterAffinities`` term.
+  ``assignByDynamicStrategy`` then gives that one member every replica.
+* Available replicas come from ``pkg/scheduler/core/util.go`` ``calAvailableReplicas``:
+  the smallest answer of the estimators; the general one
+  (``pkg/estimator/client/general.go`` ``maxAvailableReplicas``) divides the member's
+  ``status.resourceSummary`` (allocatable less allocated and allocating, summed over
+  the member's nodes) by the job's per-pod request, or uses the member's resource models
+  (``CustomizedClusterResourceModeling``, beta, on by default). It knows neither node
+  fragmentation (unless the scheduler-estimator runs) nor the member's Volcano queues:
+  Karmada's "can hold" is free resources, not the tenant's quota there.
+* ``pkg/scheduler/core/common.go`` ``AssignReplicas`` assigns replicas only when the
+  binding has replicas or requirements and at most one component; so the job's
+  ResourceInterpreterCustomization must report them (``federation/interpreter``), and the
+  ``MultiplePodTemplatesScheduling`` gate (alpha, off by default) must stay off: with it
+  on, ``pkg/detector/detector.go`` ``applyReplicaInterpretation`` takes the built-in
+  Volcano Job ``componentResource`` instead and a job of two tasks is copied to every
+  selected member unassigned.
+* A member that is not Ready carries Karmada's ``cluster.karmada.io/not-ready`` (or
+  ``unreachable``) NoSchedule taint (``pkg/controllers/cluster/cluster_controller.go``),
+  and the policy tolerates neither, so such a member is filtered out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..common.names import LABEL_COMPLIANCE_ZONE, LABEL_NODE_LOCATION
+from ..hybrid.placement import effective_placement
+from .members import CLOUD, IDC
+
+POLICY_API = "policy.karmada.io/v1alpha1"
+# clusterAffinities term names (qualified names of at most 32 characters,
+# pkg/util/validation ValidateClusterAffinities).
+IDC_TERM = "idc"
+CLOUD_TERM = "cloud"
+# Application failover: how long a job stays unhealthy in a member before Karmada moves
+# it. Karmada's own default (DecisionConditions.TolerationSeconds): the built-in Volcano
+# Job health interpretation calls a job unhealthy only in a phase outside its healthy
+# list (Failed, or none yet), so waiting longer gains nothing and shorter buys no safety.
+FAILOVER_TOLERATION_SECONDS = 300
+# A job may be re-placed this many times; Karmada v1.16.0 has no such bound itself.
+FAILOVER_BUDGET = 1
+SPREAD_ONE_MEMBER = {"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}
+WHOLE_IN_ONE_MEMBER = {
+    "replicaSchedulingType": "Divided",
+    "replicaDivisionPreference": "Aggregated",
+}
+
+
+def _location_in(*locations: str) -> dict[str, Any]:
+    return {"key": LABEL_NODE_LOCATION, "operator": "In", "values": list(locations)}
+
+
+def _selector(*expressions: dict[str, Any]) -> dict[str, Any]:
+    return {"labelSelector": {"matchExpressions": [dict(e) for e in expressions]}}
+
+
+def federation_placement(
+    placement: str | None, compliance: bool = False, compliance_zone: str | None = None
+) -> dict[str, Any]:
+    """Rule federation-placement: IDC members only for local-only and compliance work,
+    the IDC then the cloud for local-first, any member for cloud-ok, and always the whole
+    job in one member Karmada has checked can hold it; the Karmada ``Placement`` of a
+    job's PropagationPolicy.
+
+    * ``local-only``, a compliance job, and a job without a placement (which in one
+      cluster does not tolerate the cloud taint): ``clusterAffinity`` IDC members only
+      (``platform.io/node-location In [idc]``; a member without the label is never
+      chosen), and for a compliance zone the zone's members only;
+    * ``local-first``: ``clusterAffinities`` in order, the IDC members, then the cloud
+      members. Karmada tries the cloud term only when scheduling with the IDC term fails,
+      and with the replica scheduling below that failure is "no IDC member has enough
+      available replicas for the whole job" (``scheduleResourceBindingWithClusterAffinities``,
+      ``selectBestClustersByCluster``; see the module docstring);
+    * ``cloud-ok``: any member, IDC or cloud.
+
+    Every placement lands the job whole in one member: ``spreadConstraints`` by cluster
+    with ``minGroups: 1, maxGroups: 1`` and ``replicaScheduling`` ``Divided`` /
+    ``Aggregated``. Divided, not Duplicated: only Divided makes Karmada check the chosen
+    member's available replicas against the job's (``shouldIgnoreAvailableResource`` in
+    ``spreadconstraint/select_clusters.go`` drops the check for Duplicated, and
+    ``assignByDuplicatedStrategy`` in ``core/assignment.go`` assigns without one), and
+    with one group Aggregated gives that member every replica. The job's replicas and
+    per-pod requirement are the interpreter's (rule federation-job-replicas)."""
+    placement = effective_placement(placement, compliance)
+    out: dict[str, Any] = {}
+    if compliance or placement in (None, "local-only"):
+        expressions = [_location_in(IDC)]
+        if compliance and compliance_zone:
+            expressions.append(
+                {"key": LABEL_COMPLIANCE_ZONE, "operator": "In", "values": [compliance_zone]}
+            )
+        out["clusterAffinity"] = _selector(*expressions)
+    elif placement == "local-first":
+        out["clusterAffinities"] = [
+            {"affinityName": IDC_TERM, **_selector(_location_in(IDC))},
+            {"affinityName": CLOUD_TERM, **_selector(_location_in(CLOUD))},
+        ]
+    elif placement == "cloud-ok":
+        out["clusterAffinity"] = _selector(_location_in(IDC, CLOUD))
+    else:
+        raise ValueError(f"unknown placement {placement!r} (rule placement)")
+    out["spreadConstraints"] = [dict(SPREAD_ONE_MEMBER)]
+    out["replicaScheduling"] = dict(WHOLE_IN_ONE_MEMBER)
+    return out
+
+
+def federation_failover(
+    placement: str | None, compliance: bool = False, spot: bool = False, replaced: int = 0
+) -> dict[str, Any] | None:
+    """Rule federation-failover-once: only cloud-ok and spot jobs are moved by Karmada
+    when they fail in a member, and at most once; the ``failover`` of a job's
+    PropagationPolicy, or None for none.
+
+    Compliance, ``local-only``, ``local-first`` and placement-less jobs get none: Karmada
+    never moves them for an application failure. They are never moved to the cloud in any
+    case: a cluster failover (the ``Failover`` gate, beta and off by default in v1.16.0)
+    re-schedules within the same placement, which names IDC members only (rule
+    federation-placement). ``cloud-ok`` and spot jobs that have not been re-placed yet
+    get ``application`` failover: after ``FAILOVER_TOLERATION_SECONDS`` unhealthy,
+    ``purgeMode: Directly`` (the copy in the failed member is removed before the new one
+    is made, so a gang never runs twice); the policy must then also set
+    ``propagateDeps: true``, without which the application failover controller skips the
+    binding (``pkg/controllers/applicationfailover/rb_application_failover_controller.go``
+    ``bindingFilter``).
+
+    "Once" is the platform's, not Karmada's: v1.16.0's ``FailoverBehavior``
+    (``pkg/apis/policy/v1alpha1/propagation_types.go``) has ``application``
+    (``decisionConditions.tolerationSeconds``, ``purgeMode``, ``gracePeriodSeconds``,
+    ``statePreservation``) and ``cluster`` (``purgeMode``, ``statePreservation``) and no
+    count, and the controller (``detectFailure``, ``evictBinding``) evicts every time the
+    job is unhealthy past the toleration. So the platform writes the policy again
+    without ``failover`` once the job was re-placed: ``replaced`` is how many times it
+    was (read from the binding by a service that is not written yet)."""
+    placement = effective_placement(placement, compliance)
+    if compliance or not (spot or placement == "cloud-ok"):
+        return None
+    if replaced >= FAILOVER_BUDGET:
+        return None
+    return {
+        "application": {
+            "decisionConditions": {"tolerationSeconds": FAILOVER_TOLERATION_SECONDS},
+            "purgeMode": "Directly",
+        }
+    }
+
+
+def job_propagation_policy(
+    job: dict[str, Any],
+    placement: str | None,
+    compliance: bool = False,
+    compliance_zone: str | None = None,
+    spot: bool = False,
+    replaced: int = 0,
+) -> dict[str, Any]:
+    """The PropagationPolicy of one Volcano Job (rules federation-placement and
+    federation-failover-once), named after the job, in the job's namespace, selecting
+    that job alone by name."""
+    meta = job.get("metadata") or {}
+    spec: dict[str, Any] = {
+        "resourceSelectors": [
+            {
+                "apiVersion": job.get("apiVersion", "batch.volcano.sh/v1alpha1"),
+                "kind": job.get("kind", "Job"),
+                "name": meta["name"],
+            }
+        ],
+        "placement": federation_placement(placement, compliance, compliance_zone),
+    }
+    failover = federation_failover(placement, compliance, spot, replaced)
+    if failover is not None:
+        spec["failover"] = failover
+        spec["propagateDeps"] = True
+    return {
+        "apiVersion": POLICY_API,
+        "kind": "PropagationPolicy",
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+        "spec": spec,
+    }

@@ -1,0 +1,18 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The rules of ``federation``, one home each, by id: docs/rule-index.md is written from
+this table by ``tools/rule_index.py``. Only this file imports the rule files it names:
+they never import it."""
+
+from __future__ import annotations
+
+from ..common.rule_index import RuleRef
+from . import interpreter, members, placement, propagation
+
+RULES: tuple[RuleRef, ...] = (
+    RuleRef("federation-failover-once", placement.federation_failover),
+    RuleRef("federation-job-replicas", interpreter.volcano_job_customization),
+    RuleRef("federation-member", members.read_member),
+    RuleRef("federation-placement", placement.federation_placement),
+    RuleRef("federation-tenant-propagation", propagation.tenant_propagation),
+)
