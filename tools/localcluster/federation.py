@@ -29,7 +29,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -81,8 +80,8 @@ from federation_spec import (  # noqa: E402
     webhook_configuration,
 )
 from kube_client import REQUEST_TIMEOUT, Kube  # noqa: E402
-from objects import apply_crd_files  # noqa: E402
-from processes import alive, healthy, read_pids, wait_for, write_pids  # noqa: E402
+from objects import apply_crd_files, apply_crds  # noqa: E402
+from processes import alive, healthy, read_pids, start, wait_for, write_pids  # noqa: E402
 from upstream import module_dir  # noqa: E402
 
 CORE_BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager")
@@ -140,31 +139,6 @@ def ensure_files(state: Path, server: str) -> None:
         _write_if_changed(certs / dest, (p / src).read_bytes())
 
 
-def start_component(state: Path, comp: Component, nice: int | None) -> int:
-    """As processes.start: its own session (and so its own autogroup), its log; with
-    ``nice``, that autogroup's nice value, so that on a shared machine the federation
-    yields the CPU the way a niced shell's children would."""
-    logs = state / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-
-    def lower_priority() -> None:  # runs in the child, after setsid
-        with contextlib.suppress(OSError):
-            Path("/proc/self/autogroup").write_text(str(nice))
-        os.nice(nice or 0)
-
-    with open(logs / f"{comp.name}.log", "ab") as out:
-        proc = subprocess.Popen(
-            comp.argv,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            cwd=state,
-            preexec_fn=lower_priority if nice else None,  # no threads here
-        )
-    return proc.pid
-
-
 def stop_tier(pids: dict[str, int], names: tuple[str, ...], timeout: float = 30) -> None:
     """SIGTERM to every running component of the tier, then wait for all; SIGKILL what
     still runs after ``timeout``."""
@@ -212,6 +186,9 @@ class Up:
             for ns in namespaces():
                 self.kube.apply(ns)
             apply_crd_files(self.kube, crd_paths(karmada_module()), "Karmada", skip_unchanged=True)
+            # The platform's templates in Karmada are Volcano objects (a tenant's queues,
+            # a federated Job): the Karmada API server serves their kinds as a member does.
+            apply_crds(self.kube)
         elif name == "karmada-webhook":
             # the aggregated API server runs and is healthy: register it
             for doc in aggregated_apiserver_objects(
@@ -243,7 +220,7 @@ def start_all(
         if pid and alive(pid, comp.program):
             continue
         log(f"starting {name}")
-        pids[name] = start_component(up.state, comp, nice)
+        pids[name] = start(up.state, comp, nice)
         write_pids(up.state, pids)
         started.append(name)
         wait_for(

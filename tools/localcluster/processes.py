@@ -72,22 +72,43 @@ def healthy(state: Path, comp: Component) -> bool:
         return False
 
 
-def start(state: Path, comp: Component) -> int:
+# A cluster started beside other work (the test stages beside integration) runs its
+# processes at this nice value: GPUCLOUD_LOCALCLUSTER_NICE.
+NICE_ENV = "GPUCLOUD_LOCALCLUSTER_NICE"
+
+
+def nice_from_env() -> int | None:
+    value = os.environ.get(NICE_ENV, "").strip()
+    return int(value) if value else None
+
+
+def start(state: Path, comp: Component, nice: int | None = None) -> int:
+    """The component in its own session (and so its own autogroup), its output in its log.
+    With ``nice`` (default: GPUCLOUD_LOCALCLUSTER_NICE), that autogroup's nice value too:
+    Linux schedules each session as one group, so a plain nice would rank the process only
+    against the others of its own session."""
+    nice = nice_from_env() if nice is None else nice
     logs = state / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    out = open(logs / f"{comp.name}.log", "ab")  # noqa: SIM115 - handed to the child
-    proc = subprocess.Popen(
-        comp.argv,
-        env=dict(os.environ, **comp.env) if comp.env else None,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        # its own process group: `down` and `stop` signal the group, and a
-        # Ctrl-C in the shell that ran `up` does not reach it
-        start_new_session=True,
-        cwd=state,
-    )
-    out.close()
+
+    def lower_priority() -> None:  # runs in the child, after setsid
+        with contextlib.suppress(OSError):
+            Path("/proc/self/autogroup").write_text(str(nice))
+        os.nice(nice or 0)
+
+    with open(logs / f"{comp.name}.log", "ab") as out:
+        proc = subprocess.Popen(
+            comp.argv,
+            env=dict(os.environ, **comp.env) if comp.env else None,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            # its own process group: `down` and `stop` signal the group, and a
+            # Ctrl-C in the shell that ran `up` does not reach it
+            start_new_session=True,
+            cwd=state,
+            preexec_fn=lower_priority if nice else None,  # no threads here
+        )
     return proc.pid
 
 
