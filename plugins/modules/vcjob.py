@@ -236,6 +236,20 @@ options:
   compliance_zone:
     description: With O(compliance), also require the nodes of this compliance zone (C(platform.io/compliance-zone)).
     type: str
+  federation:
+    description:
+      - "The connection is a Karmada federation's API server (docs/federation.md): the Job is written there as a
+        resource template with its own PropagationPolicy (same name and namespace), which Karmada uses to run the
+        whole job in one member cluster (rule federation-placement)."
+      - "The policy is read from the Job the module builds: no placement, C(local-only) and O(compliance) go to IDC
+        members only (with O(compliance_zone), that zone's); C(local-first) to an IDC member that can hold the whole
+        gang, else a cloud member; C(cloud-ok) to any member. Jobs in a spot queue and C(cloud-ok) jobs may be moved
+        to another member once after they fail (rule federation-failover-once)."
+      - "The members' nodes, pods, claims and throttles are not read: where the job fits is Karmada's to decide, and
+        a member's large-job throttle is that member's. O(wait) is refused."
+      - "O(state=absent) also deletes the policy."
+    type: bool
+    default: false
   prefetch:
     description:
       - "With a cloud placement: an init container C(data-prefetch) (C(image), C(command)) that copies the data onto
@@ -319,6 +333,20 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: A job submitted to the federation, IDC first and a cloud member when no IDC member can hold it
+  gpucloud.platform.vcjob:
+    kubeconfig: /etc/gpucloud/karmada.kubeconfig
+    federation: true
+    tenant: alpha
+    name: train-7b
+    queue: tenant-alpha-payg
+    kind: pytorch_ddp
+    image: registry.example.com/alpha/train:1.4
+    command: [python, train.py]
+    replicas: 2
+    gpus_per_pod: 4
+    placement: local-first
+
 - name: Four nodes of eight GPUs, PyTorch DDP under torchrun
   gpucloud.platform.vcjob:
     tenant: alpha
@@ -441,6 +469,23 @@ held_seconds:
   description: Seconds the submission was held by the large-job throttle.
   returned: when O(state=present)
   type: int
+federation:
+  description:
+    - With O(federation), the job's PropagationPolicy (C(namespace/name)), whether this run wrote it
+      (C(policy_written)), and the C(placement) Karmada is given.
+  returned: when O(federation) and O(state=present)
+  type: dict
+  sample:
+    policy: tenant-alpha/train-7b
+    policy_written: true
+    placement:
+      clusterAffinities:
+        - affinityName: idc
+          labelSelector: {matchExpressions: [{key: platform.io/node-location, operator: In, values: [idc]}]}
+        - affinityName: cloud
+          labelSelector: {matchExpressions: [{key: platform.io/node-location, operator: In, values: [cloud]}]}
+      spreadConstraints: [{spreadByField: cluster, minGroups: 1, maxGroups: 1}]
+      replicaScheduling: {replicaSchedulingType: Divided, replicaDivisionPreference: Aggregated}
 throttle_engaged:
   description: Whether the module engaged the throttle for the job's queue (a large job that did not start).
   returned: when O(state=present)
@@ -543,6 +588,7 @@ OPTIONS = dict(
     placement=dict(type="str", choices=["local-only", "local-first", "cloud-ok"]),
     compliance=dict(type="bool", default=False),
     compliance_zone=dict(type="str"),
+    federation=dict(type="bool", default=False),
     prefetch=dict(type="dict"),
     service_account=dict(type="str"),
     # Names of Secrets, not their contents: nothing to hide in the logs.

@@ -14,133 +14,30 @@ them the fixture fails, naming the command.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
+from ansible_collections.gpucloud.platform.tests.federation.federation_helpers import (
+    FED_OFFSET,
+    LOCATION,
+    MEMBERS,
+    _fed,
+    _fed_state,
+    _pids,
+    _running,
+    dynamic,
+)
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
-    CLUSTER,
-    ROOT,
-    state_dir,
     wait_until,
 )
 
 pytestmark = pytest.mark.federation
 
-FEDERATION = ROOT / "tools" / "localcluster" / "federation.py"
-BUILD = ROOT / "tools" / "localcluster" / "build_federation.py"
-# name -> (location, port offset); the federation's own ports are in a block of their own
-MEMBERS = {"fed-idc": ("idc", 600), "fed-cloud": ("cloud", 800)}
-FED_NAME, FED_OFFSET = "fed-test", 900
-LOCATION = "platform.io/node-location"
-# one spine, one ToR, one 8-GPU node: a member's control plane is what is examined here
-MEMBER_TOPOLOGY = ROOT / "tools" / "localcluster" / "topologies" / "federation-member.yaml"
-
-
-def _run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 600):
-    return subprocess.run(
-        cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
-def _member_env(name: str) -> dict[str, str]:
-    return dict(
-        os.environ,
-        GPUCLOUD_LOCALCLUSTER=name,
-        GPUCLOUD_LOCALCLUSTER_PORT_OFFSET=str(MEMBERS[name][1]),
-    )
-
-
-def _fed(*args: str, timeout: float = 600):
-    return _run([sys.executable, str(FEDERATION), "--name", FED_NAME, *args], timeout=timeout)
-
-
-def _fed_state() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "gpucloud-federation" / FED_NAME
-
-
-def _pids(state: Path) -> dict[str, int]:
-    try:
-        return json.loads((state / "pids.json").read_text())
-    except OSError:
-        return {}
-
-
-def _running(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
-
-
-def _karmada_built() -> bool:
-    out = _run([sys.executable, str(BUILD), "--print-dir"], timeout=60)
-    return out.returncode == 0 and all(
-        (Path(out.stdout.strip()) / b).exists()
-        for b in ("karmada-controller-manager", "karmada-scheduler", "karmada-webhook")
-    )
-
-
-@pytest.fixture(scope="module")
-def federation() -> Iterator[dict[str, Any]]:
-    """Both members and the federation up; everything stopped and wiped afterwards."""
-    if not _karmada_built():
-        pytest.fail(
-            "Karmada's binaries are not built: run tools/localcluster/build_federation.py "
-            "(scripts/test federation builds them first)"
-        )
-    from kubernetes import config
-
-    pids: dict[str, dict[str, int]] = {}
-    try:
-        for name in MEMBERS:
-            up = _run(
-                [sys.executable, str(CLUSTER), "up", "--topology", str(MEMBER_TOPOLOGY)],
-                _member_env(name),
-            )
-            assert up.returncode == 0, f"member {name}:\n{up.stdout}\n{up.stderr}"
-            pids[name] = _pids(state_dir(name))
-        members = [f"--member={loc}={name}" for name, (loc, _) in MEMBERS.items()]
-        started = time.monotonic()
-        up = _fed("up", f"--port-offset={FED_OFFSET}", *members)
-        assert up.returncode == 0, f"{up.stdout}\n{up.stderr}"
-        kubeconfig = up.stdout.strip().splitlines()[-1]
-        yield {
-            "kubeconfig": kubeconfig,
-            "karmada": config.new_client_from_config(config_file=kubeconfig),
-            "members": {
-                name: config.new_client_from_config(
-                    config_file=str(state_dir(name) / "admin.kubeconfig")
-                )
-                for name in MEMBERS
-            },
-            "up_seconds": time.monotonic() - started,
-        }
-    finally:
-        _fed("down", "--wipe", timeout=180)
-        for name in MEMBERS:
-            _run([sys.executable, str(CLUSTER), "down", "--wipe"], _member_env(name), 180)
-        leftover = [pid for member in pids.values() for pid in member.values() if _running(pid)]
-        assert leftover == [], f"member processes still running: {leftover}"
-
-
-def _dynamic(api):
-    from kubernetes import dynamic
-
-    return dynamic.DynamicClient(api)
-
 
 def _clusters(fed) -> dict[str, dict]:
-    clusters = _dynamic(fed["karmada"]).resources.get(
+    clusters = dynamic(fed["karmada"]).resources.get(
         api_version="cluster.karmada.io/v1alpha1", kind="Cluster"
     )
     return {c["metadata"]["name"]: c.to_dict() for c in clusters.get().items}
@@ -186,7 +83,7 @@ def _exists(api, kind: str, name: str, namespace: str | None = None) -> bool:
 
 
 def test_a_policy_places_a_namespace_and_a_configmap_on_the_selected_location(federation):
-    karmada = _dynamic(federation["karmada"])
+    karmada = dynamic(federation["karmada"])
     ns = f"fed-{uuid.uuid4().hex[:6]}"
     affinity = {"clusterAffinity": {"labelSelector": {"matchLabels": {LOCATION: "cloud"}}}}
     # A namespace goes to every member by itself (Karmada's namespace-sync controller)
@@ -250,7 +147,7 @@ def test_a_policy_places_a_namespace_and_a_configmap_on_the_selected_location(fe
 
 
 def test_a_second_up_changes_nothing(federation):
-    karmada = _dynamic(federation["karmada"])
+    karmada = dynamic(federation["karmada"])
     secrets = karmada.resources.get(api_version="v1", kind="Secret")
 
     def versions() -> dict[str, str]:
@@ -273,7 +170,7 @@ def test_a_second_up_changes_nothing(federation):
     print(f"second up: {time.monotonic() - started:.1f}s; first: {federation['up_seconds']:.1f}s")
 
 
-def test_down_leaves_no_process(federation):
+def test_down_leaves_no_process_and_up_starts_it_again(federation):
     pids = _pids(_fed_state())
     assert len(pids) == 7
     down = _fed("down", timeout=180)
@@ -281,3 +178,9 @@ def test_down_leaves_no_process(federation):
     assert [pid for pid in pids.values() if _running(pid)] == []
     status = _fed("status")
     assert status.returncode == 3 and "not running" in status.stdout
+    # A warm start from the state kept (the suite's later files use the federation again):
+    # the same members, Ready again.
+    up = _fed("up", f"--port-offset={FED_OFFSET}")
+    assert up.returncode == 0, f"{up.stdout}\n{up.stderr}"
+    assert up.stdout.strip().splitlines()[-1] == federation["kubeconfig"]
+    assert _fed("status").returncode == 0

@@ -62,7 +62,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..common.names import LABEL_COMPLIANCE_ZONE, LABEL_NODE_LOCATION
+from ..common.names import (
+    ANNOTATION_PLACEMENT,
+    COMPLIANCE_RESTRICTED,
+    LABEL_COMPLIANCE,
+    LABEL_COMPLIANCE_ZONE,
+    LABEL_NODE_LOCATION,
+)
 from ..hybrid.placement import effective_placement
 from .members import CLOUD, IDC
 
@@ -215,3 +221,17 @@ def job_propagation_policy(
         "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
         "spec": spec,
     }
+
+
+def federated_job_policy(
+    job: dict[str, Any], compliance_zone: str | None = None, spot: bool = False
+) -> dict[str, Any]:
+    """The PropagationPolicy of a Volcano Job the platform built (``jobs/manifest``),
+    read from the job itself: its placement annotation (the effective placement, rule
+    placement) and its compliance label, so the federation places a job by the same
+    names as one cluster does (rules federation-placement and federation-failover-once).
+    ``spot``: the job runs in its tenant's spot queue."""
+    meta = job.get("metadata") or {}
+    placement = (meta.get("annotations") or {}).get(ANNOTATION_PLACEMENT)
+    compliance = (meta.get("labels") or {}).get(LABEL_COMPLIANCE) == COMPLIANCE_RESTRICTED
+    return job_propagation_policy(job, placement, compliance, compliance_zone, spot)

@@ -40,6 +40,7 @@ from ..common.names import (
     namespace_name,
 )
 from ..common.objects import strip_server_fields
+from ..federation.placement import POLICY_API
 from ..kube.cluster import ApiException, Cluster, TransportError, api_error_message
 from ..kube.flow import Flow
 from ..kube.waiting import wait_for
@@ -203,6 +204,19 @@ def create(cluster: Cluster, s: RunSettings, desired: dict, result: dict) -> dic
         result["held_seconds"] += held_before
 
 
+def write_policy(cluster: Cluster, policy: dict[str, Any], result: dict) -> None:
+    """The job's PropagationPolicy, by server-side apply."""
+    meta = policy["metadata"]
+    try:
+        cluster.apply(policy)
+    except ApiException as exc:
+        raise Refused(
+            f"writing PropagationPolicy {meta['namespace']}/{meta['name']} failed: "
+            f"{api_error_message(exc)}",
+            **result,
+        ) from exc
+
+
 def engage_unless_started(
     cluster: Cluster, s: RunSettings, desired: dict, created: dict, result: dict
 ) -> str:
@@ -291,18 +305,24 @@ def gather_job(request: SubmitRequest, cluster: Cluster) -> SubmitFacts:
     asks about), the unfinished Pods when it can run and asks for GPUs (rule
     job-waits-for), then the namespace's throttle. Nothing more is read once the plan
     refuses by what was read."""
+    policy = read_policy(request, cluster)
     if not request.present:
-        return SubmitFacts(live=cluster.get(JOB_API, "Job", request.name, request.namespace))
+        live = cluster.get(JOB_API, "Job", request.name, request.namespace)
+        return SubmitFacts(live=live, policy=policy)
     # The tenant's own queue list, in its namespace: a tenant's identity can read it (it
     # cannot list the cluster's Queues), and the admission policies judge by the same list.
     queue_list = cluster.get("v1", "ConfigMap", TENANT_QUEUES_CONFIGMAP, request.namespace)
     if queue_refused(request, queue_list):
-        return SubmitFacts(queue_list)
+        return SubmitFacts(queue_list, policy=policy)
     live = cluster.get(JOB_API, "Job", request.name, request.namespace)
     gang = request.gang
     if live is not None or gang is None:
-        return SubmitFacts(queue_list, live)
+        return SubmitFacts(queue_list, live, policy=policy)
     queues = read_queues(cluster, gang.queue) if gang.gpus > 0 else {}
+    if request.federation:
+        # The members' nodes, pods, claims and throttles are theirs: Karmada places the
+        # job by the members' room (rule federation-placement).
+        return SubmitFacts(queue_list, None, tuple(queues.values()), policy=policy)
     pvcs = (
         cluster.list("v1", "PersistentVolumeClaim", namespace=request.namespace)
         if gang.claims
@@ -316,6 +336,13 @@ def gather_job(request: SubmitRequest, cluster: Cluster) -> SubmitFacts:
     pods = unfinished_pods(cluster) if gang.gpus > 0 and supply.node_gpus is not None else None
     throttle = cluster.get("v1", "ConfigMap", CONFIGMAP, request.namespace)
     return replace(facts, pods=_tuple(pods), throttle=throttle)
+
+
+def read_policy(request: SubmitRequest, cluster: Cluster) -> Mapping[str, Any] | None:
+    """With federation, the job's PropagationPolicy (one GET); else None, unread."""
+    if not request.federation:
+        return None
+    return cluster.get(POLICY_API, "PropagationPolicy", request.name, request.namespace)
 
 
 def _tuple(objects: list[dict[str, Any]] | None) -> tuple[dict[str, Any], ...] | None:
@@ -336,6 +363,12 @@ def apply_job(
     s, desired = request.settings, planned.desired or {}
     result = base(request, planned)
     live = planned.live
+    if planned.policy_write and planned.policy is not None:
+        # Before the Job: Karmada places a template as soon as a policy selects it, and
+        # without its own policy another one (a namespace-wide one) could select it first.
+        # In check mode, the API server's dry run.
+        write_policy(cluster, planned.policy, result)
+        result["changed"] = True
     if planned.action == "hold":
         if check_mode:
             warn(f"{planned.throttled}; the job would be held until then")
@@ -350,7 +383,7 @@ def apply_job(
         created = live
     result["job"] = strip_server_fields(created) or desired
     phase = job_phase(created)
-    if created is not None and not check_mode:
+    if created is not None and not check_mode and not request.federation:
         try:
             phase = after_create(cluster, s, desired, created, result)
         except (ApiException, TransportError) as exc:
@@ -371,17 +404,24 @@ def absent(
     """state=absent: delete the job (in check mode, report the job that would be deleted)."""
     namespace, name, live = request.namespace, request.name, planned.live
     result = report_job(request, planned)
-    if live is None:
-        return result
     deleted = True
+    if live is None and planned.policy is None:
+        return result
     if not check_mode:
         try:
-            deleted = cluster.delete(JOB_API, "Job", name, namespace, propagation="Background")
+            if live is not None:
+                deleted = cluster.delete(JOB_API, "Job", name, namespace, propagation="Background")
+            if planned.policy is not None:
+                # After the Job: Karmada removes the job from its member when the template
+                # goes, whichever policy placed it.
+                cluster.delete(POLICY_API, "PropagationPolicy", name, namespace)
         except ApiException as exc:
             raise Refused(
                 f"deleting job {namespace}/{name} failed: {api_error_message(exc)}"
             ) from exc
     result.update(changed=deleted, phase="Absent")
+    if live is None:
+        return result
     if deleted and not check_mode:
         result["throttle_released"] = release_throttle(cluster, request.settings, live)
     return result

@@ -19,6 +19,12 @@ Offline:
 * ``parsed``: the submission planned from what ``gathered`` returned, as ``state: present``.
 
 There is no ``rendered``: the job's queue must be one of the cluster's.
+
+With ``federation``, the run's API server is a Karmada federation's: the Job is the
+resource template Karmada sends to one member, and the plan adds its PropagationPolicy
+(rule federation-placement, read from the Job: ``federation/placement``). Where it runs is
+Karmada's decision by the members' room, so nothing about nodes, pods, claims or the
+throttle is read (each member's own); ``wait`` is refused.
 """
 
 from __future__ import annotations
@@ -28,9 +34,15 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ..common.errors import PlatformValidationError, Refused, raise_if
-from ..common.names import LABEL_JOB_CLASS, TENANT_QUEUES_CONFIGMAP, namespace_name
-from ..common.objects import strip_server_fields
+from ..common.errors import FieldError, PlatformValidationError, Refused, raise_if
+from ..common.names import (
+    LABEL_JOB_CLASS,
+    QUEUE_TYPE_SPOT,
+    TENANT_QUEUES_CONFIGMAP,
+    namespace_name,
+)
+from ..common.objects import differs, strip_server_fields
+from ..federation.placement import federated_job_policy
 from ..kube.flow import fact_lists
 from ..queues.kinds import leaf_queue_type
 from ..queues.ownership import listed_leaves
@@ -84,6 +96,8 @@ class SubmitRequest:
     queue: str = ""
     job_class: str = ""
     gang: Gang | None = None
+    # The API server is a Karmada federation's: the Job goes with its PropagationPolicy.
+    federation: bool = False
 
 
 @dataclass(frozen=True)
@@ -99,6 +113,8 @@ class SubmitFacts:
     nodes: tuple[Mapping[str, Any], ...] | None = None
     pods: tuple[Mapping[str, Any], ...] | None = None
     throttle: Mapping[str, Any] | None = None
+    # With federation: the job's live PropagationPolicy (None: none).
+    policy: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +128,10 @@ class JobPlan:
     queue_type: str | None = None
     waits: str | None = None
     throttled: str | None = None
+    # With federation: the job's PropagationPolicy as it should be (``policy_write``: it
+    # must be written, the live one lacks or contradicts it).
+    policy: dict[str, Any] | None = None
+    policy_write: bool = False
 
 
 def parse_job(params: Mapping[str, Any]) -> SubmitRequest:
@@ -120,20 +140,34 @@ def parse_job(params: Mapping[str, Any]) -> SubmitRequest:
     present = params["state"] != "absent"
     checked = {**params, "state": "present" if present else "absent"}
     checked_job = check_submission(checked)
+    federation = bool(params.get("federation"))
+    if federation and params["wait"]:
+        raise_if(
+            [
+                FieldError(
+                    "wait",
+                    "is not taken with federation: the Job runs in the member Karmada picks; "
+                    "its ResourceBinding says which",
+                )
+            ]
+        )
     settings = RunSettings(
         tenant=params["tenant"],
         wait=params["wait"],
         wait_timeout=params["wait_timeout"],
         hold_when_throttled=params["hold_when_throttled"],
         hold_timeout=params["hold_timeout"],
-        engage_throttle=params["engage_throttle"],
+        # A member's throttle is that member's: the federation engages none.
+        engage_throttle=params["engage_throttle"] and not federation,
         throttle_grace=params["throttle_grace"],
         throttle_timeout=params["throttle_timeout"],
         wait_sleep=params["wait_sleep"],
     )
     namespace = namespace_name(params["tenant"])
     if checked_job is None:
-        return SubmitRequest(False, params["tenant"], namespace, job_name(params), settings)
+        return SubmitRequest(
+            False, params["tenant"], namespace, job_name(params), settings, federation=federation
+        )
     # The checked job's queue's type is not known yet; what it asks for does not depend on
     # that type (only its billing label does), so it says what to read. The Job submitted
     # is built in the plan.
@@ -148,6 +182,7 @@ def parse_job(params: Mapping[str, Any]) -> SubmitRequest:
         queue=queue_of(params),
         job_class=checked_job["metadata"]["labels"][LABEL_JOB_CLASS],
         gang=gang_of(checked_job),
+        federation=federation,
     )
 
 
@@ -175,11 +210,25 @@ def supply_of(request: SubmitRequest, facts: SubmitFacts) -> tuple[Any, list[str
 
 def base(request: SubmitRequest, planned: JobPlan) -> dict[str, Any]:
     """The keys every answer for a job present starts with."""
-    return {
+    out: dict[str, Any] = {
         "changed": False,
         "queue": {"name": request.queue, "type": planned.queue_type},
         "held_seconds": 0,
         "throttle_engaged": False,
+    }
+    if planned.policy is not None:
+        out["federation"] = federation_answer(planned.policy, planned.policy_write)
+    return out
+
+
+def federation_answer(policy: Mapping[str, Any], written: bool) -> dict[str, Any]:
+    """With federation: the job's PropagationPolicy, whether this run writes it, and the
+    placement Karmada is given."""
+    meta = policy.get("metadata") or {}
+    return {
+        "policy": f"{meta.get('namespace')}/{meta.get('name')}",
+        "policy_written": written,
+        "placement": (policy.get("spec") or {}).get("placement"),
     }
 
 
@@ -189,10 +238,15 @@ def plan_job(request: SubmitRequest, facts: SubmitFacts) -> JobPlan:
     never run."""
     live = facts.live
     if not request.present:
-        return JobPlan("delete" if live is not None else "none", live)
+        return JobPlan("delete" if live is not None else "none", live, policy=facts.policy)
     leaves = listed_leaves(facts.queue_list, request.tenant)
     desired, queue_type = job_for_queues(request.job, request.table, leaves)
-    planned = JobPlan("exists", live, desired, queue_type)
+    policy = None
+    if request.federation:
+        spot = queue_type == QUEUE_TYPE_SPOT
+        policy = federated_job_policy(desired, request.job.get("compliance_zone"), spot)
+    write = policy is not None and differs(policy, facts.policy)
+    planned = JobPlan("exists", live, desired, queue_type, policy=policy, policy_write=write)
     if live is not None:
         diffs = changed_fields(desired, live)
         if diffs:
@@ -217,8 +271,8 @@ def plan_job(request: SubmitRequest, facts: SubmitFacts) -> JobPlan:
     if blocks(facts.throttle, request.queue, desired["spec"]["priorityClassName"]):
         text = throttled_text(facts.throttle, request.queue)
         action = "hold" if request.settings.hold_when_throttled else "throttled"
-        return JobPlan(action, None, desired, queue_type, waits, text)
-    return JobPlan("create", None, desired, queue_type, waits)
+        return JobPlan(action, None, desired, queue_type, waits, text, policy, write)
+    return JobPlan("create", None, desired, queue_type, waits, policy=policy, policy_write=write)
 
 
 def throttle_refusal(request: SubmitRequest, planned: JobPlan) -> Refused:
@@ -233,7 +287,7 @@ def report_job(request: SubmitRequest, planned: JobPlan) -> dict[str, Any]:
     """What the plan does, as a check-mode run says it; raises the throttle's refusal."""
     before = strip_server_fields(planned.live) or {}
     if not request.present:
-        gone = planned.action == "delete"
+        gone = planned.action == "delete" or planned.policy is not None
         return {
             "changed": gone,
             "job": before,
@@ -245,7 +299,7 @@ def report_job(request: SubmitRequest, planned: JobPlan) -> dict[str, Any]:
     result = base(request, planned)
     if planned.action == "hold":
         return {**result, "changed": True, "job": planned.desired, "phase": "Held"}
-    result["changed"] = planned.action == "create"
+    result["changed"] = planned.action == "create" or planned.policy_write
     result["job"] = before or planned.desired
     result["phase"] = job_phase(planned.live)
     result["diff"] = {"before": before, "after": planned.desired}
@@ -259,6 +313,7 @@ def facts_out(facts: SubmitFacts) -> dict[str, Any]:
     return {
         "configmaps": [dict(c) for c in (facts.queue_list, facts.throttle) if c is not None],
         "jobs": [] if facts.live is None else [dict(facts.live)],
+        "propagationpolicies": [] if facts.policy is None else [dict(facts.policy)],
         "queues": [dict(q) for q in facts.queues],
         "persistentvolumeclaims": listed(facts.pvcs),
         "nodes": listed(facts.nodes),
@@ -269,7 +324,9 @@ def facts_out(facts: SubmitFacts) -> dict[str, Any]:
 def facts_in(request: SubmitRequest, data: Mapping[str, Any]) -> SubmitFacts:
     """Facts given as ``gathered`` returned them (``persistentvolumeclaims``, ``nodes``,
     ``pods`` null: not read)."""
-    configmaps, jobs, queues = fact_lists(data, "configmaps", "jobs", "queues")
+    configmaps, jobs, queues, policies = fact_lists(
+        data, "configmaps", "jobs", "queues", "propagationpolicies"
+    )
 
     def named(objects: tuple[Any, ...], name: str) -> Mapping[str, Any] | None:
         return next((o for o in objects if (o.get("metadata") or {}).get("name") == name), None)
@@ -285,4 +342,5 @@ def facts_in(request: SubmitRequest, data: Mapping[str, Any]) -> SubmitFacts:
         nodes=read("nodes"),
         pods=read("pods"),
         throttle=named(configmaps, CONFIGMAP),
+        policy=named(policies, request.name),
     )

@@ -1,0 +1,304 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Jobs across the federation, on the real Karmada scheduler and controllers and two
+members running the real Volcano (``conftest.federation``): ``vcjob`` with
+``federation: true`` writes a Volcano Job and its PropagationPolicy into Karmada (rule
+federation-placement), with the platform's ResourceInterpreterCustomization in place (rule
+federation-job-replicas).
+
+* a ``local-first`` gang fills the IDC member, whole, and the next one, which the IDC
+  member has no room for, goes whole to the cloud member;
+* a compliance job never leaves the IDC: with the IDC member full and the cloud member
+  empty, Karmada holds it unscheduled, with its reason, and no member has it;
+* a second run writes nothing; check mode writes nothing in Karmada or either member;
+* ``absent`` takes the job out of its member.
+
+The tenant's objects are written into Karmada from the pure core
+(``tenant_propagation``), as the federation's tenant module would write them. Each member
+has one node of 8 GPUs (kwok: the pods run without containers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.federation.interpreter import (
+    volcano_job_customization,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.federation.propagation import (
+    tenant_propagation,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
+    priority_class_manifests,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.plan import plan_tenant
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
+    parse_tenant_spec,
+)
+from ansible_collections.gpucloud.platform.tests.federation.federation_helpers import (
+    LOCATION,
+    dynamic,
+)
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    wait_until,
+)
+
+pytestmark = pytest.mark.federation
+
+TENANT = "fedjobs"
+NS = f"tenant-{TENANT}"
+QUEUE = f"tenant-{TENANT}-payg"
+GPU = "nvidia.com/gpu"
+IDC, CLOUD = "fed-idc", "fed-cloud"
+SAVE = ["/bin/sh", "-c", "python save.py"]
+JOB_API = "batch.volcano.sh/v1alpha1"
+POLICY_API = "policy.karmada.io/v1alpha1"
+
+
+def _apply(client, obj: dict[str, Any]) -> None:
+    meta = obj["metadata"]
+    resource = client.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+    resource.server_side_apply(
+        body=obj,
+        name=meta["name"],
+        namespace=meta.get("namespace"),
+        field_manager="federation-test",
+        force_conflicts=True,
+    )
+
+
+def _platform_and_tenant() -> list[dict[str, Any]]:
+    """The platform's PriorityClasses (to every member) and interpreter customization,
+    then the tenant as rule federation-tenant-propagation writes it: 8 subscription GPUs
+    (IDC) and a pay-as-you-go grant of 16, 8 of them in the cloud."""
+    classes = priority_class_manifests()
+    spread = {
+        "apiVersion": POLICY_API,
+        "kind": "ClusterPropagationPolicy",
+        "metadata": {"name": "federation-test-priority-classes"},
+        "spec": {
+            "resourceSelectors": [
+                {"apiVersion": c["apiVersion"], "kind": c["kind"], "name": c["metadata"]["name"]}
+                for c in classes
+            ],
+            "placement": {
+                "clusterAffinity": {
+                    "labelSelector": {"matchExpressions": [{"key": LOCATION, "operator": "Exists"}]}
+                }
+            },
+        },
+    }
+    plan = plan_tenant(
+        parse_tenant_spec(
+            {
+                "name": TENANT,
+                "subscription": {GPU: 8, "cpu": 256, "memory": "2Ti"},
+                "payg": {GPU: 16},
+                "pod_cidr": "10.244.0.0/16",
+                "service_cidr": "10.96.0.0/12",
+            }
+        ),
+        {},
+    )
+    tenant = tenant_propagation(plan, payg_cloud_gpus=8)
+    namespace = [t for t in tenant.templates if t["kind"] == "Namespace"]
+    rest = [t for t in tenant.templates if t["kind"] != "Namespace"]
+    return [volcano_job_customization(), *classes, spread, *namespace, *rest, *tenant.policies]
+
+
+@pytest.fixture(scope="module")
+def fed(federation) -> Iterator[dict[str, Any]]:
+    karmada = dynamic(federation["karmada"])
+    objects = _platform_and_tenant()
+    for obj in objects:
+        _apply(karmada, obj)
+    members = {name: dynamic(api) for name, api in federation["members"].items()}
+    # the tenant's pay-as-you-go queue in both members, with its part of the grant
+    for name, gpus in ((IDC, "8"), (CLOUD, "8")):
+        wait_until(
+            lambda m=members[name], g=gpus: _queue_gpus(m) == g,
+            90,
+            1,
+            f"{QUEUE} with {gpus} GPUs in {name}",
+        )
+    yield {"karmada": karmada, "members": members}
+    for obj in reversed(objects):
+        resource = karmada.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        meta = obj["metadata"]
+        # gone already: a namespace takes its objects with it
+        with contextlib.suppress(Exception):
+            resource.delete(name=meta["name"], namespace=meta.get("namespace"))
+
+
+def _queue_gpus(member) -> str | None:
+    queues = member.resources.get(api_version="scheduling.volcano.sh/v1beta1", kind="Queue")
+    try:
+        queue = queues.get(name=QUEUE)
+    except Exception:
+        return None
+    gpus = ((queue.to_dict().get("spec") or {}).get("capability") or {}).get(GPU)
+    # a member's copy may hold the quantity as a number (8), where the template has "8"
+    return None if gpus is None else str(gpus)
+
+
+def _job(name: str, **options: Any) -> dict[str, Any]:
+    return {
+        "tenant": TENANT,
+        "name": name,
+        "queue": QUEUE,
+        "kind": "pytorch_ddp",
+        "image": "train:1",
+        "command": ["python", "train.py"],
+        "replicas": 2,
+        "gpus_per_pod": 4,
+        "federation": True,
+        **options,
+    }
+
+
+def _pods_in(member, job: str) -> list[dict[str, Any]]:
+    pods = member.resources.get(api_version="v1", kind="Pod")
+    items = pods.get(namespace=NS, label_selector=f"volcano.sh/job-name={job}").items
+    return [p.to_dict() for p in items]
+
+
+def _running_in(fed, job: str) -> dict[str, int]:
+    """How many of the job's pods run in each member."""
+    return {
+        name: sum(1 for p in _pods_in(m, job) if (p.get("status") or {}).get("phase") == "Running")
+        for name, m in fed["members"].items()
+    }
+
+
+def _binding(fed, job: str) -> dict[str, Any] | None:
+    bindings = fed["karmada"].resources.get(
+        api_version="work.karmada.io/v1alpha2", kind="ResourceBinding"
+    )
+    try:
+        return bindings.get(name=f"{job}-job", namespace=NS).to_dict()
+    except Exception:
+        return None
+
+
+def _member_gpus_allocated(fed, member: str) -> str | None:
+    clusters = fed["karmada"].resources.get(
+        api_version="cluster.karmada.io/v1alpha1", kind="Cluster"
+    )
+    summary = (clusters.get(name=member).to_dict().get("status") or {}).get("resourceSummary") or {}
+    return (summary.get("allocated") or {}).get(GPU)
+
+
+def test_check_mode_writes_nothing_anywhere(fed, run_on_federation):
+    result = run_on_federation(
+        "vcjob", _job("dry", placement="local-first", checkpoint_command=SAVE), check=True
+    )
+    assert result.get("failed") is not True, result
+    assert result["changed"] is True
+    assert result["federation"]["policy"] == f"{NS}/dry"
+    assert result["federation"]["policy_written"] is True
+    karmada = fed["karmada"]
+    for api, kind in ((JOB_API, "Job"), (POLICY_API, "PropagationPolicy")):
+        names = [
+            o["metadata"]["name"]
+            for o in karmada.resources.get(api_version=api, kind=kind).get(namespace=NS).items
+        ]
+        assert "dry" not in names, (kind, names)
+    for member in fed["members"].values():
+        jobs = member.resources.get(api_version=JOB_API, kind="Job").get(namespace=NS).items
+        assert jobs == []
+
+
+def test_local_first_fills_the_idc_whole_then_spills_whole_to_the_cloud(fed, run_on_federation):
+    first = run_on_federation(
+        "vcjob", _job("first", placement="local-first", checkpoint_command=SAVE)
+    )
+    assert first.get("failed") is not True, first
+    assert first["federation"]["policy_written"] is True
+    wait_until(
+        lambda: _running_in(fed, "first") == {IDC: 2, CLOUD: 0},
+        120,
+        1,
+        "both pods of first in the IDC",
+    )
+    # Karmada sees the IDC member full before the next job is placed (member status every 10 s)
+    wait_until(
+        lambda: _member_gpus_allocated(fed, IDC) == "8", 60, 1, "the IDC member's 8 GPUs allocated"
+    )
+
+    second = run_on_federation(
+        "vcjob", _job("second", placement="local-first", checkpoint_command=SAVE)
+    )
+    assert second.get("failed") is not True, second
+    wait_until(
+        lambda: _running_in(fed, "second") == {IDC: 0, CLOUD: 2},
+        120,
+        1,
+        "both pods of second in the cloud",
+    )
+    assert [c["name"] for c in _binding(fed, "second")["spec"]["clusters"]] == [CLOUD]
+    assert [c["name"] for c in _binding(fed, "first")["spec"]["clusters"]] == [IDC]
+    # each job in one member only: the other has no copy of it
+    for job, away in (("first", CLOUD), ("second", IDC)):
+        names = [
+            j["metadata"]["name"]
+            for j in fed["members"][away]
+            .resources.get(api_version=JOB_API, kind="Job")
+            .get(namespace=NS)
+            .items
+        ]
+        assert job not in names, (job, away)
+
+    again = run_on_federation(
+        "vcjob", _job("first", placement="local-first", checkpoint_command=SAVE)
+    )
+    assert again.get("failed") is not True, again
+    assert again["changed"] is False
+    assert again["federation"]["policy_written"] is False
+
+
+def test_a_compliance_job_never_leaves_the_idc(fed, run_on_federation):
+    """The IDC member is full (the first job) and the cloud member has room once the
+    second job is gone: the compliance job is still held, and no member has it."""
+    gone = run_on_federation(
+        "vcjob", {"tenant": TENANT, "name": "second", "state": "absent", "federation": True}
+    )
+    assert gone.get("failed") is not True, gone
+    wait_until(
+        lambda: _running_in(fed, "second") == {IDC: 0, CLOUD: 0},
+        120,
+        1,
+        "second gone from the cloud",
+    )
+    wait_until(
+        lambda: _member_gpus_allocated(fed, CLOUD) in (None, "0"),
+        60,
+        1,
+        "the cloud member's GPUs free",
+    )
+
+    held = run_on_federation("vcjob", _job("kept-home", compliance=True))
+    assert held.get("failed") is not True, held
+    wait_until(
+        lambda: (
+            (b := _binding(fed, "kept-home")) and (b.get("status") or {}).get("conditions") and b
+        ),
+        60,
+        1,
+        "the compliance job's binding judged",
+    )
+    time.sleep(12)  # a member status round: Karmada would have placed it by now
+    binding = _binding(fed, "kept-home")
+    assert not binding["spec"].get("clusters"), binding["spec"].get("clusters")
+    scheduled = next(c for c in binding["status"]["conditions"] if c["type"] == "Scheduled")
+    assert scheduled["status"] == "False" and "no enough resource" in scheduled["message"]
+    for name, member in fed["members"].items():
+        names = [
+            j["metadata"]["name"]
+            for j in member.resources.get(api_version=JOB_API, kind="Job").get(namespace=NS).items
+        ]
+        assert "kept-home" not in names, name
