@@ -344,8 +344,8 @@ def federation_tenant_flow(
 def federation_tenant_summary(
     params: Mapping[str, Any], result: Mapping[str, Any], check_mode: bool
 ) -> list[str]:
-    """Rule run-summary: the tenant and what was (in check mode, would be) written in
-    Karmada, in one line."""
+    """The tenant and what was (in check mode, would be) written in Karmada, in one line
+    a person reads, as the tenant modules say theirs."""
     objects = result.get("objects") or []
     line = f"tenant {params['name']} in the federation: {object_counts(objects, check_mode)}"
     if params.get("state", PRESENT) == PRESENT:
