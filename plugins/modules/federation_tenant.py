@@ -232,33 +232,15 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.federation.tenan
     federation_tenant_summary,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
-
-TEAM_OPTIONS = {
-    "name": {"type": "str", "required": True},
-    "deserved": {"type": "dict"},
-    "capability": {"type": "dict"},
-    "guarantee": {"type": "dict"},
-}
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.inputs import SPEC_OPTIONS
 
 OPTIONS = {
     "name": {"type": "str", "required": True},
     "state": {"type": "str", "choices": list(STATES), "default": "present"},
-    "subscription": {"type": "dict"},
-    "subscription_guarantee": {"type": "dict"},
-    "payg": {"type": "dict"},
+    **SPEC_OPTIONS,
     "payg_cloud_gpus": {"type": "int", "default": 0},
     "burst_gpus": {"type": "int"},
-    "teams": {"type": "list", "elements": "dict", "options": TEAM_OPTIONS},
-    "subjects": {"type": "list", "elements": "dict"},
-    "egress_cidrs": {"type": "list", "elements": "str", "default": ["0.0.0.0/0"]},
-    "pod_cidr": {"type": "str"},
-    "service_cidr": {"type": "str"},
     "node_cidrs": {"type": "list", "elements": "str", "default": []},
-    "egress_to_nodes": {"type": "bool", "default": False},
-    "egress_to_metadata": {"type": "bool", "default": False},
-    "allow_critical": {"type": "bool", "default": False},
-    "bounds": {"type": "dict"},
-    "vgpu": {"type": "dict"},
 }
 
 

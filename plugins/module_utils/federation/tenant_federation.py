@@ -35,9 +35,9 @@ from ..queues.plan import DELETE
 from ..tenants.changes import Changes, ObjectChange, tenant_object_changes
 from ..tenants.inputs import parse_absent, parse_present
 from ..tenants.live import TENANT_KINDS, TenantLive
-from ..tenants.network import ClusterNetworks, Network, parse_cidr
+from ..tenants.network import ClusterNetworks, Network
 from ..tenants.plan import plan_tenant
-from ..tenants.spec import TenantSpec, kept_guarantee
+from ..tenants.spec import TenantSpec, kept_guarantee, parse_cidrs
 from ..tenants.summary import object_counts
 from ..tenants.tenant_queues import queue_name_collisions
 from .placement import POLICY_API
@@ -131,15 +131,7 @@ def node_networks(raw: object) -> tuple[tuple[Network, ...], list[FieldError]]:
     """Option ``node_cidrs``: each a CIDR (rule cidr)."""
     if raw is None:
         return (), []
-    if not isinstance(raw, Sequence) or isinstance(raw, str):
-        return (), [FieldError("node_cidrs", f"{raw!r} must be a list of CIDRs")]
-    nets: list[Network] = []
-    errors: list[FieldError] = []
-    for i, value in enumerate(raw):
-        net, errs = parse_cidr(value, f"node_cidrs[{i}]")
-        errors += errs
-        if net is not None:
-            nets.append(net)
+    nets, errors = parse_cidrs(raw, "node_cidrs")
     return tuple(nets), errors
 
 
