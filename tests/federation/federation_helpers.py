@@ -79,7 +79,7 @@ def local_federation(
             )
             assert up.returncode == 0, f"member {member}:\n{up.stdout}\n{up.stderr}"
             pids[member] = pids_of(state_dir(member))
-        joined = [f"--member={loc}={member}" for member, (loc, _) in members.items()]
+        joined = [f"--member={loc}={member}" for member, (loc, _offset) in members.items()]
         started = time.monotonic()
         up = federation_cmd(name, "up", f"--port-offset={offset}", *joined)
         assert up.returncode == 0, f"{up.stdout}\n{up.stderr}"

@@ -14,9 +14,7 @@ of about ten minutes on 2 cores): without them it is skipped, unless
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 import time
 import uuid
@@ -26,41 +24,30 @@ from typing import Any
 
 import pytest
 
+from ansible_collections.gpucloud.platform.tests.federation.federation_helpers import (
+    federation_cmd,
+    local_federation,
+    member_kubeconfig,
+    pids_of,
+    run,
+    running,
+)
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
-    CLUSTER,
     ROOT,
-    state_dir,
     wait_until,
 )
 
 pytestmark = pytest.mark.integration
 
-FEDERATION = ROOT / "tools" / "localcluster" / "federation.py"
 BUILD = ROOT / "tools" / "localcluster" / "build_federation.py"
 # name -> (location, port offset); the federation's own ports are in a block of their own
 MEMBERS = {"fed-idc": ("idc", 700), "fed-cloud": ("cloud", 800)}
 FED_NAME, FED_OFFSET = "fed-test", 900
 LOCATION = "platform.io/node-location"
-# one spine, one ToR, one 8-GPU node: a member's control plane is what is examined here
-TINY = "name: fed-member\nspines:\n  - name: spine-0\n    tors:\n      - name: tor-0\n        nodes: [gpu-node-0]\n"
-
-
-def _run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 600):
-    return subprocess.run(
-        cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
-def _member_env(name: str) -> dict[str, str]:
-    return dict(
-        os.environ,
-        GPUCLOUD_LOCALCLUSTER=name,
-        GPUCLOUD_LOCALCLUSTER_PORT_OFFSET=str(MEMBERS[name][1]),
-    )
 
 
 def _fed(*args: str, timeout: float = 600):
-    return _run([sys.executable, str(FEDERATION), "--name", FED_NAME, *args], timeout=timeout)
+    return federation_cmd(FED_NAME, *args, timeout=timeout)
 
 
 def _fed_state() -> Path:
@@ -68,22 +55,8 @@ def _fed_state() -> Path:
     return Path(base) / "gpucloud-federation" / FED_NAME
 
 
-def _pids(state: Path) -> dict[str, int]:
-    try:
-        return json.loads((state / "pids.json").read_text())
-    except OSError:
-        return {}
-
-
-def _running(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
-
-
 def _karmada_built() -> bool:
-    out = _run([sys.executable, str(BUILD), "--print-dir"], timeout=60)
+    out = run([sys.executable, str(BUILD), "--print-dir"], timeout=60)
     return out.returncode == 0 and all(
         (Path(out.stdout.strip()) / b).exists()
         for b in ("karmada-controller-manager", "karmada-scheduler", "karmada-webhook")
@@ -100,38 +73,16 @@ def federation(tmp_path_factory) -> Iterator[dict[str, Any]]:
         )
     from kubernetes import config
 
-    topo = tmp_path_factory.mktemp("federation") / "tiny.yaml"
-    topo.write_text(TINY)
-    pids: dict[str, dict[str, int]] = {}
-    try:
-        for name in MEMBERS:
-            up = _run(
-                [sys.executable, str(CLUSTER), "up", "--topology", str(topo)], _member_env(name)
-            )
-            assert up.returncode == 0, f"member {name}:\n{up.stdout}\n{up.stderr}"
-            pids[name] = _pids(state_dir(name))
-        members = [f"--member={loc}={name}" for name, (loc, _) in MEMBERS.items()]
-        started = time.monotonic()
-        up = _fed("up", f"--port-offset={FED_OFFSET}", *members)
-        assert up.returncode == 0, f"{up.stdout}\n{up.stderr}"
-        kubeconfig = up.stdout.strip().splitlines()[-1]
+    workdir = tmp_path_factory.mktemp("federation")
+    with local_federation(FED_NAME, FED_OFFSET, MEMBERS, workdir) as fed:
         yield {
-            "kubeconfig": kubeconfig,
-            "karmada": config.new_client_from_config(config_file=kubeconfig),
+            **fed,
+            "karmada": config.new_client_from_config(config_file=fed["kubeconfig"]),
             "members": {
-                name: config.new_client_from_config(
-                    config_file=str(state_dir(name) / "admin.kubeconfig")
-                )
+                name: config.new_client_from_config(config_file=member_kubeconfig(name))
                 for name in MEMBERS
             },
-            "up_seconds": time.monotonic() - started,
         }
-    finally:
-        _fed("down", "--wipe", timeout=180)
-        for name in MEMBERS:
-            _run([sys.executable, str(CLUSTER), "down", "--wipe"], _member_env(name), 180)
-        leftover = [pid for member in pids.values() for pid in member.values() if _running(pid)]
-        assert leftover == [], f"member processes still running: {leftover}"
 
 
 def _dynamic(api):
@@ -261,24 +212,24 @@ def test_a_second_up_changes_nothing(federation):
             found[f"Cluster/{name}"] = str(cluster["metadata"].get("generation"))
         return found
 
-    before, pids = versions(), _pids(_fed_state())
+    before, pids = versions(), pids_of(_fed_state())
     started = time.monotonic()
     up = _fed("up", f"--port-offset={FED_OFFSET}")  # the members: those of the first `up`
     assert up.returncode == 0, up.stderr
     assert "already running, nothing to start" in up.stdout
-    for name, (location, _) in MEMBERS.items():
+    for name, (location, _offset) in MEMBERS.items():
         assert f"member {name} ({location}): already joined, nothing changed" in up.stdout
-    assert _pids(_fed_state()) == pids
+    assert pids_of(_fed_state()) == pids
     assert versions() == before
     assert up.stdout.strip().splitlines()[-1] == federation["kubeconfig"]
     print(f"second up: {time.monotonic() - started:.1f}s; first: {federation['up_seconds']:.1f}s")
 
 
 def test_down_leaves_no_process(federation):
-    pids = _pids(_fed_state())
+    pids = pids_of(_fed_state())
     assert len(pids) == 7
     down = _fed("down", timeout=180)
     assert down.returncode == 0, down.stderr
-    assert [pid for pid in pids.values() if _running(pid)] == []
+    assert [pid for pid in pids.values() if running(pid)] == []
     status = _fed("status")
     assert status.returncode == 3 and "not running" in status.stdout
