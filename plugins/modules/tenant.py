@@ -413,6 +413,7 @@ requests:
 """
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
+from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.inputs import SPEC_OPTIONS
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.summary import (
     tenant_summary,
 )
@@ -421,30 +422,11 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.tenant_f
     tenant_flow,
 )
 
-TEAM_OPTIONS = {
-    "name": {"type": "str", "required": True},
-    "deserved": {"type": "dict"},
-    "capability": {"type": "dict"},
-    "guarantee": {"type": "dict"},
-}
-
 OPTIONS = {
     "name": {"type": "str", "required": True},
     "state": {"type": "str", "choices": list(STATES), "default": "present"},
     "facts": {"type": "dict"},
-    "subscription": {"type": "dict"},
-    "subscription_guarantee": {"type": "dict"},
-    "payg": {"type": "dict"},
-    "teams": {"type": "list", "elements": "dict", "options": TEAM_OPTIONS},
-    "subjects": {"type": "list", "elements": "dict"},
-    "egress_cidrs": {"type": "list", "elements": "str", "default": ["0.0.0.0/0"]},
-    "pod_cidr": {"type": "str"},
-    "service_cidr": {"type": "str"},
-    "egress_to_nodes": {"type": "bool", "default": False},
-    "egress_to_metadata": {"type": "bool", "default": False},
-    "allow_critical": {"type": "bool", "default": False},
-    "bounds": {"type": "dict"},
-    "vgpu": {"type": "dict"},
+    **SPEC_OPTIONS,
     "node_selector": {"type": "dict", "default": {}, "aliases": ["pool_node_selector"]},
     "oversell_check": {"type": "bool", "default": True},
     "force": {"type": "bool", "default": False},

@@ -6,12 +6,9 @@ with no member process left."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,12 +25,11 @@ from ansible_collections.gpucloud.platform.tests.federation.federation_helpers i
     _running,
 )
 from ansible_collections.gpucloud.platform.tests.integration.conftest import (
-    module_command,
-    module_result,
+    ansible_environment,
+    run_module_in,
 )
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     CLUSTER,
-    ROOT,
     state_dir,
 )
 
@@ -57,7 +53,7 @@ def federation() -> Iterator[dict[str, Any]]:
             )
             assert up.returncode == 0, f"member {name}:\n{up.stdout}\n{up.stderr}"
             pids[name] = _pids(state_dir(name))
-        members = [f"--member={loc}={name}" for name, (loc, _) in MEMBERS.items()]
+        members = [f"--member={loc}={name}" for name, (loc, _offset) in MEMBERS.items()]
         started = time.monotonic()
         up = _fed("up", f"--port-offset={FED_OFFSET}", *members)
         assert up.returncode == 0, f"{up.stdout}\n{up.stderr}"
@@ -92,28 +88,11 @@ def run_on_federation(federation) -> Callable[..., dict[str, Any]]:
     """``run_on_federation(module, args, check=False, diff=False)``: one module of the
     collection run as a playbook runs it (``ansible -m``), its connection the Karmada API
     server's kubeconfig; returns its result, failed or not."""
-    env = dict(
-        os.environ,
-        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-        K8S_AUTH_KUBECONFIG=federation["kubeconfig"],
-        ANSIBLE_STDOUT_CALLBACK="json",
-        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
-        ANSIBLE_NOCOLOR="1",
-        PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
-    )
+    env = ansible_environment(federation["kubeconfig"])
 
     def run(
         module: str, args: dict[str, Any], check: bool = False, diff: bool = False
     ) -> dict[str, Any]:
-        proc = subprocess.run(
-            module_command(module, args, check, diff),
-            env=env,
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=600,
-            check=False,
-        )
-        return module_result(module, proc.stdout, proc.stderr)
+        return run_module_in(env, module, args, check, diff)
 
     return run

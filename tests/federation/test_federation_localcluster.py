@@ -162,7 +162,7 @@ def test_a_second_up_changes_nothing(federation):
     up = _fed("up", f"--port-offset={FED_OFFSET}")  # the members: those of the first `up`
     assert up.returncode == 0, up.stderr
     assert "already running, nothing to start" in up.stdout
-    for name, (location, _) in MEMBERS.items():
+    for name, (location, _offset) in MEMBERS.items():
         assert f"member {name} ({location}): already joined, nothing changed" in up.stdout
     assert _pids(_fed_state()) == pids
     assert versions() == before

@@ -88,6 +88,12 @@ def _has_default_sa(core, ns: str) -> bool:
 @pytest.fixture(scope="session")
 def ansible_env(kubeconfig: str) -> dict[str, str]:
     """Environment for ansible-playbook / ansible runs against the local cluster."""
+    return ansible_environment(kubeconfig)
+
+
+def ansible_environment(kubeconfig: str) -> dict[str, str]:
+    """Environment for ansible-playbook / ansible runs against the API server of
+    ``kubeconfig``."""
     env = dict(os.environ)
     env.update(
         ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
@@ -132,18 +138,26 @@ def run_module(ansible_env: dict[str, str]) -> Callable[..., dict[str, Any]]:
     def run(
         module: str, args: dict[str, Any], check: bool = False, diff: bool = False
     ) -> dict[str, Any]:
-        proc = subprocess.run(
-            module_command(module, args, check, diff),
-            env=ansible_env,
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=600,
-            check=False,
-        )
-        return module_result(module, proc.stdout, proc.stderr)
+        return run_module_in(ansible_env, module, args, check, diff)
 
     return run
+
+
+def run_module_in(
+    env: dict[str, str], module: str, args: dict[str, Any], check: bool = False, diff: bool = False
+) -> dict[str, Any]:
+    """One module run as ``run_module`` runs it, in the environment ``env``
+    (``ansible_environment``): against another API server than the local cluster's."""
+    proc = subprocess.run(
+        module_command(module, args, check, diff),
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        check=False,
+    )
+    return module_result(module, proc.stdout, proc.stderr)
 
 
 @pytest.fixture(scope="session")

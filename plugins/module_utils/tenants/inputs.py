@@ -17,6 +17,31 @@ from .tenant_queues import TeamSpec
 
 DEFAULT_WAIT_TIMEOUT = 120
 
+# The argument spec of a team entry of option ``teams``.
+TEAM_OPTIONS: dict[str, dict[str, Any]] = {
+    "name": {"type": "str", "required": True},
+    "deserved": {"type": "dict"},
+    "capability": {"type": "dict"},
+    "guarantee": {"type": "dict"},
+}
+# The argument spec of a tenant's spec (``spec.parse_tenant_spec``), besides its name: the
+# same in every module that takes one (``tenant``, ``federation_tenant``).
+SPEC_OPTIONS: dict[str, dict[str, Any]] = {
+    "subscription": {"type": "dict"},
+    "subscription_guarantee": {"type": "dict"},
+    "payg": {"type": "dict"},
+    "teams": {"type": "list", "elements": "dict", "options": TEAM_OPTIONS},
+    "subjects": {"type": "list", "elements": "dict"},
+    "egress_cidrs": {"type": "list", "elements": "str", "default": ["0.0.0.0/0"]},
+    "pod_cidr": {"type": "str"},
+    "service_cidr": {"type": "str"},
+    "egress_to_nodes": {"type": "bool", "default": False},
+    "egress_to_metadata": {"type": "bool", "default": False},
+    "allow_critical": {"type": "bool", "default": False},
+    "bounds": {"type": "dict"},
+    "vgpu": {"type": "dict"},
+}
+
 
 def parse_present(params: Mapping[str, Any]) -> TenantSpec:
     """Every input of ``state: present``, checked at once; raises with every error."""

@@ -47,9 +47,12 @@ def tenant_selector(tenant: str) -> str:
     return f"{LABEL_TENANT}={tenant}"
 
 
-def read_tenant(cluster: kube.Cluster, tenant: str, workloads: bool = False) -> TenantLive:
+def read_tenant(
+    cluster: kube.Cluster, tenant: str, workloads: bool = False, podgroups: bool = True
+) -> TenantLive:
     """One list per kind, selected by ``platform.io/tenant=<tenant>``. Pod
-    groups (and with ``workloads`` Volcano Jobs and pods) are listed in the
+    groups (unless ``podgroups`` is false: nothing runs where the run reads, as in
+    Karmada) and with ``workloads`` Volcano Jobs and pods are listed in the
     tenant namespace; nothing namespaced is listed when the namespace is absent."""
     selector = tenant_selector(tenant)
     ns = namespace_name(tenant)
@@ -68,7 +71,8 @@ def read_tenant(cluster: kube.Cluster, tenant: str, workloads: bool = False) -> 
         live.objects[kind] = index_by_name(items)
     live.queues = index_by_name(cluster.list(QUEUE_API, "Queue", label_selector=selector))
     if live.namespace_exists:
-        live.podgroups = cluster.list(PODGROUP_API, "PodGroup", namespace=ns)
+        if podgroups:
+            live.podgroups = cluster.list(PODGROUP_API, "PodGroup", namespace=ns)
         if workloads:
             live.jobs = cluster.list(JOB_API, "Job", namespace=ns)
             live.pods = cluster.list("v1", "Pod", namespace=ns)

@@ -159,16 +159,22 @@ def parse_egress(
         given.append(net)
     if egress_cidrs is None:
         egress_cidrs = list(DEFAULT_EGRESS_CIDRS)
-    if not isinstance(egress_cidrs, Sequence) or isinstance(egress_cidrs, str):
-        errors.append(FieldError("egress_cidrs", f"{egress_cidrs!r} must be a list of CIDRs"))
-        return [], given[0], given[1], errors
-    egress: list[Network] = []
-    for i, value in enumerate(egress_cidrs):
-        net, errs = parse_cidr(value, f"egress_cidrs[{i}]")
+    egress, egress_errors = parse_cidrs(egress_cidrs, "egress_cidrs")
+    return egress, given[0], given[1], errors + egress_errors
+
+
+def parse_cidrs(raw: object, field_name: str) -> tuple[list[Network], list[FieldError]]:
+    """A list of CIDRs (rule cidr each), the bad ones named ``<field_name>[i]``."""
+    if not isinstance(raw, Sequence) or isinstance(raw, str):
+        return [], [FieldError(field_name, f"{raw!r} must be a list of CIDRs")]
+    nets: list[Network] = []
+    errors: list[FieldError] = []
+    for i, value in enumerate(raw):
+        net, errs = parse_cidr(value, f"{field_name}[{i}]")
         errors += errs
         if net is not None:
-            egress.append(net)
-    return egress, given[0], given[1], errors
+            nets.append(net)
+    return nets, errors
 
 
 def given_egress_errors(

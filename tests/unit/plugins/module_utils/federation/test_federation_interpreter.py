@@ -212,7 +212,7 @@ def test_the_requirement_holds_every_pod_and_the_count_every_pod(tasks):
     karmada = Karmada()
     spec = [task(f"t{i}", n, shape) for i, (n, shape) in enumerate(tasks)]
     replicas, req = karmada.get_replicas(job(*spec))
-    assert replicas == sum(n for n, _ in tasks)
+    assert replicas == sum(n for n, _shape in tasks)
     pods = [shape for n, shape in tasks if n > 0]
     if not pods:
         assert req is None

@@ -169,7 +169,7 @@ def test_local_first_goes_to_the_cloud_only_when_no_idc_member_can_hold_the_gang
 
 @given(fed=federations())
 def test_cloud_ok_may_select_every_member(fed):
-    members, _ = fed
+    members, _available = fed
     assert selectable(fp.federation_placement("cloud-ok"), members) == {m.name for m in members}
 
 

@@ -1,0 +1,115 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Module ``federation_tenant``'s reads and writes with a ``kube.Cluster`` connected to the
+Karmada API server (its pure steps: ``federation.tenant_federation``).
+
+* gather: one LIST per kind, selected by ``platform.io/tenant=<tenant>`` (the tenant's
+  kinds and Queues as ``tenants.read_io.read_tenant`` lists them, without PodGroups, then
+  its three policy kinds), and one GET per queue the tenant is to get and lacks;
+* apply: the plan's batches in order, each batch's server-side applies (or deletes)
+  concurrently; in check mode the API server's dry runs. Not pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..common.names import QUEUE_API, namespace_name
+from ..common.objects import index_by_name
+from ..kube import cluster as kube
+from ..queues.plan import DELETE
+from ..tenants.changes import Changes
+from ..tenants.read_io import read_tenant, tenant_selector
+from ..tenants.write_io import reported_part_way
+from .tenant_federation import (
+    API_OF,
+    POLICY_KINDS,
+    FederationTenantFacts,
+    FederationTenantRequest,
+    FederationTenantRun,
+    new_queue_names,
+    record_plan,
+    refusal,
+    result,
+)
+
+
+def gather_federation_tenant(
+    request: FederationTenantRequest, cluster: kube.Cluster
+) -> FederationTenantFacts:
+    """The tenant's objects in Karmada, one LIST per kind (nothing namespaced when its
+    namespace is not there); for ``present``, one GET per queue it is to get and lacks,
+    unless the plan already refuses."""
+    live = read_tenant(cluster, request.name, podgroups=False)
+    objects: dict[str, Any] = {**live.objects, "Queue": live.queues}
+    selector = tenant_selector(request.name)
+    for api_version, kind in POLICY_KINDS:
+        if kind == "PropagationPolicy":
+            found = (
+                cluster.list(
+                    api_version,
+                    kind,
+                    namespace=namespace_name(request.name),
+                    label_selector=selector,
+                )
+                if live.namespace_exists
+                else []
+            )
+        else:
+            found = cluster.list(api_version, kind, label_selector=selector)
+        objects[kind] = index_by_name(found)
+    facts = FederationTenantFacts(objects=objects)
+    if request.absent or refusal(request, facts) is not None:
+        return facts
+    taken = [cluster.get(QUEUE_API, "Queue", name) for name in new_queue_names(request, facts)]
+    return replace(facts, taken=tuple(q for q in taken if q is not None))
+
+
+def _raise_first(results: Sequence[Any]) -> None:
+    for outcome in results:
+        if isinstance(outcome, BaseException):
+            raise outcome
+
+
+def _delete(cluster: kube.Cluster, obj: Mapping[str, Any]) -> Callable[[], bool]:
+    meta = obj["metadata"]
+    return lambda: cluster.delete(
+        API_OF[obj["kind"]], obj["kind"], meta["name"], namespace=meta.get("namespace")
+    )
+
+
+def apply_federation_tenant(
+    request: FederationTenantRequest,
+    planned: FederationTenantRun,
+    cluster: kube.Cluster,
+    check_mode: bool,
+) -> dict[str, Any]:
+    """The writes, batch after batch, then the deletes; a failure after a write reports
+    what was written (``PartialWrite``). In check mode every write and delete is the API
+    server's dry run, except the namespaced objects of a namespace Karmada does not hold
+    yet, which are only reported (there is nothing to dry-run them in)."""
+    changes = Changes()
+    record_plan(planned, changes)
+    exists = planned.facts.namespace_exists
+    what = f"writing tenant {request.name!r} in the federation"
+    with reported_part_way(what, changes):
+        for batch in planned.writes:
+            sent = [
+                (manifest, action)
+                for manifest, action, _live in batch
+                if not (check_mode and manifest["metadata"].get("namespace") and not exists)
+            ]
+            outcomes = cluster.apply_all([manifest for manifest, _action in sent])
+            for (manifest, action), outcome in zip(sent, outcomes, strict=True):
+                if not check_mode and not isinstance(outcome, BaseException):
+                    changes.wrote(manifest, action)
+            _raise_first(outcomes)
+        for objs in planned.deletes:
+            outcomes = cluster.concurrently([_delete(cluster, obj) for obj in objs])
+            for obj, outcome in zip(objs, outcomes, strict=True):
+                if not check_mode and outcome is True:
+                    changes.wrote(obj, DELETE)
+            _raise_first(outcomes)
+    return result(changes)
