@@ -13,9 +13,10 @@ federation-job-replicas).
 * a second run writes nothing; check mode writes nothing in Karmada or either member;
 * ``absent`` takes the job out of its member.
 
-The tenant's objects are written into Karmada from the pure core
-(``tenant_propagation``), as the federation's tenant module would write them. Each member
-has one node of 8 GPUs (kwok: the pods run without containers).
+The tenant is put in the federation by ``federation_tenant``; the platform's
+PriorityClasses and interpreter customization are written from the pure core (no module
+writes the platform's own state in a federation yet). Each member has one node of 8 GPUs
+(kwok: the pods run without containers).
 """
 
 from __future__ import annotations
@@ -30,15 +31,8 @@ import pytest
 from ansible_collections.gpucloud.platform.plugins.module_utils.federation.interpreter import (
     volcano_job_customization,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.federation.propagation import (
-    tenant_propagation,
-)
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
     priority_class_manifests,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.plan import plan_tenant
-from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
-    parse_tenant_spec,
 )
 from ansible_collections.gpucloud.platform.tests.federation.federation_helpers import (
     LOCATION,
@@ -72,10 +66,8 @@ def _apply(client, obj: dict[str, Any]) -> None:
     )
 
 
-def _platform_and_tenant() -> list[dict[str, Any]]:
-    """The platform's PriorityClasses (to every member) and interpreter customization,
-    then the tenant as rule federation-tenant-propagation writes it: 8 subscription GPUs
-    (IDC) and a pay-as-you-go grant of 16, 8 of them in the cloud."""
+def _platform() -> list[dict[str, Any]]:
+    """The platform's interpreter customization and PriorityClasses, to every member."""
     classes = priority_class_manifests()
     spread = {
         "apiVersion": POLICY_API,
@@ -93,30 +85,28 @@ def _platform_and_tenant() -> list[dict[str, Any]]:
             },
         },
     }
-    plan = plan_tenant(
-        parse_tenant_spec(
-            {
-                "name": TENANT,
-                "subscription": {GPU: 8, "cpu": 256, "memory": "2Ti"},
-                "payg": {GPU: 16},
-                "pod_cidr": "10.244.0.0/16",
-                "service_cidr": "10.96.0.0/12",
-            }
-        ),
-        {},
-    )
-    tenant = tenant_propagation(plan, payg_cloud_gpus=8)
-    namespace = [t for t in tenant.templates if t["kind"] == "Namespace"]
-    rest = [t for t in tenant.templates if t["kind"] != "Namespace"]
-    return [volcano_job_customization(), *classes, spread, *namespace, *rest, *tenant.policies]
+    return [volcano_job_customization(), *classes, spread]
+
+
+# 8 subscription GPUs (IDC) and a pay-as-you-go grant of 16, 8 of them in the cloud
+TENANT_ARGS = {
+    "name": TENANT,
+    "subscription": {GPU: 8, "cpu": 256, "memory": "2Ti"},
+    "payg": {GPU: 16},
+    "payg_cloud_gpus": 8,
+    "pod_cidr": "10.244.0.0/16",
+    "service_cidr": "10.96.0.0/12",
+}
 
 
 @pytest.fixture(scope="module")
-def fed(federation) -> Iterator[dict[str, Any]]:
+def fed(federation, run_on_federation) -> Iterator[dict[str, Any]]:
     karmada = dynamic(federation["karmada"])
-    objects = _platform_and_tenant()
+    objects = _platform()
     for obj in objects:
         _apply(karmada, obj)
+    tenant = run_on_federation("federation_tenant", TENANT_ARGS)
+    assert tenant.get("failed") is not True, tenant
     members = {name: dynamic(api) for name, api in federation["members"].items()}
     # the tenant's pay-as-you-go queue in both members, with its part of the grant
     for name, gpus in ((IDC, "8"), (CLOUD, "8")):
@@ -127,6 +117,8 @@ def fed(federation) -> Iterator[dict[str, Any]]:
             f"{QUEUE} with {gpus} GPUs in {name}",
         )
     yield {"karmada": karmada, "members": members}
+    gone = run_on_federation("federation_tenant", {"name": TENANT, "state": "absent"})
+    assert gone.get("failed") is not True, gone
     for obj in reversed(objects):
         resource = karmada.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
         meta = obj["metadata"]
