@@ -526,7 +526,8 @@ gathered:
   description:
     - With O(state=gathered), what the run judges the job by, for O(facts) of O(state=parsed).
     - "C(configmaps): the tenant's queue list and the namespace's throttle; C(jobs): the live Job of that name
-      (none or one); for a new job C(queues), C(persistentvolumeclaims), C(nodes) and C(pods) (null: not read)."
+      (none or one); for a new job C(queues), C(persistentvolumeclaims), C(nodes) and C(pods) (null: not read);
+      C(propagationpolicies): with O(federation), the job's policy (none or one)."
   returned: when O(state=gathered)
   type: dict
 state:
