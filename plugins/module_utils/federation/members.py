@@ -30,8 +30,8 @@ from ..common.names import (
 )
 
 CLUSTER_API = "cluster.karmada.io/v1alpha1"
-IDC = "idc"
-CLOUD = "cloud"
+# The member locations, as the nodes of one cluster have them (platform.io/node-location).
+IDC, CLOUD = NODE_LOCATIONS
 # The condition Karmada's cluster status controller writes (types.go ClusterConditionReady).
 READY_CONDITION = "Ready"
 # Karmada refuses a longer Cluster name (pkg/apis/cluster/validation ValidateClusterName).

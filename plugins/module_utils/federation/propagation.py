@@ -31,12 +31,12 @@ from ..common.names import (
     tenant_labels,
 )
 from ..hybrid.burst import BURST_BILLING, burst_leaf, burst_leaf_name
+from ..hybrid.federation_placement import POLICY_API
 from ..policy.admission import tenant_queues_configmap
 from ..queues.model import Queue
 from ..tenants.plan import TenantPlan
 from ..tenants.tenant_queues import leaf_queue_types
 from .members import CLOUD, IDC
-from .placement import POLICY_API
 
 # Karmada's namespace sync controller copies every Namespace made in Karmada to every
 # member, with no policy (pkg/controllers/namespace/namespace_sync_controller.go

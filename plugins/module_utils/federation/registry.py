@@ -7,12 +7,10 @@ they never import it."""
 from __future__ import annotations
 
 from ..common.rule_index import RuleRef
-from . import interpreter, members, placement, propagation
+from . import interpreter, members, propagation
 
 RULES: tuple[RuleRef, ...] = (
-    RuleRef("federation-failover-once", placement.federation_failover),
     RuleRef("federation-job-replicas", interpreter.volcano_job_customization),
     RuleRef("federation-member", members.read_member),
-    RuleRef("federation-placement", placement.federation_placement),
     RuleRef("federation-tenant-propagation", propagation.tenant_propagation),
 )

@@ -30,6 +30,7 @@ from typing import Any
 from ..common.errors import FieldError, PlatformValidationError, raise_if
 from ..common.names import BURST_QUEUE, QUEUE_API, ROOT_QUEUE, is_managed
 from ..hybrid.burst import burst_quota_errors
+from ..hybrid.federation_placement import POLICY_API
 from ..kube.flow import Flow
 from ..queues.plan import DELETE
 from ..tenants.changes import Changes, ObjectChange, tenant_object_changes
@@ -40,7 +41,6 @@ from ..tenants.plan import plan_tenant
 from ..tenants.spec import TenantSpec, kept_guarantee, parse_cidrs
 from ..tenants.summary import object_counts
 from ..tenants.tenant_queues import queue_name_collisions
-from .placement import POLICY_API
 from .propagation import TenantFederation, tenant_propagation
 
 PRESENT = "present"

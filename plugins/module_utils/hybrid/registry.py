@@ -7,7 +7,7 @@ they never import it."""
 from __future__ import annotations
 
 from ..common.rule_index import RuleRef
-from . import burst, nodegroups, placement, plan, queues, scale, vgpu
+from . import burst, federation_placement, nodegroups, placement, plan, queues, scale, vgpu
 
 RULES: tuple[RuleRef, ...] = (
     RuleRef("burst-cloud-only", queues.burst_queue),
@@ -17,6 +17,8 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("cloud-patterns", placement.cloud_patterns),
     RuleRef("cloud-taint", nodegroups.node_taints),
     RuleRef("elastic-local-first", queues.elastic_affinity),
+    RuleRef("federation-failover-once", federation_placement.federation_failover),
+    RuleRef("federation-placement", federation_placement.federation_placement),
     RuleRef("idc-by-default", queues.root_affinity),
     RuleRef("node-group-labels", nodegroups.node_labels),
     RuleRef("node-group-spec", nodegroups.group_errors),

@@ -40,7 +40,7 @@ from ..common.names import (
     namespace_name,
 )
 from ..common.objects import strip_server_fields
-from ..federation.placement import POLICY_API
+from ..hybrid.federation_placement import POLICY_API
 from ..kube.cluster import ApiException, Cluster, TransportError, api_error_message
 from ..kube.flow import Flow
 from ..kube.waiting import wait_for

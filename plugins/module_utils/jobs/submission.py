@@ -22,7 +22,7 @@ There is no ``rendered``: the job's queue must be one of the cluster's.
 
 With ``federation``, the run's API server is a Karmada federation's: the Job is the
 resource template Karmada sends to one member, and the plan adds its PropagationPolicy
-(rule federation-placement, read from the Job: ``federation/placement``). Where it runs is
+(rule federation-placement, read from the Job: ``hybrid/federation_placement``). Where it runs is
 Karmada's decision by the members' room, so nothing about nodes, pods, claims or the
 throttle is read (each member's own); ``wait`` is refused.
 """
@@ -42,7 +42,7 @@ from ..common.names import (
     namespace_name,
 )
 from ..common.objects import differs, strip_server_fields
-from ..federation.placement import federated_job_policy
+from ..hybrid.federation_placement import federated_job_policy
 from ..kube.flow import fact_lists
 from ..queues.kinds import leaf_queue_type
 from ..queues.ownership import listed_leaves

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.federation.placement import (
+from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.federation_placement import (
     federated_job_policy,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import submission

@@ -68,9 +68,12 @@ from ..common.names import (
     LABEL_COMPLIANCE,
     LABEL_COMPLIANCE_ZONE,
     LABEL_NODE_LOCATION,
+    NODE_LOCATIONS,
 )
-from ..hybrid.placement import effective_placement
-from .members import CLOUD, IDC
+from .placement import effective_placement
+
+# The member locations, as the nodes of one cluster have them (platform.io/node-location).
+IDC, CLOUD = NODE_LOCATIONS
 
 POLICY_API = "policy.karmada.io/v1alpha1"
 # clusterAffinities term names (qualified names of at most 32 characters,

@@ -1,6 +1,6 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Rules federation-placement and federation-failover-once (federation/placement).
+"""Rules federation-placement and federation-failover-once (hybrid/federation_placement).
 
 The properties are checked against ``karmada_choice``, a model of what Karmada v1.16.0's
 scheduler does with the fields this rule writes, read from its source (see the
@@ -15,10 +15,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.federation import placement as fp
 from ansible_collections.gpucloud.platform.plugins.module_utils.federation.members import (
     Member,
     cluster_labels,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid import (
+    federation_placement as fp,
 )
 
 PLACEMENTS = [None, "local-only", "local-first", "cloud-ok"]
