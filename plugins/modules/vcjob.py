@@ -505,9 +505,12 @@ throttle_released:
   elements: str
   sample: [tenant-alpha-algo]
 diff:
-  description: The job before and after.
+  description:
+    - The job before and after.
+    - With O(federation), a list of two such entries, the Job's and its PropagationPolicy's, each headed
+      C(Kind/namespace/name) (C(before_header), C(after_header)).
   returned: when diff mode is on
-  type: dict
+  type: raw
 done:
   description:
     - When the run fails part-way, the writes it had made (C(changed) is true when there are any); running again

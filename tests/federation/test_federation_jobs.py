@@ -187,12 +187,24 @@ def _member_gpus_allocated(fed, member: str) -> str | None:
 
 def test_check_mode_writes_nothing_anywhere(fed, run_on_federation):
     result = run_on_federation(
-        "vcjob", _job("dry", placement="local-first", checkpoint_command=SAVE), check=True
+        "vcjob",
+        _job("dry", placement="local-first", checkpoint_command=SAVE),
+        check=True,
+        diff=True,
     )
     assert result.get("failed") is not True, result
     assert result["changed"] is True
     assert result["federation"]["policy"] == f"{NS}/dry"
     assert result["federation"]["policy_written"] is True
+    # the diff: the Job and its policy, both new; the summary: where Karmada may run it
+    assert [(d["before_header"], d["before"]) for d in result["diff"]] == [
+        (f"Job/{NS}/dry", {}),
+        (f"PropagationPolicy/{NS}/dry", {}),
+    ]
+    assert result["summary"][-1] == (
+        f"federation: PropagationPolicy {NS}/dry would be written; "
+        "Karmada runs the whole job in one member: idc, else cloud"
+    )
     karmada = fed["karmada"]
     for api, kind in ((JOB_API, "Job"), (POLICY_API, "PropagationPolicy")):
         names = [

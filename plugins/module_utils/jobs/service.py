@@ -64,6 +64,7 @@ from .submission import (
     base,
     facts_in,
     facts_out,
+    job_diff,
     parse_job,
     plan_job,
     queue_refused,
@@ -394,7 +395,7 @@ def apply_job(
                 f"submitting job {where}", [f"created Job {where}"], exc, **result
             ) from exc
     result["phase"] = phase
-    result["diff"] = {"before": strip_server_fields(live) or {}, "after": desired}
+    result["diff"] = job_diff(request, planned, strip_server_fields(live) or {}, desired)
     return result
 
 
@@ -405,13 +406,13 @@ def absent(
     namespace, name, live = request.namespace, request.name, planned.live
     result = report_job(request, planned)
     deleted = True
-    if live is None and planned.policy is None:
+    if live is None and planned.policy_live is None:
         return result
     if not check_mode:
         try:
             if live is not None:
                 deleted = cluster.delete(JOB_API, "Job", name, namespace, propagation="Background")
-            if planned.policy is not None:
+            if planned.policy_live is not None:
                 # After the Job: Karmada removes the job from its member when the template
                 # goes, whichever policy placed it.
                 cluster.delete(POLICY_API, "PropagationPolicy", name, namespace)

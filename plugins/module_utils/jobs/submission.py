@@ -30,7 +30,7 @@ throttle is read (each member's own); ``wait`` is refused.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -129,9 +129,10 @@ class JobPlan:
     waits: str | None = None
     throttled: str | None = None
     # With federation: the job's PropagationPolicy as it should be (``policy_write``: it
-    # must be written, the live one lacks or contradicts it).
+    # must be written, the live one lacks or contradicts it) and as it is (None: none).
     policy: dict[str, Any] | None = None
     policy_write: bool = False
+    policy_live: Mapping[str, Any] | None = None
 
 
 def parse_job(params: Mapping[str, Any]) -> SubmitRequest:
@@ -238,7 +239,7 @@ def plan_job(request: SubmitRequest, facts: SubmitFacts) -> JobPlan:
     never run."""
     live = facts.live
     if not request.present:
-        return JobPlan("delete" if live is not None else "none", live, policy=facts.policy)
+        return JobPlan("delete" if live is not None else "none", live, policy_live=facts.policy)
     leaves = listed_leaves(facts.queue_list, request.tenant)
     desired, queue_type = job_for_queues(request.job, request.table, leaves)
     policy = None
@@ -246,7 +247,15 @@ def plan_job(request: SubmitRequest, facts: SubmitFacts) -> JobPlan:
         spot = queue_type == QUEUE_TYPE_SPOT
         policy = federated_job_policy(desired, request.job.get("compliance_zone"), spot)
     write = policy is not None and differs(policy, facts.policy)
-    planned = JobPlan("exists", live, desired, queue_type, policy=policy, policy_write=write)
+    planned = JobPlan(
+        "exists",
+        live,
+        desired,
+        queue_type,
+        policy=policy,
+        policy_write=write,
+        policy_live=facts.policy,
+    )
     if live is not None:
         diffs = changed_fields(desired, live)
         if diffs:
@@ -271,8 +280,8 @@ def plan_job(request: SubmitRequest, facts: SubmitFacts) -> JobPlan:
     if blocks(facts.throttle, request.queue, desired["spec"]["priorityClassName"]):
         text = throttled_text(facts.throttle, request.queue)
         action = "hold" if request.settings.hold_when_throttled else "throttled"
-        return JobPlan(action, None, desired, queue_type, waits, text, policy, write)
-    return JobPlan("create", None, desired, queue_type, waits, policy=policy, policy_write=write)
+        return replace(planned, action=action, waits=waits, throttled=text)
+    return replace(planned, action="create", waits=waits)
 
 
 def throttle_refusal(request: SubmitRequest, planned: JobPlan) -> Refused:
@@ -287,12 +296,12 @@ def report_job(request: SubmitRequest, planned: JobPlan) -> dict[str, Any]:
     """What the plan does, as a check-mode run says it; raises the throttle's refusal."""
     before = strip_server_fields(planned.live) or {}
     if not request.present:
-        gone = planned.action == "delete" or planned.policy is not None
+        gone = planned.action == "delete" or planned.policy_live is not None
         return {
             "changed": gone,
             "job": before,
             "phase": "Absent",
-            "diff": {"before": before, "after": {}},
+            "diff": job_diff(request, planned, before, {}),
         }
     if planned.action == "throttled":
         raise throttle_refusal(request, planned)
@@ -302,8 +311,34 @@ def report_job(request: SubmitRequest, planned: JobPlan) -> dict[str, Any]:
     result["changed"] = planned.action == "create" or planned.policy_write
     result["job"] = before or planned.desired
     result["phase"] = job_phase(planned.live)
-    result["diff"] = {"before": before, "after": planned.desired}
+    result["diff"] = job_diff(request, planned, before, planned.desired or {})
     return result
+
+
+def job_diff(
+    request: SubmitRequest, planned: JobPlan, before: Mapping[str, Any], after: Mapping[str, Any]
+) -> dict[str, Any] | list[dict[str, Any]]:
+    """The Job's before and after; with federation, one entry per object, the Job's and its
+    PropagationPolicy's (each headed ``Kind/namespace/name``)."""
+    if not request.federation:
+        return {"before": before, "after": after}
+    where = f"{request.namespace}/{request.name}"
+    policy_before = strip_server_fields(planned.policy_live) or {}
+    policy_after = {} if not request.present else (planned.policy or {})
+    return [
+        {
+            "before_header": f"Job/{where}",
+            "after_header": f"Job/{where}",
+            "before": before,
+            "after": after,
+        },
+        {
+            "before_header": f"PropagationPolicy/{where}",
+            "after_header": f"PropagationPolicy/{where}",
+            "before": policy_before,
+            "after": policy_after,
+        },
+    ]
 
 
 def facts_out(facts: SubmitFacts) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..common.names import LABEL_COMPLIANCE_ZONE, LABEL_NODE_LOCATION
 from ..common.summary import did, names
 
 
@@ -57,7 +58,33 @@ def job_summary(
         lines.append(f"large-job throttle engaged on {queue.get('name')} until the job runs")
     if result.get("throttle_not_engaged"):
         lines.append(f"large-job throttle not engaged: {result['throttle_not_engaged']}")
+    federation = result.get("federation")
+    if federation:
+        written = did(check_mode, "written", "would be written")
+        lines.append(
+            f"federation: PropagationPolicy {federation['policy']} "
+            f"{written if federation.get('policy_written') else 'unchanged'}; Karmada runs the "
+            f"whole job in one member: {members_text(federation.get('placement') or {})}"
+        )
     return lines
+
+
+def members_text(placement: Mapping[str, Any]) -> str:
+    """Which members a job's placement allows, in Karmada's order of trying them: ``idc``,
+    ``idc, else cloud``, ``idc or cloud``."""
+    terms = placement.get("clusterAffinities") or [placement.get("clusterAffinity") or {}]
+    tried = []
+    for term in terms:
+        expressions = (term.get("labelSelector") or {}).get("matchExpressions") or []
+        locations = [
+            v for e in expressions if e.get("key") == LABEL_NODE_LOCATION for v in e["values"]
+        ]
+        zones = [
+            v for e in expressions if e.get("key") == LABEL_COMPLIANCE_ZONE for v in e["values"]
+        ]
+        text = " or ".join(locations) or "any"
+        tried.append(f"{text} (compliance zone {', '.join(zones)})" if zones else text)
+    return ", else ".join(tried)
 
 
 def throttle_summary(

@@ -20,6 +20,10 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.federatio
     federated_job_policy,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import submission
+from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.summary import (
+    job_summary,
+    members_text,
+)
 from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.jobs.job_objects import (
     SINGLE,
     queue,
@@ -155,8 +159,36 @@ def test_absent_deletes_the_policy_too():
     live_policy = plan().policy
     request = request_of(state="absent")
     planned = submission.plan_job(request, facts(policy=live_policy))
-    assert planned.action == "none" and planned.policy is not None
-    assert submission.report_job(request, planned)["changed"] is True
+    assert planned.action == "none" and planned.policy_live == live_policy
+    answer = submission.report_job(request, planned)
+    assert answer["changed"] is True
+    # the diff names the policy going
+    assert answer["diff"][1]["before_header"] == "PropagationPolicy/tenant-alpha/eval"
+    assert answer["diff"][1]["after"] == {}
+
+
+def test_the_diff_shows_the_job_and_its_policy():
+    request = request_of(placement="local-first")
+    answer = submission.report_job(request, submission.plan_job(request, facts()))
+    job, policy = answer["diff"]
+    assert job["before_header"] == "Job/tenant-alpha/eval" and job["before"] == {}
+    assert job["after"]["kind"] == "Job"
+    assert policy["before"] == {} and policy["after"]["kind"] == "PropagationPolicy"
+
+
+def test_the_summary_says_where_karmada_may_run_it():
+    request = request_of(placement="local-first")
+    answer = submission.report_job(request, submission.plan_job(request, facts()))
+    params = vcjob_params(**{**SINGLE, "federation": True})
+    lines = job_summary(params, answer, check_mode=True)
+    assert lines[-1] == (
+        "federation: PropagationPolicy tenant-alpha/eval would be written; Karmada runs the "
+        "whole job in one member: idc, else cloud"
+    )
+    zoned = submission.plan_job(request_of(compliance=True, compliance_zone="finance"), facts())
+    text = members_text(zoned.policy["spec"]["placement"])
+    assert text == "idc (compliance zone finance)"
+    assert members_text(plan(placement="cloud-ok").policy["spec"]["placement"]) == "idc or cloud"
 
 
 def test_gathered_facts_round_trip_the_policy():
