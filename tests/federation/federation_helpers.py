@@ -15,7 +15,10 @@ import sys
 from pathlib import Path
 
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    CLUSTER,
     ROOT,
+    WATCHERS,
+    state_dir,
 )
 
 FEDERATION = ROOT / "tools" / "localcluster" / "federation.py"
@@ -77,3 +80,28 @@ def dynamic(api):
     from kubernetes import dynamic as kdynamic
 
     return kdynamic.DynamicClient(api)
+
+
+def stop_member_api_server(name: str) -> None:
+    """Kill member ``name``'s API server at once (SIGKILL, as a host that is lost stops
+    answering), then record it stopped so that ``up`` starts it again."""
+    import signal
+
+    pid = int(_pids(state_dir(name)).get("kube-apiserver") or 0)
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    if pid and cmdline.exists() and b"kube-apiserver" in cmdline.read_bytes():
+        os.kill(pid, signal.SIGKILL)
+    done = _run(
+        [sys.executable, str(CLUSTER), "stop", "kube-apiserver", "--timeout", "0"],
+        _member_env(name),
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def restore_member(name: str) -> None:
+    """Start member ``name``'s API server again, with the components that watch it (their
+    informers re-list only after a back-off of up to a minute otherwise)."""
+    for component in WATCHERS:
+        _run([sys.executable, str(CLUSTER), "stop", component], _member_env(name))
+    up = _run([sys.executable, str(CLUSTER), "up"], _member_env(name))
+    assert up.returncode == 0, f"member {name}:\n{up.stdout}\n{up.stderr}"

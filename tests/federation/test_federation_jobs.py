@@ -31,12 +31,18 @@ import pytest
 from ansible_collections.gpucloud.platform.plugins.module_utils.federation.interpreter import (
     volcano_job_customization,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.federation_placement import (
+    MEMBER_NOT_READY_TAINT,
+    member_failover_taint_policy,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
     priority_class_manifests,
 )
 from ansible_collections.gpucloud.platform.tests.federation.federation_helpers import (
     LOCATION,
     dynamic,
+    restore_member,
+    stop_member_api_server,
 )
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     wait_until,
@@ -85,7 +91,7 @@ def _platform() -> list[dict[str, Any]]:
             },
         },
     }
-    return [volcano_job_customization(), *classes, spread]
+    return [volcano_job_customization(), member_failover_taint_policy(), *classes, spread]
 
 
 # 8 subscription GPUs (IDC) and a pay-as-you-go grant of 16, 8 of them in the cloud
@@ -306,3 +312,75 @@ def test_a_compliance_job_never_leaves_the_idc(fed, run_on_federation):
             for j in member.resources.get(api_version=JOB_API, kind="Job").get(namespace=NS).items
         ]
         assert "kept-home" not in names, name
+
+
+def _on(fed, job: str) -> list[str]:
+    """The members the job's binding names."""
+    binding = _binding(fed, job) or {}
+    return [c["name"] for c in (binding.get("spec") or {}).get("clusters") or []]
+
+
+def _jobs_in(fed, member: str) -> list[str]:
+    jobs = fed["members"][member].resources.get(api_version=JOB_API, kind="Job")
+    return sorted(j["metadata"]["name"] for j in jobs.get(namespace=NS).items)
+
+
+def _lost(fed, member: str) -> bool:
+    clusters = fed["karmada"].resources.get(
+        api_version="cluster.karmada.io/v1alpha1", kind="Cluster"
+    )
+    taints = (clusters.get(name=member).to_dict().get("spec") or {}).get("taints") or []
+    return any(t["key"] == MEMBER_NOT_READY_TAINT and t["effect"] == "NoExecute" for t in taints)
+
+
+def test_a_lost_cloud_member_moves_cloud_ok_work_once_and_holds_the_rest(fed, run_on_federation):
+    """Rules federation-member-failover and federation-failover-once, with the cloud
+    member's API server stopped: a ``cloud-ok`` job there is moved to the IDC member, and
+    its new copy starts only once Karmada has deleted the old one, when the member
+    answers again (never two copies); a ``local-first`` job there is held, in the cloud
+    member, through the loss and after it."""
+    for job in ("kept-home", "first"):
+        gone = run_on_federation(
+            "vcjob", {"tenant": TENANT, "name": job, "state": "absent", "federation": True}
+        )
+        assert gone.get("failed") is not True, gone
+    wait_until(
+        lambda: _member_gpus_allocated(fed, IDC) in (None, "0"), 90, 1, "the IDC member's GPUs free"
+    )
+    # the IDC member is filled by a job of its own, so that both jobs below go to the cloud
+    filler = run_on_federation("vcjob", _job("filler", placement="local-only"))
+    assert filler.get("failed") is not True, filler
+    wait_until(lambda: _running_in(fed, "filler")[IDC] == 2, 120, 1, "filler in the IDC")
+    wait_until(
+        lambda: _member_gpus_allocated(fed, IDC) == "8", 60, 1, "the IDC member's GPUs allocated"
+    )
+    one_pod = {"replicas": 1, "gpus_per_pod": 4, "checkpoint_command": SAVE}
+    for name, placement in (("spill", "local-first"), ("roam", "cloud-ok")):
+        done = run_on_federation("vcjob", _job(name, placement=placement, **one_pod))
+        assert done.get("failed") is not True, done
+        wait_until(lambda n=name: _running_in(fed, n)[CLOUD] == 1, 120, 1, f"{name} in the cloud")
+    # room in the IDC member for the job that may move
+    gone = run_on_federation(
+        "vcjob", {"tenant": TENANT, "name": "filler", "state": "absent", "federation": True}
+    )
+    assert gone.get("failed") is not True, gone
+    wait_until(
+        lambda: _member_gpus_allocated(fed, IDC) in (None, "0"), 90, 1, "the IDC member's GPUs free"
+    )
+
+    stop_member_api_server(CLOUD)
+    try:
+        wait_until(lambda: _lost(fed, CLOUD), 120, 1, "the cloud member tainted as lost")
+        wait_until(lambda: _on(fed, "roam") == [IDC], 60, 1, "roam placed in the IDC")
+        # held: the local-first job keeps its member
+        assert _on(fed, "spill") == [CLOUD]
+        # while the cloud member does not answer, its copy of roam cannot be deleted, and
+        # Karmada does not start the new one (purge mode Directly)
+        time.sleep(15)
+        assert "roam" not in _jobs_in(fed, IDC)
+    finally:
+        restore_member(CLOUD)
+    wait_until(lambda: not _lost(fed, CLOUD), 120, 1, "the cloud member back")
+    wait_until(lambda: _running_in(fed, "roam") == {IDC: 1, CLOUD: 0}, 120, 1, "roam in the IDC")
+    assert "roam" not in _jobs_in(fed, CLOUD)
+    assert _on(fed, "spill") == [CLOUD] and _running_in(fed, "spill")[CLOUD] == 1

@@ -434,6 +434,9 @@ def components(
                 f"--cert-dir={webhook_cert_dir(state)}",
                 f"--metrics-bind-address={h}:{port_map['karmada-webhook-metrics']}",
                 f"--health-probe-bind-address={h}:{port_map['karmada-webhook-healthz']}",
+                # the platform's ClusterTaintPolicy puts a NoExecute taint on a lost member
+                # (rule federation-member-failover); refused unless allowed here
+                "--allow-no-execute-taint-policy=true",
                 "--v=2",
             ],
             # the webhook server itself, over TLS: what kube-apiserver calls
@@ -472,6 +475,14 @@ def components(
                 f"--health-probe-bind-address={h}:{port_map['karmada-controller-manager-healthz']}",
                 "--cluster-status-update-frequency=10s",
                 "--controllers=*",
+                # Cluster failover (rule federation-member-failover): the Failover gate (beta,
+                # off by default) starts the ClusterTaintPolicy controller and the NoExecute
+                # taint manager; eviction by a NoExecute taint is off by default too. A job
+                # whose policy says nothing is removed from the lost member before it is placed
+                # again (Directly), never run in two members by Karmada's choice.
+                "--feature-gates=Failover=true",
+                "--enable-no-execute-taint-eviction=true",
+                "--no-execute-taint-eviction-purge-mode=Directly",
                 *_COMMON,
             ],
             f"http://{h}:{port_map['karmada-controller-manager-healthz']}/healthz",

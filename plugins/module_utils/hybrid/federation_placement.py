@@ -9,7 +9,10 @@ Rules held here:
 * Rule federation-placement (``federation_placement``): which members, in which order,
   and that the job lands whole in one member that Karmada has checked can hold it.
 * Rule federation-failover-once (``federation_failover``): which jobs Karmada may move to
-  another member when they fail there, and that it does so at most once.
+  another member when they fail there, or when their member is lost, and that it does so
+  at most once; the others are held where they are, with the reason on the Cluster.
+* Rule federation-member-failover (``member_failover_taint_policy``): when Karmada calls a
+  member lost, and what marks it so.
 
 What Karmada v1.16.0 does with these fields, read from its source (paths under
 ``github.com/karmada-io/karmada@v1.16.0``):
@@ -56,6 +59,18 @@ What Karmada v1.16.0 does with these fields, read from its source (paths under
 * A member that is not Ready carries Karmada's ``cluster.karmada.io/not-ready`` (or
   ``unreachable``) NoSchedule taint (``pkg/controllers/cluster/cluster_controller.go``),
   and the policy tolerates neither, so such a member is filtered out.
+* Cluster failover. ``pkg/controllers/taint/clustertaintpolicy_controller.go`` puts the
+  taints of a ``ClusterTaintPolicy`` on a Cluster whose conditions match its
+  ``addOnConditions`` and takes them off on ``removeOnConditions`` (it runs only with the
+  ``Failover`` gate, beta and off by default). ``pkg/controllers/cluster/taint_manager.go``
+  (``needEvictionWithCurrentTime``) evicts a binding from a member with a NoExecute taint
+  its policy's ``clusterTolerations`` do not tolerate (with the gate and
+  ``--enable-no-execute-taint-eviction``, off by default), with the purge mode of the
+  policy's ``failover.cluster`` (``getPurgeMode``); ``Directly`` removes the member from
+  the binding before the scheduler places it again
+  (``pkg/apis/work/v1alpha2/binding_types_helper.go`` ``GracefulEvictCluster``). A member
+  is Ready ``False`` once Karmada has failed to reach it for ``--cluster-failure-threshold``
+  (30 s by default, health checked every ``--cluster-status-update-frequency``).
 """
 
 from __future__ import annotations
@@ -67,7 +82,9 @@ from ..common.names import (
     COMPLIANCE_RESTRICTED,
     LABEL_COMPLIANCE,
     LABEL_COMPLIANCE_ZONE,
+    LABEL_MANAGED_BY,
     LABEL_NODE_LOCATION,
+    MANAGED_BY,
     NODE_LOCATIONS,
 )
 from .placement import effective_placement
@@ -87,6 +104,13 @@ CLOUD_TERM = "cloud"
 FAILOVER_TOLERATION_SECONDS = 300
 # A job may be re-placed this many times; Karmada v1.16.0 has no such bound itself.
 FAILOVER_BUDGET = 1
+# The taint the platform's ClusterTaintPolicy puts on a member Karmada cannot reach (rule
+# federation-member-failover); a job that may not move tolerates it and is held.
+MEMBER_NOT_READY_TAINT = "platform.io/member-not-ready"
+MEMBER_FAILOVER_POLICY = "gpucloud-platform-member-not-ready"
+# What the platform's policies run under: Karmada's Cluster kind and its readiness.
+READY_CONDITION = "Ready"
+HELD = [{"key": MEMBER_NOT_READY_TAINT, "operator": "Exists", "effect": "NoExecute"}]
 SPREAD_ONE_MEMBER = {"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}
 WHOLE_IN_ONE_MEMBER = {
     "replicaSchedulingType": "Divided",
@@ -155,21 +179,28 @@ def federation_placement(
 def federation_failover(
     placement: str | None, compliance: bool = False, spot: bool = False, replaced: int = 0
 ) -> dict[str, Any] | None:
-    """Rule federation-failover-once: only cloud-ok and spot jobs are moved by Karmada
-    when they fail in a member, and at most once; the ``failover`` of a job's
-    PropagationPolicy, or None for none.
+    """Rule federation-failover-once: only cloud-ok and spot jobs are moved by Karmada,
+    when they fail in a member or when their member is lost, and at most once; the
+    ``failover`` of a job's PropagationPolicy, or None for none (the job is held: see
+    ``job_propagation_policy``).
 
     Compliance, ``local-only``, ``local-first`` and placement-less jobs get none: Karmada
-    never moves them for an application failure. They are never moved to the cloud in any
-    case: a cluster failover (the ``Failover`` gate, beta and off by default in v1.16.0)
-    re-schedules within the same placement, which names IDC members only (rule
+    never moves them. A compliance job is never moved to the cloud in any case: a
+    re-placement stays within the same placement, which names IDC members only (rule
     federation-placement). ``cloud-ok`` and spot jobs that have not been re-placed yet
-    get ``application`` failover: after ``FAILOVER_TOLERATION_SECONDS`` unhealthy,
-    ``purgeMode: Directly`` (the copy in the failed member is removed before the new one
-    is made, so a gang never runs twice); the policy must then also set
-    ``propagateDeps: true``, without which the application failover controller skips the
-    binding (``pkg/controllers/applicationfailover/rb_application_failover_controller.go``
-    ``bindingFilter``).
+    get
+
+    * ``application`` failover: after ``FAILOVER_TOLERATION_SECONDS`` unhealthy,
+      ``purgeMode: Directly`` (the copy in the failed member is removed before the new
+      one is made, so a gang never runs twice); the policy must then also set
+      ``propagateDeps: true``, without which the application failover controller skips
+      the binding (``pkg/controllers/applicationfailover/
+      rb_application_failover_controller.go`` ``bindingFilter``);
+    * ``cluster`` failover, ``purgeMode: Directly``: when their member carries the
+      platform's NoExecute taint (rule federation-member-failover), the member is taken
+      out of the job's binding first and the job is placed again among the members that
+      are left. Karmada cannot delete the copy in a member it cannot reach: the Work is
+      deleted at once and the member's copy when the member answers again.
 
     "Once" is the platform's, not Karmada's: v1.16.0's ``FailoverBehavior``
     (``pkg/apis/policy/v1alpha1/propagation_types.go``) has ``application``
@@ -188,7 +219,28 @@ def federation_failover(
         "application": {
             "decisionConditions": {"tolerationSeconds": FAILOVER_TOLERATION_SECONDS},
             "purgeMode": "Directly",
-        }
+        },
+        "cluster": {"purgeMode": "Directly"},
+    }
+
+
+def member_failover_taint_policy() -> dict[str, Any]:
+    """Rule federation-member-failover: a member is lost while Karmada calls it not Ready
+    (``Ready`` ``False`` or ``Unknown``: it has not answered for the cluster failure
+    threshold), and back once ``Ready`` is ``True``; the ``ClusterTaintPolicy`` that puts
+    the NoExecute taint ``MEMBER_NOT_READY_TAINT`` on a lost member and takes it off when
+    it is back. Every member is watched, IDC and cloud. What the taint does to a job is
+    rule federation-failover-once's: moved once, or held (tolerated) where it is."""
+    ready = {"conditionType": READY_CONDITION, "operator": "In"}
+    return {
+        "apiVersion": POLICY_API,
+        "kind": "ClusterTaintPolicy",
+        "metadata": {"name": MEMBER_FAILOVER_POLICY, "labels": {LABEL_MANAGED_BY: MANAGED_BY}},
+        "spec": {
+            "addOnConditions": [{**ready, "statusValues": ["False", "Unknown"]}],
+            "removeOnConditions": [{**ready, "statusValues": ["True"]}],
+            "taints": [{"key": MEMBER_NOT_READY_TAINT, "effect": "NoExecute"}],
+        },
     }
 
 
@@ -218,6 +270,11 @@ def job_propagation_policy(
     if failover is not None:
         spec["failover"] = failover
         spec["propagateDeps"] = True
+    else:
+        # held: a lost member's NoExecute taint does not evict it (rule
+        # federation-member-failover); Karmada's own NoSchedule taints still keep new
+        # placements off a member that is not Ready
+        spec["placement"]["clusterTolerations"] = [dict(t) for t in HELD]
     return {
         "apiVersion": POLICY_API,
         "kind": "PropagationPolicy",

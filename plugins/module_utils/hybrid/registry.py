@@ -18,6 +18,7 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("cloud-taint", nodegroups.node_taints),
     RuleRef("elastic-local-first", queues.elastic_affinity),
     RuleRef("federation-failover-once", federation_placement.federation_failover),
+    RuleRef("federation-member-failover", federation_placement.member_failover_taint_policy),
     RuleRef("federation-placement", federation_placement.federation_placement),
     RuleRef("idc-by-default", queues.root_affinity),
     RuleRef("node-group-labels", nodegroups.node_labels),

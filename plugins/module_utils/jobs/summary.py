@@ -10,6 +10,7 @@ from typing import Any
 
 from ..common.names import LABEL_COMPLIANCE_ZONE, LABEL_NODE_LOCATION
 from ..common.summary import did, names
+from ..hybrid.federation_placement import MEMBER_NOT_READY_TAINT
 
 
 def job_summary(
@@ -64,9 +65,23 @@ def job_summary(
         lines.append(
             f"federation: PropagationPolicy {federation['policy']} "
             f"{written if federation.get('policy_written') else 'unchanged'}; Karmada runs the "
-            f"whole job in one member: {members_text(federation.get('placement') or {})}"
+            f"whole job in one member: {members_text(federation.get('placement') or {})}; "
+            f"{lost_member_text(federation.get('placement') or {})}"
         )
     return lines
+
+
+def lost_member_text(placement: Mapping[str, Any]) -> str:
+    """What Karmada does with the job if its member is lost (rules federation-failover-once
+    and federation-member-failover): a job that tolerates the lost-member taint is held."""
+    held = any(
+        t.get("key") == MEMBER_NOT_READY_TAINT for t in placement.get("clusterTolerations") or []
+    )
+    return (
+        "held in its member if that member is lost"
+        if held
+        else "moved once to another member if its member is lost"
+    )
 
 
 def members_text(placement: Mapping[str, Any]) -> str:

@@ -255,7 +255,8 @@ def test_who_may_be_replaced(placement, compliance, spot, moves):
             "application": {
                 "decisionConditions": {"tolerationSeconds": 300},
                 "purgeMode": "Directly",
-            }
+            },
+            "cluster": {"purgeMode": "Directly"},
         }
 
 
@@ -287,3 +288,56 @@ def test_the_job_policy_selects_the_job_and_turns_on_dependencies_with_failover(
     kept = fp.job_propagation_policy(job, "cloud-ok", replaced=1)
     assert "failover" not in kept["spec"] and "propagateDeps" not in kept["spec"]
     assert "failover" not in fp.job_propagation_policy(job, "local-only", compliance=True)["spec"]
+
+
+JOB = {
+    "apiVersion": "batch.volcano.sh/v1alpha1",
+    "kind": "Job",
+    "metadata": {"name": "train", "namespace": "tenant-alpha"},
+}
+
+
+@given(
+    placement=st.sampled_from(PLACEMENTS),
+    compliance=st.booleans(),
+    spot=st.booleans(),
+    replaced=st.integers(0, 3),
+)
+def test_a_job_is_either_moved_or_held_when_its_member_is_lost(
+    placement, compliance, spot, replaced
+):
+    """Rule federation-failover-once with federation-member-failover: every job either
+    has cluster failover (no toleration of the lost-member taint: Karmada evicts it and
+    places it again) or tolerates the taint forever (held), never both, never neither."""
+    spec = fp.job_propagation_policy(JOB, placement, compliance, spot=spot, replaced=replaced)[
+        "spec"
+    ]
+    tolerations = spec["placement"].get("clusterTolerations") or []
+    held = any(
+        t["key"] == fp.MEMBER_NOT_READY_TAINT
+        and t["effect"] == "NoExecute"
+        and t["operator"] == "Exists"
+        and "tolerationSeconds" not in t
+        for t in tolerations
+    )
+    moved = "cluster" in (spec.get("failover") or {})
+    assert held != moved
+    if compliance or replaced >= 1:
+        assert held
+
+
+def test_the_taint_policy_marks_a_member_lost_while_karmada_cannot_reach_it():
+    policy = fp.member_failover_taint_policy()
+    assert policy["kind"] == "ClusterTaintPolicy"
+    assert policy["apiVersion"] == "policy.karmada.io/v1alpha1"
+    spec = policy["spec"]
+    assert "targetClusters" not in spec  # every member, IDC and cloud
+    assert spec["addOnConditions"] == [
+        {"conditionType": "Ready", "operator": "In", "statusValues": ["False", "Unknown"]}
+    ]
+    assert spec["removeOnConditions"] == [
+        {"conditionType": "Ready", "operator": "In", "statusValues": ["True"]}
+    ]
+    assert spec["taints"] == [{"key": fp.MEMBER_NOT_READY_TAINT, "effect": "NoExecute"}]
+    # the taint a held job tolerates is the one this policy puts on
+    assert {t["key"] for t in fp.HELD} == {t["key"] for t in spec["taints"]}

@@ -22,6 +22,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.federatio
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs import submission
 from ansible_collections.gpucloud.platform.plugins.module_utils.jobs.summary import (
     job_summary,
+    lost_member_text,
     members_text,
 )
 from ansible_collections.gpucloud.platform.tests.unit.plugins.module_utils.jobs.job_objects import (
@@ -183,8 +184,10 @@ def test_the_summary_says_where_karmada_may_run_it():
     lines = job_summary(params, answer, check_mode=True)
     assert lines[-1] == (
         "federation: PropagationPolicy tenant-alpha/eval would be written; Karmada runs the "
-        "whole job in one member: idc, else cloud"
+        "whole job in one member: idc, else cloud; held in its member if that member is lost"
     )
+    roaming = plan(placement="cloud-ok").policy["spec"]["placement"]
+    assert lost_member_text(roaming) == "moved once to another member if its member is lost"
     zoned = submission.plan_job(request_of(compliance=True, compliance_zone="finance"), facts())
     text = members_text(zoned.policy["spec"]["placement"])
     assert text == "idc (compliance zone finance)"
