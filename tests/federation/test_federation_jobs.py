@@ -209,7 +209,8 @@ def test_check_mode_writes_nothing_anywhere(fed, run_on_federation):
     ]
     assert result["summary"][-1] == (
         f"federation: PropagationPolicy {NS}/dry would be written; "
-        "Karmada runs the whole job in one member: idc, else cloud"
+        "Karmada runs the whole job in one member: idc, else cloud; "
+        "held in its member if that member is lost"
     )
     karmada = fed["karmada"]
     for api, kind in ((JOB_API, "Job"), (POLICY_API, "PropagationPolicy")):
