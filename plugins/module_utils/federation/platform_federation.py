@@ -222,6 +222,13 @@ def platform_policy(
     return policy
 
 
+def as_served(priority_class: Mapping[str, Any]) -> dict[str, Any]:
+    """The PriorityClass without ``globalDefault: false``: the API server leaves a false
+    one out of what it returns (``omitempty``), so a template saying it would look changed
+    on every run; false is the default."""
+    return {k: v for k, v in priority_class.items() if not (k == "globalDefault" and v is False)}
+
+
 def platform_propagation(conf_text: str, cloud_burst_gpus: int | None = None) -> PlatformFederation:
     """Rule federation-platform-propagation: the platform's interpreter customization
     stays in Karmada, its PriorityClasses and Volcano scheduler ConfigMap go to every
@@ -238,7 +245,7 @@ def platform_propagation(conf_text: str, cloud_burst_gpus: int | None = None) ->
       ``cloud-burst`` capped at that many GPUs (rule burst-cloud-only), parent of the
       tenants' burst leaves. Left out, nothing is said about it: a ``cloud-burst`` in
       Karmada is neither written nor deleted."""
-    classes = priority_class_manifests()
+    classes = [as_served(c) for c in priority_class_manifests()]
     configmap = scheduler_configmap(conf_text)
     templates = [platform_namespace(), volcano_job_customization(), *classes, configmap]
     policies = [

@@ -156,6 +156,16 @@ def test_a_run_writes_every_object_then_a_second_writes_nothing():
     assert cluster.lists[-len(flow.PLATFORM_KINDS) :] == [k for _a, k in flow.PLATFORM_KINDS]
 
 
+def test_priority_classes_as_the_api_server_returns_them_are_not_rewritten():
+    cluster = FakeCluster()
+    run(cluster, {})
+    # the API server leaves a false globalDefault out (omitempty)
+    for pc in cluster.objects("PriorityClass"):
+        pc.pop("globalDefault", None)
+        cluster.put(pc)
+    assert run(cluster, {})["changed"] is False
+
+
 def test_a_changed_conf_updates_the_configmap_alone():
     cluster = FakeCluster()
     run(cluster, {})
