@@ -123,11 +123,11 @@ def federation_platform(federation, run_on_federation) -> dict[str, Any]:
             **{name: member_platform(m) for name, m in members.items()},
         }
 
+    started = time.monotonic()
     before = held()
     check = run_on_federation("federation_platform", PLATFORM_ARGS, check=True, diff=True)
     time.sleep(5)  # what Karmada would push, it has pushed by now
     after_check = held()
-    started = time.monotonic()
     done = run_on_federation("federation_platform", PLATFORM_ARGS, diff=True)
     assert done.get("failed") is not True, done
     conf = karmada.get("v1", "ConfigMap", "volcano-scheduler-configmap", "volcano-system")

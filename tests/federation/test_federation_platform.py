@@ -81,7 +81,10 @@ def test_a_run_puts_the_platform_in_each_member_where_it_belongs(federation_plat
     karmada = federation_platform["karmada"]
     api = "config.karmada.io/v1alpha1"
     assert karmada.get(api, "ResourceInterpreterCustomization", CUSTOMIZATION) is not None
-    print(f"federation_platform run and its members ready: {federation_platform['seconds']:.1f}s")
+    print(
+        "federation_platform: check mode, the run and both members ready "
+        f"{federation_platform['seconds']:.1f}s"
+    )
 
 
 def test_a_change_in_check_mode_writes_nothing(federation_platform, run_on_federation):
