@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The federation suite's one federation (``federation_helpers`` says which), started once
 per session and shared by every file of ``tests/federation``; stopped and wiped at the end,
-with no member process left."""
+with no member process left. The platform's own objects are put in it once, by module
+federation_platform (``federation_platform``), for every file that needs them."""
 
 from __future__ import annotations
 
@@ -17,12 +18,15 @@ from ansible_collections.gpucloud.platform.tests.federation.federation_helpers i
     FED_OFFSET,
     MEMBER_TOPOLOGY,
     MEMBERS,
+    PLATFORM_ARGS,
     _fed,
     _karmada_built,
     _member_env,
     _pids,
     _run,
     _running,
+    member_platform,
+    platform_versions,
 )
 from ansible_collections.gpucloud.platform.tests.integration.conftest import (
     ansible_environment,
@@ -31,6 +35,7 @@ from ansible_collections.gpucloud.platform.tests.integration.conftest import (
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     CLUSTER,
     state_dir,
+    wait_until,
 )
 
 
@@ -96,3 +101,60 @@ def run_on_federation(federation) -> Callable[..., dict[str, Any]]:
         return run_module_in(env, module, args, check, diff)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def federation_platform(federation, run_on_federation) -> dict[str, Any]:
+    """The platform's objects in the federation, by module federation_platform with
+    ``PLATFORM_ARGS``, once per session, and in both members before any file goes on (a
+    tenant's burst leaf needs cloud-burst, a job its PriorityClass). First a check-mode
+    run, with what Karmada and each member held before and after it, for
+    test_federation_platform to judge."""
+    from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import Cluster
+
+    karmada = Cluster.from_kubeconfig(federation["kubeconfig"])
+    members = {
+        name: Cluster.from_kubeconfig(str(state_dir(name) / "admin.kubeconfig")) for name in MEMBERS
+    }
+
+    def held() -> dict[str, Any]:
+        return {
+            "karmada": platform_versions(karmada),
+            **{name: member_platform(m) for name, m in members.items()},
+        }
+
+    started = time.monotonic()
+    before = held()
+    check = run_on_federation("federation_platform", PLATFORM_ARGS, check=True, diff=True)
+    time.sleep(5)  # what Karmada would push, it has pushed by now
+    after_check = held()
+    done = run_on_federation("federation_platform", PLATFORM_ARGS, diff=True)
+    assert done.get("failed") is not True, done
+    conf = karmada.get("v1", "ConfigMap", "volcano-scheduler-configmap", "volcano-system")
+    text = conf["data"]["volcano-scheduler.conf"]
+    for name, member in members.items():
+        wait_until(
+            lambda m=member: (
+                (p := member_platform(m))["conf"] == text and len(p["priority_classes"]) == 5
+            ),
+            120,
+            1,
+            f"the PriorityClasses and the scheduler conf in {name}",
+        )
+    cloud = next(n for n, (location, _o) in MEMBERS.items() if location == "cloud")
+    wait_until(
+        lambda: member_platform(members[cloud])["cloud_burst_gpus"] == "8",
+        120,
+        1,
+        f"cloud-burst in {cloud}",
+    )
+    return {
+        "karmada": karmada,
+        "members": members,
+        "before": before,
+        "check": check,
+        "after_check": after_check,
+        "result": done,
+        "conf": text,
+        "seconds": time.monotonic() - started,
+    }

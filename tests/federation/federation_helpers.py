@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     CLUSTER,
@@ -105,3 +106,58 @@ def restore_member(name: str) -> None:
         _run([sys.executable, str(CLUSTER), "stop", component], _member_env(name))
     up = _run([sys.executable, str(CLUSTER), "up"], _member_env(name))
     assert up.returncode == 0, f"member {name}:\n{up.stdout}\n{up.stderr}"
+
+
+# The platform's own state in the suite's federation (module federation_platform), written
+# once per session by ``conftest.federation_platform``: cloud-burst of 8 GPUs, the width
+# of the cloud member's one node.
+PLATFORM_ARGS = {"cloud_burst_gpus": 8}
+SCHEDULER_CONFIGMAP = ("volcano-system", "volcano-scheduler-configmap")
+PRIORITY_CLASS_API = "scheduling.k8s.io/v1"
+QUEUE_API = "scheduling.volcano.sh/v1beta1"
+# Karmada's mark on what it made in a member (pkg/util/constants.go ManagedByKarmadaLabel)
+KARMADA_MANAGED = "karmada.io/managed"
+
+
+def platform_versions(karmada) -> dict[str, str]:
+    """Every platform object in Karmada (federation_platform's kinds, selected as it
+    selects them, less the tenants'), ``Kind/name`` -> resourceVersion."""
+    from ansible_collections.gpucloud.platform.plugins.module_utils.common.names import (
+        MANAGED_SELECTOR,
+    )
+    from ansible_collections.gpucloud.platform.plugins.module_utils.federation.platform_federation import (
+        NAMESPACED_KINDS,
+        PLATFORM_KINDS,
+    )
+
+    # a tenant's objects carry the same label, and the platform's no tenant's
+    selector = f"{MANAGED_SELECTOR},!platform.io/tenant"
+    found = {}
+    for api_version, kind in PLATFORM_KINDS:
+        namespace = SCHEDULER_CONFIGMAP[0] if kind in NAMESPACED_KINDS else None
+        for obj in karmada.list(api_version, kind, namespace, label_selector=selector):
+            found[f"{kind}/{obj['metadata']['name']}"] = obj["metadata"]["resourceVersion"]
+    return found
+
+
+def member_platform(member) -> dict[str, Any]:
+    """What a member holds of the platform's objects: its PriorityClasses (name ->
+    resourceVersion), its scheduler ConfigMap (resourceVersion, conf text, whether Karmada
+    made it) and its cloud-burst queue's GPUs (None: no such queue)."""
+    classes = {
+        c["metadata"]["name"]: c["metadata"]["resourceVersion"]
+        for c in member.list(PRIORITY_CLASS_API, "PriorityClass")
+        if not c["metadata"]["name"].startswith("system-")
+    }
+    namespace, name = SCHEDULER_CONFIGMAP
+    cm = member.get("v1", "ConfigMap", name, namespace) or {}
+    queue = member.get(QUEUE_API, "Queue", "cloud-burst")
+    return {
+        "priority_classes": classes,
+        "configmap_version": (cm.get("metadata") or {}).get("resourceVersion"),
+        "conf": (cm.get("data") or {}).get("volcano-scheduler.conf"),
+        "karmada_made": ((cm.get("metadata") or {}).get("labels") or {}).get(KARMADA_MANAGED),
+        "cloud_burst_gpus": None
+        if queue is None
+        else str(queue["spec"].get("capability", {}).get("nvidia.com/gpu")),
+    }

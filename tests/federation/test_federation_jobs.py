@@ -13,33 +13,24 @@ federation-job-replicas).
 * a second run writes nothing; check mode writes nothing in Karmada or either member;
 * ``absent`` takes the job out of its member.
 
-The tenant is put in the federation by ``federation_tenant``; the platform's
-PriorityClasses and interpreter customization are written from the pure core (no module
-writes the platform's own state in a federation yet). Each member has one node of 8 GPUs
-(kwok: the pods run without containers).
+The platform's PriorityClasses, scheduler conf and interpreter customization are put in
+the federation by ``federation_platform`` (``conftest.federation_platform``, once per
+session), the tenant by ``federation_tenant``. Each member has one node of 8 GPUs (kwok:
+the pods run without containers).
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from ansible_collections.gpucloud.platform.plugins.module_utils.federation.interpreter import (
-    volcano_job_customization,
-)
 from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.federation_placement import (
     MEMBER_NOT_READY_TAINT,
-    member_failover_taint_policy,
-)
-from ansible_collections.gpucloud.platform.plugins.module_utils.policy.priority_classes import (
-    priority_class_manifests,
 )
 from ansible_collections.gpucloud.platform.tests.federation.federation_helpers import (
-    LOCATION,
     dynamic,
     restore_member,
     stop_member_api_server,
@@ -60,40 +51,6 @@ JOB_API = "batch.volcano.sh/v1alpha1"
 POLICY_API = "policy.karmada.io/v1alpha1"
 
 
-def _apply(client, obj: dict[str, Any]) -> None:
-    meta = obj["metadata"]
-    resource = client.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
-    resource.server_side_apply(
-        body=obj,
-        name=meta["name"],
-        namespace=meta.get("namespace"),
-        field_manager="federation-test",
-        force_conflicts=True,
-    )
-
-
-def _platform() -> list[dict[str, Any]]:
-    """The platform's interpreter customization and PriorityClasses, to every member."""
-    classes = priority_class_manifests()
-    spread = {
-        "apiVersion": POLICY_API,
-        "kind": "ClusterPropagationPolicy",
-        "metadata": {"name": "federation-test-priority-classes"},
-        "spec": {
-            "resourceSelectors": [
-                {"apiVersion": c["apiVersion"], "kind": c["kind"], "name": c["metadata"]["name"]}
-                for c in classes
-            ],
-            "placement": {
-                "clusterAffinity": {
-                    "labelSelector": {"matchExpressions": [{"key": LOCATION, "operator": "Exists"}]}
-                }
-            },
-        },
-    }
-    return [volcano_job_customization(), member_failover_taint_policy(), *classes, spread]
-
-
 # 8 subscription GPUs (IDC) and a pay-as-you-go grant of 16, 8 of them in the cloud
 TENANT_ARGS = {
     "name": TENANT,
@@ -106,11 +63,8 @@ TENANT_ARGS = {
 
 
 @pytest.fixture(scope="module")
-def fed(federation, run_on_federation) -> Iterator[dict[str, Any]]:
+def fed(federation, federation_platform, run_on_federation) -> Iterator[dict[str, Any]]:
     karmada = dynamic(federation["karmada"])
-    objects = _platform()
-    for obj in objects:
-        _apply(karmada, obj)
     tenant = run_on_federation("federation_tenant", TENANT_ARGS)
     assert tenant.get("failed") is not True, tenant
     members = {name: dynamic(api) for name, api in federation["members"].items()}
@@ -123,14 +77,9 @@ def fed(federation, run_on_federation) -> Iterator[dict[str, Any]]:
             f"{QUEUE} with {gpus} GPUs in {name}",
         )
     yield {"karmada": karmada, "members": members}
+    # the platform's objects stay: they are the session's (conftest.federation_platform)
     gone = run_on_federation("federation_tenant", {"name": TENANT, "state": "absent"})
     assert gone.get("failed") is not True, gone
-    for obj in reversed(objects):
-        resource = karmada.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
-        meta = obj["metadata"]
-        # gone already: a namespace takes its objects with it
-        with contextlib.suppress(Exception):
-            resource.delete(name=meta["name"], namespace=meta.get("namespace"))
 
 
 def _queue_gpus(member) -> str | None:

@@ -4,8 +4,9 @@
 ``fed-idc`` and ``fed-cloud``, joined as idc and cloud). The module runs as a playbook runs
 it (``ansible -m``) against the Karmada API server.
 
-The cloud member gets the platform's ``cloud-burst`` queue first (the burst leaf's
-parent; the module does not make it). Then: a check-mode run writes nothing in Karmada or
+The cloud member has the platform's ``cloud-burst`` queue (the burst leaf's parent; the
+module does not make it) from ``federation_platform`` (``conftest.federation_platform``,
+once per session). Then: a check-mode run writes nothing in Karmada or
 either member; a run puts the tenant's namespace, subscription, team, spot and
 pay-as-you-go queues (the IDC part of its GPUs) in the IDC member, and its namespace,
 pay-as-you-go queue (the cloud part) and burst leaf in the cloud member, without its
@@ -24,14 +25,11 @@ import pytest
 from ansible_collections.gpucloud.platform.plugins.module_utils.federation.tenant_federation import (
     FEDERATION_KINDS,
 )
-from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.queues import burst_queue
-from ansible_collections.gpucloud.platform.tests.federation.federation_helpers import MEMBERS
 from ansible_collections.gpucloud.platform.tests.integration.conftest import (
     ansible_environment,
     run_module_in,
 )
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
-    state_dir,
     wait_until,
 )
 
@@ -57,18 +55,13 @@ PAYG, BURST = f"tenant-{TENANT}-payg", f"tenant-{TENANT}-burst"
 
 
 @pytest.fixture(scope="module")
-def fedt(federation) -> dict[str, Any]:
-    """The suite's federation as ``Cluster`` clients, ``cloud-burst`` in the cloud member."""
-    from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import Cluster
-
-    members = {
-        name: Cluster.from_kubeconfig(str(state_dir(name) / "admin.kubeconfig")) for name in MEMBERS
-    }
-    members[CLOUD].apply(burst_queue([], 8))
+def fedt(federation, federation_platform) -> dict[str, Any]:
+    """The suite's federation as ``Cluster`` clients, ``cloud-burst`` in the cloud member
+    (``federation_platform`` waited for it)."""
     return {
         **federation,
-        "karmada": Cluster.from_kubeconfig(federation["kubeconfig"]),
-        "members": members,
+        "karmada": federation_platform["karmada"],
+        "members": federation_platform["members"],
         "env": ansible_environment(federation["kubeconfig"]),
     }
 

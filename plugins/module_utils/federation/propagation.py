@@ -56,7 +56,8 @@ class TenantFederation:
     policies: list[dict[str, Any]]
 
 
-def _selector(obj: Mapping[str, Any]) -> dict[str, Any]:
+def resource_selector(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A policy's ``resourceSelectors`` entry naming exactly ``obj``."""
     meta = obj["metadata"]
     out = {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": meta["name"]}
     if meta.get("namespace"):
@@ -64,7 +65,8 @@ def _selector(obj: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _members(*locations: str) -> dict[str, Any]:
+def member_affinity(*locations: str) -> dict[str, Any]:
+    """The members labelled ``platform.io/node-location`` with one of ``locations``."""
     return {
         "labelSelector": {
             "matchExpressions": [
@@ -74,21 +76,28 @@ def _members(*locations: str) -> dict[str, Any]:
     }
 
 
+def propagation_policy(
+    kind: str, meta: Mapping[str, Any], objects: Sequence[Mapping[str, Any]], *where: str
+) -> dict[str, Any]:
+    """A (Cluster)PropagationPolicy sending exactly ``objects`` to the members at ``where``."""
+    return {
+        "apiVersion": POLICY_API,
+        "kind": kind,
+        "metadata": dict(meta),
+        "spec": {
+            "resourceSelectors": [resource_selector(o) for o in objects],
+            "placement": {"clusterAffinity": member_affinity(*where)},
+        },
+    }
+
+
 def _policy(
     kind: str, name: str, tenant: str, objects: Sequence[Mapping[str, Any]], *where: str
 ) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "labels": tenant_labels(tenant)}
     if kind == "PropagationPolicy":
         meta["namespace"] = namespace_name(tenant)
-    return {
-        "apiVersion": POLICY_API,
-        "kind": kind,
-        "metadata": meta,
-        "spec": {
-            "resourceSelectors": [_selector(o) for o in objects],
-            "placement": {"clusterAffinity": _members(*where)},
-        },
-    }
+    return propagation_policy(kind, meta, objects, *where)
 
 
 def _whole(queue: Queue) -> dict[str, Any]:
@@ -99,7 +108,7 @@ def _whole(queue: Queue) -> dict[str, Any]:
 def _gpu_override(value: Decimal, *where: str) -> dict[str, Any]:
     text = quantity.render({quantity.GPU: value})[quantity.GPU]
     return {
-        "targetCluster": _members(*where),
+        "targetCluster": member_affinity(*where),
         "overriders": {
             "plaintext": [
                 {"path": f"/spec/{field}/{GPU_POINTER}", "operator": "replace", "value": text}
@@ -197,7 +206,7 @@ def tenant_propagation(
                 "kind": "ClusterOverridePolicy",
                 "metadata": {"name": f"{base}-payg", "labels": tenant_labels(tenant)},
                 "spec": {
-                    "resourceSelectors": [_selector(q) for q in payg_queues],
+                    "resourceSelectors": [resource_selector(q) for q in payg_queues],
                     "overrideRules": rules,
                 },
             }

@@ -42,6 +42,7 @@ from ..tenants.spec import TenantSpec, kept_guarantee, parse_cidrs
 from ..tenants.summary import object_counts
 from ..tenants.tenant_queues import queue_name_collisions
 from .propagation import TenantFederation, tenant_propagation
+from .run_report import record_writes, result
 
 PRESENT = "present"
 ABSENT = "absent"
@@ -303,16 +304,10 @@ def refusal(request: FederationTenantRequest, facts: FederationTenantFacts) -> E
 
 def record_plan(planned: FederationTenantRun, changes: Changes) -> None:
     """Every write and delete of the plan, in order, as ``changes`` records them."""
-    for batch in planned.writes:
-        for manifest, action, current in batch:
-            changes.record(manifest, action, current)
+    record_writes(planned.writes, changes)
     for batch in planned.deletes:
         for obj in batch:
             changes.record(obj, DELETE, obj)
-
-
-def result(changes: Changes) -> dict[str, Any]:
-    return {"changed": changes.changed, "objects": changes.objects, "diff": changes.diff()}
 
 
 def report(request: FederationTenantRequest, planned: FederationTenantRun) -> dict[str, Any]:

@@ -12,7 +12,7 @@ Karmada API server (its pure steps: ``federation.tenant_federation``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +23,8 @@ from ..queues.plan import DELETE
 from ..tenants.changes import Changes
 from ..tenants.read_io import read_tenant, tenant_selector
 from ..tenants.write_io import reported_part_way
+from .batches_io import raise_first, write_batches
+from .run_report import result
 from .tenant_federation import (
     API_OF,
     POLICY_KINDS,
@@ -32,7 +34,6 @@ from .tenant_federation import (
     new_queue_names,
     record_plan,
     refusal,
-    result,
 )
 
 
@@ -67,12 +68,6 @@ def gather_federation_tenant(
     return replace(facts, taken=tuple(q for q in taken if q is not None))
 
 
-def _raise_first(results: Sequence[Any]) -> None:
-    for outcome in results:
-        if isinstance(outcome, BaseException):
-            raise outcome
-
-
 def _delete(cluster: kube.Cluster, obj: Mapping[str, Any]) -> Callable[[], bool]:
     meta = obj["metadata"]
     return lambda: cluster.delete(
@@ -92,24 +87,13 @@ def apply_federation_tenant(
     yet, which are only reported (there is nothing to dry-run them in)."""
     changes = Changes()
     record_plan(planned, changes)
-    exists = planned.facts.namespace_exists
     what = f"writing tenant {request.name!r} in the federation"
     with reported_part_way(what, changes):
-        for batch in planned.writes:
-            sent = [
-                (manifest, action)
-                for manifest, action, _live in batch
-                if not (check_mode and manifest["metadata"].get("namespace") and not exists)
-            ]
-            outcomes = cluster.apply_all([manifest for manifest, _action in sent])
-            for (manifest, action), outcome in zip(sent, outcomes, strict=True):
-                if not check_mode and not isinstance(outcome, BaseException):
-                    changes.wrote(manifest, action)
-            _raise_first(outcomes)
+        write_batches(cluster, planned.writes, changes, check_mode, planned.facts.namespace_exists)
         for objs in planned.deletes:
             outcomes = cluster.concurrently([_delete(cluster, obj) for obj in objs])
             for obj, outcome in zip(objs, outcomes, strict=True):
                 if not check_mode and outcome is True:
                     changes.wrote(obj, DELETE)
-            _raise_first(outcomes)
+            raise_first(outcomes)
     return result(changes)

@@ -1,0 +1,225 @@
+# Copyright: gpucloud.platform contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Module federation_platform's flow (federation/platform_federation and its I/O) over the
+in-memory cluster standing in for the Karmada API server; rule
+federation-platform-propagation."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
+    PlatformValidationError,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.federation import (
+    platform_federation as flow,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.federation.platform_federation_io import (
+    apply_federation_platform,
+    gather_federation_platform,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_builder import (
+    DEFAULT_ACTIONS,
+)
+from ansible_collections.gpucloud.platform.tests.unit.fake_cluster import FakeCluster
+
+FLOW = flow.federation_platform_flow(gather_federation_platform, apply_federation_platform)
+LOCATION = "platform.io/node-location"
+PRIORITY_CLASSES = ["critical-job", "debug-job", "large-job", "normal-job", "spot-job"]
+
+
+def run(cluster, params, check_mode=False):
+    return FLOW.run(params, cluster, check_mode)
+
+
+def fields(exc_info):
+    return {e.field for e in exc_info.value.errors}
+
+
+def locations(policy):
+    (expr,) = policy["spec"]["placement"]["clusterAffinity"]["labelSelector"]["matchExpressions"]
+    assert expr["key"] == LOCATION and expr["operator"] == "In"
+    return sorted(expr["values"])
+
+
+def selected(policy):
+    return sorted(s["name"] for s in policy["spec"]["resourceSelectors"])
+
+
+# -- parse -----------------------------------------------------------------------------------
+
+
+def test_the_defaults_are_the_platforms_scheduler_conf():
+    request = flow.parse({})
+    conf = yaml.safe_load(request.conf_text)
+    assert conf["actions"] == ", ".join(DEFAULT_ACTIONS)
+    assert request.cloud_burst_gpus is None
+
+
+def test_a_scheduler_conf_that_breaks_a_rule_is_refused_naming_its_option():
+    with pytest.raises(PlatformValidationError) as exc:
+        flow.parse({"scheduler_actions": ["allocate", "bogus"]})
+    assert fields(exc) == {"scheduler_actions[1]", "scheduler_actions"}
+    assert "'bogus' is not an action" in str(exc.value)
+    with pytest.raises(PlatformValidationError) as exc:
+        flow.parse({"scheduler_tiers": [{"plugins": [{"name": "gang"}]}]})
+    assert fields(exc) == {"scheduler_tiers"}
+    assert "has no 'capacity' plugin" in str(exc.value)
+
+
+def test_options_not_in_the_form_the_role_takes_are_named_at_once():
+    with pytest.raises(PlatformValidationError) as exc:
+        flow.parse(
+            {
+                "scheduler_actions": "enqueue,allocate",
+                "scheduler_tiers": ["nope"],
+                "cloud_burst_gpus": -1,
+            }
+        )
+    assert fields(exc) == {"scheduler_actions", "scheduler_tiers[0]", "cloud_burst_gpus"}
+
+
+@given(st.one_of(st.integers(max_value=-1), st.booleans(), st.text(max_size=3)))
+def test_cloud_burst_gpus_is_a_whole_number_zero_or_more(gpus):
+    with pytest.raises(PlatformValidationError) as exc:
+        flow.parse({"cloud_burst_gpus": gpus})
+    assert fields(exc) == {"cloud_burst_gpus"}
+
+
+# -- the rule --------------------------------------------------------------------------------
+
+
+def test_the_classes_and_the_conf_go_to_every_member_overwriting_theirs():
+    fed = flow.platform_propagation(flow.parse({}).conf_text)
+    kinds = [o["kind"] for o in fed.templates]
+    assert kinds[:3] == ["Namespace", "ResourceInterpreterCustomization", "ClusterTaintPolicy"]
+    assert kinds.count("PriorityClass") == 5 and "Queue" not in kinds
+    namespace = fed.templates[0]
+    assert namespace["metadata"]["labels"][flow.SKIP_AUTO_PROPAGATION] == "true"
+    by_name = {p["metadata"]["name"]: p for p in fed.policies}
+    assert set(by_name) == {flow.POLICY_PRIORITY_CLASSES, flow.POLICY_SCHEDULER_CONF}
+    classes, conf = by_name[flow.POLICY_PRIORITY_CLASSES], by_name[flow.POLICY_SCHEDULER_CONF]
+    assert selected(classes) == PRIORITY_CLASSES
+    assert selected(conf) == ["volcano-scheduler-configmap"]
+    assert conf["kind"] == "PropagationPolicy"
+    assert conf["metadata"]["namespace"] == "volcano-system"
+    for policy in fed.policies:
+        assert locations(policy) == ["cloud", "idc"]
+        assert policy["spec"]["conflictResolution"] == "Overwrite"
+    # the customization and the lost-member taint policy are Karmada's: no policy selects them
+    assert not any(
+        s["kind"] in ("ResourceInterpreterCustomization", "ClusterTaintPolicy")
+        for p in fed.policies
+        for s in p["spec"]["resourceSelectors"]
+    )
+
+
+@given(st.integers(min_value=0, max_value=10_000))
+def test_cloud_burst_goes_to_the_cloud_members_only_with_its_gpus(gpus):
+    fed = flow.platform_propagation("actions: enqueue\n", gpus)
+    (queue,) = [o for o in fed.templates if o["kind"] == "Queue"]
+    assert queue["metadata"]["name"] == "cloud-burst"
+    assert queue["spec"]["capability"] == {"nvidia.com/gpu": str(gpus)}
+    (policy,) = [p for p in fed.policies if p["metadata"]["name"] == flow.POLICY_CLOUD_BURST]
+    assert locations(policy) == ["cloud"] and selected(policy) == ["cloud-burst"]
+
+
+# -- plan and apply --------------------------------------------------------------------------
+
+
+def test_a_first_run_writes_the_namespace_then_templates_then_policies():
+    planned = flow.plan(flow.parse({"cloud_burst_gpus": 8}), flow.FederationPlatformFacts())
+    kinds = [[c[0]["kind"] for c in batch] for batch in planned.writes]
+    assert kinds[0] == ["Namespace"]
+    assert set(kinds[1]) == {
+        "ResourceInterpreterCustomization",
+        "ClusterTaintPolicy",
+        "PriorityClass",
+        "ConfigMap",
+        "Queue",
+    }
+    assert set(kinds[2]) == {"PropagationPolicy", "ClusterPropagationPolicy"}
+
+
+def test_a_run_writes_every_object_then_a_second_writes_nothing():
+    cluster = FakeCluster()
+    first = run(cluster, {"cloud_burst_gpus": 8})
+    assert first["changed"] and len(first["objects"]) == 13
+    assert sorted(cluster.kinds("PriorityClass")) == PRIORITY_CLASSES
+    writes = len(cluster.writes)
+    second = run(cluster, {"cloud_burst_gpus": 8})
+    assert second == {"changed": False, "objects": [], "diff": {"before": {}, "after": {}}}
+    assert len(cluster.writes) == writes
+    # one LIST per kind
+    assert cluster.lists[-len(flow.PLATFORM_KINDS) :] == [k for _a, k in flow.PLATFORM_KINDS]
+
+
+def test_priority_classes_as_the_api_server_returns_them_are_not_rewritten():
+    cluster = FakeCluster()
+    run(cluster, {})
+    # the API server leaves a false globalDefault out (omitempty)
+    for pc in cluster.objects("PriorityClass"):
+        pc.pop("globalDefault", None)
+        cluster.put(pc)
+    assert run(cluster, {})["changed"] is False
+
+
+def test_a_changed_conf_updates_the_configmap_alone():
+    cluster = FakeCluster()
+    run(cluster, {})
+    # the platform's actions without backfill
+    actions = ["enqueue", "allocate", "preempt", "gangpreempt", "reclaim", "gangreclaim"]
+    out = run(cluster, {"scheduler_actions": actions})
+    assert out["objects"] == [
+        {
+            "kind": "ConfigMap",
+            "name": "volcano-scheduler-configmap",
+            "namespace": "volcano-system",
+            "action": "update",
+        }
+    ]
+    (cm,) = cluster.objects("ConfigMap")
+    assert yaml.safe_load(cm["data"]["volcano-scheduler.conf"])["actions"] == ", ".join(actions)
+
+
+def test_cloud_burst_left_out_is_neither_written_nor_deleted():
+    cluster = FakeCluster()
+    run(cluster, {"cloud_burst_gpus": 8})
+    out = run(cluster, {})
+    assert out["changed"] is False
+    assert list(cluster.kinds("Queue")) == ["cloud-burst"]
+    assert flow.POLICY_CLOUD_BURST in cluster.kinds("ClusterPropagationPolicy")
+
+
+def test_a_refused_option_writes_nothing():
+    cluster = FakeCluster()
+    with pytest.raises(PlatformValidationError):
+        run(cluster, {"scheduler_tiers": [{"plugins": []}]})
+    assert cluster.writes == []
+
+
+def test_check_mode_reports_what_a_run_writes_and_writes_nothing():
+    cluster = FakeCluster(dry_run=True)
+    out = run(cluster, {"cloud_burst_gpus": 8}, check_mode=True)
+    real = run(FakeCluster(), {"cloud_burst_gpus": 8})
+    assert out["objects"] == real["objects"]
+    assert cluster.real_writes == [] and cluster.store == {}
+    # no volcano-system in Karmada yet: its ConfigMap and policy are reported, not dry-run
+    sent = {kind for _v, kind, _n in cluster.writes}
+    assert "ConfigMap" not in sent and "PropagationPolicy" not in sent
+    assert "PriorityClass" in sent
+
+
+def test_the_summary_says_what_was_written_and_what_became_of_cloud_burst():
+    objects = [{"kind": "PriorityClass", "name": "spot-job", "action": "create"}]
+    assert flow.federation_platform_summary({}, {"objects": objects}, True) == [
+        "platform in the federation: would create 1 object "
+        "(PriorityClasses and scheduler conf to every member, cloud-burst left as it is)"
+    ]
+    assert flow.federation_platform_summary({"cloud_burst_gpus": 8}, {"objects": []}, False) == [
+        "platform in the federation: unchanged "
+        "(PriorityClasses and scheduler conf to every member, cloud-burst 8 GPUs)"
+    ]
