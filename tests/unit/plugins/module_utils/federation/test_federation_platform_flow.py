@@ -170,7 +170,7 @@ def test_a_changed_conf_updates_the_configmap_alone():
     cluster = FakeCluster()
     run(cluster, {})
     # the platform's actions without backfill
-    actions = ["enqueue", "allocate", "preempt", "gangpreempt", "reclaim", "gangreclaim"]
+    actions = [a for a in DEFAULT_ACTIONS if a != "backfill"]
     out = run(cluster, {"scheduler_actions": actions})
     assert out["objects"] == [
         {
