@@ -26,6 +26,9 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.federatio
     MEMBER_NOT_READY_TAINT,
     POLICY_API,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_builder import (
+    DEFAULT_ACTIONS,
+)
 from ansible_collections.gpucloud.platform.tests.federation.federation_helpers import (
     PLATFORM_ARGS,
     member_platform,
@@ -102,17 +105,9 @@ def test_a_change_in_check_mode_writes_nothing(federation_platform, run_on_feder
     karmada, members = federation_platform["karmada"], federation_platform["members"]
     before = platform_versions(karmada)
     held = {name: member_platform(m) for name, m in members.items()}
-    changed = {
-        "scheduler_actions": [
-            "enqueue",
-            "allocate",
-            "preempt",
-            "gangpreempt",
-            "reclaim",
-            "gangreclaim",
-        ],
-        "cloud_burst_gpus": 6,
-    }
+    # the platform's actions without backfill, and a smaller cloud
+    actions = [a for a in DEFAULT_ACTIONS if a != "backfill"]
+    changed = {"scheduler_actions": actions, "cloud_burst_gpus": 6}
     would = run_on_federation("federation_platform", changed, check=True, diff=True)
     assert would.get("failed") is not True, would
     assert {(o["kind"], o["name"], o["action"]) for o in would["objects"]} == {

@@ -171,7 +171,7 @@ def test_a_changed_conf_updates_the_configmap_alone():
     cluster = FakeCluster()
     run(cluster, {})
     # the platform's actions without backfill
-    actions = ["enqueue", "allocate", "preempt", "gangpreempt", "reclaim", "gangreclaim"]
+    actions = [a for a in DEFAULT_ACTIONS if a != "backfill"]
     out = run(cluster, {"scheduler_actions": actions})
     assert out["objects"] == [
         {
@@ -223,3 +223,24 @@ def test_the_summary_says_what_was_written_and_what_became_of_cloud_burst():
         "platform in the federation: unchanged "
         "(PriorityClasses and scheduler conf to every member, cloud-burst 8 GPUs)"
     ]
+
+
+@given(
+    st.lists(st.one_of(st.none(), st.integers(min_value=0, max_value=64)), min_size=1, max_size=3)
+)
+def test_after_any_runs_the_last_is_held_and_cloud_burst_is_never_deleted(runs):
+    cluster = FakeCluster()
+    for gpus in runs:
+        run(cluster, {"cloud_burst_gpus": gpus})
+    given_once = [g for g in runs if g is not None]
+    queues = cluster.kinds("Queue")
+    if given_once:
+        # the last given size is what Karmada holds, whatever came after it
+        assert queues["cloud-burst"]["spec"]["capability"] == {
+            "nvidia.com/gpu": str(given_once[-1])
+        }
+    else:
+        assert queues == {}
+    writes = len(cluster.writes)
+    assert run(cluster, {"cloud_burst_gpus": runs[-1]})["changed"] is False
+    assert len(cluster.writes) == writes
