@@ -106,7 +106,7 @@ def run_on_federation(federation) -> Callable[..., dict[str, Any]]:
 @pytest.fixture(scope="session")
 def federation_platform(federation, run_on_federation) -> dict[str, Any]:
     """The platform's objects in the federation, by module federation_platform with
-    ``PLATFORM_ARGS``, once per session, and in both members before any file goes on (a
+    ``PLATFORM_ARGS``, once per suite run, and in both members before any file goes on (a
     tenant's burst leaf needs cloud-burst, a job its PriorityClass). First a check-mode
     run, with what Karmada and each member held before and after it, for
     test_federation_platform to judge."""

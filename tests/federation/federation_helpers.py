@@ -109,7 +109,7 @@ def restore_member(name: str) -> None:
 
 
 # The platform's own state in the suite's federation (module federation_platform), written
-# once per session by ``conftest.federation_platform``: cloud-burst of 8 GPUs, the width
+# once per suite run by ``conftest.federation_platform``: cloud-burst of 8 GPUs, the width
 # of the cloud member's one node.
 PLATFORM_ARGS = {"cloud_burst_gpus": 8}
 SCHEDULER_CONFIGMAP = ("volcano-system", "volcano-scheduler-configmap")

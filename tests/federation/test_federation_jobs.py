@@ -15,7 +15,7 @@ federation-job-replicas).
 
 The platform's PriorityClasses, scheduler conf and interpreter customization are put in
 the federation by ``federation_platform`` (``conftest.federation_platform``, once per
-session), the tenant by ``federation_tenant``. Each member has one node of 8 GPUs (kwok:
+suite run), the tenant by ``federation_tenant``. Each member has one node of 8 GPUs (kwok:
 the pods run without containers).
 """
 
@@ -77,7 +77,7 @@ def fed(federation, federation_platform, run_on_federation) -> Iterator[dict[str
             f"{QUEUE} with {gpus} GPUs in {name}",
         )
     yield {"karmada": karmada, "members": members}
-    # the platform's objects stay: they are the session's (conftest.federation_platform)
+    # the platform's objects stay: they are the whole suite's (conftest.federation_platform)
     gone = run_on_federation("federation_tenant", {"name": TENANT, "state": "absent"})
     assert gone.get("failed") is not True, gone
 

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module federation_platform on the real local federation (``conftest.federation``:
 members ``fed-idc`` and ``fed-cloud``, joined as idc and cloud), run as a playbook runs it
-(``ansible -m``) against the Karmada API server, once per session by
+(``ansible -m``) against the Karmada API server, once per suite run by
 ``conftest.federation_platform`` (a check-mode run first, then a run):
 
 * check mode writes nothing in Karmada or either member: on a new federation nothing

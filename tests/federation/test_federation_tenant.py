@@ -6,7 +6,7 @@ it (``ansible -m``) against the Karmada API server.
 
 The cloud member has the platform's ``cloud-burst`` queue (the burst leaf's parent; the
 module does not make it) from ``federation_platform`` (``conftest.federation_platform``,
-once per session). Then: a check-mode run writes nothing in Karmada or
+once per suite run). Then: a check-mode run writes nothing in Karmada or
 either member; a run puts the tenant's namespace, subscription, team, spot and
 pay-as-you-go queues (the IDC part of its GPUs) in the IDC member, and its namespace,
 pay-as-you-go queue (the cloud part) and burst leaf in the cloud member, without its
