@@ -288,7 +288,8 @@ def test_a_lost_cloud_member_moves_cloud_ok_work_once_and_holds_the_rest(fed, ru
     member's API server stopped: a ``cloud-ok`` job there is moved to the IDC member, and
     its new copy starts only once Karmada has deleted the old one, when the member
     answers again (never two copies); a ``local-first`` job there is held, in the cloud
-    member, through the loss and after it."""
+    member, through the loss and after it, and so are the tenant's queue and the
+    platform's ``cloud-burst`` (every tenant and platform policy tolerates the taint)."""
     for job in ("kept-home", "first"):
         gone = run_on_federation(
             "vcjob", {"tenant": TENANT, "name": job, "state": "absent", "federation": True}
@@ -334,3 +335,9 @@ def test_a_lost_cloud_member_moves_cloud_ok_work_once_and_holds_the_rest(fed, ru
     wait_until(lambda: _running_in(fed, "roam") == {IDC: 1, CLOUD: 0}, 120, 1, "roam in the IDC")
     assert "roam" not in _jobs_in(fed, CLOUD)
     assert _on(fed, "spill") == [CLOUD] and _running_in(fed, "spill")[CLOUD] == 1
+    # the tenant's queue and the platform's cloud-burst were held in the member too: by
+    # now Karmada would have deleted them there had it evicted them (as it did roam's copy)
+    cloud = fed["members"][CLOUD]
+    assert _queue_gpus(cloud) == "8"
+    queues = cloud.resources.get(api_version="scheduling.volcano.sh/v1beta1", kind="Queue")
+    assert queues.get(name="cloud-burst").metadata.name == "cloud-burst"

@@ -31,7 +31,7 @@ from ..common.names import (
     tenant_labels,
 )
 from ..hybrid.burst import BURST_BILLING, burst_leaf, burst_leaf_name
-from ..hybrid.federation_placement import POLICY_API
+from ..hybrid.federation_placement import HELD, POLICY_API
 from ..policy.admission import tenant_queues_configmap
 from ..queues.model import Queue
 from ..tenants.plan import TenantPlan
@@ -79,14 +79,26 @@ def member_affinity(*locations: str) -> dict[str, Any]:
 def propagation_policy(
     kind: str, meta: Mapping[str, Any], objects: Sequence[Mapping[str, Any]], *where: str
 ) -> dict[str, Any]:
-    """A (Cluster)PropagationPolicy sending exactly ``objects`` to the members at ``where``."""
+    """A (Cluster)PropagationPolicy sending exactly ``objects`` to the members at ``where``,
+    and keeping them there when a member is lost.
+
+    Every such policy tolerates the lost-member taint (rule federation-member-failover):
+    Karmada's taint manager evicts **every** binding that does not
+    (``pkg/controllers/cluster/taint_manager.go`` ``syncCluster`` lists them all), and
+    an evicted template is deleted from the member as soon as it answers again
+    (``handleWorkDelete``), under whatever runs there: a tenant's queues, its RBAC, the
+    platform's ``cloud-burst``. Only a job's own policy may leave the member (rule
+    federation-failover-once)."""
     return {
         "apiVersion": POLICY_API,
         "kind": kind,
         "metadata": dict(meta),
         "spec": {
             "resourceSelectors": [resource_selector(o) for o in objects],
-            "placement": {"clusterAffinity": member_affinity(*where)},
+            "placement": {
+                "clusterAffinity": member_affinity(*where),
+                "clusterTolerations": [dict(t) for t in HELD],
+            },
         },
     }
 

@@ -11,8 +11,14 @@ from hypothesis import strategies as st
 from ansible_collections.gpucloud.platform.plugins.module_utils.common.errors import (
     PlatformValidationError,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.federation.platform_federation import (
+    platform_propagation,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.federation.propagation import (
     tenant_propagation,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.federation_placement import (
+    MEMBER_NOT_READY_TAINT,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.plan import plan_tenant
 from ansible_collections.gpucloud.platform.plugins.module_utils.tenants.spec import (
@@ -188,3 +194,23 @@ def test_every_template_but_the_namespace_has_exactly_one_policy(payg, cloud_sha
     idc, in_cloud = gpu_override(fed, IDC), gpu_override(fed, CLOUD)
     total = sum(set(idc.values())) + (sum(set(in_cloud.values())) if in_cloud else 0)
     assert total == payg  # every pay-as-you-go GPU sold once, in one place
+
+
+@given(
+    payg=st.integers(0, 40),
+    burst=st.one_of(st.none(), st.integers(0, 32)),
+    cloud_burst=st.one_of(st.none(), st.integers(0, 32)),
+)
+def test_no_platform_or_tenant_object_leaves_a_lost_member(payg, burst, cloud_burst):
+    """Rule federation-member-failover: every policy of a tenant and of the platform
+    tolerates the lost-member taint for ever, so Karmada's taint manager never evicts a
+    tenant's queues or cloud-burst from a member (it would delete them there, under
+    running jobs, once the member answers)."""
+    tenant = tenant_propagation(plan(payg=payg), burst, payg // 2)
+    platform = platform_propagation("actions: enqueue\n", cloud_burst)
+    for policy in (*tenant.policies, *platform.policies):
+        if policy["kind"] == "ClusterOverridePolicy":
+            continue  # places nothing
+        assert policy["spec"]["placement"]["clusterTolerations"] == [
+            {"key": MEMBER_NOT_READY_TAINT, "operator": "Exists", "effect": "NoExecute"}
+        ], policy["metadata"]["name"]
