@@ -259,7 +259,7 @@ csv:
     kind,tenant,billing_type,namespace,job,gpu_hours,subscription_gpus,hours,included_gpu_hours,overage_gpu_hours,price,overage_price,amount,currency
     usage,alpha,payg,,,10.000000,,,,,3.50,,35.00,EUR
 summary:
-  description: The ledger in a few lines a person reads (period, totals per line, per tenant, reconciliation).
+  description: The ledger in a few lines a person reads (period, totals per line, per tenant, reconciliation; with O(members), the members read).
   returned: success
   type: list
   elements: str

@@ -90,6 +90,7 @@ def test_one_ledger_from_karmada_and_each_members_prometheus(run_module, prometh
     alpha = rows(out)
     assert alpha[("alpha", "payg")]["gpu_hours"] == "2.000000"
     assert alpha[("alpha", "cloud")]["gpu_hours"] == "2.000000"
+    assert out["summary"][-1] == "members: cloud-1, idc-1"
     # bought once: 16 GPUs for the day, from the IDC member only
     assert alpha[("alpha", "subscription")]["included_gpu_hours"] == "384.000000"
 
