@@ -36,7 +36,14 @@ description:
   - "With O(state=gathered) it returns what it read (the Namespaces, the rules' interval and Prometheus's series), and
     O(state=parsed) bills such O(facts) without connecting to the cluster or Prometheus: the same ledger, for the
     same O(start), O(end) and O(step) they were gathered for (other ones are refused, field C(facts.period));
-    O(prometheus_url) is still required and checked, but not asked."
+    O(prometheus_url) (or O(members)) is still required and checked, but not asked."
+  - "A federation's ledger (option O(members)): the connection is the Karmada API server. The module lists Karmada's
+    C(Cluster) objects once (where each member is: C(platform.io/node-location) C(idc) or C(cloud)) and its
+    Namespaces labelled C(platform.io/tenant) once (the federation's tenants), asks each member's Prometheus as it
+    asks one cluster's, and bills one ledger (rule federation-ledger): every GPU-second of a cloud member is on
+    the cloud line, whatever its node's label says; subscriptions are read from the IDC members only, each
+    tenant's size counted once at a time, as a subscription is bought once for the federation. Every series in
+    O(state=gathered) carries the C(member) it was read from and that member's C(location)."
 options:
   prometheus_url:
     description:
@@ -44,8 +51,20 @@ options:
         C(<prometheus_url>/api/v1/query_range).
       - "An unreachable Prometheus, an HTTP error or an answer whose C(status) is not C(success) fails the run, naming
         O(prometheus_url) and what happened."
+      - Required unless O(members) is given; not with O(members).
     type: str
-    required: true
+  members:
+    description:
+      - "A federation's ledger: each member cluster to bill, by its Karmada C(Cluster) name, with its own
+        Prometheus base URL, for example C({idc-1: http://prometheus.idc-1:9090, cloud-1: http://prometheus.cloud-1:9090});
+        the connection options then reach the Karmada API server. Members left out are not billed (a member's own
+        part of the ledger is a report with that member alone)."
+      - "A member Karmada does not have, one whose C(Cluster) is not labelled C(platform.io/node-location) C(idc) or
+        C(cloud), and one whose metering rules are evaluated at another interval than the others are refused,
+        each naming C(members.<name>); so is a member's Prometheus that does not answer with data."
+      - Not with O(prometheus_url).
+    type: dict
+    version_added: 0.2.0
   start:
     description:
       - The period's start, an RFC 3339 date-time (a time without a zone is UTC), for example C(2026-01-01T00:00:00Z).
@@ -138,6 +157,18 @@ EXAMPLES = r"""
     prices: "{{ metering_prices }}"
   register: alpha_usage
 
+- name: One ledger for a federation (the connection is Karmada's API server), IDC and cloud apart
+  gpucloud.platform.usage_report:
+    members:
+      idc-1: http://prometheus.idc-1.example:9090
+      cloud-1: http://prometheus.cloud-1.example:9090
+    start: "2026-01-01T00:00:00Z"
+    end: "2026-01-02T00:00:00Z"
+    prices: "{{ metering_prices }}"
+  environment:
+    K8S_AUTH_KUBECONFIG: /etc/karmada/karmada-apiserver.config
+  register: federation_usage
+
 - name: Keep what yesterday's bill is made from
   gpucloud.platform.usage_report:
     prometheus_url: http://prometheus.monitoring:9090
@@ -228,7 +259,7 @@ csv:
     kind,tenant,billing_type,namespace,job,gpu_hours,subscription_gpus,hours,included_gpu_hours,overage_gpu_hours,price,overage_price,amount,currency
     usage,alpha,payg,,,10.000000,,,,,3.50,,35.00,EUR
 summary:
-  description: The ledger in a few lines a person reads (period, totals per line, per tenant, reconciliation).
+  description: The ledger in a few lines a person reads (period, totals per line, per tenant, reconciliation; with O(members), the members read).
   returned: success
   type: list
   elements: str
@@ -243,7 +274,11 @@ queries:
   type: int
   sample: 5
 prometheus_url:
-  description: O(prometheus_url), when Prometheus could not be asked or did not answer with data.
+  description: O(prometheus_url), or the member's Prometheus URL, when Prometheus could not be asked or did not answer with data.
+  returned: failure
+  type: str
+member:
+  description: With O(members), the member whose Prometheus could not be asked or did not answer with data.
   returned: failure
   type: str
 changed:
@@ -256,6 +291,9 @@ gathered:
       (the tenants' Namespaces by name and labels), C(resolution_seconds) (the rules' interval), and the series
       Prometheus answered for each recording rule - C(tenant_billing), C(spot_jobs), C(subscription_sizes) and
       C(unclaimed)."
+    - "With O(members): the federation's facts, merged (rule federation-ledger): Karmada's Namespaces, and every
+      member's series, each labelled with its C(member) and that member's C(location); the subscription sizes only
+      from the IDC members, once. O(state=parsed) bills them as it bills one cluster's."
   returned: when O(state=gathered)
   type: dict
   sample:
@@ -278,15 +316,18 @@ requests:
   type: int
 """
 
+from ansible_collections.gpucloud.platform.plugins.module_utils.federation.ledger_io import (
+    FEDERATION_REPORT_FLOW,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.flow import READ_STATE_OPTIONS
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.runner import run_flow
-from ansible_collections.gpucloud.platform.plugins.module_utils.metering import service
 from ansible_collections.gpucloud.platform.plugins.module_utils.metering.report import (
     report_summary,
 )
 
 OPTIONS = {
-    "prometheus_url": {"type": "str", "required": True},
+    "prometheus_url": {"type": "str"},
+    "members": {"type": "dict"},
     "start": {"type": "str", "required": True},
     "end": {"type": "str", "required": True},
     "step": {"type": "int"},
@@ -301,7 +342,7 @@ OPTIONS = {
 def main() -> None:
     run_flow(
         OPTIONS,
-        service.REPORT_FLOW,
+        FEDERATION_REPORT_FLOW,
         required_if=[("state", "parsed", ["facts"])],
         summary=report_summary,
     )

@@ -161,3 +161,52 @@ def member_platform(member) -> dict[str, Any]:
         if queue is None
         else str(queue["spec"].get("capability", {}).get("nvidia.com/gpu")),
     }
+
+
+def tenant_args(tenant: str) -> dict[str, Any]:
+    """federation_tenant's options for a test's tenant: 8 subscription GPUs (IDC) and a
+    pay-as-you-go grant of 16, 8 of them in the cloud."""
+    return {
+        "name": tenant,
+        "subscription": {"nvidia.com/gpu": 8, "cpu": 256, "memory": "2Ti"},
+        "payg": {"nvidia.com/gpu": 16},
+        "payg_cloud_gpus": 8,
+        "pod_cidr": "10.244.0.0/16",
+        "service_cidr": "10.96.0.0/12",
+    }
+
+
+def federated_job(tenant: str, name: str, **options: Any) -> dict[str, Any]:
+    """vcjob's options for a federated gang in the tenant's pay-as-you-go queue: 2 pods of 4
+    GPUs unless ``options`` say otherwise."""
+    return {
+        "tenant": tenant,
+        "name": name,
+        "queue": f"tenant-{tenant}-payg",
+        "kind": "pytorch_ddp",
+        "image": "train:1",
+        "command": ["python", "train.py"],
+        "replicas": 2,
+        "gpus_per_pod": 4,
+        "federation": True,
+        **options,
+    }
+
+
+def queue_gpus(member, queue: str) -> str | None:
+    """A Queue's GPU capability in a member (a dynamic client), or None while it has none."""
+    queues = member.resources.get(api_version="scheduling.volcano.sh/v1beta1", kind="Queue")
+    try:
+        spec = queues.get(name=queue).to_dict().get("spec") or {}
+    except Exception:
+        return None
+    gpus = (spec.get("capability") or {}).get("nvidia.com/gpu")
+    # a member's copy may hold the quantity as a number (8), where the template has "8"
+    return None if gpus is None else str(gpus)
+
+
+def member_gpus_allocated(karmada, member: str) -> str | None:
+    """The GPUs Karmada's member status says are allocated in a member (every 10 s)."""
+    clusters = karmada.resources.get(api_version="cluster.karmada.io/v1alpha1", kind="Cluster")
+    summary = (clusters.get(name=member).to_dict().get("status") or {}).get("resourceSummary") or {}
+    return (summary.get("allocated") or {}).get("nvidia.com/gpu")

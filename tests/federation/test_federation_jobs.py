@@ -32,8 +32,12 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.federatio
 )
 from ansible_collections.gpucloud.platform.tests.federation.federation_helpers import (
     dynamic,
+    federated_job,
+    member_gpus_allocated,
+    queue_gpus,
     restore_member,
     stop_member_api_server,
+    tenant_args,
 )
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     wait_until,
@@ -52,14 +56,7 @@ POLICY_API = "policy.karmada.io/v1alpha1"
 
 
 # 8 subscription GPUs (IDC) and a pay-as-you-go grant of 16, 8 of them in the cloud
-TENANT_ARGS = {
-    "name": TENANT,
-    "subscription": {GPU: 8, "cpu": 256, "memory": "2Ti"},
-    "payg": {GPU: 16},
-    "payg_cloud_gpus": 8,
-    "pod_cidr": "10.244.0.0/16",
-    "service_cidr": "10.96.0.0/12",
-}
+TENANT_ARGS = tenant_args(TENANT)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +68,7 @@ def fed(federation, federation_platform, run_on_federation) -> Iterator[dict[str
     # the tenant's pay-as-you-go queue in both members, with its part of the grant
     for name, gpus in ((IDC, "8"), (CLOUD, "8")):
         wait_until(
-            lambda m=members[name], g=gpus: _queue_gpus(m) == g,
+            lambda m=members[name], g=gpus: queue_gpus(m, QUEUE) == g,
             90,
             1,
             f"{QUEUE} with {gpus} GPUs in {name}",
@@ -82,30 +79,8 @@ def fed(federation, federation_platform, run_on_federation) -> Iterator[dict[str
     assert gone.get("failed") is not True, gone
 
 
-def _queue_gpus(member) -> str | None:
-    queues = member.resources.get(api_version="scheduling.volcano.sh/v1beta1", kind="Queue")
-    try:
-        queue = queues.get(name=QUEUE)
-    except Exception:
-        return None
-    gpus = ((queue.to_dict().get("spec") or {}).get("capability") or {}).get(GPU)
-    # a member's copy may hold the quantity as a number (8), where the template has "8"
-    return None if gpus is None else str(gpus)
-
-
 def _job(name: str, **options: Any) -> dict[str, Any]:
-    return {
-        "tenant": TENANT,
-        "name": name,
-        "queue": QUEUE,
-        "kind": "pytorch_ddp",
-        "image": "train:1",
-        "command": ["python", "train.py"],
-        "replicas": 2,
-        "gpus_per_pod": 4,
-        "federation": True,
-        **options,
-    }
+    return federated_job(TENANT, name, **options)
 
 
 def _pods_in(member, job: str) -> list[dict[str, Any]]:
@@ -130,14 +105,6 @@ def _binding(fed, job: str) -> dict[str, Any] | None:
         return bindings.get(name=f"{job}-job", namespace=NS).to_dict()
     except Exception:
         return None
-
-
-def _member_gpus_allocated(fed, member: str) -> str | None:
-    clusters = fed["karmada"].resources.get(
-        api_version="cluster.karmada.io/v1alpha1", kind="Cluster"
-    )
-    summary = (clusters.get(name=member).to_dict().get("status") or {}).get("resourceSummary") or {}
-    return (summary.get("allocated") or {}).get(GPU)
 
 
 def test_check_mode_writes_nothing_anywhere(fed, run_on_federation):
@@ -187,7 +154,10 @@ def test_local_first_fills_the_idc_whole_then_spills_whole_to_the_cloud(fed, run
     )
     # Karmada sees the IDC member full before the next job is placed (member status every 10 s)
     wait_until(
-        lambda: _member_gpus_allocated(fed, IDC) == "8", 60, 1, "the IDC member's 8 GPUs allocated"
+        lambda: member_gpus_allocated(fed["karmada"], IDC) == "8",
+        60,
+        1,
+        "the IDC member's 8 GPUs allocated",
     )
 
     second = run_on_federation(
@@ -235,7 +205,7 @@ def test_a_compliance_job_never_leaves_the_idc(fed, run_on_federation):
         "second gone from the cloud",
     )
     wait_until(
-        lambda: _member_gpus_allocated(fed, CLOUD) in (None, "0"),
+        lambda: member_gpus_allocated(fed["karmada"], CLOUD) in (None, "0"),
         60,
         1,
         "the cloud member's GPUs free",
@@ -296,14 +266,20 @@ def test_a_lost_cloud_member_moves_cloud_ok_work_once_and_holds_the_rest(fed, ru
         )
         assert gone.get("failed") is not True, gone
     wait_until(
-        lambda: _member_gpus_allocated(fed, IDC) in (None, "0"), 90, 1, "the IDC member's GPUs free"
+        lambda: member_gpus_allocated(fed["karmada"], IDC) in (None, "0"),
+        90,
+        1,
+        "the IDC member's GPUs free",
     )
     # the IDC member is filled by a job of its own, so that both jobs below go to the cloud
     filler = run_on_federation("vcjob", _job("filler", placement="local-only"))
     assert filler.get("failed") is not True, filler
     wait_until(lambda: _running_in(fed, "filler")[IDC] == 2, 120, 1, "filler in the IDC")
     wait_until(
-        lambda: _member_gpus_allocated(fed, IDC) == "8", 60, 1, "the IDC member's GPUs allocated"
+        lambda: member_gpus_allocated(fed["karmada"], IDC) == "8",
+        60,
+        1,
+        "the IDC member's GPUs allocated",
     )
     one_pod = {"replicas": 1, "gpus_per_pod": 4, "checkpoint_command": SAVE}
     for name, placement in (("spill", "local-first"), ("roam", "cloud-ok")):
@@ -316,7 +292,10 @@ def test_a_lost_cloud_member_moves_cloud_ok_work_once_and_holds_the_rest(fed, ru
     )
     assert gone.get("failed") is not True, gone
     wait_until(
-        lambda: _member_gpus_allocated(fed, IDC) in (None, "0"), 90, 1, "the IDC member's GPUs free"
+        lambda: member_gpus_allocated(fed["karmada"], IDC) in (None, "0"),
+        90,
+        1,
+        "the IDC member's GPUs free",
     )
 
     stop_member_api_server(CLOUD)
@@ -338,6 +317,6 @@ def test_a_lost_cloud_member_moves_cloud_ok_work_once_and_holds_the_rest(fed, ru
     # the tenant's queue and the platform's cloud-burst were held in the member too: by
     # now Karmada would have deleted them there had it evicted them (as it did roam's copy)
     cloud = fed["members"][CLOUD]
-    assert _queue_gpus(cloud) == "8"
+    assert queue_gpus(cloud, QUEUE) == "8"
     queues = cloud.resources.get(api_version="scheduling.volcano.sh/v1beta1", kind="Queue")
     assert queues.get(name="cloud-burst").metadata.name == "cloud-burst"

@@ -118,8 +118,11 @@ def warnings_of(planned: UsagePlanned) -> list[str]:
 def report_summary(
     params: Mapping[str, Any], result: Mapping[str, Any], check_mode: bool
 ) -> list[str]:
-    """What ``usage_report`` says in a few lines (rule run-summary): the ledger's."""
-    return ledger_summary(result["ledger"])
+    """What ``usage_report`` says in a few lines (rule run-summary): the ledger's, and for a
+    federation the members it was read from (a member left out is not billed)."""
+    members = params.get("members")
+    said = ledger_summary(result["ledger"])
+    return [*said, f"members: {', '.join(sorted(members))}"] if members else said
 
 
 def _period_of(period: Period | None) -> dict[str, Any] | None:

@@ -18,6 +18,7 @@ Everything it decides is the pure core's (``period``, ``prices``, ``usage``, ``t
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -139,10 +140,9 @@ def read_matrix(
     return series, count
 
 
-def gather_report(request: ReportRequest, cluster: Cluster) -> UsageFacts:
-    """The ``usage_report`` module's reads: one list of Namespaces, the rules' interval,
-    then the four recording rules over the period, window by window."""
-    namespaces = cluster.list("v1", "Namespace", label_selector=LABEL_TENANT)
+def read_prometheus(request: ReportRequest) -> UsageFacts:
+    """What ``request.prometheus_url`` recorded over the period: the rules' interval, then
+    the four recording rules, window by window (no Namespaces)."""
     resolution = rule_interval(request.prometheus_url, request.timeout)
     tenant_matrix, tenant_queries = read_matrix(request, TENANT_BILLING_GPUS)
     job_matrix, job_queries = read_matrix(request, SPOT_JOBS)
@@ -150,7 +150,6 @@ def gather_report(request: ReportRequest, cluster: Cluster) -> UsageFacts:
     unclaimed_matrix, unclaimed_queries = read_matrix(request, UNCLAIMED_POD_GPUS)
     return UsageFacts(
         period=request.period,
-        namespaces=tuple(namespaces),
         resolution=resolution,
         tenant_billing=tuple(tenant_matrix),
         spot_jobs=tuple(job_matrix),
@@ -158,6 +157,18 @@ def gather_report(request: ReportRequest, cluster: Cluster) -> UsageFacts:
         unclaimed=tuple(unclaimed_matrix),
         queries=1 + tenant_queries + job_queries + size_queries + unclaimed_queries,
     )
+
+
+def list_tenant_namespaces(cluster: Cluster) -> list[dict[str, Any]]:
+    """The known tenants' Namespaces: one list, by label ``platform.io/tenant``."""
+    return cluster.list("v1", "Namespace", label_selector=LABEL_TENANT)
+
+
+def gather_report(request: ReportRequest, cluster: Cluster) -> UsageFacts:
+    """The ``usage_report`` module's reads: one list of Namespaces, the rules' interval,
+    then the four recording rules over the period, window by window."""
+    namespaces = list_tenant_namespaces(cluster)
+    return replace(read_prometheus(request), namespaces=tuple(namespaces))
 
 
 def apply_report(
