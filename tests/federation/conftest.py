@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from ansible_collections.gpucloud.platform.tests.federation.federation_helpers import (
+    CLOUD_JOIN,
     FED_OFFSET,
     MEMBER_TOPOLOGY,
     MEMBERS,
@@ -58,13 +59,20 @@ def federation() -> Iterator[dict[str, Any]]:
             )
             assert up.returncode == 0, f"member {name}:\n{up.stdout}\n{up.stderr}"
             pids[name] = _pids(state_dir(name))
-        members = [f"--member={loc}={name}" for name, (loc, _offset) in MEMBERS.items()]
+        # The IDC member is joined by the local federation's `up`, the cloud member by
+        # module federation_member: both ways of rule federation-member-join run here.
+        members = [f"--member={loc}={name}" for name, (loc, _o) in MEMBERS.items() if loc == "idc"]
         started = time.monotonic()
         up = _fed("up", f"--port-offset={FED_OFFSET}", *members)
         assert up.returncode == 0, f"{up.stdout}\n{up.stderr}"
         kubeconfig = up.stdout.strip().splitlines()[-1]
+        cloud_join = run_module_in(
+            ansible_environment(kubeconfig), "gpucloud.platform.federation_member", CLOUD_JOIN
+        )
+        assert not cloud_join.get("failed"), cloud_join
         yield {
             "kubeconfig": kubeconfig,
+            "cloud_join": cloud_join,
             "karmada": config.new_client_from_config(config_file=kubeconfig),
             "members": {
                 name: config.new_client_from_config(

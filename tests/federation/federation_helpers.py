@@ -27,6 +27,13 @@ BUILD = ROOT / "tools" / "localcluster" / "build_federation.py"
 # name -> (location, port offset); the federation's own ports are in a block of their own
 MEMBERS = {"fed-idc": ("idc", 600), "fed-cloud": ("cloud", 800)}
 FED_NAME, FED_OFFSET = "fed-test", 900
+# Module federation_member's options for the cloud member (the suite's fixture joins it).
+CLOUD_JOIN = {
+    "name": "fed-cloud",
+    "location": "cloud",
+    "region": "local-cloud",
+    "member_kubeconfig": str(state_dir("fed-cloud") / "admin.kubeconfig"),
+}
 LOCATION = "platform.io/node-location"
 # one spine, one ToR, one 8-GPU node: a member's control plane is what is examined here
 MEMBER_TOPOLOGY = ROOT / "tools" / "localcluster" / "topologies" / "federation-member.yaml"

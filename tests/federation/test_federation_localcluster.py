@@ -162,8 +162,9 @@ def test_a_second_up_changes_nothing(federation):
     up = _fed("up", f"--port-offset={FED_OFFSET}")  # the members: those of the first `up`
     assert up.returncode == 0, up.stderr
     assert "already running, nothing to start" in up.stdout
-    for name, (location, _offset) in MEMBERS.items():
-        assert f"member {name} ({location}): already joined, nothing changed" in up.stdout
+    for name, (location, _offset) in MEMBERS.items():  # the cloud member: module-joined
+        joined = f"member {name} ({location}): already joined, nothing changed"
+        assert (joined in up.stdout) == (location == "idc"), up.stdout
     assert _pids(_fed_state()) == pids
     assert versions() == before
     assert up.stdout.strip().splitlines()[-1] == federation["kubeconfig"]
@@ -184,3 +185,10 @@ def test_down_leaves_no_process_and_up_starts_it_again(federation):
     assert up.returncode == 0, f"{up.stdout}\n{up.stderr}"
     assert up.stdout.strip().splitlines()[-1] == federation["kubeconfig"]
     assert _fed("status").returncode == 0
+    # `up` waits for the member it joined; the module-joined one is Ready again by itself.
+    wait_until(
+        lambda: (c := _clusters(federation)) and all(_ready(x) for x in c.values()),
+        120,
+        1,
+        "both Clusters Ready again",
+    )

@@ -16,7 +16,8 @@ server, then bills:
   each pod (docs/metering.md), and the subscription once, from the IDC member;
 * a report of one member sees only that member's part;
 * ``gathered`` labels every series with its member, and ``parsed`` bills it to the same
-  ledger.
+  ledger;
+* ``playbooks/usage_report.yml`` with ``metering_members`` writes that ledger.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ from ansible_collections.gpucloud.platform.tests.federation.federation_helpers i
     queue_gpus,
     tenant_args,
 )
+from ansible_collections.gpucloud.platform.tests.integration.conftest import ansible_environment
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    run_playbook,
     state_dir,
     wait_until,
 )
@@ -246,3 +249,35 @@ def test_gathered_names_each_member_and_parsed_bills_it_again(billed, run_on_fed
     run = _report(run_on_federation, billed, members=both)
     assert parsed["ledger"] == run["ledger"]
     print(f"\nfederation metering: {time.monotonic() - billed['started']:.0f} s")
+
+
+def test_the_playbook_bills_the_federation_as_the_module_does(
+    federation, billed, run_on_federation, tmp_path
+):
+    """playbooks/usage_report.yml with ``metering_members``, its connection Karmada's API
+    server: the file it writes is the module's ledger; both a Prometheus and members are
+    refused in the playbook's words."""
+    import json
+
+    env = ansible_environment(federation["kubeconfig"])
+    extra = {
+        "metering_members": dict(billed["urls"]),
+        "metering_prices": PRICES,
+        "metering_currency": "EUR",
+        "usage_start": billed["start"],
+        "usage_end": billed["end"],
+        "usage_tenants": [TENANT],
+        "usage_report_dir": str(tmp_path),
+    }
+    rc, tasks = run_playbook(env, "usage_report.yml", extra)
+    assert rc == 0, {n: r.get("msg") for n, r in tasks.items() if r.get("failed")}
+    (written,) = tmp_path.glob("usage-*.json")
+    module = _report(run_on_federation, billed, members=dict(billed["urls"]))
+    assert json.loads(written.read_text()) == module["ledger"]
+    assert f"members: {CLOUD}, {IDC}" in tasks["Summary"]["msg"]
+    rc, tasks = run_playbook(
+        env, "usage_report.yml", {**extra, "metering_prometheus_url": billed["urls"][IDC]}
+    )
+    assert rc != 0
+    refusal = tasks["Say the refusal in the playbook's words"]["msg"]
+    assert "metering_members" in refusal and "metering_prometheus_url" in refusal, refusal

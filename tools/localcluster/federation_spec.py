@@ -15,9 +15,7 @@ Secrets in ``karmada-cluster`` and a Push-mode ``Cluster``.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
+import importlib.util
 import os
 import re
 from dataclasses import dataclass
@@ -27,6 +25,20 @@ from typing import Any
 import yaml
 
 from components import Component
+
+# Rule federation-member-join, one copy: the collection's pure file (standard library only),
+# loaded by its path so that the local federation joins a member as the collection does.
+_JOIN_FILE = (
+    Path(__file__).resolve().parents[2]
+    / "plugins"
+    / "module_utils"
+    / "federation"
+    / "member_join.py"
+)
+_spec = importlib.util.spec_from_file_location("gpucloud_member_join", _JOIN_FILE)
+assert _spec is not None and _spec.loader is not None
+_join = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_join)
 
 HOST = "127.0.0.1"
 DEFAULT_NAME = "fed"
@@ -53,9 +65,9 @@ BASE_PORTS = {
 }
 
 KARMADA_SYSTEM = "karmada-system"
-KARMADA_CLUSTER = "karmada-cluster"  # join Secrets in Karmada; ServiceAccounts in a member
+KARMADA_CLUSTER = _join.KARMADA_CLUSTER
 AGGREGATED_SERVICE = "karmada-aggregated-apiserver"
-IMPERSONATOR_SA = "karmada-impersonator"
+IMPERSONATOR_SA = _join.IMPERSONATOR_SA
 FIELD_MANAGER = "gpucloud-federation"
 # docs/conventions.md: a node's location, a cloud node's region, an IDC node's
 # compliance zone; here on the member Cluster that holds such nodes.
@@ -65,11 +77,12 @@ COMPLIANCE_ZONE_LABEL = "platform.io/compliance-zone"
 MANAGED_BY_LABEL = "platform.io/managed-by"
 MANAGED_BY = "gpucloud-localcluster"
 LOCATIONS = ("idc", "cloud")
-# A member's token is requested for a year and requested anew by `up` when less than a
-# week of it is left, or when it was issued for another ServiceAccount (a member wiped
-# and started again).
-TOKEN_SECONDS = 365 * 24 * 3600
-TOKEN_MIN_LEFT = 7 * 24 * 3600
+TOKEN_SECONDS = _join.TOKEN_SECONDS
+member_sa = _join.member_sa
+token_claims = _join.token_claims
+token_reusable = _join.token_reusable
+secret_value = _join.secret_value
+_b64 = _join._b64
 
 # Karmada's kube-controller-manager runs only what Karmada's own deployment runs
 # (artifacts/deploy/kube-controller-manager.yaml): no node or workload controller.
@@ -142,11 +155,6 @@ def check_members(members: list[Member]) -> None:
         raise ValueError(f"--member: {', '.join(twice)} named more than once")
 
 
-def member_sa(cluster: str) -> str:
-    """What karmadactl join names the member's ServiceAccount (names.GenerateServiceAccountName)."""
-    return f"karmada-{cluster}"
-
-
 def cluster_labels(member: Member) -> dict[str, str]:
     labels = {LOCATION_LABEL: member.location, MANAGED_BY_LABEL: MANAGED_BY}
     if member.region:
@@ -157,108 +165,20 @@ def cluster_labels(member: Member) -> dict[str, str]:
 
 
 def cluster_object(member: Member, endpoint: str) -> dict[str, Any]:
-    """The Push-mode Cluster: Karmada's controllers reach the member's API server with
-    the join Secrets' token and CA."""
-    spec: dict[str, Any] = {
-        "syncMode": "Push",
-        "apiEndpoint": endpoint,
-        "secretRef": {"namespace": KARMADA_CLUSTER, "name": member.cluster},
-        "impersonatorSecretRef": {
-            "namespace": KARMADA_CLUSTER,
-            "name": f"{member.cluster}-impersonator",
-        },
-    }
-    if member.region:
-        spec["region"] = member.region
-    return {
-        "apiVersion": "cluster.karmada.io/v1alpha1",
-        "kind": "Cluster",
-        "metadata": {"name": member.cluster, "labels": cluster_labels(member)},
-        "spec": spec,
-    }
+    """The Push-mode Cluster (rule federation-member-join)."""
+    return _join.cluster_object(member.cluster, endpoint, cluster_labels(member), member.region)
 
 
 def member_objects(member: Member) -> list[dict[str, Any]]:
-    """What the member holds for Karmada: its namespace, the ServiceAccount Karmada acts
-    as (cluster-admin) and the impersonator one (Karmada's unifiedAuth controller gives
-    it its rights through a Work)."""
-    meta = {"namespace": KARMADA_CLUSTER, "labels": {MANAGED_BY_LABEL: MANAGED_BY}}
-    sa = member_sa(member.cluster)
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {
-                "name": KARMADA_CLUSTER,
-                "labels": {"karmada.io/system": "true", MANAGED_BY_LABEL: MANAGED_BY},
-            },
-        },
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, **meta}},
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": {"name": IMPERSONATOR_SA, **meta},
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": sa, "labels": {MANAGED_BY_LABEL: MANAGED_BY}},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": "cluster-admin",
-            },
-            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": KARMADA_CLUSTER}],
-        },
-    ]
-
-
-def _b64(data: bytes | str) -> str:
-    return base64.b64encode(data.encode() if isinstance(data, str) else data).decode()
+    """What the member holds for Karmada (rule federation-member-join)."""
+    return _join.member_objects(member.cluster, {MANAGED_BY_LABEL: MANAGED_BY})
 
 
 def join_secrets(cluster: str, token: str, impersonator_token: str, ca: bytes) -> list[dict]:
     """The two Secrets the Cluster points at, in Karmada's ``karmada-cluster``."""
-    meta = {"namespace": KARMADA_CLUSTER, "labels": {MANAGED_BY_LABEL: MANAGED_BY}}
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": cluster, **meta},
-            "type": "Opaque",
-            "data": {"token": _b64(token), "caBundle": _b64(ca)},
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": f"{cluster}-impersonator", **meta},
-            "type": "Opaque",
-            "data": {"token": _b64(impersonator_token)},
-        },
-    ]
-
-
-def token_claims(token: str) -> dict[str, Any]:
-    """The claims of a service-account JWT (not verified: the member verifies it)."""
-    try:
-        payload = token.split(".")[1]
-        return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    except (IndexError, ValueError, binascii.Error):
-        return {}
-
-
-def token_reusable(token: str, sa_uid: str, now: float, min_left: float = TOKEN_MIN_LEFT) -> bool:
-    """Whether a stored token still belongs to the member's ServiceAccount and has at
-    least ``min_left`` seconds left."""
-    claims = token_claims(token)
-    issued_for = ((claims.get("kubernetes.io") or {}).get("serviceaccount") or {}).get("uid")
-    exp = claims.get("exp")
-    return issued_for == sa_uid and isinstance(exp, int | float) and exp - now >= min_left
-
-
-def secret_value(secret: dict[str, Any] | None, key: str) -> bytes | None:
-    data = ((secret or {}).get("data") or {}).get(key)
-    return base64.b64decode(data) if data else None
+    return _join.join_secrets(
+        cluster, token, impersonator_token, ca, {MANAGED_BY_LABEL: MANAGED_BY}
+    )
 
 
 # --- the control plane --------------------------------------------------------------------

@@ -7,12 +7,14 @@ they never import it."""
 from __future__ import annotations
 
 from ..common.rule_index import RuleRef
-from . import interpreter, ledger, members, platform_federation, propagation
+from . import interpreter, joining, ledger, members, platform_federation, propagation
 
 RULES: tuple[RuleRef, ...] = (
     RuleRef("federation-job-replicas", interpreter.volcano_job_customization),
     RuleRef("federation-ledger", ledger.merge_member_usage),
     RuleRef("federation-member", members.read_member),
+    RuleRef("federation-member-join", joining.plan),
     RuleRef("federation-platform-propagation", platform_federation.platform_propagation),
     RuleRef("federation-tenant-propagation", propagation.tenant_propagation),
+    RuleRef("member-identity-kept", joining.identity_refusals),
 )

@@ -363,6 +363,37 @@ class Cluster:
             return False
         return True
 
+    @property
+    def server(self) -> str:
+        """The API server's address, as the connection has it."""
+        return str(self._client.configuration.host)
+
+    def ca_bundle(self) -> bytes | None:
+        """The certificate authority the connection trusts (the kubeconfig's
+        ``certificate-authority`` or ``-data``, which the client keeps as a file), or
+        None when it trusts the system's."""
+        path = self._client.configuration.ssl_ca_cert
+        if not path:
+            return None
+        with open(path, "rb") as ca:
+            return ca.read()
+
+    def request_token(self, account: str, namespace: str, seconds: int) -> str:
+        """A token of a ServiceAccount (TokenRequest), valid ``seconds``; nothing
+        is requested in a dry run (the API server would issue a real token)."""
+        path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
+        body = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": seconds},
+        }
+        answer = decode(
+            self._send(
+                lambda: self._client.client.request("post", path, body=body, serialize=False)
+            )
+        )
+        return str(answer["status"]["token"])
+
     def evict(self, name: str, namespace: str, uid: str | None = None) -> bool:
         """Evict one pod through the Eviction API (``policy/v1``), so PodDisruptionBudgets
         hold and Volcano's job controller sees the eviction (its ``PodEvicted`` policies
