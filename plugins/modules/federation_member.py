@@ -23,7 +23,7 @@ description:
     for another account of that name (a member wiped and built again), or one with less than a week left. A second
     run with the same options writes nothing and requests no token.
   - A member Karmada already has is never moved (rule member-identity-kept) - a run that would give it another API
-    endpoint, location or compliance zone is refused before anything is written: Karmada would take its jobs
+    endpoint, location or compliance zone is refused before anything is written, as Karmada would take its jobs
     out of it. O(region) may change.
   - Nothing is deleted; taking a member out of the federation is not done by this module.
   - The result never holds a token; the diff shows each Secret value as a fingerprint.

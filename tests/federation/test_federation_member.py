@@ -11,7 +11,9 @@ federation-member-join and member-identity-kept:
 * a second run writes nothing and requests no token (no resourceVersion moves, in Karmada
   or in the member);
 * check mode writes nothing in either;
-* a run that would move the member (another location) is refused before any write.
+* a run that would move the member (another location) is refused before any write;
+* playbooks/federation_bring_up.yml in check mode writes nothing, run again writes
+  nothing, and says a refusal in its own variables.
 """
 
 from __future__ import annotations
@@ -25,8 +27,16 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.federation.membe
     KARMADA_CLUSTER,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import Cluster
-from ansible_collections.gpucloud.platform.tests.federation.federation_helpers import CLOUD_JOIN
-from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import state_dir
+from ansible_collections.gpucloud.platform.tests.federation.federation_helpers import (
+    CLOUD_JOIN,
+    PLATFORM_ARGS,
+    platform_versions,
+)
+from ansible_collections.gpucloud.platform.tests.integration.conftest import ansible_environment
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    run_playbook,
+    state_dir,
+)
 
 MODULE = "gpucloud.platform.federation_member"
 NAME = CLOUD_JOIN["name"]
@@ -108,3 +118,46 @@ def test_a_join_that_would_move_the_member_is_refused_before_any_write(
     assert "it is a cloud member, not idc" in refused["msg"]
     assert refused["changed"] is False
     assert versions(federation) == before
+
+
+# The playbook's entry for the cloud member: the module's options under the playbook's keys.
+CLOUD_ENTRY = {
+    "name": NAME,
+    "location": "cloud",
+    "region": CLOUD_JOIN["region"],
+    "kubeconfig": CLOUD_JOIN["member_kubeconfig"],
+}
+
+
+def test_the_bring_up_playbook_checks_then_finds_nothing_to_do(federation, federation_platform):
+    """playbooks/federation_bring_up.yml, its connection Karmada's API server: in check mode
+    with a changed region it writes nothing and says what it would do; run as the
+    federation is (the cloud member, cloud-burst of 8 GPUs) it writes nothing; a member
+    it would move is refused in the playbook's words."""
+    karmada = _karmada(federation)
+    env = ansible_environment(federation["kubeconfig"])
+    extra = {
+        "federation_members": [CLOUD_ENTRY],
+        "federation_cloud_burst_gpus": PLATFORM_ARGS["cloud_burst_gpus"],
+    }
+    before = (versions(federation), platform_versions(karmada))
+    moved = {**extra, "federation_members": [{**CLOUD_ENTRY, "region": "elsewhere"}]}
+    rc, tasks = run_playbook(env, "federation_bring_up.yml", moved, check=True)
+    assert rc == 0, {n: r.get("msg") for n, r in tasks.items() if r.get("failed")}
+    summary = tasks["Summary"]["msg"]
+    assert summary[0].startswith(f"member {NAME} (cloud, region elsewhere): join would be")
+    assert summary[1].startswith("platform in the federation: unchanged")
+    assert (versions(federation), platform_versions(karmada)) == before
+
+    rc, tasks = run_playbook(env, "federation_bring_up.yml", extra)
+    assert rc == 0, {n: r.get("msg") for n, r in tasks.items() if r.get("failed")}
+    assert "already joined, nothing changed" in tasks["Summary"]["msg"][0]
+    assert (versions(federation), platform_versions(karmada)) == before
+
+    refused = {**extra, "federation_members": [{**CLOUD_ENTRY, "location": "idc"}]}
+    rc, tasks = run_playbook(env, "federation_bring_up.yml", refused)
+    assert rc != 0
+    msg = tasks["Say the refusal in the playbook's words"]["msg"]
+    assert msg.startswith("federation_members: Karmada already has a member fed-cloud"), msg
+    assert msg.endswith("(federation_members is a variable of federation_bring_up.yml)"), msg
+    assert (versions(federation), platform_versions(karmada)) == before

@@ -320,6 +320,8 @@ PLAYBOOKS: dict[str, dict[str, Any] | None] = {
     },
     # Configures an AWX server, which the local cluster does not have.
     "awx_configure.yml": None,
+    # Its connection is a Karmada API server: checked in tests/federation/test_federation_member.py.
+    "federation_bring_up.yml": None,
 }
 
 

@@ -19,6 +19,11 @@ pytestmark = pytest.mark.integration
 CASES: dict[str, tuple[dict, str, str]] = {
     "arbiter_reconcile.yml": ({}, "arbiter_tenat", "arbiter_tenant"),
     "awx_configure.yml": ({"awx_preview_file": "/tmp/awx.yml"}, "awx_preveiw", "awx_preview"),
+    "federation_bring_up.yml": (
+        {"federation_members": [{"name": "m", "location": "idc", "kubeconfig": "/k"}]},
+        "federation_cloud_burst_gpu",
+        "federation_cloud_burst_gpus",
+    ),
     "gpu_health.yml": ({}, "gpu_health_max_quarantin", "gpu_health_max_quarantine"),
     "hypernode_sync.yml": (
         {"hypernode_sync_source": "labels"},
