@@ -279,5 +279,6 @@ def test_the_playbook_bills_the_federation_as_the_module_does(
         env, "usage_report.yml", {**extra, "metering_prometheus_url": billed["urls"][IDC]}
     )
     assert rc != 0
-    refusal = tasks["Say the refusal in the playbook's words"]["msg"]
-    assert "metering_members" in refusal and "metering_prometheus_url" in refusal, refusal
+    refusal = tasks["Refuse one Prometheus and members together"]["msg"]
+    assert refusal.startswith("metering_members and metering_prometheus_url are both set"), refusal
+    assert "Bill the period" not in tasks  # refused before Prometheus is asked

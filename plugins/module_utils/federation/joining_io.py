@@ -100,13 +100,12 @@ def gather_federation_member(request: JoinRequest, cluster: kube.Cluster) -> Joi
 def _with_tokens(planned: JoinRun, tokens: dict[str, str]) -> tuple[tuple[Any, ...], ...]:
     """Karmada's writes with each requested token in its Secret."""
     placeholder = base64.b64encode(NEW_TOKEN.encode()).decode()
-    secret_of = {
-        planned_secret: account
-        for planned_secret, account in (
+    secret_of = dict(
+        (
             (planned.name, member_sa(planned.name)),
             (impersonator_secret(planned.name), IMPERSONATOR_SA),
         )
-    }
+    )
     batches = []
     for batch in planned.karmada_writes:
         out = []

@@ -78,7 +78,7 @@ def joined(request: joining.JoinRequest, uids=("u1", "u2"), exp=NOW + 300 * 8640
 def test_a_first_join_writes_the_member_side_then_karmadas_and_asks_two_tokens():
     request = joining.parse(PARAMS)
     run = joining.plan(request, facts())
-    kinds = [[(m["kind"], a) for m, a, _ in batch] for batch in run.member_writes]
+    kinds = [[(m["kind"], a) for m, a, _live in batch] for batch in run.member_writes]
     assert kinds == [
         [("Namespace", "create")],
         [
@@ -89,8 +89,11 @@ def test_a_first_join_writes_the_member_side_then_karmadas_and_asks_two_tokens()
     ]
     assert run.tokens == ("karmada-cloud-hz", "karmada-impersonator")
     secrets, cluster = run.karmada_writes
-    assert [m["metadata"]["name"] for m, _, _ in secrets] == ["cloud-hz", "cloud-hz-impersonator"]
-    ((wanted, action, _),) = cluster
+    assert [m["metadata"]["name"] for m, _action, _live in secrets] == [
+        "cloud-hz",
+        "cloud-hz-impersonator",
+    ]
+    ((wanted, action, _live),) = cluster
     assert action == "create"
     assert wanted["spec"]["syncMode"] == "Push"
     assert wanted["spec"]["apiEndpoint"] == "https://10.0.0.9:6443"
@@ -113,7 +116,9 @@ def test_a_member_built_again_or_a_token_near_its_end_gets_a_new_token():
     request = joining.parse(PARAMS)
     rebuilt = joining.plan(request, joined(request, uids=("new", "u2")))
     assert rebuilt.tokens == ("karmada-cloud-hz",)
-    assert [m["metadata"]["name"] for m, _, _ in rebuilt.karmada_writes[0]] == ["cloud-hz"]
+    assert [m["metadata"]["name"] for m, _action, _live in rebuilt.karmada_writes[0]] == [
+        "cloud-hz"
+    ]
     ending = joining.plan(request, joined(request, exp=NOW + 3 * 86400))
     assert ending.tokens == ("karmada-cloud-hz", "karmada-impersonator")
 
@@ -123,7 +128,7 @@ def test_the_region_may_change_and_is_written_to_the_cluster_alone():
     moved = joining.parse({**PARAMS, "region": "cn-beijing"})
     run = joining.plan(moved, joined(request))
     assert run.tokens == () and run.member_writes == ()
-    assert [[m["kind"] for m, _, _ in b] for b in run.karmada_writes] == [["Cluster"]]
+    assert [[m["kind"] for m, _action, _live in b] for b in run.karmada_writes] == [["Cluster"]]
 
 
 @pytest.mark.parametrize(
@@ -184,10 +189,10 @@ def test_a_report_never_holds_a_token(token):
 
 
 def test_a_secret_is_shown_by_fingerprints():
-    secret, _ = mj.join_secrets("m", "tok", "imp", CA, {})
+    secret, _impersonator = mj.join_secrets("m", "tok", "imp", CA, {})
     shown = joining.shown(secret)["data"]
     assert shown["token"].startswith("sha256:") and shown["caBundle"].startswith("sha256:")
-    placeholder, _ = mj.join_secrets("m", joining.NEW_TOKEN, "imp", CA, {})
+    placeholder, _impersonator = mj.join_secrets("m", joining.NEW_TOKEN, "imp", CA, {})
     assert joining.shown(placeholder)["data"]["token"] == joining.NEW_TOKEN
 
 
