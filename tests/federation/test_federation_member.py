@@ -21,6 +21,8 @@ from __future__ import annotations
 import base64
 import json
 
+import pytest
+
 from ansible_collections.gpucloud.platform.plugins.module_utils.federation.member_join import (
     CLUSTER_API,
     IMPERSONATOR_SA,
@@ -37,6 +39,8 @@ from ansible_collections.gpucloud.platform.tests.integration.localcluster_helper
     run_playbook,
     state_dir,
 )
+
+pytestmark = pytest.mark.federation
 
 MODULE = "gpucloud.platform.federation_member"
 NAME = CLOUD_JOIN["name"]
