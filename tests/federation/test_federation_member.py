@@ -55,7 +55,8 @@ def _member() -> Cluster:
 
 
 def versions(federation) -> dict[str, str]:
-    """The resourceVersion of everything the join wrote, in Karmada and in the member."""
+    """The resourceVersion of everything the join wrote, in Karmada and in the member (the
+    Cluster's generation and labels)."""
     karmada, member = _karmada(federation), _member()
     found = {"Cluster": karmada.get(CLUSTER_API, "Cluster", NAME)}
     for secret in (NAME, f"{NAME}-impersonator"):
@@ -66,7 +67,12 @@ def versions(federation) -> dict[str, str]:
         "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", f"karmada-{NAME}"
     )
     assert all(found.values()), found
-    return {k: v["metadata"]["resourceVersion"] for k, v in found.items()}
+    versions = {k: v["metadata"]["resourceVersion"] for k, v in found.items()}
+    # Karmada's controllers write the Cluster's status (and taints) all the time: what a
+    # join writes is its spec (its generation) and its labels
+    cluster = found["Cluster"]["metadata"]
+    versions["Cluster"] = f"{cluster['generation']} {sorted(cluster['labels'].items())}"
+    return versions
 
 
 def test_the_cloud_member_was_joined_by_the_module(federation):
