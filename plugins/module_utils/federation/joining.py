@@ -18,16 +18,16 @@ Rules held here:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.errors import FieldError, Refused, raise_if
 from ..common.names import LABEL_COMPLIANCE_ZONE, LABEL_MANAGED_BY, LABEL_NODE_LOCATION, MANAGED_BY
-from ..common.objects import differs
 from ..common.summary import did
 from ..kube.flow import Flow
-from ..tenants.changes import CREATE, UPDATE, Changes, ObjectChange
+from ..tenants.changes import CREATE, Changes, ObjectChange, object_changes
+from ..tenants.live import TenantLive
 from .member_join import (
     IMPERSONATOR_SA,
     cluster_object,
@@ -38,7 +38,7 @@ from .member_join import (
     secret_value,
     token_reusable,
 )
-from .members import cluster_labels, member_errors
+from .members import cluster_labels, cluster_ready, member_errors
 from .run_report import record_writes, result
 
 MANAGED = {LABEL_MANAGED_BY: MANAGED_BY}
@@ -181,19 +181,6 @@ def identity_refusals(
     return found
 
 
-def _changes(
-    wanted: Sequence[Mapping[str, Any]], live: Mapping[str, Mapping[str, Any]]
-) -> list[ObjectChange]:
-    out: list[ObjectChange] = []
-    for manifest in wanted:
-        current = (live.get(manifest["kind"]) or {}).get(manifest["metadata"]["name"])
-        if current is None:
-            out.append((manifest, CREATE, None))
-        elif differs(manifest, current):
-            out.append((manifest, UPDATE, current))
-    return out
-
-
 def _token(facts: JoinFacts, secret: str, account: str) -> str | None:
     """The stored token of ``account`` when it may be used again (rule
     federation-member-join), else None."""
@@ -229,10 +216,10 @@ def plan(request: JoinRequest, facts: JoinFacts) -> JoinRun:
             member=request.name,
         )
     in_member = member_objects(request.name, MANAGED)
-    member_live = {k: dict(v) for k, v in facts.member.objects.items()}
+    member_live = TenantLive(name="", objects={k: dict(v) for k, v in facts.member.objects.items()})
     member_writes = [
-        _changes([o for o in in_member if o["kind"] == "Namespace"], member_live),
-        _changes([o for o in in_member if o["kind"] != "Namespace"], member_live),
+        object_changes([o for o in in_member if o["kind"] == "Namespace"], member_live),
+        object_changes([o for o in in_member if o["kind"] != "Namespace"], member_live),
     ]
     sa = member_sa(request.name)
     token = _token(facts, request.name, sa)
@@ -241,14 +228,17 @@ def plan(request: JoinRequest, facts: JoinFacts) -> JoinRun:
     secrets = join_secrets(
         request.name, token or NEW_TOKEN, imp_token or NEW_TOKEN, facts.member.ca, MANAGED
     )
-    karmada_live: dict[str, Mapping[str, Any]] = {
-        "Secret": facts.secrets,
-        "Cluster": {request.name: facts.cluster} if facts.cluster is not None else {},
-    }
+    karmada_live = TenantLive(
+        name="",
+        objects={
+            "Secret": dict(facts.secrets),
+            "Cluster": {request.name: dict(facts.cluster)} if facts.cluster is not None else {},
+        },
+    )
     wanted = cluster_object(request.name, endpoint, request.labels, request.region)
     karmada_writes = [
-        _changes(secrets, karmada_live),
-        _changes([wanted], karmada_live),
+        object_changes(secrets, karmada_live),
+        object_changes([wanted], karmada_live),
     ]
     return JoinRun(
         facts=facts,
@@ -295,13 +285,8 @@ def report(request: JoinRequest, planned: JoinRun) -> dict[str, Any]:
     return {
         **result(changes),
         "tokens": list(planned.tokens),
-        "ready": cluster_is_ready(planned.facts.cluster),
+        "ready": cluster_ready(planned.facts.cluster),
     }
-
-
-def cluster_is_ready(cluster: Mapping[str, Any] | None) -> bool:
-    conditions = ((cluster or {}).get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 def federation_member_flow(

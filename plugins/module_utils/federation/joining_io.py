@@ -30,7 +30,6 @@ from .joining import (
     JoinRequest,
     JoinRun,
     MemberFacts,
-    cluster_is_ready,
     record_plan,
 )
 from .member_join import (
@@ -41,6 +40,7 @@ from .member_join import (
     impersonator_secret,
     member_sa,
 )
+from .members import cluster_ready
 from .run_report import result
 
 WAIT_PERIOD = 2.0  # seconds between two reads of the Cluster's Ready condition
@@ -128,7 +128,7 @@ def _wait_ready(request: JoinRequest, cluster: kube.Cluster, changes: Changes) -
     deadline = time.monotonic() + request.wait_timeout
     while True:
         live = cluster.get(CLUSTER_API, "Cluster", request.name)
-        if cluster_is_ready(live):
+        if cluster_ready(live):
             return True
         if time.monotonic() >= deadline:
             conditions = ((live or {}).get("status") or {}).get("conditions") or []
@@ -164,7 +164,7 @@ def apply_federation_member(
         )
         karmada_writes = planned.karmada_writes if check_mode else _with_tokens(planned, tokens)
         write_batches(cluster, karmada_writes, changes, check_mode, True)
-    ready = cluster_is_ready(planned.facts.cluster)
+    ready = cluster_ready(planned.facts.cluster)
     if request.wait and not check_mode:
         ready = _wait_ready(request, cluster, changes)
     return {

@@ -54,7 +54,9 @@ class Member:
         return self.location == CLOUD
 
 
-def _ready(status: Mapping[str, Any]) -> bool:
+def cluster_ready(cluster: Mapping[str, Any] | None) -> bool:
+    """Whether Karmada reports a ``Cluster`` (None: not there) ``Ready``."""
+    status = (cluster or {}).get("status") or {}
     return any(
         c.get("type") == READY_CONDITION and c.get("status") == "True"
         for c in status.get("conditions") or []
@@ -107,7 +109,7 @@ def read_member(cluster: Mapping[str, Any]) -> Member:
         location=labels[LABEL_NODE_LOCATION],
         region=region,
         compliance_zone=labels.get(LABEL_COMPLIANCE_ZONE),
-        ready=_ready(cluster.get("status") or {}),
+        ready=cluster_ready(cluster),
     )
 
 
