@@ -30,6 +30,7 @@ import pytest
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     ROOT,
     apply_object_store_connection,
+    remove_tenants,
     state_dir,
 )
 from ansible_collections.gpucloud.platform.tests.integration.test_playbook_summaries import (
@@ -472,7 +473,7 @@ def dyn(api_client):
 
 
 @pytest.fixture(scope="module")
-def world(run_module, dyn, priority_classes):
+def world(run_module, dyn, priority_classes, api_client):
     """A tenant with a held job and a managed HyperNode no node backs: something for every
     check-mode run to want to change."""
     made = run_module("tenant", tenant_args(TENANT))
@@ -503,7 +504,7 @@ def world(run_module, dyn, priority_classes):
         run_module("inference_service", {"name": name, "tenant": TENANT, "state": "absent"})
     run_module("vcjob", {"tenant": TENANT, "name": "ck-held", "state": "absent"})
     run_module("hypernode", {"name": STALE_HYPERNODE, "state": "absent"})
-    run_module("tenant", {"name": TENANT, "state": "absent", "force": True, "wait": True})
+    remove_tenants(run_module, api_client, [TENANT])
 
 
 # Modules whose connection is not one cluster's: their check mode is shown where their

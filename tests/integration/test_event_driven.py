@@ -35,6 +35,7 @@ from ansible_collections.gpucloud.platform.benchmarks.reaction.rulebook import (
 )
 from ansible_collections.gpucloud.platform.tests.integration import test_jobs as job_tests
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    remove_tenants,
     wait_until,
 )
 from ansible_collections.gpucloud.platform.tests.integration.test_spot import (
@@ -74,7 +75,7 @@ def rulebook(ansible_env, kubeconfig, priority_classes, tmp_path_factory) -> Ite
 
 
 @pytest.fixture(scope="module")
-def two_tenants(run_module):
+def two_tenants(run_module, api_client):
     """Two tenants of 8 GPUs for the module (the tests leave no job behind)."""
     suffix = uuid.uuid4().hex[:6]
     names = (f"eda{suffix}", f"edb{suffix}")
@@ -84,8 +85,7 @@ def two_tenants(run_module):
         )
         assert not created.get("failed"), created.get("msg")
     yield names
-    for name in names:
-        run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
+    remove_tenants(run_module, api_client, list(names))
 
 
 def spot_capability(custom, queue: str) -> int:

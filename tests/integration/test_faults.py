@@ -26,6 +26,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster imp
 )
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
     managed_queue,
+    remove_tenants,
     wait_until,
 )
 from ansible_collections.gpucloud.platform.tests.integration.test_check_mode import MODULES
@@ -221,7 +222,7 @@ def test_a_tenant_cut_off_part_way_names_what_it_wrote(
     finally:
         if api_server.stopped:
             api_server.restore()
-        run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
+        remove_tenants(run_module, api_client, [name])
 
 
 def first_version_of(custom, name: str, on_first) -> dict:
@@ -287,7 +288,7 @@ def test_a_tenant_stopped_between_the_writes_of_a_queue_is_finished_by_the_next_
     finally:
         if api_server.stopped:
             api_server.restore()
-        run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
+        remove_tenants(run_module, api_client, [name])
 
 
 def test_a_queue_an_earlier_run_left_unlabelled_is_adopted(api_client, run_module):
@@ -323,4 +324,4 @@ def test_a_queue_an_earlier_run_left_unlabelled_is_adopted(api_client, run_modul
         assert "gpucloud-platform" in managers
         assert run_module("tenant", args)["changed"] is False
     finally:
-        run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
+        remove_tenants(run_module, api_client, [name])

@@ -31,6 +31,7 @@ from ansible_collections.gpucloud.platform.tests.integration.localcluster_helper
     DcgmExporter,
     notified_alerts,
     prometheus_url,
+    remove_tenants,
     route_tenant_alerts,
     run_playbook,
     wait_until,
@@ -137,7 +138,7 @@ def spot_capability(custom) -> int:
 
 
 @pytest.fixture
-def tenant(run_module, priority_classes):
+def tenant(run_module, priority_classes, api_client):
     name = f"gh{uuid.uuid4().hex[:6]}"
     made = run_module(
         "tenant",
@@ -149,7 +150,7 @@ def tenant(run_module, priority_classes):
     )
     assert not made.get("failed"), made.get("msg")
     yield name
-    run_module("tenant", {"name": name, "state": "absent", "force": True, "wait": True})
+    remove_tenants(run_module, api_client, [name])
 
 
 @pytest.fixture

@@ -15,6 +15,9 @@ import uuid
 
 import pytest
 
+from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    remove_tenants,
+)
 from ansible_collections.gpucloud.platform.tests.integration.test_check_mode import (
     changes,
     snapshot,
@@ -35,7 +38,7 @@ def dyn(api_client):
 
 
 @pytest.fixture(scope="module")
-def tenant(run_module):
+def tenant(run_module, api_client):
     """A tenant with one team: a queue for the job cases, spot queues for the pool cases."""
     made = run_module(
         "tenant",
@@ -48,7 +51,7 @@ def tenant(run_module):
     )
     assert not made.get("failed"), made.get("msg")
     yield TENANT
-    run_module("tenant", {"name": TENANT, "state": "absent", "force": True, "wait": True})
+    remove_tenants(run_module, api_client, [TENANT])
 
 
 def job_args(**extra):

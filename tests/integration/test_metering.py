@@ -48,6 +48,7 @@ from ansible_collections.gpucloud.platform.tests.integration.localcluster_helper
     identity,
     notified_alerts,
     prometheus_url,
+    remove_tenants,
     route_tenant_alerts,
     run_playbook,
     wait_until,
@@ -364,7 +365,7 @@ def test_the_ledger_of_a_mixed_period_is_what_ran(
         check_ledger(run_module, truth, start, end, (t1, ns1), (t2, ns2), created, resized)
         check_unclaimed_pod(dyn, run_module, t1, ns1)
     finally:
-        run_module("tenant", {"name": t2, "state": "absent", "force": True, "wait": True})
+        remove_tenants(run_module, api_client, [t2])
 
 
 def check_reclaim_notice(t1: str, ns1: str, t2: str) -> None:

@@ -13,6 +13,7 @@ from decimal import Decimal
 import pytest
 
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    remove_tenants,
     run_playbook,
     wait_until,
 )
@@ -100,11 +101,7 @@ def names(run_module, api_client):
     suffix = uuid.uuid4().hex[:6]
     pair = (f"ovs-{suffix}", f"ovt-{suffix}")
     yield pair
-    for name in pair:
-        run_module(
-            "tenant",
-            {"name": name, "state": "absent", "force": True, "wait": True},
-        )
+    remove_tenants(run_module, api_client, list(pair))
 
 
 def test_subscription_beyond_the_pool_is_refused_and_nothing_written(names, run_module, api_client):

@@ -11,6 +11,7 @@ import uuid
 import pytest
 
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    remove_tenants,
     run_playbook,
 )
 
@@ -22,14 +23,14 @@ QUEUE = f"tenant-{TENANT}-payg"
 
 
 @pytest.fixture(scope="module")
-def tenant(run_module):
+def tenant(run_module, api_client):
     made = run_module(
         "tenant",
         {"name": TENANT, "subscription": {GPU: 1, "cpu": 4, "memory": "8Gi"}, "payg": {GPU: 0}},
     )
     assert not made.get("failed"), made.get("msg")
     yield TENANT
-    run_module("tenant", {"name": TENANT, "state": "absent", "force": True, "wait": True})
+    remove_tenants(run_module, api_client, [TENANT])
 
 
 def granted(api_client) -> dict:

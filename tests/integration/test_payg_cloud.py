@@ -25,6 +25,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.hybrid.queues im
     elastic_affinity,
 )
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    remove_tenants,
     run_playbook,
 )
 
@@ -84,7 +85,7 @@ def hybrid_tenant(run_module, api_client):
     finally:
         run_module("payg_capacity", {"tenant": TENANT, "capability": {GPU: 0}})
         run_module("burst_quota", {"tenant": TENANT, "state": "absent", "force": True})
-        run_module("tenant", {"name": TENANT, "state": "absent", "force": True, "wait": True})
+        remove_tenants(run_module, api_client, [TENANT])
         if ours:
             with contextlib.suppress(Exception):
                 queues(api_client).delete(name="cloud-burst")
