@@ -19,6 +19,7 @@ import os
 import uuid
 
 import pytest
+import yaml
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.kube.cluster import (
     DEFAULT_WORKERS,
@@ -67,6 +68,37 @@ def test_every_module_says_the_api_server_cannot_be_reached(api_server, run_modu
         assert out["changed"] is False, module
         # One line naming the server, not a module crash ("MODULE FAILURE", a traceback).
         assert "\n" not in out["msg"] and "Traceback" not in out["msg"], (module, out["msg"])
+
+
+@pytest.mark.parametrize("module", ["tenant_info", "k8s_objects"])
+def test_a_server_never_reached_is_said_in_one_line(module, tmp_path):
+    """A kubeconfig naming a port where nothing listens (a mistyped port): no discovery
+    cache names the server, so making the client asks it its version, and that fails
+    before any request of the module's own. Both ways a module connects (the runner's,
+    and k8s_objects' through kubernetes.core's service) say it as every module does."""
+    from ansible_collections.gpucloud.platform.tests.integration.conftest import (
+        ansible_environment,
+        run_module_in,
+    )
+
+    kubeconfig = tmp_path / "mistyped.kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    out = run_module_in(ansible_environment(str(kubeconfig)), module, MODULES[module][0])
+    assert out.get("failed") is True and out["changed"] is False, out
+    assert out["msg"].startswith(UNREACHABLE), out["msg"]
+    assert "127.0.0.1" in out["msg"] and "\n" not in out["msg"], out["msg"]
+    assert "Traceback" not in out["msg"] and "MODULE FAILURE" not in out["msg"], out["msg"]
 
 
 @pytest.fixture

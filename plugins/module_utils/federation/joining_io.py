@@ -55,6 +55,12 @@ def member_cluster(request: JoinRequest, dry_run: bool) -> kube.Cluster:
         raise Refused(
             f"member_kubeconfig: no connection to the member can be made of it: {exc}"
         ) from exc
+    except Exception as exc:
+        # Making the client asks the member its version: the member, not Karmada, is the
+        # server that did not answer.
+        if not kube.unreachable(exc):
+            raise
+        raise Refused(f"member_kubeconfig: {kube.unreachable_message(exc)} (the member's)") from exc
 
 
 def _member_facts(request: JoinRequest, member: kube.Cluster) -> MemberFacts:

@@ -55,6 +55,25 @@ except ImportError:  # pragma: no cover - kubernetes always brings urllib3
 
 T = TypeVar("T")
 
+
+def unreachable(exc: BaseException) -> bool:
+    """The API server could not be reached: a connection error anywhere in the chain
+    (urllib3's, or Python's own), as the collection's modules judge it."""
+    seen = 0
+    current: BaseException | None = exc
+    while current is not None and seen < 10:
+        if isinstance(current, ConnectionError | TransportError):
+            return True
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return False
+
+
+def unreachable_message(exc: BaseException) -> str:
+    """One line naming the server, as every module of the collection says it."""
+    return "cannot reach the Kubernetes API server: " + " ".join(str(exc).split())
+
+
 # API priority and fairness answers 429 with a Retry-After when a flow's share is
 # used up; the request is retried after that many seconds, this many times at most.
 THROTTLE_ATTEMPTS = 8
@@ -104,9 +123,15 @@ class Cluster:
     def from_module(cls, module: Any) -> Cluster:
         try:
             return cls(get_api_client(module=module))
-        except CoreException as exc:
-            module.fail_json(msg=str(exc))
-            raise  # unreachable; fail_json exits
+        except Exception as exc:
+            # Making the client asks the server its version when no discovery cache names
+            # it yet (a mistyped host or port, a server never reached): one line, as every
+            # module of the collection says it, not the client's exception.
+            if unreachable(exc):
+                module.fail_json(msg=unreachable_message(exc), changed=False)
+            if isinstance(exc, CoreException):
+                module.fail_json(msg=str(exc))
+            raise  # not an error of the connection; fail_json exits for those
 
     @classmethod
     def from_kubeconfig(cls, kubeconfig: str, dry_run: bool = False) -> Cluster:
@@ -482,5 +507,7 @@ __all__ = [
     "TooManyRequestsError",
     "TransportError",
     "retry_while_denied",
+    "unreachable",
+    "unreachable_message",
     "written_or_raise",
 ]

@@ -35,21 +35,6 @@ class WriteFailed(Exception):
         self.error = error
 
 
-def unreachable(exc: BaseException) -> bool:
-    """The API server could not be reached: a connection error anywhere in the chain
-    (urllib3's, or Python's own), as the collection's other modules judge it."""
-    import urllib3.exceptions
-
-    seen = 0
-    current: BaseException | None = exc
-    while current is not None and seen < 10:
-        if isinstance(current, ConnectionError | urllib3.exceptions.HTTPError):
-            return True
-        current = current.__cause__ or current.__context__
-        seen += 1
-    return False
-
-
 def gather_writes(_request: WritesRequest, svc: Any) -> list[dict[str, Any]]:
     """The objects of option ``definition`` as kubernetes.core reads it (no request: the
     live objects are read by kubernetes.core as it writes each one)."""
@@ -97,26 +82,37 @@ WRITES_FLOW: Flow[WritesRequest, list[dict[str, Any]], tuple[Write, ...]] = Flow
 )
 
 
+def unreachable(exc: BaseException) -> bool:
+    """``kube.cluster.unreachable``, imported when a run needs it (the client with it)."""
+    from .cluster import unreachable as judged
+
+    return judged(exc)
+
+
 def fail_unreachable(module: Any, exc: BaseException) -> None:
     """One line naming the server, as every module of the collection says it."""
-    why = " ".join(str(exc).split())
-    module.fail_json(msg=f"cannot reach the Kubernetes API server: {why}", changed=False)
+    from .cluster import unreachable_message
+
+    module.fail_json(msg=unreachable_message(exc), changed=False)
 
 
 def failed_core(module: Any, exc: BaseException) -> None:
-    """kubernetes.core could not make its client or read ``definition``."""
+    """kubernetes.core could not make its client or read ``definition``: an unreachable
+    server (making the client asks it its version) in one line, kubernetes.core's own
+    errors as it reports them, anything else raised."""
+    from .cluster import CoreException
+
     if unreachable(exc):
         fail_unreachable(module, exc)
-    module.fail_from_exception(exc)
+    if isinstance(exc, CoreException):
+        module.fail_from_exception(exc)
+    raise exc
 
 
 def run_writes(module: Any) -> None:
     """The module's run: the flow's steps, in the order kubernetes.core.k8s takes them
     (its client, the objects, each write); the diff is returned in diff mode only."""
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import (
-        CoreException,
-    )
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.service import K8sService
 
     shown = module._diff
@@ -128,7 +124,7 @@ def run_writes(module: Any) -> None:
     try:
         svc = K8sService(get_api_client(module), module)
         definitions = WRITES_FLOW.gather(request, svc)
-    except CoreException as exc:
+    except Exception as exc:
         failed_core(module, exc)
     try:
         planned = WRITES_FLOW.plan(request, definitions)

@@ -219,3 +219,27 @@ def test_token_reuse_follows_the_account_and_the_time_left():
     assert not mj.token_reusable(token, "u1", NOW + 25 * 86400)
     assert not mj.token_reusable("not-a-jwt", "u1", NOW)
     assert mj.token_claims("a.W10.b") == {}  # a JSON list is no claims
+
+
+def test_a_member_that_does_not_answer_is_named_as_the_member(monkeypatch):
+    """Making the member's client asks it its version: a refusal in the caller's terms
+    (the member's connection), not Karmada's "cannot reach" nor the client's exception."""
+    from types import SimpleNamespace
+
+    import urllib3.exceptions
+
+    from ansible_collections.gpucloud.platform.plugins.module_utils.federation import joining_io
+    from ansible_collections.gpucloud.platform.plugins.module_utils.kube import cluster as kube
+
+    def no_member(options, dry_run=False):
+        raise urllib3.exceptions.MaxRetryError(
+            None, "/version", reason=ConnectionRefusedError(111, "Connection refused")
+        )
+
+    monkeypatch.setattr(kube.Cluster, "from_options", staticmethod(no_member))
+    request = SimpleNamespace(member={"kubeconfig": "/m.kubeconfig", "context": None})
+    with pytest.raises(Refused) as refused:
+        joining_io.member_cluster(request, dry_run=False)
+    said = str(refused.value)
+    assert said.startswith("member_kubeconfig: cannot reach the Kubernetes API server: ")
+    assert said.endswith("(the member's)") and "Connection refused" in said
