@@ -12,11 +12,24 @@ from ansible_collections.gpucloud.platform.tests.integration.conftest import (
     kubeconfig,
     localcluster,
     namespace,
+    platform_scheduler_conf,
+    priority_classes,
     run_module,
+    start_module,
 )
 
 # pytest finds fixtures by name in this module; exporting them says they are meant to be here.
-__all__ = ["ansible_env", "api_client", "kubeconfig", "localcluster", "namespace", "run_module"]
+__all__ = [
+    "ansible_env",
+    "api_client",
+    "kubeconfig",
+    "localcluster",
+    "namespace",
+    "platform_scheduler_conf",
+    "priority_classes",
+    "run_module",
+    "start_module",
+]
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ Measured here (docs/scheduling-policy.md, "A full subscription"):
   jobs one), sla's permit admits it once the time has passed, and
 
   - scenario one: gangpreempt evicts task-d, task-e, task-c, task-b (the design's set
-    and order) and the large job runs (tests/integration/test_queue_arbiter.py, scenario
+    and order) and the large job runs (tests/conformance/test_queue_arbiter.py, scenario
     one, with the tenant module's queues);
   - when the jobs below large-job cannot cover the need (the rest are critical, or
     some are preemptable but too few), the job is admitted and nothing is evicted;
@@ -24,7 +24,7 @@ Measured here (docs/scheduling-policy.md, "A full subscription"):
     job, because the parent subscription counts the victims' GPUs as used until they
     are gone; with sla's pipelined vote off (rule sla-enqueue-only) it discards, so
     nothing is evicted. The platform's queue arbiter does this one
-    (tests/integration/test_queue_arbiter.py, scenario two, shows both).
+    (tests/conformance/test_queue_arbiter.py, scenario two, shows both).
 """
 
 from __future__ import annotations

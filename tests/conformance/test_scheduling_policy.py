@@ -216,7 +216,7 @@ def test_sibling_team_cannot_reclaim_inside_a_full_subscription(kube):
     (30 + 5 > capability 30 of the subscription queue), so the PodGroup stays Pending and
     gangreclaim, which only acts for admitted jobs, never starts. Team a keeps all 25 GPUs until
     its jobs end. With a waiting time, see test_full_subscription.py and the queue arbiter
-    (tests/integration/test_queue_arbiter.py)."""
+    (tests/conformance/test_queue_arbiter.py)."""
     with scenario(kube, "s2", nodes=4) as s:
         tenant = _tenant("cfb")
         ns = s.tenant(tenant)

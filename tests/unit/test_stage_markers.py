@@ -1,7 +1,7 @@
 # Copyright: gpucloud.platform contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """scripts/test selects each cluster stage's tests by marker (``-m federation``, ``-m
-"integration or conformance"``): a test file of that stage without its marker would be
+conformance``, ``-m integration``): a test file of that stage without its marker would be
 deselected without a word. Every such file says its marker once, in ``pytestmark``."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 # directory -> the markers its stage selects (scripts/test)
 STAGES = {
-    "tests/integration": {"integration", "conformance"},
-    "tests/conformance": {"integration", "conformance"},
-    "tests/docs": {"integration", "conformance"},
+    "tests/integration": {"integration"},
+    "tests/conformance": {"conformance"},
+    "tests/docs": {"integration"},
     "tests/federation": {"federation"},
 }
 
