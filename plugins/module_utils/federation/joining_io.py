@@ -51,16 +51,18 @@ def member_cluster(request: JoinRequest, dry_run: bool) -> kube.Cluster:
     options = {k: v for k, v in request.member.items() if v is not None}
     try:
         return kube.Cluster.from_options(options, dry_run=dry_run)
-    except kube.CoreException as exc:
-        raise Refused(
-            f"member_kubeconfig: no connection to the member can be made of it: {exc}"
-        ) from exc
     except Exception as exc:
         # Making the client asks the member its version: the member, not Karmada, is the
         # server that did not answer.
-        if not kube.unreachable(exc):
-            raise
-        raise Refused(f"member_kubeconfig: {kube.unreachable_message(exc)} (the member's)") from exc
+        if kube.unreachable(exc):
+            raise Refused(
+                f"member_kubeconfig: {kube.unreachable_message(exc)} (the member's)"
+            ) from exc
+        if isinstance(exc, kube.CoreException):
+            raise Refused(
+                f"member_kubeconfig: no connection to the member can be made of it: {exc}"
+            ) from exc
+        raise
 
 
 def _member_facts(request: JoinRequest, member: kube.Cluster) -> MemberFacts:
