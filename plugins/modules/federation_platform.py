@@ -25,12 +25,21 @@ description:
     C(volcano-system/volcano-scheduler-configmap) (PropagationPolicy C(gpucloud-platform-scheduler-conf))."
   - "To the cloud members only, with O(cloud_burst_gpus): the platform's parent queue C(cloud-burst) of that
     many GPUs, the parent of the tenants' burst leaves (ClusterPropagationPolicy C(gpucloud-platform-cloud-burst))."
+  - "The federation's admission, in Karmada only (rule federation-admission): the platform's admission policies and
+    their bindings, the same as a member's C(scheduling_policy) role applies, and the leaf policy's parameter
+    C(platform-system/platform-parent-queues) (the Namespace C(platform-system) labelled as C(volcano-system)
+    is). Karmada's API server enforces them on what is submitted there: a Volcano Job naming another tenant's
+    queue, or a class its queue does not take, is refused at the federation's admission, as in one cluster. Each
+    tenant's queue list, their other parameter, is C(federation_tenant)'s; the large-job throttle's is a
+    member's own. The pod-placement policy is a cloud-burst site's - a job that may go to a cloud member
+    tolerates its nodes' taint. They are not propagated: each member keeps the policies of its own bring-up."
   - Every policy has C(conflictResolution=Overwrite) - a member holds a scheduler ConfigMap of its own bring-up, and
     may hold the PriorityClasses or C(cloud-burst) of a single-cluster bring-up; Karmada takes them over.
   - Reads with one list call per kind in Karmada, selected by C(platform.io/managed-by=gpucloud-platform), compares
     what it wants with what Karmada holds and writes only what differs (server-side apply, field manager
-    C(gpucloud-platform)) - the Namespace first, then the other templates, then the policies, each batch
-    concurrently. A second run with the same options writes nothing.
+    C(gpucloud-platform)) - the Namespaces first, then the other templates, then the policies and admission
+    bindings (a binding after its policy and parameter), each batch concurrently. A second run with the same
+    options writes nothing.
   - Nothing is deleted. O(cloud_burst_gpus) left out leaves a C(cloud-burst) already in Karmada as it is - jobs may
     be running in it in a cloud member.
   - Every input is checked before the first request (the scheduler configuration as the C(scheduling_policy) role
@@ -67,13 +76,16 @@ extends_documentation_fragment:
   - gpucloud.platform.module
 notes:
   - Reads one list per kind in Karmada - Namespaces, ResourceInterpreterCustomizations, ClusterTaintPolicies,
-    PriorityClasses,
-    ConfigMaps (in C(volcano-system), when it exists), Queues, PropagationPolicies (in C(volcano-system), when it
-    exists) and ClusterPropagationPolicies.
+    PriorityClasses, ConfigMaps (in C(volcano-system) and C(platform-system), each when it exists),
+    ValidatingAdmissionPolicies, ValidatingAdmissionPolicyBindings, Queues, PropagationPolicies (in the same two
+    namespaces) and ClusterPropagationPolicies.
   - In check mode every write is the Karmada API server's dry run, so nothing reaches Karmada or a member; the
-    scheduler ConfigMap and its policy are only reported while Karmada holds no C(volcano-system).
+    namespaced objects and their policy are only reported while Karmada lacks C(volcano-system) or
+    C(platform-system).
   - A member's Volcano reads its copy of the scheduler ConfigMap as it reads one written there.
-  - The admission policies are not propagated yet; see C(docs/federation.md).
+  - The account that runs the federation modules in Karmada must be one the platform-state admission policy
+    exempts (a platform group such as C(system:masters), or a service account of C(platform-system), as in one
+    cluster) - it writes each tenant's C(platform-queues).
 """
 
 EXAMPLES = r"""

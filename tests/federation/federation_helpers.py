@@ -135,15 +135,16 @@ def platform_versions(karmada) -> dict[str, str]:
     from ansible_collections.gpucloud.platform.plugins.module_utils.federation.platform_federation import (
         NAMESPACED_KINDS,
         PLATFORM_KINDS,
+        PLATFORM_NAMESPACES,
     )
 
     # a tenant's objects carry the same label, and the platform's no tenant's
     selector = f"{MANAGED_SELECTOR},!platform.io/tenant"
     found = {}
     for api_version, kind in PLATFORM_KINDS:
-        namespace = SCHEDULER_CONFIGMAP[0] if kind in NAMESPACED_KINDS else None
-        for obj in karmada.list(api_version, kind, namespace, label_selector=selector):
-            found[f"{kind}/{obj['metadata']['name']}"] = obj["metadata"]["resourceVersion"]
+        for namespace in PLATFORM_NAMESPACES if kind in NAMESPACED_KINDS else (None,):
+            for obj in karmada.list(api_version, kind, namespace, label_selector=selector):
+                found[f"{kind}/{obj['metadata']['name']}"] = obj["metadata"]["resourceVersion"]
     return found
 
 

@@ -21,6 +21,7 @@ the pods run without containers).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -232,6 +233,43 @@ def test_a_compliance_job_never_leaves_the_idc(fed, run_on_federation):
             for j in member.resources.get(api_version=JOB_API, kind="Job").get(namespace=NS).items
         ]
         assert "kept-home" not in names, name
+
+
+def test_a_job_naming_another_tenants_queue_is_refused_at_the_federations_admission(fed):
+    """Rule federation-admission: written straight to Karmada (as ``kubectl`` would, past
+    vcjob's own check), a Job in this tenant's namespace naming a queue that is not its
+    own is refused by Karmada's API server, with the message a member gives; Karmada
+    holds no template of it, so no member ever gets it."""
+    from kubernetes.client.rest import ApiException
+
+    manifest = {
+        "apiVersion": JOB_API,
+        "kind": "Job",
+        "metadata": {"name": "elsewhere", "namespace": NS},
+        "spec": {
+            "queue": "tenant-other-payg",
+            "minAvailable": 1,
+            # a platform class: only the queue is wrong, so the queue policy says why
+            "priorityClassName": "normal-job",
+            "tasks": [
+                {
+                    "name": "worker",
+                    "replicas": 1,
+                    "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}},
+                }
+            ],
+        },
+    }
+    jobs = fed["karmada"].resources.get(api_version=JOB_API, kind="Job")
+    with pytest.raises(ApiException) as refused:
+        jobs.create(body=manifest, namespace=NS)
+    assert refused.value.status == 403
+    said = json.loads(refused.value.body)["message"]
+    assert "gpucloud-queue-tenant" in said, said
+    assert f"tenant-other-payg is not a queue of tenant {TENANT}" in said, said
+    assert "elsewhere" not in [
+        j["metadata"]["name"] for j in jobs.get(namespace=NS).to_dict()["items"]
+    ]
 
 
 def _on(fed, job: str) -> list[str]:

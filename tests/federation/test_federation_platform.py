@@ -45,8 +45,9 @@ IDC, CLOUD = "fed-idc", "fed-cloud"
 PRIORITY_CLASSES = {"critical-job", "large-job", "normal-job", "debug-job", "spot-job"}
 CUSTOMIZATION = "gpucloud-platform-volcano-job"
 # 1 Namespace, 1 customization, 1 ClusterTaintPolicy, 5 PriorityClasses, 1 ConfigMap,
-# 1 Queue and 3 policies
-OBJECTS = 13
+# 1 Queue and 3 policies for the members; for the federation's admission (rule
+# federation-admission) 1 Namespace, 1 ConfigMap, 10 admission policies and 10 bindings
+OBJECTS = 35
 
 
 def test_check_mode_writes_nothing_in_karmada_or_either_member(federation_platform):
@@ -55,7 +56,8 @@ def test_check_mode_writes_nothing_in_karmada_or_either_member(federation_platfo
     assert check["changed"] is True and len(check["objects"]) == OBJECTS
     assert check["summary"] == [
         f"platform in the federation: would create {OBJECTS} objects "
-        "(PriorityClasses and scheduler conf to every member, cloud-burst 8 GPUs)"
+        "(PriorityClasses and scheduler conf to every member, admission policies in Karmada, "
+        "cloud-burst 8 GPUs)"
     ]
     before, after = federation_platform["before"], federation_platform["after_check"]
     assert before["karmada"] == {} and after["karmada"] == {}
@@ -73,7 +75,8 @@ def test_a_run_puts_the_platform_in_each_member_where_it_belongs(federation_plat
     assert done["objects"] == federation_platform["check"]["objects"]
     assert done["summary"] == [
         f"platform in the federation: created {OBJECTS} objects "
-        "(PriorityClasses and scheduler conf to every member, cloud-burst 8 GPUs)"
+        "(PriorityClasses and scheduler conf to every member, admission policies in Karmada, "
+        "cloud-burst 8 GPUs)"
     ]
     members, conf = federation_platform["members"], federation_platform["conf"]
     for name in (IDC, CLOUD):

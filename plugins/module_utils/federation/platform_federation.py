@@ -6,6 +6,7 @@ own state in the Karmada API server, and its pure steps.
 Rule held here:
 
 * Rule federation-platform-propagation (``platform_propagation``).
+* Rule federation-admission (``federation_admission``).
 
 * ``parse``: the options as a ``FederationPlatformRequest``: the scheduler configuration
   as the scheduling_policy role takes it (actions, tiers, configurations; checked by
@@ -28,9 +29,11 @@ from typing import Any
 
 from ..common.errors import FieldError, raise_if
 from ..common.names import (
+    ADMISSION_API,
     BURST_QUEUE,
     LABEL_MANAGED_BY,
     MANAGED_BY,
+    PLATFORM_NAMESPACE,
     QUEUE_API,
     VOLCANO_NAMESPACE,
 )
@@ -38,6 +41,7 @@ from ..hybrid.burst import burst_quota_errors
 from ..hybrid.federation_placement import POLICY_API, member_failover_taint_policy
 from ..hybrid.queues import burst_queue
 from ..kube.flow import Flow
+from ..policy.admission import admission_manifests, parent_queues_configmap
 from ..policy.priority_classes import priority_class_manifests
 from ..policy.scheduler_conf_builder import (
     DEFAULT_ACTIONS,
@@ -60,6 +64,7 @@ from .run_report import record_writes, result
 # copy would not overwrite it: its Work would fail in every member, for ever
 # (pkg/util/objectwatcher/objectwatcher.go allowUpdate refuses an object Karmada did not
 # make). The Namespace is in Karmada only so that the ConfigMap template has one.
+# platform-system likewise: a member has its own, from its bring-up.
 SKIP_AUTO_PROPAGATION = "namespace.karmada.io/skip-auto-propagation"
 # Every member already holds a scheduler ConfigMap (its bring-up's) and may hold the
 # PriorityClasses or cloud-burst (a single-cluster bring-up's): Karmada leaves an object
@@ -79,11 +84,15 @@ PLATFORM_KINDS = (
     (POLICY_API, "ClusterTaintPolicy"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
     ("v1", "ConfigMap"),
+    (ADMISSION_API, "ValidatingAdmissionPolicy"),
+    (ADMISSION_API, "ValidatingAdmissionPolicyBinding"),
     (QUEUE_API, "Queue"),
     (POLICY_API, "PropagationPolicy"),
     (POLICY_API, "ClusterPropagationPolicy"),
 )
 NAMESPACED_KINDS = ("ConfigMap", "PropagationPolicy")
+# The namespaces the platform's namespaced objects live in, in Karmada.
+PLATFORM_NAMESPACES = (VOLCANO_NAMESPACE, PLATFORM_NAMESPACE)
 POLICY_KINDS = ("PropagationPolicy", "ClusterPropagationPolicy")
 
 # option -> the key of volcano-scheduler.conf it sets
@@ -113,16 +122,21 @@ class FederationPlatformFacts:
 
     @property
     def namespace_exists(self) -> bool:
-        return VOLCANO_NAMESPACE in (self.objects.get("Namespace") or {})
+        """Karmada holds every namespace of the platform's (until then, a check-mode run
+        only reports the namespaced objects: there is nothing to dry-run them in)."""
+        held = self.objects.get("Namespace") or {}
+        return all(name in held for name in PLATFORM_NAMESPACES)
 
 
 @dataclass(frozen=True)
 class PlatformFederation:
-    """What the platform writes in Karmada for itself: ``templates`` (the Namespace first)
-    and ``policies``."""
+    """What the platform writes in Karmada for itself: ``templates`` (the Namespaces
+    first), ``policies`` (Karmada's, where each template goes) and ``bindings`` (the
+    admission policies' bindings, written last: after their policies and parameter)."""
 
     templates: list[dict[str, Any]]
     policies: list[dict[str, Any]]
+    bindings: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -197,17 +211,47 @@ def parse(params: Mapping[str, Any]) -> FederationPlatformRequest:
 # -- the rule --------------------------------------------------------------------------------
 
 
-def platform_namespace() -> dict[str, Any]:
-    """volcano-system in Karmada, for the ConfigMap template only (not copied: see
+def platform_namespace(name: str = VOLCANO_NAMESPACE) -> dict[str, Any]:
+    """A platform namespace in Karmada, for the ConfigMap templates only (not copied: see
     SKIP_AUTO_PROPAGATION)."""
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {
-            "name": VOLCANO_NAMESPACE,
+            "name": name,
             "labels": {LABEL_MANAGED_BY: MANAGED_BY, SKIP_AUTO_PROPAGATION: "true"},
         },
     }
+
+
+def federation_admission() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Rule federation-admission: the platform's admission policies in Karmada, where its
+    API server enforces them on what tenants submit there (a Volcano Job naming another
+    tenant's queue is refused at the federation's admission, not left to fail in a
+    member), with the leaf policy's parameter, and the pod-placement policy as a site with
+    cloud burst has it (a job that may go to a cloud member tolerates its nodes' taint).
+    Returns (templates, bindings).
+
+    Karmada's API server is a kube-apiserver: a ValidatingAdmissionPolicy written there
+    is enforced there, on the templates, and a parameterised binding whose ConfigMap
+    Karmada lacks denies every request it matches (measured with Karmada v1.16.0: every
+    Volcano Job refused, ``no params found for policy binding with `Deny`
+    parameterNotFoundAction``). So the parameters come with the policies: each tenant's
+    queue list is in Karmada already (module federation_tenant), the parent-queues
+    ConfigMap is written here in platform-system, and the large-job throttle's is a
+    member's own (allowed without it, as in one cluster).
+
+    Not propagated: each member keeps the policies of its own bring-up. Karmada's copy of
+    the parent-queues ConfigMap would overwrite the member's list of parent queues (the
+    tenant modules own its ``queues`` key), and nothing here is the member's to change."""
+    # A federation has cloud members by design: a job that may go to one (local-first,
+    # cloud-ok) tolerates its nodes' taint, which the pod-placement policy allows only as a
+    # site with cloud burst has it; where a job may go is Karmada's placement to decide.
+    manifests = admission_manifests(cloud_burst=True)
+    policies = [m for m in manifests if m["kind"] == "ValidatingAdmissionPolicy"]
+    bindings = [m for m in manifests if m["kind"] == "ValidatingAdmissionPolicyBinding"]
+    templates = [platform_namespace(PLATFORM_NAMESPACE), parent_queues_configmap(), *policies]
+    return templates, bindings
 
 
 def platform_policy(
@@ -246,15 +290,21 @@ def platform_propagation(conf_text: str, cloud_burst_gpus: int | None = None) ->
     * cloud members only, when ``cloud_burst_gpus`` is given: the parent queue
       ``cloud-burst`` capped at that many GPUs (rule burst-cloud-only), parent of the
       tenants' burst leaves. Left out, nothing is said about it: a ``cloud-burst`` in
-      Karmada is neither written nor deleted."""
+      Karmada is neither written nor deleted;
+    * Karmada only, too: the admission policies, their bindings and parameter (rule
+      federation-admission)."""
     classes = [as_served(c) for c in priority_class_manifests()]
     configmap = scheduler_configmap(conf_text)
+    admission, bindings = federation_admission()
+    namespaces = [o for o in admission if o["kind"] == "Namespace"]
     templates = [
         platform_namespace(),
+        *namespaces,
         volcano_job_customization(),
         member_failover_taint_policy(),
         *classes,
         configmap,
+        *(o for o in admission if o["kind"] != "Namespace"),
     ]
     policies = [
         platform_policy("ClusterPropagationPolicy", POLICY_PRIORITY_CLASSES, classes, IDC, CLOUD),
@@ -267,7 +317,7 @@ def platform_propagation(conf_text: str, cloud_burst_gpus: int | None = None) ->
         policies.append(
             platform_policy("ClusterPropagationPolicy", POLICY_CLOUD_BURST, [queue], CLOUD)
         )
-    return PlatformFederation(templates=templates, policies=policies)
+    return PlatformFederation(templates=templates, policies=policies, bindings=bindings)
 
 
 # -- plan ------------------------------------------------------------------------------------
@@ -276,16 +326,17 @@ def platform_propagation(conf_text: str, cloud_burst_gpus: int | None = None) ->
 def plan(
     request: FederationPlatformRequest, facts: FederationPlatformFacts
 ) -> FederationPlatformRun:
-    """What differs from Karmada, in write order: the Namespace, the other templates, the
-    policies (a policy is written after what it selects, so Karmada never binds a
-    template that is not there yet)."""
+    """What differs from Karmada, in write order: the Namespaces, the other templates, the
+    policies and admission bindings (a policy is written after what it selects, so Karmada
+    never binds a template that is not there yet; a binding after its admission policy
+    and parameter, so it never denies for want of them)."""
     wanted = platform_propagation(request.conf_text, request.cloud_burst_gpus)
     live = TenantLive(name="", objects={k: dict(v) for k, v in facts.objects.items()})
     templates = object_changes(wanted.templates, live)
     batches = (
         [c for c in templates if c[0]["kind"] == "Namespace"],
         [c for c in templates if c[0]["kind"] != "Namespace"],
-        object_changes(wanted.policies, live),
+        object_changes([*wanted.policies, *wanted.bindings], live),
     )
     return FederationPlatformRun(facts=facts, writes=tuple(tuple(b) for b in batches if b))
 
@@ -325,5 +376,6 @@ def federation_platform_summary(
     objects = result.get("objects") or []
     return [
         f"platform in the federation: {object_counts(objects, check_mode)} "
-        f"(PriorityClasses and scheduler conf to every member, {BURST_QUEUE} {burst})"
+        f"(PriorityClasses and scheduler conf to every member, admission policies in Karmada, "
+        f"{BURST_QUEUE} {burst})"
     ]

@@ -4,8 +4,8 @@
 the Karmada API server (its pure steps: ``federation.platform_federation``).
 
 * gather: one LIST per kind of ``PLATFORM_KINDS``, selected by
-  ``platform.io/managed-by=gpucloud-platform`` (the namespaced ones in volcano-system, and
-  only when Karmada holds it);
+  ``platform.io/managed-by=gpucloud-platform`` (the namespaced ones in volcano-system and
+  platform-system, each only when Karmada holds it);
 * apply: the plan's batches in order, each batch's server-side applies concurrently; in
   check mode the API server's dry runs. Not pure.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..common.names import MANAGED_SELECTOR, VOLCANO_NAMESPACE
+from ..common.names import MANAGED_SELECTOR
 from ..common.objects import index_by_name
 from ..kube import cluster as kube
 from ..tenants.changes import Changes
@@ -23,6 +23,7 @@ from .batches_io import write_batches
 from .platform_federation import (
     NAMESPACED_KINDS,
     PLATFORM_KINDS,
+    PLATFORM_NAMESPACES,
     FederationPlatformFacts,
     FederationPlatformRequest,
     FederationPlatformRun,
@@ -34,18 +35,19 @@ from .run_report import result
 def gather_federation_platform(
     request: FederationPlatformRequest, cluster: kube.Cluster
 ) -> FederationPlatformFacts:
-    """The platform's objects in Karmada, one LIST per kind (nothing namespaced when
-    volcano-system is not there)."""
+    """The platform's objects in Karmada, one LIST per kind and platform namespace (none
+    in a namespace Karmada does not hold)."""
     objects: dict[str, Any] = {}
     for api_version, kind in PLATFORM_KINDS:
         if kind in NAMESPACED_KINDS:
-            found = (
-                cluster.list(
-                    api_version, kind, namespace=VOLCANO_NAMESPACE, label_selector=MANAGED_SELECTOR
+            found = [
+                item
+                for namespace in PLATFORM_NAMESPACES
+                if namespace in objects["Namespace"]
+                for item in cluster.list(
+                    api_version, kind, namespace=namespace, label_selector=MANAGED_SELECTOR
                 )
-                if VOLCANO_NAMESPACE in objects["Namespace"]
-                else []
-            )
+            ]
         else:
             found = cluster.list(api_version, kind, label_selector=MANAGED_SELECTOR)
         objects[kind] = index_by_name(found)
@@ -60,8 +62,8 @@ def apply_federation_platform(
 ) -> dict[str, Any]:
     """The writes, batch after batch; a failure after a write reports what was written
     (``PartialWrite``). In check mode every write is the API server's dry run, except the
-    scheduler ConfigMap and its policy while Karmada holds no volcano-system, which are
-    only reported."""
+    namespaced objects while Karmada lacks one of the platform's namespaces, which are only
+    reported."""
     changes = Changes()
     record_plan(planned, changes)
     with reported_part_way("writing the platform in the federation", changes):

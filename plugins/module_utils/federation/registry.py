@@ -12,6 +12,7 @@ from . import interpreter, joining, ledger, members, platform_federation, propag
 RULES: tuple[RuleRef, ...] = (
     RuleRef("federation-job-replicas", interpreter.volcano_job_customization),
     RuleRef("federation-ledger", ledger.merge_member_usage),
+    RuleRef("federation-admission", platform_federation.federation_admission),
     RuleRef("federation-member", members.read_member),
     RuleRef("federation-member-join", joining.plan),
     RuleRef("federation-platform-propagation", platform_federation.platform_propagation),

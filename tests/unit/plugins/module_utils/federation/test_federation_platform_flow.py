@@ -21,6 +21,14 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.federation.platf
     apply_federation_platform,
     gather_federation_platform,
 )
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.admission import (
+    PARENT_QUEUES_CONFIGMAP,
+    TENANT_QUEUES_CONFIGMAP,
+    admission_manifests,
+)
+from ansible_collections.gpucloud.platform.plugins.module_utils.policy.pod_placement import (
+    pod_placement_policy,
+)
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler_conf_builder import (
     DEFAULT_ACTIONS,
 )
@@ -95,10 +103,16 @@ def test_cloud_burst_gpus_is_a_whole_number_zero_or_more(gpus):
 def test_the_classes_and_the_conf_go_to_every_member_overwriting_theirs():
     fed = flow.platform_propagation(flow.parse({}).conf_text)
     kinds = [o["kind"] for o in fed.templates]
-    assert kinds[:3] == ["Namespace", "ResourceInterpreterCustomization", "ClusterTaintPolicy"]
+    assert kinds[:4] == [
+        "Namespace",
+        "Namespace",
+        "ResourceInterpreterCustomization",
+        "ClusterTaintPolicy",
+    ]
     assert kinds.count("PriorityClass") == 5 and "Queue" not in kinds
-    namespace = fed.templates[0]
-    assert namespace["metadata"]["labels"][flow.SKIP_AUTO_PROPAGATION] == "true"
+    for namespace in fed.templates[:2]:
+        assert namespace["metadata"]["labels"][flow.SKIP_AUTO_PROPAGATION] == "true"
+    assert [n["metadata"]["name"] for n in fed.templates[:2]] == list(flow.PLATFORM_NAMESPACES)
     by_name = {p["metadata"]["name"]: p for p in fed.policies}
     assert set(by_name) == {flow.POLICY_PRIORITY_CLASSES, flow.POLICY_SCHEDULER_CONF}
     classes, conf = by_name[flow.POLICY_PRIORITY_CLASSES], by_name[flow.POLICY_SCHEDULER_CONF]
@@ -109,12 +123,56 @@ def test_the_classes_and_the_conf_go_to_every_member_overwriting_theirs():
     for policy in fed.policies:
         assert locations(policy) == ["cloud", "idc"]
         assert policy["spec"]["conflictResolution"] == "Overwrite"
-    # the customization and the lost-member taint policy are Karmada's: no policy selects them
+    # the customization, the lost-member taint policy and the admission policies are
+    # Karmada's: no policy selects them
     assert not any(
-        s["kind"] in ("ResourceInterpreterCustomization", "ClusterTaintPolicy")
+        s["kind"]
+        in (
+            "ResourceInterpreterCustomization",
+            "ClusterTaintPolicy",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
+        )
+        or (s["kind"] == "ConfigMap" and s["name"] == PARENT_QUEUES_CONFIGMAP)
         for p in fed.policies
         for s in p["spec"]["resourceSelectors"]
     )
+
+
+def test_the_admission_policies_stay_in_karmada_with_every_parameter_it_must_hold():
+    """Rule federation-admission: Karmada's API server enforces them on the templates, so
+    each binding's policy is written, and a parameter denied when missing is Karmada's to
+    hold: the parent-queues ConfigMap here, each tenant's queue list by federation_tenant.
+    The throttle's is a member's own, allowed when missing."""
+    fed = flow.platform_propagation(flow.parse({}).conf_text)
+    policies = {
+        o["metadata"]["name"] for o in fed.templates if o["kind"] == "ValidatingAdmissionPolicy"
+    }
+    assert {b["spec"]["policyName"] for b in fed.bindings} == policies
+    assert {b["metadata"]["name"] for b in fed.bindings} == policies
+    written = {
+        (o["metadata"].get("namespace"), o["metadata"]["name"])
+        for o in fed.templates
+        if o["kind"] == "ConfigMap"
+    }
+    for b in fed.bindings:
+        ref = b["spec"].get("paramRef")
+        if ref is None or ref["parameterNotFoundAction"] == "Allow":
+            continue
+        if "namespace" in ref:  # a platform parameter: written here
+            assert (ref["namespace"], ref["name"]) in written, b["metadata"]["name"]
+        else:  # the tenant's own namespace: federation_tenant's queue list
+            assert ref["name"] == TENANT_QUEUES_CONFIGMAP, b["metadata"]["name"]
+    # the same policies and bindings as a member's bring-up applies, the pod-placement
+    # policy as a site with cloud burst has it: a job that may go to a cloud member
+    # tolerates its nodes' taint
+    assert {o["metadata"]["name"] for o in admission_manifests()} == policies
+    (placement,) = [
+        o
+        for o in fed.templates
+        if o["metadata"]["name"] == pod_placement_policy()["metadata"]["name"]
+    ]
+    assert placement == pod_placement_policy(cloud_burst=True) != pod_placement_policy()
 
 
 @given(st.integers(min_value=0, max_value=10_000))
@@ -133,28 +191,40 @@ def test_cloud_burst_goes_to_the_cloud_members_only_with_its_gpus(gpus):
 def test_a_first_run_writes_the_namespace_then_templates_then_policies():
     planned = flow.plan(flow.parse({"cloud_burst_gpus": 8}), flow.FederationPlatformFacts())
     kinds = [[c[0]["kind"] for c in batch] for batch in planned.writes]
-    assert kinds[0] == ["Namespace"]
+    assert kinds[0] == ["Namespace", "Namespace"]
     assert set(kinds[1]) == {
         "ResourceInterpreterCustomization",
         "ClusterTaintPolicy",
         "PriorityClass",
         "ConfigMap",
+        "ValidatingAdmissionPolicy",
         "Queue",
     }
-    assert set(kinds[2]) == {"PropagationPolicy", "ClusterPropagationPolicy"}
+    # a binding after its admission policy and parameter: never a denial for want of them
+    assert set(kinds[2]) == {
+        "PropagationPolicy",
+        "ClusterPropagationPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }
 
 
 def test_a_run_writes_every_object_then_a_second_writes_nothing():
     cluster = FakeCluster()
     first = run(cluster, {"cloud_burst_gpus": 8})
-    assert first["changed"] and len(first["objects"]) == 13
+    # 13 for the members, 22 for the federation's admission (2 + 10 policies, 10 bindings)
+    assert first["changed"] and len(first["objects"]) == 35
     assert sorted(cluster.kinds("PriorityClass")) == PRIORITY_CLASSES
     writes = len(cluster.writes)
     second = run(cluster, {"cloud_burst_gpus": 8})
     assert second == {"changed": False, "objects": [], "diff": {"before": {}, "after": {}}}
     assert len(cluster.writes) == writes
-    # one LIST per kind
-    assert cluster.lists[-len(flow.PLATFORM_KINDS) :] == [k for _a, k in flow.PLATFORM_KINDS]
+    # one LIST per kind, and per platform namespace for the namespaced kinds
+    expected = [
+        k
+        for _a, k in flow.PLATFORM_KINDS
+        for _n in (flow.PLATFORM_NAMESPACES if k in flow.NAMESPACED_KINDS else (None,))
+    ]
+    assert cluster.lists[-len(expected) :] == expected
 
 
 def test_priority_classes_as_the_api_server_returns_them_are_not_rewritten():
@@ -181,7 +251,9 @@ def test_a_changed_conf_updates_the_configmap_alone():
             "action": "update",
         }
     ]
-    (cm,) = cluster.objects("ConfigMap")
+    (cm,) = [
+        c for c in cluster.objects("ConfigMap") if c["metadata"]["namespace"] == "volcano-system"
+    ]
     assert yaml.safe_load(cm["data"]["volcano-scheduler.conf"])["actions"] == ", ".join(actions)
 
 
@@ -217,11 +289,13 @@ def test_the_summary_says_what_was_written_and_what_became_of_cloud_burst():
     objects = [{"kind": "PriorityClass", "name": "spot-job", "action": "create"}]
     assert flow.federation_platform_summary({}, {"objects": objects}, True) == [
         "platform in the federation: would create 1 object "
-        "(PriorityClasses and scheduler conf to every member, cloud-burst left as it is)"
+        "(PriorityClasses and scheduler conf to every member, admission policies in Karmada, "
+        "cloud-burst left as it is)"
     ]
     assert flow.federation_platform_summary({"cloud_burst_gpus": 8}, {"objects": []}, False) == [
         "platform in the federation: unchanged "
-        "(PriorityClasses and scheduler conf to every member, cloud-burst 8 GPUs)"
+        "(PriorityClasses and scheduler conf to every member, admission policies in Karmada, "
+        "cloud-burst 8 GPUs)"
     ]
 
 
