@@ -37,7 +37,7 @@ def failure(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, Refused):
         return {"msg": str(exc), "changed": False, **exc.extra}
     # Only a run that connected gets this far, with the client already imported.
-    from .cluster import ApiException, TransportError, api_error_message
+    from .cluster import ApiException, TransportError, api_error_message, unreachable_message
 
     if isinstance(exc, PartialWrite):
         cause = exc.cause
@@ -56,7 +56,7 @@ def failure(exc: BaseException) -> dict[str, Any]:
         }
     if isinstance(exc, ApiException):
         return {"msg": api_error_message(exc)}
-    return {"msg": f"cannot reach the Kubernetes API server: {exc}", "changed": False}
+    return {"msg": unreachable_message(exc), "changed": False}
 
 
 def _diff_as_asked(module: Any, result: dict[str, Any], by_object: bool) -> dict[str, Any]:
