@@ -40,7 +40,9 @@ from ansible_collections.gpucloud.platform.tests.federation.federation_helpers i
     stop_member_api_server,
     tenant_args,
 )
+from ansible_collections.gpucloud.platform.tests.integration.conftest import ansible_environment
 from ansible_collections.gpucloud.platform.tests.integration.localcluster_helpers import (
+    run_playbook,
     wait_until,
 )
 
@@ -74,7 +76,7 @@ def fed(federation, federation_platform, run_on_federation) -> Iterator[dict[str
             1,
             f"{QUEUE} with {gpus} GPUs in {name}",
         )
-    yield {"karmada": karmada, "members": members}
+    yield {"karmada": karmada, "members": members, "kubeconfig": federation["kubeconfig"]}
     # the platform's objects stay: they are the whole suite's (conftest.federation_platform)
     gone = run_on_federation("federation_tenant", {"name": TENANT, "state": "absent"})
     assert gone.get("failed") is not True, gone
@@ -336,6 +338,15 @@ def test_a_lost_cloud_member_moves_cloud_ok_work_once_and_holds_the_rest(fed, ru
         "the IDC member's GPUs free",
     )
 
+    # the reconcile records where each job is (rule federation-moves-counted)
+    placed = run_on_federation("federation_job_moves", {"namespaces": [NS]})
+    assert placed.get("failed") is not True, placed
+    assert {(r["job"], r["placed_in"]) for r in placed["jobs"]} >= {
+        (f"{NS}/roam", CLOUD),
+        (f"{NS}/spill", CLOUD),
+    }
+    assert _record(fed, "roam") == {"platform.io/placed-in": CLOUD}
+
     stop_member_api_server(CLOUD)
     try:
         wait_until(lambda: _lost(fed, CLOUD), 120, 1, "the cloud member tainted as lost")
@@ -346,6 +357,7 @@ def test_a_lost_cloud_member_moves_cloud_ok_work_once_and_holds_the_rest(fed, ru
         # Karmada does not start the new one (purge mode Directly)
         time.sleep(15)
         assert "roam" not in _jobs_in(fed, IDC)
+        _moved_once_is_held(fed, run_on_federation)
     finally:
         restore_member(CLOUD)
     wait_until(lambda: not _lost(fed, CLOUD), 120, 1, "the cloud member back")
@@ -358,3 +370,57 @@ def test_a_lost_cloud_member_moves_cloud_ok_work_once_and_holds_the_rest(fed, ru
     assert queue_gpus(cloud, QUEUE) == "8"
     queues = cloud.resources.get(api_version="scheduling.volcano.sh/v1beta1", kind="Queue")
     assert queues.get(name="cloud-burst").metadata.name == "cloud-burst"
+    # the move is over: the reconcile, as the playbook runs it, has nothing left to write,
+    # and vcjob run again for the moved job keeps it held
+    rc, tasks = run_playbook(
+        ansible_environment(fed["kubeconfig"]),
+        "federation_reconcile.yml",
+        {"federation_reconcile_namespaces": [NS]},
+    )
+    assert rc == 0, {n: r.get("msg") for n, r in tasks.items() if r.get("failed")}
+    summary = tasks["Say what the run did"]["msg"]
+    assert summary == [
+        "federated jobs: 2 jobs read, 0 jobs moved since the last run; job policies unchanged"
+    ], summary
+    again = run_on_federation("vcjob", _job("roam", placement="cloud-ok", **one_pod))
+    assert again.get("failed") is not True, again
+    assert again["changed"] is False
+    assert again["summary"][-1].endswith("held in its member if that member is lost")
+    assert "failover" not in _policy(fed, "roam")["spec"]
+
+
+def _policy(fed, job: str) -> dict[str, Any]:
+    policies = fed["karmada"].resources.get(api_version=POLICY_API, kind="PropagationPolicy")
+    return policies.get(name=job, namespace=NS).to_dict()
+
+
+def _record(fed, job: str) -> dict[str, str]:
+    """The job's moves as its policy records them (rule federation-moves-counted)."""
+    notes = _policy(fed, job)["metadata"].get("annotations") or {}
+    return {k: v for k, v in notes.items() if k.startswith("platform.io/")}
+
+
+def _moved_once_is_held(fed, run_on_federation) -> None:
+    """Module federation_job_moves while the cloud member is lost and roam's move is under
+    way: check mode writes nothing and says so; the run records the move and takes roam's
+    failover off (rule federation-failover-once), and leaves the held job as it was."""
+    binding = _binding(fed, "roam") or {}
+    tasks = (binding.get("spec") or {}).get("gracefulEvictionTasks") or []
+    assert [t["fromCluster"] for t in tasks] == [CLOUD], binding.get("spec")
+    checked = run_on_federation("federation_job_moves", {"namespaces": [NS]}, check=True)
+    assert checked.get("failed") is not True, checked
+    assert checked["summary"][1] == f"{NS}/roam: moved from {CLOUD} to {IDC} (1 move)"
+    assert "failover" in _policy(fed, "roam")["spec"]
+    done = run_on_federation("federation_job_moves", {"namespaces": [NS]}, diff=True)
+    assert done.get("failed") is not True, done
+    assert done["jobs"] == [
+        {"job": f"{NS}/roam", "placed_in": IDC, "moved_from": [CLOUD], "moves": 1, "held": True}
+    ]
+    assert _record(fed, "roam") == {
+        "platform.io/placed-in": IDC,
+        "platform.io/moved-from": CLOUD,
+    }
+    spec = _policy(fed, "roam")["spec"]
+    assert "failover" not in spec
+    assert [t["key"] for t in spec["placement"]["clusterTolerations"]] == [MEMBER_NOT_READY_TAINT]
+    assert _record(fed, "spill") == {"platform.io/placed-in": CLOUD}

@@ -323,6 +323,8 @@ PLAYBOOKS: dict[str, dict[str, Any] | None] = {
     "awx_configure.yml": None,
     # Its connection is a Karmada API server: checked in tests/federation/test_federation_member.py.
     "federation_bring_up.yml": None,
+    # Likewise: checked in tests/federation/test_federation_jobs.py.
+    "federation_reconcile.yml": None,
 }
 
 
@@ -511,6 +513,7 @@ def world(run_module, dyn, priority_classes, api_client):
 # API server runs (a module here, run against the local cluster, would only be refused).
 CHECKED_ELSEWHERE = {
     # a Karmada API server: nothing written in Karmada or either member
+    "federation_job_moves": "tests/federation/test_federation_jobs.py",
     "federation_member": "tests/federation/test_federation_member.py",
     "federation_platform": "tests/federation/test_federation_platform.py",
     "federation_tenant": "tests/federation/test_federation_tenant.py",

@@ -92,6 +92,8 @@ SUMMARIES: dict[str, list[str]] = {
     # Its connection is a Karmada API server: its check-mode summary is checked in
     # tests/federation/test_federation_member.py.
     "federation_bring_up.yml": [],
+    # Likewise: tests/federation/test_federation_jobs.py.
+    "federation_reconcile.yml": [],
 }
 
 # A past tense that says something was applied: never in check mode, but after "would".

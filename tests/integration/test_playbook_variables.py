@@ -24,6 +24,11 @@ CASES: dict[str, tuple[dict, str, str]] = {
         "federation_cloud_burst_gpu",
         "federation_cloud_burst_gpus",
     ),
+    "federation_reconcile.yml": (
+        {},
+        "federation_reconcile_namespace",
+        "federation_reconcile_namespaces",
+    ),
     "gpu_health.yml": ({}, "gpu_health_max_quarantin", "gpu_health_max_quarantine"),
     "hypernode_sync.yml": (
         {"hypernode_sync_source": "labels"},

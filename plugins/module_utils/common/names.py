@@ -85,6 +85,10 @@ LABEL_COMPLIANCE_ZONE = PREFIX + "compliance-zone"  # on IDC nodes of a complian
 LABEL_COMPLIANCE = PREFIX + "compliance"  # "restricted" on a job and its pods: IDC only
 ANNOTATION_PLACEMENT = PREFIX + "placement"  # local-only | local-first | cloud-ok
 ANNOTATION_IDC_LATENCY = PREFIX + "idc-latency-ms"  # on cloud nodes
+# On a federated job's PropagationPolicy (rule federation-moves-counted): the member Karmada
+# last placed the job in, and the members it moved the job away from (comma-separated).
+ANNOTATION_PLACED_IN = PREFIX + "placed-in"
+ANNOTATION_MOVED_FROM = PREFIX + "moved-from"
 NODE_LOCATIONS = ("idc", "cloud")
 COMPLIANCE_RESTRICTED = "restricted"
 NODEGROUP_LABEL = "volcano.sh/nodegroup-name"  # read by Volcano's nodegroup plugin

@@ -75,6 +75,7 @@ What Karmada v1.16.0 does with these fields, read from its source (paths under
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..common.names import (
@@ -209,7 +210,7 @@ def federation_failover(
     count, and the controller (``detectFailure``, ``evictBinding``) evicts every time the
     job is unhealthy past the toleration. So the platform writes the policy again
     without ``failover`` once the job was re-placed: ``replaced`` is how many times it
-    was (read from the binding by a service that is not written yet)."""
+    was (rule federation-moves-counted, ``hybrid.federation_moves``)."""
     placement = effective_placement(placement, compliance)
     if compliance or not (spot or placement == "cloud-ok"):
         return None
@@ -251,10 +252,13 @@ def job_propagation_policy(
     compliance_zone: str | None = None,
     spot: bool = False,
     replaced: int = 0,
+    record: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The PropagationPolicy of one Volcano Job (rules federation-placement and
     federation-failover-once), named after the job, in the job's namespace, selecting
-    that job alone by name."""
+    that job alone by name, labelled as the platform's (so the reconcile that counts its
+    moves finds it) and carrying ``record``, its moves as far as the platform has seen
+    them (rule federation-moves-counted): ``replaced`` is how many."""
     meta = job.get("metadata") or {}
     spec: dict[str, Any] = {
         "resourceSelectors": [
@@ -271,27 +275,45 @@ def job_propagation_policy(
         spec["failover"] = failover
         spec["propagateDeps"] = True
     else:
-        # held: a lost member's NoExecute taint does not evict it (rule
-        # federation-member-failover); Karmada's own NoSchedule taints still keep new
-        # placements off a member that is not Ready
-        spec["placement"]["clusterTolerations"] = [dict(t) for t in HELD]
+        hold(spec)
+    metadata: dict[str, Any] = {
+        "name": meta["name"],
+        "namespace": meta["namespace"],
+        "labels": {LABEL_MANAGED_BY: MANAGED_BY},
+    }
+    if record:
+        metadata["annotations"] = dict(record)
     return {
         "apiVersion": POLICY_API,
         "kind": "PropagationPolicy",
-        "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+        "metadata": metadata,
         "spec": spec,
     }
 
 
+def hold(spec: dict[str, Any]) -> None:
+    """Make a job policy's ``spec`` hold its job where it is: a lost member's NoExecute
+    taint does not evict it (rule federation-member-failover); Karmada's own NoSchedule
+    taints still keep new placements off a member that is not Ready."""
+    spec.setdefault("placement", {})["clusterTolerations"] = [dict(t) for t in HELD]
+
+
 def federated_job_policy(
-    job: dict[str, Any], compliance_zone: str | None = None, spot: bool = False
+    job: dict[str, Any],
+    compliance_zone: str | None = None,
+    spot: bool = False,
+    replaced: int = 0,
+    record: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The PropagationPolicy of a Volcano Job the platform built (``jobs/manifest``),
     read from the job itself: its placement annotation (the effective placement, rule
     placement) and its compliance label, so the federation places a job by the same
     names as one cluster does (rules federation-placement and federation-failover-once).
-    ``spot``: the job runs in its tenant's spot queue."""
+    ``spot``: the job runs in its tenant's spot queue; ``replaced`` and ``record``: its
+    moves so far, from its live policy (rule federation-moves-counted)."""
     meta = job.get("metadata") or {}
     placement = (meta.get("annotations") or {}).get(ANNOTATION_PLACEMENT)
     compliance = (meta.get("labels") or {}).get(LABEL_COMPLIANCE) == COMPLIANCE_RESTRICTED
-    return job_propagation_policy(job, placement, compliance, compliance_zone, spot)
+    return job_propagation_policy(
+        job, placement, compliance, compliance_zone, spot, replaced, record
+    )

@@ -7,7 +7,17 @@ they never import it."""
 from __future__ import annotations
 
 from ..common.rule_index import RuleRef
-from . import burst, federation_placement, nodegroups, placement, plan, queues, scale, vgpu
+from . import (
+    burst,
+    federation_moves,
+    federation_placement,
+    nodegroups,
+    placement,
+    plan,
+    queues,
+    scale,
+    vgpu,
+)
 
 RULES: tuple[RuleRef, ...] = (
     RuleRef("burst-cloud-only", queues.burst_queue),
@@ -18,6 +28,7 @@ RULES: tuple[RuleRef, ...] = (
     RuleRef("cloud-taint", nodegroups.node_taints),
     RuleRef("elastic-local-first", queues.elastic_affinity),
     RuleRef("federation-failover-once", federation_placement.federation_failover),
+    RuleRef("federation-moves-counted", federation_moves.moves_seen),
     RuleRef("federation-member-failover", federation_placement.member_failover_taint_policy),
     RuleRef("federation-placement", federation_placement.federation_placement),
     RuleRef("idc-by-default", queues.root_affinity),

@@ -42,6 +42,7 @@ from ..common.names import (
     namespace_name,
 )
 from ..common.objects import differs, strip_server_fields
+from ..hybrid.federation_moves import recorded_moves
 from ..hybrid.federation_placement import federated_job_policy
 from ..kube.flow import fact_lists
 from ..queues.kinds import leaf_queue_type
@@ -245,7 +246,10 @@ def plan_job(request: SubmitRequest, facts: SubmitFacts) -> JobPlan:
     policy = None
     if request.federation:
         spot = queue_type == QUEUE_TYPE_SPOT
-        policy = federated_job_policy(desired, request.job.get("compliance_zone"), spot)
+        # the job's moves so far stay on its policy (rule federation-moves-counted)
+        moves = recorded_moves(facts.policy)
+        zone = request.job.get("compliance_zone")
+        policy = federated_job_policy(desired, zone, spot, moves.count, moves.annotations())
     write = policy is not None and differs(policy, facts.policy)
     planned = JobPlan(
         "exists",

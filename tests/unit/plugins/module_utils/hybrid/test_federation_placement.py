@@ -279,7 +279,11 @@ def test_the_job_policy_selects_the_job_and_turns_on_dependencies_with_failover(
         "metadata": {"name": "train", "namespace": "tenant-alpha"},
     }
     policy = fp.job_propagation_policy(job, "cloud-ok")
-    assert policy["metadata"] == {"name": "train", "namespace": "tenant-alpha"}
+    assert policy["metadata"] == {
+        "name": "train",
+        "namespace": "tenant-alpha",
+        "labels": {"platform.io/managed-by": "gpucloud-platform"},
+    }
     assert policy["spec"]["resourceSelectors"] == [
         {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "train"}
     ]

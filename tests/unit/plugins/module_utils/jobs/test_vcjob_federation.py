@@ -92,7 +92,11 @@ def test_the_policy_places_the_job_by_its_placement(options, expected):
     assert planned.action == "create" and planned.policy_write
     policy = planned.policy
     assert policy["kind"] == "PropagationPolicy"
-    assert policy["metadata"] == {"name": "eval", "namespace": "tenant-alpha"}
+    assert policy["metadata"] == {
+        "name": "eval",
+        "namespace": "tenant-alpha",
+        "labels": {"platform.io/managed-by": "gpucloud-platform"},
+    }
     assert policy["spec"]["resourceSelectors"] == [
         {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "eval"}
     ]
@@ -133,6 +137,19 @@ def test_the_live_policy_unchanged_is_not_written_again():
     assert not again.policy_write
     moved = plan(policy=live, placement="cloud-ok")
     assert moved.policy_write
+
+
+def test_a_job_moved_once_keeps_its_record_and_stays_held_when_submitted_again():
+    """Rule federation-moves-counted: the record the reconcile wrote on the live policy
+    is kept, and the job is not given its failover back."""
+    live = copy.deepcopy(plan(placement="cloud-ok").policy)
+    record = {"platform.io/placed-in": "idc-1", "platform.io/moved-from": "cloud-1"}
+    live["metadata"]["annotations"] = record
+    del live["spec"]["failover"]
+    again = plan(policy=live, placement="cloud-ok").policy
+    assert again["metadata"]["annotations"] == record
+    assert "failover" not in again["spec"]
+    assert again["spec"]["placement"]["clusterTolerations"][0]["effect"] == "NoExecute"
 
 
 def test_the_answer_names_the_policy_and_its_placement():
