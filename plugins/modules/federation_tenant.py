@@ -36,6 +36,11 @@ description:
     Karmada retries it; see C(docs/federation.md).
   - The cloud members need the platform's parent queue C(cloud-burst) for the burst leaf; this module does not
     make it (it is the platform's, not the tenant's).
+  - "The federation's admission (rule federation-admission): the tenant's subscription queue, while it has team
+    queues, is listed in Karmada's C(platform-system/platform-parent-queues) (key C(queues), rule
+    parent-queues-list) before its teams are written, and unlisted once it has none or the tenant is absent, so a
+    job submitted to it in Karmada is refused as a parent queue's, as in one cluster. Other tenants' entries stay.
+    While Karmada has no such ConfigMap (M(gpucloud.platform.federation_platform) has not run), nothing is listed."
 options:
   name:
     description:
@@ -158,8 +163,9 @@ extends_documentation_fragment:
   - gpucloud.platform.module
 notes:
   - Reads one list per kind in Karmada - the tenant's nine kinds, Queues, PropagationPolicies (in its namespace,
-    when it exists), ClusterPropagationPolicies and ClusterOverridePolicies - and one GET per queue the tenant does
-    not have yet, to refuse a name another tenant already has (none on a re-run).
+    when it exists), ClusterPropagationPolicies and ClusterOverridePolicies - one GET of the parent-queues ConfigMap,
+    and one GET per queue the tenant does not have yet, to refuse a name another tenant already has (none on a
+    re-run).
   - In check mode every write and delete is the Karmada API server's dry run, so nothing reaches Karmada or a member;
     the namespaced objects of a tenant whose namespace Karmada does not hold yet are only reported.
   - A queue's capability is per member - with several IDC members, each copy of the subscription holds the whole

@@ -52,6 +52,7 @@ ARGS = {
 }
 SUBSCRIPTION_QUEUES = {f"tenant-{TENANT}-{q}" for q in ("subscription", "algo", "spot")}
 PAYG, BURST = f"tenant-{TENANT}-payg", f"tenant-{TENANT}-burst"
+SUBSCRIPTION = f"tenant-{TENANT}-subscription"
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +74,12 @@ def karmada_versions(karmada) -> dict[str, str]:
         for obj in karmada.list(api_version, kind, label_selector=SELECTOR):
             found[f"{kind}/{obj['metadata']['name']}"] = obj["metadata"]["resourceVersion"]
     return found
+
+
+def karmada_parent_queues(karmada) -> list[str]:
+    """The queues the federation's leaf admission policy calls parents."""
+    cm = karmada.get("v1", "ConfigMap", "platform-parent-queues", "platform-system") or {}
+    return [q for q in ((cm.get("data") or {}).get("queues") or "").split(",") if q]
 
 
 def member_state(cluster) -> dict[str, Any]:
@@ -99,9 +106,11 @@ def test_federation_tenant_places_the_tenant_per_location(fedt):
 
     # check mode on nothing: nothing written in Karmada or in either member
     would = module(ARGS, check=True)
-    assert would["changed"] and len(would["objects"]) == 20
+    # 20 objects of the tenant, and the federation's parent-queues list
+    assert would["changed"] and len(would["objects"]) == 21
     time.sleep(5)  # what Karmada would push, it has pushed by now
     assert karmada_versions(karmada) == {}
+    assert SUBSCRIPTION not in karmada_parent_queues(karmada)
     for cluster in members.values():
         assert member_state(cluster) == {"namespace": [], "queues": {}}
 
@@ -109,9 +118,12 @@ def test_federation_tenant_places_the_tenant_per_location(fedt):
     done = module(ARGS, diff=True)
     assert done["changed"] and done["objects"] == would["objects"]
     assert done["summary"] == [
-        f"tenant {TENANT} in the federation: created 20 objects "
+        f"tenant {TENANT} in the federation: created 20 objects, updated 1 object "
         "(payg cloud part 2 GPUs, burst leaf 2 GPUs)"
     ]
+    # its subscription queue, parent of its team's, is a parent at the federation's
+    # admission too (rule parent-queues-list)
+    assert SUBSCRIPTION in karmada_parent_queues(karmada)
     idc_wanted = {
         "namespace": [f"tenant-{TENANT}"],
         "queues": {
@@ -154,7 +166,8 @@ def test_federation_tenant_places_the_tenant_per_location(fedt):
 
     # absent: Karmada takes it out of both members
     gone = module({"name": TENANT, "state": "absent"})
-    assert gone["changed"] and len(gone["objects"]) == 20
+    assert gone["changed"] and len(gone["objects"]) == 21
+    assert SUBSCRIPTION not in karmada_parent_queues(karmada)
     for name, cluster in members.items():
         wait_until(
             lambda c=cluster: member_state(c) == {"namespace": [], "queues": {}},

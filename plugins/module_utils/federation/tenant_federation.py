@@ -32,14 +32,16 @@ from ..common.names import BURST_QUEUE, QUEUE_API, ROOT_QUEUE, is_managed
 from ..hybrid.burst import burst_quota_errors
 from ..hybrid.federation_placement import POLICY_API
 from ..kube.flow import Flow
+from ..queues.parent_list import parent_queue_names
 from ..queues.plan import DELETE
 from ..tenants.changes import Changes, ObjectChange, tenant_object_changes
 from ..tenants.inputs import parse_absent, parse_present
 from ..tenants.live import TENANT_KINDS, TenantLive
 from ..tenants.network import ClusterNetworks, Network
-from ..tenants.plan import plan_tenant
+from ..tenants.plan import TenantPlan, plan_tenant
 from ..tenants.spec import TenantSpec, kept_guarantee, parse_cidrs
 from ..tenants.summary import object_counts
+from ..tenants.teams import parent_list_change
 from ..tenants.tenant_queues import queue_name_collisions
 from .propagation import TenantFederation, tenant_propagation
 from .run_report import record_writes, result
@@ -84,10 +86,13 @@ class FederationTenantFacts:
     """What the run read from Karmada: the tenant's objects per kind (``objects``: kind ->
     name -> object, its queues under ``Queue``, its policies under their kinds) and
     ``taken``: the queues of a name the tenant is to get and lacks that exist (one GET
-    each, rule queue-name-owned)."""
+    each, rule queue-name-owned); ``parent_list``: the federation's parent-queues
+    ConfigMap (``federation_platform``'s, rule federation-admission), None while Karmada
+    has none."""
 
     objects: Mapping[str, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
     taken: tuple[Mapping[str, Any], ...] = ()
+    parent_list: Mapping[str, Any] | None = None
 
     def live(self, name: str) -> TenantLive:
         """The objects as ``tenants.live.TenantLive``, for the single-cluster comparison."""
@@ -103,12 +108,15 @@ class FederationTenantFacts:
 class FederationTenantRun:
     """The plan of one run: ``writes`` in batches, each batch after the one before
     (within one, concurrently); then ``deletes`` in batches. ``federation``: the desired
-    templates and policies (None with ``absent``)."""
+    templates and policies (None with ``absent``). ``parents``: the tenant's queues the
+    parent-queues list names, of the ``owned`` it decides (rule parent-queues-list)."""
 
     facts: FederationTenantFacts
     writes: tuple[tuple[ObjectChange, ...], ...] = ()
     deletes: tuple[tuple[Mapping[str, Any], ...], ...] = ()
     federation: TenantFederation | None = None
+    parents: tuple[str, ...] = ()
+    owned: tuple[str, ...] = ()
 
 
 # -- parse -----------------------------------------------------------------------------------
@@ -187,6 +195,12 @@ def desired(request: FederationTenantRequest, facts: FederationTenantFacts) -> T
     single-cluster plan, with Karmada's templates as the live queues; raises as
     ``plan_tenant`` and ``tenant_propagation`` do, and for a queue name another tenant has
     (rule queue-name-owned)."""
+    tenant = tenant_plan(request, facts)
+    return tenant_propagation(tenant, request.burst_gpus, request.payg_cloud_gpus)
+
+
+def tenant_plan(request: FederationTenantRequest, facts: FederationTenantFacts) -> TenantPlan:
+    """The tenant's single-cluster plan, with Karmada's templates as the live queues."""
     if request.spec is None:  # narrows the type: absent plans no objects
         raise AssertionError("a present request has a spec")
     live = facts.live(request.name)
@@ -200,7 +214,7 @@ def desired(request: FederationTenantRequest, facts: FederationTenantFacts) -> T
     )
     found = {q["metadata"]["name"]: q for q in facts.taken}
     raise_if(queue_name_collisions(request.name, tenant.queues, found))
-    return tenant_propagation(tenant, request.burst_gpus, request.payg_cloud_gpus)
+    return tenant
 
 
 def new_queue_names(request: FederationTenantRequest, facts: FederationTenantFacts) -> list[str]:
@@ -264,7 +278,8 @@ def plan_present(
 ) -> FederationTenantRun:
     """What differs, in write order: the Namespace, the other templates, the policies; then
     what the tenant no longer has."""
-    federation = desired(request, facts)
+    tenant = tenant_plan(request, facts)
+    federation = tenant_propagation(tenant, request.burst_gpus, request.payg_cloud_gpus)
     live = facts.live(request.name)
     templates = tenant_object_changes(federation.templates, live)
     policies = tenant_object_changes(federation.policies, live)
@@ -279,14 +294,28 @@ def plan_present(
         writes=tuple(tuple(b) for b in batches if b),
         deletes=delete_batches(gone),
         federation=federation,
+        parents=tuple(sorted(parent_queue_names(tenant.queues))),
+        owned=owned_queues(facts, federation.templates),
     )
+
+
+def owned_queues(
+    facts: FederationTenantFacts, templates: Sequence[Mapping[str, Any]] = ()
+) -> tuple[str, ...]:
+    """The queue names this run decides in the parent-queues list (rule
+    parent-queues-list): the tenant's in Karmada and those it is to get."""
+    names = set(facts.objects.get("Queue") or {})
+    names |= {o["metadata"]["name"] for o in templates if o["kind"] == "Queue"}
+    return tuple(sorted(names))
 
 
 def plan(request: FederationTenantRequest, facts: FederationTenantFacts) -> FederationTenantRun:
     """The run's plan; raises with every rule the change would break. ``absent``: every
     object of the tenant the platform made, children first."""
     if request.absent:
-        return FederationTenantRun(facts=facts, deletes=delete_batches(stale(facts, [])))
+        return FederationTenantRun(
+            facts=facts, deletes=delete_batches(stale(facts, [])), owned=owned_queues(facts)
+        )
     return plan_present(request, facts)
 
 
@@ -303,11 +332,19 @@ def refusal(request: FederationTenantRequest, facts: FederationTenantFacts) -> E
 
 
 def record_plan(planned: FederationTenantRun, changes: Changes) -> None:
-    """Every write and delete of the plan, in order, as ``changes`` records them."""
+    """Every write and delete of the plan, in order, as ``changes`` records them: the
+    parent-queues list's first (the tenant's parents listed before their children are
+    written), then the objects, then the list's last (the rest of its queues unlisted)."""
+    parent_list = planned.facts.parent_list
+    if parent_list is not None:
+        parents = planned.parents
+        parent_list = parent_list_change(changes, parent_list, parents, parents)
     record_writes(planned.writes, changes)
     for batch in planned.deletes:
         for obj in batch:
             changes.record(obj, DELETE, obj)
+    if parent_list is not None:
+        parent_list_change(changes, parent_list, planned.parents, planned.owned)
 
 
 def report(request: FederationTenantRequest, planned: FederationTenantRun) -> dict[str, Any]:

@@ -5,9 +5,12 @@ Karmada API server (its pure steps: ``federation.tenant_federation``).
 
 * gather: one LIST per kind, selected by ``platform.io/tenant=<tenant>`` (the tenant's
   kinds and Queues as ``tenants.read_io.read_tenant`` lists them, without PodGroups, then
-  its three policy kinds), and one GET per queue the tenant is to get and lacks;
-* apply: the plan's batches in order, each batch's server-side applies (or deletes)
-  concurrently; in check mode the API server's dry runs. Not pure.
+  its three policy kinds), one GET of the federation's parent-queues ConfigMap, and one
+  GET per queue the tenant is to get and lacks;
+* apply: the tenant's parent queues listed in the parent-queues ConfigMap, the plan's
+  batches in order, each batch's server-side applies (or deletes) concurrently, then the
+  rest of its queues unlisted (rule parent-queues-list, as module ``tenant`` keeps a
+  cluster's); in check mode the API server's dry runs. Not pure.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ from ..common.objects import index_by_name
 from ..kube import cluster as kube
 from ..queues.plan import DELETE
 from ..tenants.changes import Changes
-from ..tenants.read_io import read_tenant, tenant_selector
-from ..tenants.write_io import reported_part_way
+from ..tenants.read_io import read_parent_queues, read_tenant, tenant_selector
+from ..tenants.write_io import reported_part_way, sync_parent_queues
 from .batches_io import raise_first, write_batches
 from .run_report import result
 from .tenant_federation import (
@@ -61,7 +64,8 @@ def gather_federation_tenant(
         else:
             found = cluster.list(api_version, kind, label_selector=selector)
         objects[kind] = index_by_name(found)
-    facts = FederationTenantFacts(objects=objects)
+    # the federation's admission parameter (rule parent-queues-list), one GET
+    facts = FederationTenantFacts(objects=objects, parent_list=read_parent_queues(cluster))
     if request.absent or refusal(request, facts) is not None:
         return facts
     taken = [cluster.get(QUEUE_API, "Queue", name) for name in new_queue_names(request, facts)]
@@ -88,7 +92,13 @@ def apply_federation_tenant(
     changes = Changes()
     record_plan(planned, changes)
     what = f"writing tenant {request.name!r} in the federation"
+    parent_list = planned.facts.parent_list
     with reported_part_way(what, changes):
+        if parent_list is not None:
+            parents = planned.parents
+            parent_list = sync_parent_queues(
+                cluster, parent_list, parents, parents, changes, check_mode
+            )
         write_batches(cluster, planned.writes, changes, check_mode, planned.facts.namespace_exists)
         for objs in planned.deletes:
             outcomes = cluster.concurrently([_delete(cluster, obj) for obj in objs])
@@ -96,4 +106,8 @@ def apply_federation_tenant(
                 if not check_mode and outcome is True:
                     changes.wrote(obj, DELETE)
             raise_first(outcomes)
+        if parent_list is not None:
+            sync_parent_queues(
+                cluster, parent_list, planned.parents, planned.owned, changes, check_mode
+            )
     return result(changes)

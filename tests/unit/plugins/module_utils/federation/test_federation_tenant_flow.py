@@ -278,3 +278,62 @@ def test_any_change_lands_exactly_the_desired_objects_and_a_rerun_writes_nothing
     writes = list(cluster.writes)
     assert run(cluster, then)["changed"] is False
     assert cluster.writes == writes
+
+
+# -- the federation's parent-queues list (rule parent-queues-list) ----------------------------
+
+PARENT_LIST = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {
+        "name": "platform-parent-queues",
+        "namespace": "platform-system",
+        "labels": {"platform.io/managed-by": "gpucloud-platform"},
+    },
+    "data": {"queues": "tenant-other-subscription"},
+}
+
+
+def parent_list(cluster):
+    (cm,) = [
+        c for c in cluster.objects("ConfigMap") if c["metadata"]["name"] == "platform-parent-queues"
+    ]
+    return (cm.get("data") or {}).get("queues")
+
+
+def test_a_tenant_with_teams_lists_its_subscription_queue_as_a_parent_and_absent_unlists_it():
+    """As module tenant keeps a cluster's: the federation's leaf policy refuses a job to a
+    parent queue by this list; another tenant's entry stays."""
+    cluster = FakeCluster([PARENT_LIST])
+    out = run(cluster, params(teams=("algo",)))
+    assert parent_list(cluster) == "tenant-alpha-subscription,tenant-other-subscription"
+    # the list is written before the queues (a parent listed before its first child)
+    assert out["objects"][0]["name"] == "platform-parent-queues"
+    cluster.writes.clear()
+    assert run(cluster, params(teams=("algo",)))["changed"] is False
+    assert cluster.writes == []
+    run(cluster, params(teams=()))
+    assert parent_list(cluster) == "tenant-other-subscription"
+    run(cluster, params(teams=("algo",)))
+    run(cluster, {"name": "alpha", "state": "absent"})
+    assert parent_list(cluster) == "tenant-other-subscription"
+
+
+def test_check_mode_says_the_parent_list_change_and_writes_nothing():
+    cluster = FakeCluster([PARENT_LIST], dry_run=True)
+    out = run(cluster, params(teams=("algo",)), check_mode=True)
+    key = "ConfigMap/platform-system/platform-parent-queues"
+    assert out["diff"]["after"][key]["data"]["queues"] == (
+        "tenant-alpha-subscription,tenant-other-subscription"
+    )
+    assert cluster.real_writes == []
+    assert parent_list(cluster) == "tenant-other-subscription"
+
+
+def test_without_the_federations_admission_no_parent_list_is_made():
+    """federation_platform writes the ConfigMap; before it has run, nothing is listed."""
+    cluster = FakeCluster()
+    run(cluster, params(teams=("algo",)))
+    assert "platform-parent-queues" not in [
+        c["metadata"]["name"] for c in cluster.objects("ConfigMap")
+    ]
