@@ -201,6 +201,29 @@ def federated_job(tenant: str, name: str, **options: Any) -> dict[str, Any]:
     }
 
 
+def raw_job(namespace: str, name: str, queue: str) -> dict[str, Any]:
+    """A Volcano Job as someone writes it straight to Karmada (as ``kubectl`` would, past
+    vcjob's own checks): one pod, the platform's ``normal-job`` class, so that only its
+    queue can be wrong."""
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "queue": queue,
+            "minAvailable": 1,
+            "priorityClassName": "normal-job",
+            "tasks": [
+                {
+                    "name": "worker",
+                    "replicas": 1,
+                    "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}},
+                }
+            ],
+        },
+    }
+
+
 def queue_gpus(member, queue: str) -> str | None:
     """A Queue's GPU capability in a member (a dynamic client), or None while it has none."""
     queues = member.resources.get(api_version="scheduling.volcano.sh/v1beta1", kind="Queue")

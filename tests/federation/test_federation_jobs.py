@@ -36,6 +36,7 @@ from ansible_collections.gpucloud.platform.tests.federation.federation_helpers i
     federated_job,
     member_gpus_allocated,
     queue_gpus,
+    raw_job,
     restore_member,
     stop_member_api_server,
     tenant_args,
@@ -244,24 +245,7 @@ def test_a_job_naming_another_tenants_queue_is_refused_at_the_federations_admiss
     holds no template of it, so no member ever gets it."""
     from kubernetes.client.rest import ApiException
 
-    manifest = {
-        "apiVersion": JOB_API,
-        "kind": "Job",
-        "metadata": {"name": "elsewhere", "namespace": NS},
-        "spec": {
-            "queue": "tenant-other-payg",
-            "minAvailable": 1,
-            # a platform class: only the queue is wrong, so the queue policy says why
-            "priorityClassName": "normal-job",
-            "tasks": [
-                {
-                    "name": "worker",
-                    "replicas": 1,
-                    "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}},
-                }
-            ],
-        },
-    }
+    manifest = raw_job(NS, "elsewhere", "tenant-other-payg")
     jobs = fed["karmada"].resources.get(api_version=JOB_API, kind="Job")
     with pytest.raises(ApiException) as refused:
         jobs.create(body=manifest, namespace=NS)

@@ -17,6 +17,7 @@ members.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -25,6 +26,7 @@ import pytest
 from ansible_collections.gpucloud.platform.plugins.module_utils.federation.tenant_federation import (
     FEDERATION_KINDS,
 )
+from ansible_collections.gpucloud.platform.tests.federation.federation_helpers import raw_job
 from ansible_collections.gpucloud.platform.tests.integration.conftest import (
     ansible_environment,
     run_module_in,
@@ -82,6 +84,22 @@ def karmada_parent_queues(karmada) -> list[str]:
     return [q for q in ((cm.get("data") or {}).get("queues") or "").split(",") if q]
 
 
+def refusal_of_a_job_in(kubeconfig: str, queue: str) -> str:
+    """What Karmada's API server says to a Volcano Job of the tenant naming ``queue``,
+    written straight to it (as ``kubectl`` would)."""
+    from kubernetes import client, config
+    from kubernetes.client.rest import ApiException
+
+    job = raw_job(f"tenant-{TENANT}", "to-a-parent", queue)
+    api = client.CustomObjectsApi(config.new_client_from_config(config_file=kubeconfig))
+    with pytest.raises(ApiException) as refused:
+        api.create_namespaced_custom_object(
+            "batch.volcano.sh", "v1alpha1", f"tenant-{TENANT}", "jobs", job
+        )
+    assert refused.value.status == 403
+    return json.loads(refused.value.body)["message"]
+
+
 def member_state(cluster) -> dict[str, Any]:
     """The tenant's namespace (or None) and queues (name -> capability GPUs) in a member."""
     namespaces = cluster.list("v1", "Namespace", label_selector=SELECTOR)
@@ -124,6 +142,8 @@ def test_federation_tenant_places_the_tenant_per_location(fedt):
     # its subscription queue, parent of its team's, is a parent at the federation's
     # admission too (rule parent-queues-list)
     assert SUBSCRIPTION in karmada_parent_queues(karmada)
+    said = refusal_of_a_job_in(fedt["kubeconfig"], SUBSCRIPTION)
+    assert "has team sub-queues and takes no jobs" in said, said
     idc_wanted = {
         "namespace": [f"tenant-{TENANT}"],
         "queues": {
