@@ -473,11 +473,16 @@ federation:
   description:
     - With O(federation), the job's PropagationPolicy (C(namespace/name)), whether this run wrote it
       (C(policy_written)), and the C(placement) Karmada is given.
+    - For a job Karmada already holds, C(member) is the member its ResourceBinding C(<name>-job) places it in (one
+      GET; null while it is not placed, and for a new job), and C(moved_from) the members Karmada moved it from, as
+      recorded by M(gpucloud.platform.federation_job_moves) (rule federation-moves-counted).
   returned: when O(federation) and O(state=present)
   type: dict
   sample:
     policy: tenant-alpha/train-7b
     policy_written: true
+    member: idc-sh1
+    moved_from: []
     placement:
       clusterAffinities:
         - affinityName: idc
@@ -530,7 +535,8 @@ gathered:
     - With O(state=gathered), what the run judges the job by, for O(facts) of O(state=parsed).
     - "C(configmaps): the tenant's queue list and the namespace's throttle; C(jobs): the live Job of that name
       (none or one); for a new job C(queues), C(persistentvolumeclaims), C(nodes) and C(pods) (null: not read);
-      C(propagationpolicies): with O(federation), the job's policy (none or one)."
+      C(propagationpolicies): with O(federation), the job's policy (none or one); C(resourcebindings): with
+      O(federation), its ResourceBinding once Karmada holds the job (none or one)."
   returned: when O(state=gathered)
   type: dict
 state:

@@ -193,6 +193,9 @@ def test_local_first_fills_the_idc_whole_then_spills_whole_to_the_cloud(fed, run
     assert again.get("failed") is not True, again
     assert again["changed"] is False
     assert again["federation"]["policy_written"] is False
+    # it says where Karmada placed it (its binding, one GET)
+    assert again["federation"]["member"] == IDC
+    assert again["summary"][-1].endswith(f"; placed in {IDC}")
 
 
 def test_a_compliance_job_never_leaves_the_idc(fed, run_on_federation):
@@ -369,7 +372,11 @@ def test_a_lost_cloud_member_moves_cloud_ok_work_once_and_holds_the_rest(fed, ru
     again = run_on_federation("vcjob", _job("roam", placement="cloud-ok", **one_pod))
     assert again.get("failed") is not True, again
     assert again["changed"] is False
-    assert again["summary"][-1].endswith("held in its member if that member is lost")
+    assert again["federation"]["member"] == IDC
+    assert again["federation"]["moved_from"] == [CLOUD]
+    assert again["summary"][-1].endswith(
+        f"held in its member if that member is lost; placed in {IDC} (moved from {CLOUD})"
+    )
     assert "failover" not in _policy(fed, "roam")["spec"]
 
 

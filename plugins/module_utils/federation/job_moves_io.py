@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..common.names import MANAGED_SELECTOR
+from ..hybrid.federation_moves import BINDING_API
 from ..hybrid.federation_placement import POLICY_API
 from ..kube import cluster as kube
 from ..queues.plan import UPDATE
@@ -21,8 +22,6 @@ from ..tenants.changes import Changes
 from ..tenants.write_io import reported_part_way
 from .batches_io import write_batches
 from .job_moves import JobMovesFacts, JobMovesRequest, JobMovesRun, record_plan, result
-
-BINDING_API = "work.karmada.io/v1alpha2"
 
 
 def gather_job_moves(request: JobMovesRequest, cluster: kube.Cluster) -> JobMovesFacts:

@@ -33,6 +33,7 @@ from ..common.names import (
 from .federation_placement import FAILOVER_BUDGET, POLICY_API, hold
 
 JOB_API = "batch.volcano.sh/v1alpha1"
+BINDING_API = "work.karmada.io/v1alpha2"
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,12 @@ def recorded_moves(policy: Mapping[str, Any] | None) -> Moves:
     notes = ((policy or {}).get("metadata") or {}).get("annotations") or {}
     moved = tuple(m for m in (notes.get(ANNOTATION_MOVED_FROM) or "").split(",") if m)
     return Moves(notes.get(ANNOTATION_PLACED_IN) or None, moved)
+
+
+def binding_name(job: str) -> str:
+    """The ResourceBinding Karmada makes for a Volcano Job template: ``<name>-<kind>``,
+    the kind in lower case (``pkg/util/names`` ``GenerateBindingName``)."""
+    return f"{job}-job"
 
 
 def bound_members(binding: Mapping[str, Any] | None) -> tuple[str, ...]:

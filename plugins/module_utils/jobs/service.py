@@ -40,6 +40,7 @@ from ..common.names import (
     namespace_name,
 )
 from ..common.objects import strip_server_fields
+from ..hybrid.federation_moves import BINDING_API, binding_name
 from ..hybrid.federation_placement import POLICY_API
 from ..kube.cluster import ApiException, Cluster, TransportError, api_error_message
 from ..kube.flow import Flow
@@ -318,7 +319,8 @@ def gather_job(request: SubmitRequest, cluster: Cluster) -> SubmitFacts:
     live = cluster.get(JOB_API, "Job", request.name, request.namespace)
     gang = request.gang
     if live is not None or gang is None:
-        return SubmitFacts(queue_list, live, policy=policy)
+        binding = read_binding(request, cluster) if live is not None else None
+        return SubmitFacts(queue_list, live, policy=policy, binding=binding)
     queues = read_queues(cluster, gang.queue) if gang.gpus > 0 else {}
     if request.federation:
         # The members' nodes, pods, claims and throttles are theirs: Karmada places the
@@ -344,6 +346,16 @@ def read_policy(request: SubmitRequest, cluster: Cluster) -> Mapping[str, Any] |
     if not request.federation:
         return None
     return cluster.get(POLICY_API, "PropagationPolicy", request.name, request.namespace)
+
+
+def read_binding(request: SubmitRequest, cluster: Cluster) -> Mapping[str, Any] | None:
+    """With federation, the ResourceBinding Karmada made for the job (one GET): where it
+    placed it; else None, unread."""
+    if not request.federation:
+        return None
+    return cluster.get(
+        BINDING_API, "ResourceBinding", binding_name(request.name), request.namespace
+    )
 
 
 def _tuple(objects: list[dict[str, Any]] | None) -> tuple[dict[str, Any], ...] | None:

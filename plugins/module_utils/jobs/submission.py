@@ -42,7 +42,7 @@ from ..common.names import (
     namespace_name,
 )
 from ..common.objects import differs, strip_server_fields
-from ..hybrid.federation_moves import recorded_moves
+from ..hybrid.federation_moves import binding_name, bound_members, recorded_moves
 from ..hybrid.federation_placement import federated_job_policy
 from ..kube.flow import fact_lists
 from ..queues.kinds import leaf_queue_type
@@ -114,8 +114,10 @@ class SubmitFacts:
     nodes: tuple[Mapping[str, Any], ...] | None = None
     pods: tuple[Mapping[str, Any], ...] | None = None
     throttle: Mapping[str, Any] | None = None
-    # With federation: the job's live PropagationPolicy (None: none).
+    # With federation: the job's live PropagationPolicy (None: none), and for a job Karmada
+    # already holds, its ResourceBinding (None: none, or not read).
     policy: Mapping[str, Any] | None = None
+    binding: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,8 @@ class JobPlan:
     policy: dict[str, Any] | None = None
     policy_write: bool = False
     policy_live: Mapping[str, Any] | None = None
+    # With federation, the job's ResourceBinding: where Karmada placed it.
+    binding: Mapping[str, Any] | None = None
 
 
 def parse_job(params: Mapping[str, Any]) -> SubmitRequest:
@@ -219,18 +223,24 @@ def base(request: SubmitRequest, planned: JobPlan) -> dict[str, Any]:
         "throttle_engaged": False,
     }
     if planned.policy is not None:
-        out["federation"] = federation_answer(planned.policy, planned.policy_write)
+        out["federation"] = federation_answer(planned.policy, planned.policy_write, planned.binding)
     return out
 
 
-def federation_answer(policy: Mapping[str, Any], written: bool) -> dict[str, Any]:
-    """With federation: the job's PropagationPolicy, whether this run writes it, and the
-    placement Karmada is given."""
+def federation_answer(
+    policy: Mapping[str, Any], written: bool, binding: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """With federation: the job's PropagationPolicy, whether this run writes it, the
+    placement Karmada is given, the member its binding names now (None: not placed, or a
+    new job) and the members it was moved from (rule federation-moves-counted)."""
     meta = policy.get("metadata") or {}
+    members = bound_members(binding)
     return {
         "policy": f"{meta.get('namespace')}/{meta.get('name')}",
         "policy_written": written,
         "placement": (policy.get("spec") or {}).get("placement"),
+        "member": members[0] if len(members) == 1 else None,
+        "moved_from": list(recorded_moves(policy).moved_from),
     }
 
 
@@ -259,6 +269,7 @@ def plan_job(request: SubmitRequest, facts: SubmitFacts) -> JobPlan:
         policy=policy,
         policy_write=write,
         policy_live=facts.policy,
+        binding=facts.binding,
     )
     if live is not None:
         diffs = changed_fields(desired, live)
@@ -353,6 +364,7 @@ def facts_out(facts: SubmitFacts) -> dict[str, Any]:
         "configmaps": [dict(c) for c in (facts.queue_list, facts.throttle) if c is not None],
         "jobs": [] if facts.live is None else [dict(facts.live)],
         "propagationpolicies": [] if facts.policy is None else [dict(facts.policy)],
+        "resourcebindings": [] if facts.binding is None else [dict(facts.binding)],
         "queues": [dict(q) for q in facts.queues],
         "persistentvolumeclaims": listed(facts.pvcs),
         "nodes": listed(facts.nodes),
@@ -366,6 +378,7 @@ def facts_in(request: SubmitRequest, data: Mapping[str, Any]) -> SubmitFacts:
     configmaps, jobs, queues, policies = fact_lists(
         data, "configmaps", "jobs", "queues", "propagationpolicies"
     )
+    bindings = fact_lists(data, "resourcebindings")[0] if data.get("resourcebindings") else ()
 
     def named(objects: tuple[Any, ...], name: str) -> Mapping[str, Any] | None:
         return next((o for o in objects if (o.get("metadata") or {}).get("name") == name), None)
@@ -382,4 +395,5 @@ def facts_in(request: SubmitRequest, data: Mapping[str, Any]) -> SubmitFacts:
         pods=read("pods"),
         throttle=named(configmaps, CONFIGMAP),
         policy=named(policies, request.name),
+        binding=named(bindings, binding_name(request.name)),
     )

@@ -66,9 +66,19 @@ def job_summary(
             f"federation: PropagationPolicy {federation['policy']} "
             f"{written if federation.get('policy_written') else 'unchanged'}; Karmada runs the "
             f"whole job in one member: {members_text(federation.get('placement') or {})}; "
-            f"{lost_member_text(federation.get('placement') or {})}"
+            f"{lost_member_text(federation.get('placement') or {})}{placed_text(federation)}"
         )
     return lines
+
+
+def placed_text(federation: Mapping[str, Any]) -> str:
+    """Where Karmada placed a job it holds, and what it was moved from (rule
+    federation-moves-counted): ``; placed in idc-1 (moved from cloud-1)``, or nothing."""
+    member, moved = federation.get("member"), federation.get("moved_from") or []
+    if not member and not moved:
+        return ""
+    text = f"; placed in {member}" if member else "; not placed now"
+    return text + (f" (moved from {', '.join(moved)})" if moved else "")
 
 
 def lost_member_text(placement: Mapping[str, Any]) -> str:

@@ -8,6 +8,7 @@ members' nodes, pods, claims and throttles are not judged; ``wait`` is refused."
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -211,11 +212,39 @@ def test_the_summary_says_where_karmada_may_run_it():
     assert members_text(plan(placement="cloud-ok").policy["spec"]["placement"]) == "idc or cloud"
 
 
-def test_gathered_facts_round_trip_the_policy():
+def test_gathered_facts_round_trip_the_policy_and_the_binding():
     live_policy = plan().policy
-    given_facts = facts(policy=live_policy)
+    binding = {"metadata": {"name": "eval-job", "namespace": "tenant-alpha"}, "spec": {}}
+    given_facts = replace(facts(policy=live_policy), binding=binding)
     back = submission.facts_in(request_of(), submission.facts_out(given_facts))
     assert back.policy == live_policy
+    assert back.binding == binding
+
+
+def test_a_job_karmada_holds_says_its_member_and_what_it_was_moved_from():
+    """Submitted again, a job Karmada placed says where (its binding) and, once the
+    reconcile recorded a move, where from (rule federation-moves-counted)."""
+    request = request_of(placement="cloud-ok")
+    first = submission.plan_job(request, facts())
+    policy = copy.deepcopy(first.policy)
+    policy["metadata"]["annotations"] = {
+        "platform.io/placed-in": "idc-1",
+        "platform.io/moved-from": "cloud-1",
+    }
+    del policy["spec"]["failover"]
+    binding = {"spec": {"clusters": [{"name": "idc-1", "replicas": 1}]}}
+    live_facts = replace(facts(policy=policy, live=first.desired), binding=binding)
+    answer = submission.report_job(request, submission.plan_job(request, live_facts))
+    assert answer["federation"]["member"] == "idc-1"
+    assert answer["federation"]["moved_from"] == ["cloud-1"]
+    params = vcjob_params(**{**SINGLE, "federation": True})
+    assert job_summary(params, answer, check_mode=False)[-1].endswith(
+        "held in its member if that member is lost; placed in idc-1 (moved from cloud-1)"
+    )
+    # a new job: Karmada has not placed it, and nothing is said of a member
+    new = submission.report_job(request, first)
+    assert new["federation"]["member"] is None and new["federation"]["moved_from"] == []
+    assert job_summary(params, new, check_mode=True)[-1].endswith("if its member is lost")
 
 
 @given(
