@@ -142,8 +142,18 @@ def test_federation_tenant_places_the_tenant_per_location(fedt):
     # its subscription queue, parent of its team's, is a parent at the federation's
     # admission too (rule parent-queues-list)
     assert SUBSCRIPTION in karmada_parent_queues(karmada)
-    said = refusal_of_a_job_in(fedt["kubeconfig"], SUBSCRIPTION)
-    assert "has team sub-queues and takes no jobs" in said, said
+    # refused by the queue-tenant policy at once (a parent is not in the tenant's queue
+    # list); by the leaf policy once Karmada's API server has read the list just written
+    # (its parameter informer lags the write by a moment)
+    wait_until(
+        lambda: (
+            "has team sub-queues and takes no jobs"
+            in refusal_of_a_job_in(fedt["kubeconfig"], SUBSCRIPTION)
+        ),
+        30,
+        1,
+        "a job to the parent queue refused as a parent queue's",
+    )
     idc_wanted = {
         "namespace": [f"tenant-{TENANT}"],
         "queues": {
