@@ -10,6 +10,8 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.admission import (
+    ADMISSION_OFF_BY_DEFAULT,
+    ADMISSION_SWITCHES,
     DEFAULT_PLATFORM_GROUPS,
     admission_manifests,
     parameterised_policies,
@@ -34,19 +36,6 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.policy.scheduler
     scheduler_conf_errors,
 )
 
-ADMISSION_TOGGLES = (
-    "queue_tenant",
-    "queue_leaf",
-    "queue_priority",
-    "queue_billing",
-    "large_job_throttle",
-    "pod_placement",
-    "platform_state",
-    "compliance_placement",
-    "workload_queue",
-    "tenant_services",
-    "cloud_burst",
-)
 PARTS = ("priority_classes", "scheduler_configmap", "admission_policies", "parent_queues_configmap")
 
 
@@ -96,10 +85,6 @@ def scheduler_conf_text(tiers=None, actions=None, configurations=None):
     )
 
 
-# Switches that are off unless given: cloud_burst loosens pod_placement for a hybrid cluster.
-ADMISSION_OFF_BY_DEFAULT = ("cloud_burst",)
-
-
 def _switch(admission, name):
     """One admission switch: a boolean, or what Ansible reads as one ("false", "no", 0)."""
     try:
@@ -126,10 +111,10 @@ def _check_manifest_inputs(conf_text, parts, admission, image_registries):
         errors.append(f"admission: {admission!r} must be a mapping of switches")
         admission = None
     for key in admission or {}:
-        if key not in ADMISSION_TOGGLES:
+        if key not in ADMISSION_SWITCHES:
             errors.append(
-                f"admission.{key}: is not an admission switch ({', '.join(ADMISSION_TOGGLES)})"
-                f"{suggestion(str(key), ADMISSION_TOGGLES)}"
+                f"admission.{key}: is not an admission switch ({', '.join(ADMISSION_SWITCHES)})"
+                f"{suggestion(str(key), ADMISSION_SWITCHES)}"
             )
     errors += [str(e) for e in registry_prefix_errors(image_registries or [])]
     if "scheduler_configmap" in parts and not (isinstance(conf_text, str) and conf_text.strip()):
@@ -155,7 +140,7 @@ def scheduling_policy_manifests(
     if "scheduler_configmap" in parts:
         out.append(scheduler_configmap(conf_text))
     if "admission_policies" in parts:
-        toggles = {name: _switch(admission, name) for name in ADMISSION_TOGGLES}
+        toggles = {name: _switch(admission, name) for name in ADMISSION_SWITCHES}
         groups = (
             _list(platform_groups, "platform_groups")
             if platform_groups

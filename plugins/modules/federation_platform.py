@@ -40,8 +40,9 @@ description:
     C(gpucloud-platform)) - the Namespaces first, then the other templates, then the policies and admission
     bindings (a binding after its policy and parameter), each batch concurrently. A second run with the same
     options writes nothing.
-  - Nothing is deleted. O(cloud_burst_gpus) left out leaves a C(cloud-burst) already in Karmada as it is - jobs may
-    be running in it in a cloud member.
+  - Nothing is deleted but the admission policies O(admission) switches off (and the image-registries policy once
+    O(image_registries) is empty), with their bindings. O(cloud_burst_gpus) left out leaves a C(cloud-burst) already
+    in Karmada as it is - jobs may be running in it in a cloud member.
   - Every input is checked before the first request (the scheduler configuration as the C(scheduling_policy) role
     checks it); a bad one fails naming its option, and nothing is written.
 options:
@@ -71,6 +72,39 @@ options:
         (a whole number, 0 or more).
       - Left out, C(cloud-burst) is neither written nor deleted.
     type: int
+  admission:
+    description:
+      - Which of the platform's admission policies Karmada holds, as the C(scheduling_policy) role's
+        C(scheduling_policy_admission) says it for a member - C(queue_tenant), C(queue_leaf), C(queue_priority),
+        C(queue_billing), C(large_job_throttle), C(pod_placement), C(platform_state), C(compliance_placement),
+        C(workload_queue), C(tenant_services), each C(true) or C(false). A switch left out is on.
+      - Give the members' settings, so that what Karmada admits is what the members admit. C(cloud_burst) is not a
+        switch here - a federation's pod placement is always a cloud-burst site's.
+      - A policy switched off is deleted from Karmada with its binding (the binding first). Switching off every
+        policy whose binding reads a ConfigMap parameter is refused unless O(remove_last_parameterised_policy).
+    type: dict
+  platform_groups:
+    description:
+      - The groups the platform-state admission policy lets write the platform's own ConfigMaps in tenant namespaces,
+        as the role's C(scheduling_policy_platform_groups). The account that runs the federation modules must be in one
+        (or be a service account of C(platform-system)).
+    type: list
+    elements: str
+    default: [system:masters]
+  image_registries:
+    description:
+      - The registry prefixes tenant pods may pull from, each ending in C(/), as the role's
+        C(scheduling_policy_image_registries). Empty - no such policy in Karmada (one written before is deleted).
+    type: list
+    elements: str
+    default: []
+  remove_last_parameterised_policy:
+    description:
+      - Remove the last admission policy binding that reads a ConfigMap parameter anyway. Kubernetes 1.35 then stops
+        the API server's parameter informer until it restarts (kubernetes/kubernetes#133827); restart Karmada's API
+        server afterwards.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - gpucloud.platform.module
@@ -93,6 +127,14 @@ EXAMPLES = r"""
   gpucloud.platform.federation_platform:
     kubeconfig: /etc/karmada/karmada-apiserver.config
     cloud_burst_gpus: 64
+
+- name: The members' admission settings - Services not checked, images from one registry only
+  gpucloud.platform.federation_platform:
+    kubeconfig: /etc/karmada/karmada-apiserver.config
+    admission:
+      tenant_services: false
+    image_registries: [registry.example/]
+    platform_groups: [system:masters, platform-operators]
 
 - name: The same objects, the scheduler without backfill; cloud-burst left as it is
   gpucloud.platform.federation_platform:
@@ -148,6 +190,10 @@ OPTIONS = {
     "scheduler_tiers": {"type": "list", "elements": "dict"},
     "scheduler_configurations": {"type": "list", "elements": "dict"},
     "cloud_burst_gpus": {"type": "int"},
+    "admission": {"type": "dict"},
+    "platform_groups": {"type": "list", "elements": "str", "default": ["system:masters"]},
+    "image_registries": {"type": "list", "elements": "str", "default": []},
+    "remove_last_parameterised_policy": {"type": "bool", "default": False},
 }
 
 

@@ -150,3 +150,37 @@ def test_a_bad_option_fails_naming_it_and_writes_nothing(federation_platform, ru
     time.sleep(2)
     assert platform_versions(karmada) == before
     assert {name: member_platform(m) for name, m in members.items()} == held
+
+
+def test_a_switched_off_admission_policy_leaves_karmada_and_comes_back(
+    federation_platform, run_on_federation
+):
+    """Option ``admission``, as a member's scheduling_policy_admission: switched off, the
+    policy and its binding are deleted from Karmada's API server (the binding first);
+    switched on again, both are back and a further run writes nothing."""
+    karmada = federation_platform["karmada"]
+    names = ("gpucloud-tenant-services",)
+
+    def held() -> set[tuple[str, str]]:
+        return {
+            (kind, obj["metadata"]["name"])
+            for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+            for obj in karmada.list("admissionregistration.k8s.io/v1", kind)
+            if obj["metadata"]["name"] in names
+        }
+
+    assert len(held()) == 2
+    off = run_on_federation(
+        "federation_platform", {**PLATFORM_ARGS, "admission": {"tenant_services": False}}
+    )
+    assert off.get("failed") is not True, off
+    assert [(o["kind"], o["action"]) for o in off["objects"]] == [
+        ("ValidatingAdmissionPolicyBinding", "delete"),
+        ("ValidatingAdmissionPolicy", "delete"),
+    ]
+    assert "deleted 2 objects" in off["summary"][0]
+    assert held() == set()
+    back = run_on_federation("federation_platform", PLATFORM_ARGS)
+    assert back.get("failed") is not True, back
+    assert len(held()) == 2
+    assert run_on_federation("federation_platform", PLATFORM_ARGS)["changed"] is False

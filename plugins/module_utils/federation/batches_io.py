@@ -6,10 +6,11 @@ really written recorded for a failure part-way. Not pure."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..kube import cluster as kube
+from ..queues.plan import DELETE
 from ..tenants.changes import Changes, ObjectChange
 
 
@@ -41,3 +42,29 @@ def write_batches(
             if not check_mode and not isinstance(outcome, BaseException):
                 changes.wrote(manifest, action)
         raise_first(outcomes)
+
+
+def delete_batches(
+    cluster: kube.Cluster,
+    batches: Sequence[Sequence[Mapping[str, Any]]],
+    api_of: Mapping[str, str],
+    changes: Changes,
+    check_mode: bool,
+) -> None:
+    """Each batch's deletes concurrently, after the batch before; what was really deleted
+    recorded (in check mode the API server's dry runs, nothing recorded)."""
+    for objs in batches:
+        outcomes = cluster.concurrently([_delete(cluster, obj, api_of) for obj in objs])
+        for obj, outcome in zip(objs, outcomes, strict=True):
+            if not check_mode and outcome is True:
+                changes.wrote(obj, DELETE)
+        raise_first(outcomes)
+
+
+def _delete(
+    cluster: kube.Cluster, obj: Mapping[str, Any], api_of: Mapping[str, str]
+) -> Callable[[], bool]:
+    meta = obj["metadata"]
+    return lambda: cluster.delete(
+        api_of[obj["kind"]], obj["kind"], meta["name"], namespace=meta.get("namespace")
+    )

@@ -55,8 +55,14 @@ from ..tenants.live import TenantLive
 from ..tenants.summary import object_counts
 from .interpreter import CONFIG_API, volcano_job_customization
 from .members import CLOUD, IDC
+from .platform_admission import (
+    AdmissionSettings,
+    last_parameterised_errors,
+    parse_admission,
+    unwanted_admission,
+)
 from .propagation import propagation_policy
-from .run_report import record_writes, result
+from .run_report import record_deletes, record_writes, result
 
 # Karmada's namespace sync controller copies every Namespace it holds to every member
 # unless it carries this label (pkg/controllers/namespace/namespace_sync_controller.go
@@ -90,6 +96,7 @@ PLATFORM_KINDS = (
     (POLICY_API, "PropagationPolicy"),
     (POLICY_API, "ClusterPropagationPolicy"),
 )
+API_OF = {kind: api for api, kind in PLATFORM_KINDS}
 NAMESPACED_KINDS = ("ConfigMap", "PropagationPolicy")
 # The namespaces the platform's namespaced objects live in, in Karmada.
 PLATFORM_NAMESPACES = (VOLCANO_NAMESPACE, PLATFORM_NAMESPACE)
@@ -107,10 +114,11 @@ CONF_OPTIONS = {
 class FederationPlatformRequest:
     """The ``federation_platform`` module's options, checked: ``conf_text`` the scheduler
     configuration to write; ``cloud_burst_gpus`` None when left out (not written, not
-    deleted)."""
+    deleted); ``admission`` which admission policies Karmada holds, and with what."""
 
     conf_text: str
     cloud_burst_gpus: int | None = None
+    admission: AdmissionSettings = field(default_factory=AdmissionSettings)
 
 
 @dataclass(frozen=True)
@@ -142,10 +150,12 @@ class PlatformFederation:
 @dataclass(frozen=True)
 class FederationPlatformRun:
     """The plan of one run: ``writes`` in batches, each after the one before (within one,
-    concurrently)."""
+    concurrently); then ``deletes`` in batches."""
 
     facts: FederationPlatformFacts
     writes: tuple[tuple[ObjectChange, ...], ...] = ()
+    # admission policies switched off: their bindings, then the policies
+    deletes: tuple[tuple[Mapping[str, Any], ...], ...] = ()
 
 
 # -- parse -----------------------------------------------------------------------------------
@@ -204,8 +214,9 @@ def parse(params: Mapping[str, Any]) -> FederationPlatformRequest:
             FieldError("cloud_burst_gpus", e.message)
             for e in burst_quota_errors(gpus, None, BURST_QUEUE)
         ]
-    raise_if(errors)
-    return FederationPlatformRequest(conf_text=text, cloud_burst_gpus=gpus)
+    admission, admission_errors = parse_admission(params)
+    raise_if(errors + admission_errors)
+    return FederationPlatformRequest(conf_text=text, cloud_burst_gpus=gpus, admission=admission)
 
 
 # -- the rule --------------------------------------------------------------------------------
@@ -224,7 +235,9 @@ def platform_namespace(name: str = VOLCANO_NAMESPACE) -> dict[str, Any]:
     }
 
 
-def federation_admission() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def federation_admission(
+    settings: AdmissionSettings | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Rule federation-admission: the platform's admission policies in Karmada, where its
     API server enforces them on what tenants submit there (a Volcano Job naming another
     tenant's queue is refused at the federation's admission, not left to fail in a
@@ -247,7 +260,13 @@ def federation_admission() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     # A federation has cloud members by design: a job that may go to one (local-first,
     # cloud-ok) tolerates its nodes' taint, which the pod-placement policy allows only as a
     # site with cloud burst has it; where a job may go is Karmada's placement to decide.
-    manifests = admission_manifests(cloud_burst=True)
+    settings = settings or AdmissionSettings()
+    manifests = admission_manifests(
+        **settings.switches,
+        cloud_burst=True,
+        platform_groups=list(settings.platform_groups),
+        image_registries=list(settings.image_registries),
+    )
     policies = [m for m in manifests if m["kind"] == "ValidatingAdmissionPolicy"]
     bindings = [m for m in manifests if m["kind"] == "ValidatingAdmissionPolicyBinding"]
     templates = [platform_namespace(PLATFORM_NAMESPACE), parent_queues_configmap(), *policies]
@@ -274,7 +293,11 @@ def as_served(priority_class: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in priority_class.items() if not (k == "globalDefault" and v is False)}
 
 
-def platform_propagation(conf_text: str, cloud_burst_gpus: int | None = None) -> PlatformFederation:
+def platform_propagation(
+    conf_text: str,
+    cloud_burst_gpus: int | None = None,
+    admission: AdmissionSettings | None = None,
+) -> PlatformFederation:
     """Rule federation-platform-propagation: the platform's interpreter customization
     stays in Karmada, its PriorityClasses and Volcano scheduler ConfigMap go to every
     member (each member's own copy overwritten) and its ``cloud-burst`` queue, when given,
@@ -295,8 +318,8 @@ def platform_propagation(conf_text: str, cloud_burst_gpus: int | None = None) ->
       federation-admission)."""
     classes = [as_served(c) for c in priority_class_manifests()]
     configmap = scheduler_configmap(conf_text)
-    admission, bindings = federation_admission()
-    namespaces = [o for o in admission if o["kind"] == "Namespace"]
+    admission_objects, bindings = federation_admission(admission)
+    namespaces = [o for o in admission_objects if o["kind"] == "Namespace"]
     templates = [
         platform_namespace(),
         *namespaces,
@@ -304,7 +327,7 @@ def platform_propagation(conf_text: str, cloud_burst_gpus: int | None = None) ->
         member_failover_taint_policy(),
         *classes,
         configmap,
-        *(o for o in admission if o["kind"] != "Namespace"),
+        *(o for o in admission_objects if o["kind"] != "Namespace"),
     ]
     policies = [
         platform_policy("ClusterPropagationPolicy", POLICY_PRIORITY_CLASSES, classes, IDC, CLOUD),
@@ -330,7 +353,15 @@ def plan(
     policies and admission bindings (a policy is written after what it selects, so Karmada
     never binds a template that is not there yet; a binding after its admission policy
     and parameter, so it never denies for want of them)."""
-    wanted = platform_propagation(request.conf_text, request.cloud_burst_gpus)
+    wanted = platform_propagation(request.conf_text, request.cloud_burst_gpus, request.admission)
+    raise_if(
+        last_parameterised_errors(
+            facts.objects.get("ValidatingAdmissionPolicyBinding") or {},
+            wanted.bindings,
+            request.admission,
+        )
+    )
+    unwanted = unwanted_admission(facts.objects, [*wanted.templates, *wanted.bindings])
     live = TenantLive(name="", objects={k: dict(v) for k, v in facts.objects.items()})
     templates = object_changes(wanted.templates, live)
     batches = (
@@ -338,15 +369,24 @@ def plan(
         [c for c in templates if c[0]["kind"] != "Namespace"],
         object_changes([*wanted.policies, *wanted.bindings], live),
     )
-    return FederationPlatformRun(facts=facts, writes=tuple(tuple(b) for b in batches if b))
+    deletes = (
+        [o for o in unwanted if o["kind"] == "ValidatingAdmissionPolicyBinding"],
+        [o for o in unwanted if o["kind"] == "ValidatingAdmissionPolicy"],
+    )
+    return FederationPlatformRun(
+        facts=facts,
+        writes=tuple(tuple(b) for b in batches if b),
+        deletes=tuple(tuple(b) for b in deletes if b),
+    )
 
 
 # -- report ----------------------------------------------------------------------------------
 
 
 def record_plan(planned: FederationPlatformRun, changes: Changes) -> None:
-    """Every write of the plan, in order, as ``changes`` records them."""
+    """Every write and delete of the plan, in order, as ``changes`` records them."""
     record_writes(planned.writes, changes)
+    record_deletes(planned.deletes, changes)
 
 
 def report(request: FederationPlatformRequest, planned: FederationPlatformRun) -> dict[str, Any]:

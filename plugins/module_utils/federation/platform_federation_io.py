@@ -19,8 +19,9 @@ from ..common.objects import index_by_name
 from ..kube import cluster as kube
 from ..tenants.changes import Changes
 from ..tenants.write_io import reported_part_way
-from .batches_io import write_batches
+from .batches_io import delete_batches, write_batches
 from .platform_federation import (
+    API_OF,
     NAMESPACED_KINDS,
     PLATFORM_KINDS,
     PLATFORM_NAMESPACES,
@@ -68,4 +69,5 @@ def apply_federation_platform(
     record_plan(planned, changes)
     with reported_part_way("writing the platform in the federation", changes):
         write_batches(cluster, planned.writes, changes, check_mode, planned.facts.namespace_exists)
+        delete_batches(cluster, planned.deletes, API_OF, changes, check_mode)
     return result(changes)

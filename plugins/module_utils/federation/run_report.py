@@ -5,9 +5,10 @@ result's ``changed``, ``objects`` and ``diff``. Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..queues.plan import DELETE
 from ..tenants.changes import Changes, ObjectChange
 
 
@@ -16,6 +17,13 @@ def record_writes(batches: Sequence[Sequence[ObjectChange]], changes: Changes) -
     for batch in batches:
         for manifest, action, current in batch:
             changes.record(manifest, action, current)
+
+
+def record_deletes(batches: Sequence[Sequence[Mapping[str, Any]]], changes: Changes) -> None:
+    """Every delete of the batches, in order, as ``changes`` records them."""
+    for batch in batches:
+        for obj in batch:
+            changes.record(obj, DELETE, obj)
 
 
 def result(changes: Changes) -> dict[str, Any]:

@@ -33,7 +33,6 @@ from ..hybrid.burst import burst_quota_errors
 from ..hybrid.federation_placement import POLICY_API
 from ..kube.flow import Flow
 from ..queues.parent_list import parent_queue_names
-from ..queues.plan import DELETE
 from ..tenants.changes import Changes, ObjectChange, tenant_object_changes
 from ..tenants.inputs import parse_absent, parse_present
 from ..tenants.live import TENANT_KINDS, TenantLive
@@ -44,7 +43,7 @@ from ..tenants.summary import object_counts
 from ..tenants.teams import parent_list_change
 from ..tenants.tenant_queues import queue_name_collisions
 from .propagation import TenantFederation, tenant_propagation
-from .run_report import record_writes, result
+from .run_report import record_deletes, record_writes, result
 
 PRESENT = "present"
 ABSENT = "absent"
@@ -340,9 +339,7 @@ def record_plan(planned: FederationTenantRun, changes: Changes) -> None:
         parents = planned.parents
         parent_list = parent_list_change(changes, parent_list, parents, parents)
     record_writes(planned.writes, changes)
-    for batch in planned.deletes:
-        for obj in batch:
-            changes.record(obj, DELETE, obj)
+    record_deletes(planned.deletes, changes)
     if parent_list is not None:
         parent_list_change(changes, parent_list, planned.parents, planned.owned)
 

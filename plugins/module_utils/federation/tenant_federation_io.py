@@ -15,18 +15,16 @@ Karmada API server (its pure steps: ``federation.tenant_federation``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from ..common.names import QUEUE_API, namespace_name
 from ..common.objects import index_by_name
 from ..kube import cluster as kube
-from ..queues.plan import DELETE
 from ..tenants.changes import Changes
 from ..tenants.read_io import read_parent_queues, read_tenant, tenant_selector
 from ..tenants.write_io import reported_part_way, sync_parent_queues
-from .batches_io import raise_first, write_batches
+from .batches_io import delete_batches, write_batches
 from .run_report import result
 from .tenant_federation import (
     API_OF,
@@ -72,13 +70,6 @@ def gather_federation_tenant(
     return replace(facts, taken=tuple(q for q in taken if q is not None))
 
 
-def _delete(cluster: kube.Cluster, obj: Mapping[str, Any]) -> Callable[[], bool]:
-    meta = obj["metadata"]
-    return lambda: cluster.delete(
-        API_OF[obj["kind"]], obj["kind"], meta["name"], namespace=meta.get("namespace")
-    )
-
-
 def apply_federation_tenant(
     request: FederationTenantRequest,
     planned: FederationTenantRun,
@@ -100,12 +91,7 @@ def apply_federation_tenant(
                 cluster, parent_list, parents, parents, changes, check_mode
             )
         write_batches(cluster, planned.writes, changes, check_mode, planned.facts.namespace_exists)
-        for objs in planned.deletes:
-            outcomes = cluster.concurrently([_delete(cluster, obj) for obj in objs])
-            for obj, outcome in zip(objs, outcomes, strict=True):
-                if not check_mode and outcome is True:
-                    changes.wrote(obj, DELETE)
-            raise_first(outcomes)
+        delete_batches(cluster, planned.deletes, API_OF, changes, check_mode)
         if parent_list is not None:
             sync_parent_queues(
                 cluster, parent_list, planned.parents, planned.owned, changes, check_mode

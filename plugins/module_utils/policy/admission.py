@@ -423,6 +423,25 @@ def tenant_queues_configmap(tenant: str, leaves: Mapping[str, str]) -> dict[str,
 _TENANT_QUEUES_PARAM = {"name": TENANT_QUEUES_CONFIGMAP, "parameterNotFoundAction": "Deny"}
 
 
+# The switches of ``admission_manifests``, as the scheduling_policy role's
+# scheduling_policy_admission and module federation_platform's ``admission`` name them;
+# every one is on unless given, but cloud_burst (a hybrid cluster's pod placement).
+ADMISSION_SWITCHES = (
+    "queue_tenant",
+    "queue_leaf",
+    "queue_priority",
+    "queue_billing",
+    "large_job_throttle",
+    "pod_placement",
+    "platform_state",
+    "compliance_placement",
+    "workload_queue",
+    "tenant_services",
+    "cloud_burst",
+)
+ADMISSION_OFF_BY_DEFAULT = ("cloud_burst",)
+
+
 def parameterised_policies() -> list[str]:
     """Rule last-parameterised-binding: the switches (as ``admission_manifests`` names
     them) of the policies whose binding reads a ConfigMap parameter, derived from the

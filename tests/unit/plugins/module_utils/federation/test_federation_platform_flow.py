@@ -25,6 +25,7 @@ from ansible_collections.gpucloud.platform.plugins.module_utils.policy.admission
     PARENT_QUEUES_CONFIGMAP,
     TENANT_QUEUES_CONFIGMAP,
     admission_manifests,
+    parameterised_policies,
 )
 from ansible_collections.gpucloud.platform.plugins.module_utils.policy.pod_placement import (
     pod_placement_policy,
@@ -318,3 +319,75 @@ def test_after_any_runs_the_last_is_held_and_cloud_burst_is_never_deleted(runs):
     writes = len(cluster.writes)
     assert run(cluster, {"cloud_burst_gpus": runs[-1]})["changed"] is False
     assert len(cluster.writes) == writes
+
+
+# -- the admission options (as the scheduling_policy role's) ---------------------------------
+
+VAP, VAPB = "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"
+PARAMETERISED = tuple(parameterised_policies())
+
+
+def test_a_switched_off_policy_is_deleted_binding_first_and_back_when_switched_on():
+    cluster = FakeCluster()
+    run(cluster, {})
+    assert "gpucloud-tenant-services" in cluster.kinds(VAP)
+    out = run(cluster, {"admission": {"tenant_services": False}})
+    assert [(o["kind"], o["action"]) for o in out["objects"]] == [(VAPB, "delete"), (VAP, "delete")]
+    assert "gpucloud-tenant-services" not in cluster.kinds(VAP)
+    assert "gpucloud-tenant-services" not in cluster.kinds(VAPB)
+    assert run(cluster, {"admission": {"tenant_services": "no"}})["changed"] is False
+    back = run(cluster, {})
+    assert {(o["kind"], o["action"]) for o in back["objects"]} == {
+        (VAP, "create"),
+        (VAPB, "create"),
+    }
+
+
+def test_image_registries_add_their_policy_and_emptied_remove_it():
+    cluster = FakeCluster()
+    run(cluster, {"image_registries": ["registry.example/team/"]})
+    policy = cluster.kinds(VAP)["gpucloud-image-registries"]
+    assert "registry.example/team/" in str(policy["spec"])
+    run(cluster, {"image_registries": []})
+    assert "gpucloud-image-registries" not in cluster.kinds(VAP)
+
+
+def test_the_platform_groups_reach_the_platform_state_policy():
+    cluster = FakeCluster()
+    run(cluster, {"platform_groups": ["platform-operators"]})
+    assert "platform-operators" in str(cluster.kinds(VAP)["gpucloud-platform-state"]["spec"])
+
+
+def test_bad_admission_options_are_named_at_once():
+    with pytest.raises(PlatformValidationError) as exc:
+        flow.parse(
+            {
+                "admission": {"tenant_servces": False, "queue_leaf": "maybe", "cloud_burst": True},
+                "platform_groups": [],
+                "image_registries": ["registry.example"],
+            }
+        )
+    assert fields(exc) == {
+        "admission.tenant_servces",
+        "admission.queue_leaf",
+        "admission.cloud_burst",
+        "platform_groups",
+        "image_registries[0]",
+    }
+
+
+def test_removing_the_last_parameterised_binding_is_refused_unless_asked():
+    """Rule last-parameterised-binding in Karmada's API server: nothing is written."""
+    cluster = FakeCluster()
+    run(cluster, {})
+    cluster.writes.clear()
+    off = dict.fromkeys(PARAMETERISED, False)
+    with pytest.raises(PlatformValidationError) as exc:
+        run(cluster, {"admission": off})
+    assert fields(exc) == {"admission"}
+    assert "kubernetes/kubernetes#133827" in str(exc.value)
+    assert cluster.real_writes == []
+    out = run(cluster, {"admission": off, "remove_last_parameterised_policy": True})
+    assert len([o for o in out["objects"] if o["action"] == "delete"]) == 2 * len(PARAMETERISED)
+    # with none left in Karmada, switching them off again is no removal of the last one
+    assert run(cluster, {"admission": off})["changed"] is False
