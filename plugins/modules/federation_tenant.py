@@ -38,8 +38,8 @@ description:
     make it (it is the platform's, not the tenant's).
   - "The federation's admission (rule federation-admission): the tenant's subscription queue, while it has team
     queues, is listed in Karmada's C(platform-system/platform-parent-queues) (key C(queues), rule
-    parent-queues-list) before its teams are written, and unlisted once it has none or the tenant is absent, so a
-    job submitted to it in Karmada is refused as a parent queue's, as in one cluster. Other tenants' entries stay.
+    parent-queues-list) before its teams are written, and unlisted once it has none or the tenant is absent, so the
+    federation's leaf admission policy refuses a job submitted to it in Karmada, as in one cluster. Other tenants' entries stay.
     While Karmada has no such ConfigMap (M(gpucloud.platform.federation_platform) has not run), nothing is listed."
 options:
   name:

@@ -26,7 +26,10 @@ import pytest
 from ansible_collections.gpucloud.platform.plugins.module_utils.federation.tenant_federation import (
     FEDERATION_KINDS,
 )
-from ansible_collections.gpucloud.platform.tests.federation.federation_helpers import raw_job
+from ansible_collections.gpucloud.platform.tests.federation.federation_helpers import (
+    PLATFORM_ARGS,
+    raw_job,
+)
 from ansible_collections.gpucloud.platform.tests.integration.conftest import (
     ansible_environment,
     run_module_in,
@@ -142,18 +145,28 @@ def test_federation_tenant_places_the_tenant_per_location(fedt):
     # its subscription queue, parent of its team's, is a parent at the federation's
     # admission too (rule parent-queues-list)
     assert SUBSCRIPTION in karmada_parent_queues(karmada)
-    # refused by the queue-tenant policy at once (a parent is not in the tenant's queue
-    # list); by the leaf policy once Karmada's API server has read the list just written
-    # (its parameter informer lags the write by a moment)
-    wait_until(
-        lambda: (
-            "has team sub-queues and takes no jobs"
-            in refusal_of_a_job_in(fedt["kubeconfig"], SUBSCRIPTION)
-        ),
-        30,
-        1,
-        "a job to the parent queue refused as a parent queue's",
+    # Refused at once, by the leaf policy or by the queue-tenant policy (a parent is not in
+    # the tenant's queue list): the API server says the first denial of the policies it
+    # evaluates, in an order of its own. With queue-tenant switched off, as a site may
+    # switch it off, the leaf policy alone refuses it, by the list just written.
+    assert "to-a-parent" in refusal_of_a_job_in(fedt["kubeconfig"], SUBSCRIPTION)
+    off = run_module_in(
+        fedt["env"], "federation_platform", {**PLATFORM_ARGS, "admission": {"queue_tenant": False}}
     )
+    assert not off.get("failed"), off.get("msg")
+    try:
+        wait_until(
+            lambda: (
+                "has team sub-queues and takes no jobs"
+                in refusal_of_a_job_in(fedt["kubeconfig"], SUBSCRIPTION)
+            ),
+            30,
+            1,
+            "a job to the parent queue refused as a parent queue's",
+        )
+    finally:
+        back = run_module_in(fedt["env"], "federation_platform", PLATFORM_ARGS)
+        assert not back.get("failed"), back.get("msg")
     idc_wanted = {
         "namespace": [f"tenant-{TENANT}"],
         "queues": {
