@@ -485,7 +485,9 @@ def test_large_job_throttle_race(platform_scheduler_conf, tenant, dyn, run_modul
         ),
     )
     assert big.get("failed") is not True, big.get("msg")
-    assert big["phase"] != "Running" and big["throttle_engaged"] is True
+    # why the throttle was not engaged, when it was not (rule throttle-can-help)
+    why = big.get("throttle_not_engaged")
+    assert big["phase"] != "Running" and big["throttle_engaged"] is True, why
     cm = _throttle_cm(dyn, ns)
     assert cm.data["queues"] == f"{ns}-algo" and "large job" in cm.data["reason"]
 
