@@ -23,6 +23,7 @@ from typing import Any
 from ..common.summary import count, did, names
 from ..hybrid.federation_moves import (
     Moves,
+    binding_name,
     job_of_policy,
     moves_seen,
     needs_writing,
@@ -85,20 +86,15 @@ def parse(params: Mapping[str, Any]) -> JobMovesRequest:
     return JobMovesRequest(tuple(dict.fromkeys(params.get("namespaces") or ())))
 
 
-def _binding_of(bindings: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], Mapping[str, Any]]:
-    """Each ResourceBinding of a Volcano Job, by the job's namespace and name."""
-    out = {}
-    for binding in bindings:
-        resource = (binding.get("spec") or {}).get("resource") or {}
-        if resource.get("kind") == "Job" and resource.get("apiVersion", "").startswith("batch."):
-            out[(resource.get("namespace") or "", resource.get("name") or "")] = binding
-    return out
+def _by_name(bindings: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], Mapping[str, Any]]:
+    """The ResourceBindings by namespace and name (a job's is ``binding_name(job)``)."""
+    return {(b["metadata"].get("namespace") or "", b["metadata"]["name"]): b for b in bindings}
 
 
 def plan(request: JobMovesRequest, facts: JobMovesFacts) -> JobMovesRun:
     """A write for each job policy whose record is behind its binding, or which still
     lets a job moved as often as it may move again; sorted by job."""
-    bound = _binding_of(facts.bindings)
+    bound = _by_name(facts.bindings)
     writes = []
     jobs = 0
     for policy in facts.policies:
@@ -108,7 +104,7 @@ def plan(request: JobMovesRequest, facts: JobMovesFacts) -> JobMovesRun:
             continue
         jobs += 1
         before = recorded_moves(policy)
-        after = moves_seen(before, bound.get((namespace, job)))
+        after = moves_seen(before, bound.get((namespace, binding_name(job))))
         if needs_writing(policy, after):
             desired = policy_after_moves(policy, after)
             writes.append(JobMove(f"{namespace}/{job}", before, after, desired, policy))

@@ -14,7 +14,7 @@ graceful eviction task of the binding (``spec.gracefulEvictionTasks[].fromCluste
 its copy there is deleted. So the platform writes down what it sees on the job's policy
 (``platform.io/placed-in``, ``platform.io/moved-from``): a move is still counted when the
 reconcile that sees it comes after the task is gone. Rule federation-failover-once then
-reads the count: a job moved ``FAILOVER_BUDGET`` times loses its ``failover`` and is held.
+reads the count (``moved_enough``): a job moved that often loses its ``failover`` and is held.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from typing import Any
 from ..common.names import (
     ANNOTATION_MOVED_FROM,
     ANNOTATION_PLACED_IN,
+    JOB_API,
     LABEL_MANAGED_BY,
     MANAGED_BY,
 )
-from .federation_placement import FAILOVER_BUDGET, POLICY_API, hold
+from .federation_placement import POLICY_API, hold, moved_enough
 
-JOB_API = "batch.volcano.sh/v1alpha1"
 BINDING_API = "work.karmada.io/v1alpha2"
 
 
@@ -124,7 +124,7 @@ def policy_after_moves(policy: Mapping[str, Any], moves: Moves) -> dict[str, Any
     is lost too. Only the fields the platform owns are in ``metadata``."""
     meta = policy.get("metadata") or {}
     spec = copy.deepcopy(dict(policy.get("spec") or {}))
-    if moves.count >= FAILOVER_BUDGET and spec.pop("failover", None) is not None:
+    if moved_enough(moves.count) and spec.pop("failover", None) is not None:
         # propagateDeps is on for application failover only (job_propagation_policy)
         spec.pop("propagateDeps", None)
         hold(spec)
@@ -145,5 +145,5 @@ def needs_writing(policy: Mapping[str, Any], moves: Moves) -> bool:
     """Whether the live policy lacks the record, or still lets a job moved as often as it
     may move again."""
     spec = policy.get("spec") or {}
-    stale = moves.count >= FAILOVER_BUDGET and "failover" in spec
+    stale = moved_enough(moves.count) and "failover" in spec
     return recorded_moves(policy) != moves or stale

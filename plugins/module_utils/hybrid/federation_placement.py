@@ -214,7 +214,7 @@ def federation_failover(
     placement = effective_placement(placement, compliance)
     if compliance or not (spot or placement == "cloud-ok"):
         return None
-    if replaced >= FAILOVER_BUDGET:
+    if moved_enough(replaced):
         return None
     return {
         "application": {
@@ -223,6 +223,11 @@ def federation_failover(
         },
         "cluster": {"purgeMode": "Directly"},
     }
+
+
+def moved_enough(replaced: int) -> bool:
+    """Rule federation-failover-once's bound: a job moved this many times moves no more."""
+    return replaced >= FAILOVER_BUDGET
 
 
 def member_failover_taint_policy() -> dict[str, Any]:
